@@ -1,0 +1,218 @@
+package beton
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ffcv-go/ffcv-go/core/field"
+)
+
+// Reader gives read access to a .beton file through a read-only memory map.
+// Open validates the header, descriptors and table bounds; rows and heap
+// pointers are checked when they are read, so opening a file of any size is
+// cheap. A Reader is safe for concurrent use.
+type Reader struct {
+	Path   string
+	Header Header
+	Fields []field.Desc
+	Layout field.Layout
+
+	data       []byte // the whole file, mapped
+	metaOff    uint64 // M0
+	heapOff    uint64 // first byte after the metadata table
+	allocOnce  sync.Once
+	allocPtrs  []uint64 // allocation pointers, sorted, built on first lookup
+	allocSizes []uint64
+	allocErr   error
+}
+
+// Open maps path and validates its structure. custom gives the metadata
+// column of each custom field (type_id 255), by field name.
+func Open(path string, custom map[string]field.Column) (*Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	size := st.Size()
+	if size < HeaderSize {
+		return nil, fmt.Errorf("%s: %w: %d bytes is shorter than the %d-byte header", path, ErrFormat, size, HeaderSize)
+	}
+	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("%s: mmap: %w", path, err)
+	}
+	r, err := newReader(path, data, custom)
+	if err != nil {
+		unix.Munmap(data)
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// newReader validates data as a .beton image; it does not own data on error.
+func newReader(path string, data []byte, custom map[string]field.Column) (*Reader, error) {
+	h, err := parseHeader(data)
+	if err != nil {
+		return nil, err
+	}
+	r := &Reader{Path: path, Header: h, data: data}
+	size := uint64(len(data))
+	descEnd := uint64(HeaderSize) + uint64(h.NumFields)*field.DescriptorSize
+	if descEnd > size {
+		return nil, fmt.Errorf("%w: %d field descriptors end at byte %d, past the end of the file (%d bytes)", ErrFormat, h.NumFields, descEnd, size)
+	}
+	seen := map[string]bool{}
+	for i := 0; i < int(h.NumFields); i++ {
+		off := HeaderSize + i*field.DescriptorSize
+		d, err := field.ParseDesc(data[off : off+field.DescriptorSize])
+		if err != nil {
+			return nil, fmt.Errorf("%w: field %d: %v", ErrFormat, i, err)
+		}
+		if seen[d.Name] {
+			return nil, fmt.Errorf("%w: field name %q appears twice", ErrFormat, d.Name)
+		}
+		seen[d.Name] = true
+		r.Fields = append(r.Fields, d)
+	}
+	if r.Layout, err = field.NewLayout(r.Fields, custom); err != nil {
+		return nil, err
+	}
+	r.metaOff = descEnd
+	rows := uint64(r.Layout.RowSize)
+	if rows > 0 && h.NumSamples > (math.MaxUint64-descEnd)/rows {
+		return nil, fmt.Errorf("%w: %d samples overflow the metadata table size", ErrFormat, h.NumSamples)
+	}
+	r.heapOff = descEnd + h.NumSamples*rows
+	if r.heapOff > size {
+		return nil, fmt.Errorf("%w: metadata table for %d samples ends at byte %d, past the end of the file (%d bytes)", ErrFormat, h.NumSamples, r.heapOff, size)
+	}
+	if h.AllocTablePtr < r.heapOff || h.AllocTablePtr > size {
+		return nil, fmt.Errorf("%w: allocation table at byte %d lies outside [%d, %d]", ErrFormat, h.AllocTablePtr, r.heapOff, size)
+	}
+	if (size-h.AllocTablePtr)%AllocEntrySize != 0 {
+		return nil, fmt.Errorf("%w: allocation table of %d bytes is not a whole number of %d-byte entries (truncated file?)", ErrFormat, size-h.AllocTablePtr, AllocEntrySize)
+	}
+	return r, nil
+}
+
+// Close unmaps the file. Slices obtained from the Reader must not be used after.
+func (r *Reader) Close() error {
+	if r.data == nil {
+		return nil
+	}
+	err := unix.Munmap(r.data)
+	r.data = nil
+	return err
+}
+
+// NumSamples is the number of samples in the file.
+func (r *Reader) NumSamples() uint64 { return r.Header.NumSamples }
+
+// PageSize is the heap page size.
+func (r *Reader) PageSize() uint64 { return uint64(r.Header.PageSize) }
+
+// Data is the whole mapped file.
+func (r *Reader) Data() []byte { return r.data }
+
+// MetadataOffset is the file offset of the metadata table.
+func (r *Reader) MetadataOffset() uint64 { return r.metaOff }
+
+// FieldIndex returns the index of the named field, or -1.
+func (r *Reader) FieldIndex(name string) int {
+	for i, f := range r.Fields {
+		if f.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// Column returns the metadata column bytes of field f for sample i.
+func (r *Reader) Column(i uint64, f int) ([]byte, error) {
+	if i >= r.Header.NumSamples {
+		return nil, fmt.Errorf("sample %d out of range [0, %d)", i, r.Header.NumSamples)
+	}
+	off := r.metaOff + i*uint64(r.Layout.RowSize) + uint64(r.Layout.Offsets[f])
+	return r.data[off : off+uint64(r.Layout.Columns[f].Size)], nil
+}
+
+// Heap returns size bytes at absolute offset ptr, checking that they lie in the
+// heap and within one page, as every allocation must.
+func (r *Reader) Heap(ptr, size uint64) ([]byte, error) {
+	end := ptr + size
+	if end < ptr || ptr < r.heapOff || end > r.Header.AllocTablePtr {
+		return nil, fmt.Errorf("heap range [%d, %d) lies outside the heap [%d, %d)", ptr, end, r.heapOff, r.Header.AllocTablePtr)
+	}
+	if size > 0 && ptr/r.PageSize() != (end-1)/r.PageSize() {
+		return nil, fmt.Errorf("heap range [%d, %d) spans pages", ptr, end)
+	}
+	return r.data[ptr:end:end], nil
+}
+
+// NumAllocs is the number of allocation table entries.
+func (r *Reader) NumAllocs() uint64 {
+	return (uint64(len(r.data)) - r.Header.AllocTablePtr) / AllocEntrySize
+}
+
+// Alloc returns allocation table entry k.
+func (r *Reader) Alloc(k uint64) AllocEntry {
+	b := r.data[r.Header.AllocTablePtr+k*AllocEntrySize:]
+	return AllocEntry{
+		SampleID: binary.LittleEndian.Uint64(b),
+		Ptr:      binary.LittleEndian.Uint64(b[8:]),
+		Size:     binary.LittleEndian.Uint64(b[16:]),
+	}
+}
+
+// AllocSize returns the size of the allocation starting at ptr, as FFCV's
+// memory managers look it up. The sorted index is built on first use.
+func (r *Reader) AllocSize(ptr uint64) (uint64, error) {
+	r.allocOnce.Do(r.indexAllocs)
+	if r.allocErr != nil {
+		return 0, r.allocErr
+	}
+	i := sort.Search(len(r.allocPtrs), func(i int) bool { return r.allocPtrs[i] >= ptr })
+	// Zero-size allocations may share a pointer with the next one: prefer the
+	// non-empty allocation.
+	for ; i < len(r.allocPtrs) && r.allocPtrs[i] == ptr; i++ {
+		if r.allocSizes[i] > 0 || i+1 == len(r.allocPtrs) || r.allocPtrs[i+1] != ptr {
+			return r.allocSizes[i], nil
+		}
+	}
+	return 0, fmt.Errorf("no allocation starts at byte %d", ptr)
+}
+
+func (r *Reader) indexAllocs() {
+	n := r.NumAllocs()
+	entries := make([]AllocEntry, n)
+	for k := range entries {
+		e := r.Alloc(uint64(k))
+		if _, err := r.Heap(e.Ptr, e.Size); err != nil {
+			r.allocErr = fmt.Errorf("%w: allocation table entry %d (sample %d): %v", ErrFormat, k, e.SampleID, err)
+			return
+		}
+		entries[k] = e
+	}
+	sort.Slice(entries, func(a, b int) bool {
+		if entries[a].Ptr != entries[b].Ptr {
+			return entries[a].Ptr < entries[b].Ptr
+		}
+		return entries[a].Size < entries[b].Size
+	})
+	r.allocPtrs = make([]uint64, n)
+	r.allocSizes = make([]uint64, n)
+	for k, e := range entries {
+		r.allocPtrs[k], r.allocSizes[k] = e.Ptr, e.Size
+	}
+}

@@ -1,0 +1,52 @@
+package beton
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/ffcv-go/ffcv-go/core/field"
+)
+
+// Read returns the metadata column of field f for sample i and the heap bytes
+// it refers to (nil for Int and Float). Every pointer and size is checked
+// against the file, so a corrupt file gives an error, never a bad slice.
+func (r *Reader) Read(i uint64, f int) (col, heap []byte, err error) {
+	if f < 0 || f >= len(r.Fields) {
+		return nil, nil, fmt.Errorf("field index %d out of range [0, %d)", f, len(r.Fields))
+	}
+	d := &r.Fields[f]
+	col, err = r.Column(i, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	ptr, size, err := r.heapRef(d, col)
+	if err == nil && size != noHeap {
+		heap, err = r.Heap(ptr, size)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: sample %d, field %q: %w", r.Path, i, d.Name, err)
+	}
+	return col, heap, nil
+}
+
+const noHeap = ^uint64(0)
+
+func (r *Reader) heapRef(d *field.Desc, col []byte) (ptr, size uint64, err error) {
+	switch d.Type {
+	case field.Bytes, field.JSON:
+		return binary.LittleEndian.Uint64(col), binary.LittleEndian.Uint64(col[8:]), nil
+	case field.NDArray, field.TorchTensor:
+		n, err := d.ArrayBytes()
+		return binary.LittleEndian.Uint64(col), n, err
+	case field.RGBImage:
+		ptr = binary.LittleEndian.Uint64(col[field.RGBPtrOff:])
+		if col[field.RGBModeOff] == field.ModeJPEG {
+			size, err = r.AllocSize(ptr)
+			return ptr, size, err
+		}
+		w := uint64(binary.LittleEndian.Uint16(col[field.RGBWidthOff:]))
+		h := uint64(binary.LittleEndian.Uint16(col[field.RGBHeightOff:]))
+		return ptr, w * h * 3, nil
+	}
+	return 0, noHeap, nil
+}

@@ -1,0 +1,365 @@
+package beton
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+
+	"github.com/ffcv-go/ffcv-go/core/field"
+)
+
+// Writer writes a .beton file. Samples are handed to Put in index order;
+// worker goroutines encode them in parallel and a single placer packs them
+// into pages in index order, so the output is identical for any number of
+// workers. The file is written under a temporary name and renamed into place
+// by Close, so a failed or abandoned write never leaves a partial file at path.
+type Writer struct {
+	path, tmp  string
+	f          *os.File
+	fields     []field.Desc
+	encoders   []field.Encoder
+	layout     field.Layout
+	n          uint64
+	pageSize   uint64
+	metaOff    uint64
+	firstPage  uint64
+	next       uint64 // next sample index Put expects
+	jobs       chan job
+	placed     chan chan result
+	workers    sync.WaitGroup
+	placerDone chan struct{}
+
+	mu  sync.Mutex
+	err error
+
+	// Placer state, owned by the placer goroutine.
+	page     []byte
+	pageNum  uint64 // page being filled; 0 while none
+	pageUsed uint64
+	rows     []byte
+	rowsAt   uint64
+	allocs   []byte
+	written  uint64 // pages written, for Stats
+	closed   bool
+}
+
+type job struct {
+	sample uint64
+	values []field.Value
+	out    chan result
+}
+
+type result struct {
+	sample uint64
+	enc    []field.Encoded
+	err    error
+}
+
+// WriterOptions configure Create.
+type WriterOptions struct {
+	PageSize uint64 // 0: DefaultPageSize
+	Workers  int    // < 1: number of CPUs
+}
+
+// Create starts writing numSamples samples with the given fields to path.
+// encoders[i] encodes values of fields[i].
+func Create(path string, fields []field.Desc, encoders []field.Encoder, numSamples uint64, opts WriterOptions) (*Writer, error) {
+	if opts.PageSize == 0 {
+		opts.PageSize = DefaultPageSize
+	}
+	if err := CheckPageSize(opts.PageSize); err != nil {
+		return nil, err
+	}
+	if len(fields) == 0 || len(fields) > 0xffff {
+		return nil, fmt.Errorf("a dataset needs between 1 and 65535 fields, got %d", len(fields))
+	}
+	if len(encoders) != len(fields) {
+		return nil, fmt.Errorf("%d encoders for %d fields", len(encoders), len(fields))
+	}
+	var descs []byte
+	seen := map[string]bool{}
+	for _, d := range fields {
+		if seen[d.Name] {
+			return nil, fmt.Errorf("field name %q appears twice", d.Name)
+		}
+		seen[d.Name] = true
+		b, err := d.MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		descs = append(descs, b...)
+	}
+	layout, err := field.NewLayout(fields, nil)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Workers < 1 {
+		opts.Workers = runtime.NumCPU()
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("create temporary file for %s: %w", path, err)
+	}
+	metaOff := uint64(HeaderSize + len(descs))
+	heapOff := metaOff + numSamples*uint64(layout.RowSize)
+	w := &Writer{
+		path: path, tmp: f.Name(), f: f,
+		fields: fields, encoders: encoders, layout: layout,
+		n: numSamples, pageSize: opts.PageSize, metaOff: metaOff,
+		firstPage:  (heapOff + opts.PageSize - 1) / opts.PageSize,
+		jobs:       make(chan job, 2*opts.Workers),
+		placed:     make(chan chan result, 4*opts.Workers+16),
+		placerDone: make(chan struct{}),
+		rowsAt:     metaOff,
+	}
+	if _, err := f.WriteAt(descs, HeaderSize); err != nil {
+		w.Abort()
+		return nil, fmt.Errorf("write %s: %w", w.tmp, err)
+	}
+	for i := 0; i < opts.Workers; i++ {
+		w.workers.Add(1)
+		go w.encodeLoop()
+	}
+	go w.placeLoop()
+	return w, nil
+}
+
+func (w *Writer) fail(err error) {
+	w.mu.Lock()
+	if w.err == nil {
+		w.err = err
+	}
+	w.mu.Unlock()
+}
+
+// Err returns the first error met so far.
+func (w *Writer) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// Put queues sample for encoding. Samples must come in index order 0, 1, ...
+// Put blocks when the encoders are behind. It returns the first error met so
+// far, by this or an earlier sample.
+func (w *Writer) Put(sample uint64, values []field.Value) error {
+	if err := w.Err(); err != nil {
+		return err
+	}
+	if w.closed {
+		return errors.New("writer is closed")
+	}
+	if sample != w.next {
+		return fmt.Errorf("sample %d put out of order: expected sample %d", sample, w.next)
+	}
+	if sample >= w.n {
+		return fmt.Errorf("sample %d is beyond the %d samples the writer was created for", sample, w.n)
+	}
+	if len(values) != len(w.fields) {
+		return fmt.Errorf("sample %d has %d values for %d fields", sample, len(values), len(w.fields))
+	}
+	w.next++
+	out := make(chan result, 1)
+	w.placed <- out
+	w.jobs <- job{sample, values, out}
+	return nil
+}
+
+func (w *Writer) encodeLoop() {
+	defer w.workers.Done()
+	for j := range w.jobs {
+		res := result{sample: j.sample, enc: make([]field.Encoded, len(j.values))}
+		for i, v := range j.values {
+			enc, err := w.encodeOne(i, v, j.sample)
+			if err != nil {
+				res.err = fmt.Errorf("sample %d, field %q: %w", j.sample, w.fields[i].Name, err)
+				break
+			}
+			res.enc[i] = enc
+		}
+		j.out <- res
+	}
+}
+
+// encodeOne turns a panic in an encoder into an error so one bad sample
+// cannot take the process down.
+func (w *Writer) encodeOne(i int, v field.Value, sample uint64) (enc field.Encoded, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("internal error: %v", r)
+		}
+	}()
+	return w.encoders[i].Encode(v, sample)
+}
+
+func (w *Writer) placeLoop() {
+	defer close(w.placerDone)
+	for out := range w.placed {
+		res := <-out
+		if w.Err() != nil {
+			continue // drain
+		}
+		if res.err == nil {
+			res.err = w.place(res.sample, res.enc)
+		}
+		if res.err != nil {
+			w.fail(res.err)
+		}
+	}
+}
+
+// place packs one encoded sample: all its heap allocations go contiguously
+// into one page, opening a new page when the current one lacks room.
+func (w *Writer) place(sample uint64, enc []field.Encoded) error {
+	var total uint64
+	for _, e := range enc {
+		total += uint64(len(e.Heap))
+	}
+	if total > w.pageSize {
+		return fmt.Errorf("sample %d needs %d bytes of heap, more than the page size %d: raise page_size", sample, total, w.pageSize)
+	}
+	hasHeap := false
+	for _, e := range enc {
+		hasHeap = hasHeap || e.HasHeap
+	}
+	if hasHeap && (w.pageNum == 0 || w.pageUsed+total > w.pageSize) {
+		if err := w.flushPage(); err != nil {
+			return err
+		}
+		if w.pageNum == 0 {
+			w.pageNum = w.firstPage
+		} else {
+			w.pageNum++
+		}
+		w.pageUsed = 0
+		if w.page == nil {
+			w.page = make([]byte, w.pageSize)
+		} else {
+			clear(w.page)
+		}
+	}
+	row := make([]byte, w.layout.RowSize)
+	for i, e := range enc {
+		col := row[w.layout.Offsets[i]:]
+		copy(col, e.Column)
+		if !e.HasHeap {
+			continue
+		}
+		ptr := w.pageNum*w.pageSize + w.pageUsed
+		copy(w.page[w.pageUsed:], e.Heap)
+		w.pageUsed += uint64(len(e.Heap))
+		binary.LittleEndian.PutUint64(col[e.PtrOffset:], ptr)
+		w.allocs = binary.LittleEndian.AppendUint64(w.allocs, sample)
+		w.allocs = binary.LittleEndian.AppendUint64(w.allocs, ptr)
+		w.allocs = binary.LittleEndian.AppendUint64(w.allocs, uint64(len(e.Heap)))
+	}
+	w.rows = append(w.rows, row...)
+	if len(w.rows) >= 1<<20 {
+		return w.flushRows()
+	}
+	return nil
+}
+
+func (w *Writer) flushRows() error {
+	if _, err := w.f.WriteAt(w.rows, int64(w.rowsAt)); err != nil {
+		return fmt.Errorf("write metadata at byte %d: %w", w.rowsAt, err)
+	}
+	w.rowsAt += uint64(len(w.rows))
+	w.rows = w.rows[:0]
+	return nil
+}
+
+func (w *Writer) flushPage() error {
+	if w.pageNum == 0 {
+		return nil
+	}
+	if _, err := w.f.WriteAt(w.page, int64(w.pageNum*w.pageSize)); err != nil {
+		return fmt.Errorf("write page %d: %w", w.pageNum, err)
+	}
+	w.written++
+	return nil
+}
+
+// Close waits for every queued sample, writes the tables and the header, and
+// atomically renames the file into place. On any error the temporary file is
+// removed and path is left untouched.
+func (w *Writer) Close() error {
+	if w.closed {
+		return errors.New("writer already closed")
+	}
+	w.stop()
+	err := w.Err()
+	if err == nil && w.next != w.n {
+		err = fmt.Errorf("only %d of %d samples were written", w.next, w.n)
+	}
+	if err == nil {
+		err = w.finish()
+	}
+	if err != nil {
+		w.f.Close()
+		os.Remove(w.tmp)
+		return err
+	}
+	return nil
+}
+
+// Abort stops writing and removes the temporary file.
+func (w *Writer) Abort() {
+	if !w.closed {
+		w.fail(errors.New("aborted"))
+		w.stop()
+	}
+	w.f.Close()
+	os.Remove(w.tmp)
+}
+
+func (w *Writer) stop() {
+	w.closed = true
+	close(w.jobs)
+	close(w.placed)
+	w.workers.Wait()
+	<-w.placerDone
+}
+
+func (w *Writer) finish() error {
+	if err := w.flushRows(); err != nil {
+		return err
+	}
+	allocPtr := w.metaOff + w.n*uint64(w.layout.RowSize)
+	if w.pageNum != 0 {
+		if err := w.flushPage(); err != nil {
+			return err
+		}
+		allocPtr = (w.pageNum + 1) * w.pageSize
+	}
+	if _, err := w.f.WriteAt(w.allocs, int64(allocPtr)); err != nil {
+		return fmt.Errorf("write allocation table: %w", err)
+	}
+	if err := w.f.Truncate(int64(allocPtr) + int64(len(w.allocs))); err != nil {
+		return fmt.Errorf("size %s: %w", w.tmp, err)
+	}
+	h := Header{Version: Version, NumFields: uint16(len(w.fields)), PageSize: uint32(w.pageSize), NumSamples: w.n, AllocTablePtr: allocPtr}
+	if _, err := w.f.WriteAt(h.marshal(), 0); err != nil {
+		return fmt.Errorf("write header: %w", err)
+	}
+	if err := w.f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", w.tmp, err)
+	}
+	if err := w.f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", w.tmp, err)
+	}
+	if err := os.Chmod(w.tmp, 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(w.tmp, w.path); err != nil {
+		return fmt.Errorf("rename %s to %s: %w", w.tmp, w.path, err)
+	}
+	return nil
+}
+
+// PagesWritten is the number of heap pages written so far.
+func (w *Writer) PagesWritten() uint64 { return w.written }

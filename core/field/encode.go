@@ -1,0 +1,93 @@
+package field
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// Value is one field of one sample as handed to the writer.
+type Value struct {
+	Int   int64
+	Float float64
+	// Data is the payload: bytes, serialized JSON (without the NUL), array
+	// bytes in C order, or image pixels / an encoded image file.
+	Data []byte
+	// Image geometry for raw pixel input (HWC, Channels 1, 3 or 4).
+	Width, Height, Channels int
+	// Encoded marks Data as an image file (JPEG, PNG, ...) rather than pixels.
+	Encoded bool
+}
+
+// Encoded is one field's contribution to a sample: its metadata column with
+// the heap pointer left zero, and the heap bytes (if HasHeap) whose absolute
+// file offset the writer stores at PtrOffset in the column.
+type Encoded struct {
+	Column    []byte
+	Heap      []byte
+	HasHeap   bool
+	PtrOffset int
+}
+
+// Encoder turns values of one field into Encoded form. Encode must be safe for
+// concurrent use; sample is the sample's index, for per-sample randomness.
+type Encoder interface {
+	Encode(v Value, sample uint64) (Encoded, error)
+}
+
+// NewEncoder returns the encoder for a built-in field.
+func NewEncoder(d Desc, opts ImageOptions) (Encoder, error) {
+	switch d.Type {
+	case Int, Float:
+		return scalarEncoder{d.Type}, nil
+	case Bytes, JSON:
+		return bytesEncoder{json: d.Type == JSON}, nil
+	case NDArray, TorchTensor:
+		n, err := d.ArrayBytes()
+		if err != nil {
+			return nil, err
+		}
+		return arrayEncoder{name: d.Name, size: n}, nil
+	case RGBImage:
+		return newImageEncoder(opts)
+	}
+	return nil, fmt.Errorf("field %q: cannot write fields of type %v", d.Name, d.Type)
+}
+
+type scalarEncoder struct{ t Type }
+
+func (e scalarEncoder) Encode(v Value, _ uint64) (Encoded, error) {
+	col := make([]byte, 8)
+	if e.t == Int {
+		binary.LittleEndian.PutUint64(col, uint64(v.Int))
+	} else {
+		binary.LittleEndian.PutUint64(col, math.Float64bits(v.Float))
+	}
+	return Encoded{Column: col}, nil
+}
+
+type bytesEncoder struct{ json bool }
+
+func (e bytesEncoder) Encode(v Value, _ uint64) (Encoded, error) {
+	heap := v.Data
+	if e.json {
+		// FFCV stores json.dumps(value) followed by a NUL terminator.
+		heap = make([]byte, len(v.Data)+1)
+		copy(heap, v.Data)
+	}
+	col := make([]byte, 16)
+	binary.LittleEndian.PutUint64(col[8:], uint64(len(heap)))
+	return Encoded{Column: col, Heap: heap, HasHeap: true, PtrOffset: 0}, nil
+}
+
+type arrayEncoder struct {
+	name string
+	size uint64
+}
+
+func (e arrayEncoder) Encode(v Value, _ uint64) (Encoded, error) {
+	if uint64(len(v.Data)) != e.size {
+		return Encoded{}, fmt.Errorf("field %q: array has %d bytes, the field's shape and dtype need %d", e.name, len(v.Data), e.size)
+	}
+	return Encoded{Column: make([]byte, 8), Heap: v.Data, HasHeap: true}, nil
+}

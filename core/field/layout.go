@@ -1,0 +1,69 @@
+package field
+
+import "fmt"
+
+// Column is the size and alignment of a field's metadata column, following
+// numpy's align=True struct rules.
+type Column struct {
+	Size, Align int
+}
+
+// Offsets of the packed RGBImage column {mode u8, width u16, height u16, data_ptr u64}.
+const (
+	RGBModeOff   = 0
+	RGBWidthOff  = 1
+	RGBHeightOff = 3
+	RGBPtrOff    = 5
+)
+
+// ColumnOf returns the metadata column of a built-in field type.
+func ColumnOf(t Type) (Column, error) {
+	switch t {
+	case Int, Float, NDArray, TorchTensor:
+		return Column{8, 8}, nil
+	case Bytes, JSON:
+		return Column{16, 1}, nil
+	case RGBImage:
+		return Column{13, 1}, nil
+	}
+	return Column{}, fmt.Errorf("type %v has no built-in column", t)
+}
+
+// Layout is where each column sits in a row.
+type Layout struct {
+	Offsets []int
+	Columns []Column
+	RowSize int
+}
+
+// NewLayout lays out the row for fields; custom fields take their column from
+// custom (by field name), as FFCV takes it from the handler's metadata type.
+func NewLayout(fields []Desc, custom map[string]Column) (Layout, error) {
+	var l Layout
+	maxAlign := 1
+	off := 0
+	for _, f := range fields {
+		var c Column
+		var err error
+		if f.Type == Custom {
+			var ok bool
+			if c, ok = custom[f.Name]; !ok {
+				return l, fmt.Errorf("field %q has a custom type: pass a handler for it (custom_fields)", f.Name)
+			}
+			if c.Size < 0 || c.Align < 1 || c.Align&(c.Align-1) != 0 {
+				return l, fmt.Errorf("field %q: bad custom column %+v", f.Name, c)
+			}
+		} else if c, err = ColumnOf(f.Type); err != nil {
+			return l, fmt.Errorf("field %q: %w", f.Name, err)
+		}
+		off = roundUp(off, c.Align)
+		l.Offsets = append(l.Offsets, off)
+		l.Columns = append(l.Columns, c)
+		off += c.Size
+		maxAlign = max(maxAlign, c.Align)
+	}
+	l.RowSize = roundUp(off, maxAlign)
+	return l, nil
+}
+
+func roundUp(x, a int) int { return (x + a - 1) / a * a }
