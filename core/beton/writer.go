@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ffcv-go/ffcv-go/core/field"
 )
@@ -43,7 +44,8 @@ type Writer struct {
 	rows     []byte
 	rowsAt   uint64
 	allocs   []byte
-	written  uint64 // pages written, for Stats
+	written  uint64 // pages written
+	placedN  atomic.Uint64
 	closed   bool
 }
 
@@ -258,6 +260,7 @@ func (w *Writer) place(sample uint64, enc []field.Encoded) error {
 		w.allocs = binary.LittleEndian.AppendUint64(w.allocs, uint64(len(e.Heap)))
 	}
 	w.rows = append(w.rows, row...)
+	w.placedN.Add(1)
 	if len(w.rows) >= 1<<20 {
 		return w.flushRows()
 	}
@@ -363,3 +366,6 @@ func (w *Writer) finish() error {
 
 // PagesWritten is the number of heap pages written so far.
 func (w *Writer) PagesWritten() uint64 { return w.written }
+
+// Placed is the number of samples packed into the file so far.
+func (w *Writer) Placed() uint64 { return w.placedN.Load() }

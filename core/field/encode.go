@@ -2,6 +2,7 @@ package field
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 )
@@ -87,7 +88,10 @@ type arrayEncoder struct {
 
 func (e arrayEncoder) Encode(v Value, _ uint64) (Encoded, error) {
 	if uint64(len(v.Data)) != e.size {
-		return Encoded{}, fmt.Errorf("field %q: array has %d bytes, the field's shape and dtype need %d", e.name, len(v.Data), e.size)
+		return Encoded{}, fmt.Errorf("%w: field %q: array has %d bytes, the field's shape and dtype need %d", ErrData, e.name, len(v.Data), e.size)
 	}
 	return Encoded{Column: make([]byte, 8), Heap: v.Data, HasHeap: true}, nil
 }
+
+// ErrData is wrapped by errors about a sample's content (wrong size, bad image).
+var ErrData = errors.New("bad sample data")

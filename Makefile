@@ -1,0 +1,59 @@
+# ffcv-go: `make test` and `make demo` work on a fresh Debian machine: they
+# install what is missing (Debian packages when root, a .venv from PyPI), build
+# the Go library into the Python package, and run.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+LIB := python/ffcv_go/_ffcv_go.so
+GO_SOURCES := $(shell find core export include -name '*.go' -o -name '*.h' -o -name '*.c' 2>/dev/null) go.mod
+DEB_PACKAGES := libturbojpeg0-dev libjpeg62-turbo-dev
+DEB_DATA := mate-backgrounds lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 dataset-fashion-mnist
+PYTEST_ARGS ?=
+
+.PHONY: all build deps venv venv-extra test test-go test-python vet demo bench clean
+
+all: build
+
+build: $(LIB)
+
+$(LIB): $(GO_SOURCES)
+	CGO_ENABLED=1 go build -trimpath -buildmode=c-shared -o $@ ./export
+	rm -f $(basename $@).h
+
+# Debian packages: the JPEG libraries to build, the photos and Fashion-MNIST
+# the benchmark, demo and examples use. Installed only when missing.
+deps:
+	@missing=""; for p in $(DEB_PACKAGES) $(DEB_DATA); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "missing Debian packages (run as root or install them):$$missing"; fi; fi
+
+$(VENV)/.installed: requirements-dev.txt requirements-extra.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -r requirements-dev.txt -r requirements-extra.txt
+	touch $@
+
+venv: $(VENV)/.installed
+
+vet:
+	test -z "$$(gofmt -l core export tests/go)" || { gofmt -l core export tests/go; exit 1; }
+	go vet ./...
+
+test-go: deps
+	go test -count=1 ./...
+
+test-python: deps venv build
+	PYTHONPATH=python $(PY) -m pytest -q tests/python $(PYTEST_ARGS)
+
+test: deps venv build vet test-go test-python
+
+demo: deps venv build
+	PYTHONPATH=python $(PY) bench/demo.py
+
+clean:
+	rm -f $(LIB) $(basename $(LIB)).h
+	go clean -cache -testcache

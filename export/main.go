@@ -1,0 +1,117 @@
+// Command export builds libffcv_go, the C ABI of the Go core
+// (go build -buildmode=c-shared). include/ffcv_go.h documents every function.
+// Functions here only translate between C and the core packages: they check
+// handles and pointers, recover panics and turn errors into messages.
+package main
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../include
+#define FFCV_GO_TYPES_ONLY
+#include <stdlib.h>
+#include "ffcv_go.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"unsafe"
+
+	"github.com/ffcv-go/ffcv-go/core/beton"
+	"github.com/ffcv-go/ffcv-go/core/field"
+)
+
+func main() {}
+
+const version = "0.1.0"
+
+var cVersion = C.CString(version)
+
+//export ffcv_version
+func ffcv_version() *C.char { return cVersion }
+
+//export ffcv_free
+func ffcv_free(p unsafe.Pointer) { C.free(p) }
+
+// Error classes, returned as negative codes so callers can raise the right
+// exception type (see python/ffcv_go/_lib.py).
+const (
+	codeInternal = -1 // a bug or an unexpected condition
+	codeArgument = -2 // bad arguments or spec
+	codeFormat   = -3 // malformed or corrupt file
+	codeIO       = -4 // operating system error
+	codeNotFound = -5 // no such file
+	codeData     = -6 // a sample's content cannot be used (bad image, wrong size, ...)
+)
+
+// errArgument marks errors about the caller's arguments.
+var errArgument = errors.New("invalid argument")
+
+// fail reports e through the caller's err pointer and returns its class code.
+func fail(err **C.char, e error) C.int64_t {
+	if err != nil {
+		*err = C.CString(e.Error())
+	}
+	var pe *fs.PathError
+	switch {
+	case errors.Is(e, fs.ErrNotExist):
+		return codeNotFound
+	case errors.Is(e, beton.ErrFormat):
+		return codeFormat
+	case errors.Is(e, errArgument), errors.Is(e, errNil):
+		return codeArgument
+	case errors.As(e, &pe):
+		return codeIO
+	case errors.Is(e, field.ErrData):
+		return codeData
+	}
+	return codeInternal
+}
+
+// guard turns a panic into an error return; defer it first in every export.
+func guard(err **C.char, ret *C.int64_t) {
+	if r := recover(); r != nil {
+		*ret = fail(err, fmt.Errorf("internal error: %v", r))
+	}
+}
+
+var errNil = errors.New("null pointer argument")
+
+// goString converts a required C string argument.
+func goString(s *C.char, what string) (string, error) {
+	if s == nil {
+		return "", fmt.Errorf("%s: %w", what, errNil)
+	}
+	return C.GoString(s), nil
+}
+
+// putString hands a Go string to C; the caller frees it with ffcv_free.
+func putString(out **C.char, s string) error {
+	if out == nil {
+		return fmt.Errorf("output: %w", errNil)
+	}
+	*out = C.CString(s)
+	return nil
+}
+
+//export ffcv_close
+func ffcv_close(h C.int64_t, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	obj, e := handles.remove(int64(h))
+	if e != nil {
+		return fail(err, e)
+	}
+	if c, ok := obj.(interface{ Close() error }); ok {
+		if e := c.Close(); e != nil {
+			return fail(err, e)
+		}
+	}
+	return 0
+}
+
+//export ffcv_live_objects
+func ffcv_live_objects() C.int64_t { return C.int64_t(handles.count() + liveSlots()) }
+
+// liveSlots is the number of batch slots callers still hold.
+func liveSlots() int { return 0 }

@@ -1,0 +1,133 @@
+package main
+
+/*
+#define FFCV_GO_TYPES_ONLY
+#include "ffcv_go.h"
+*/
+import "C"
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"unsafe"
+
+	"github.com/ffcv-go/ffcv-go/core/beton"
+	"github.com/ffcv-go/ffcv-go/core/field"
+)
+
+// parseCustom reads {"name": [size, align]} into column layouts.
+func parseCustom(s *C.char) (map[string]field.Column, error) {
+	if s == nil {
+		return nil, nil
+	}
+	var raw map[string][2]int
+	if err := json.Unmarshal([]byte(C.GoString(s)), &raw); err != nil {
+		return nil, fmt.Errorf("custom fields: %w", err)
+	}
+	out := map[string]field.Column{}
+	for k, v := range raw {
+		out[k] = field.Column{Size: v[0], Align: v[1]}
+	}
+	return out, nil
+}
+
+//export ffcv_reader_open
+func ffcv_reader_open(path, customJSON *C.char, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	p, e := goString(path, "path")
+	if e != nil {
+		return fail(err, e)
+	}
+	custom, e := parseCustom(customJSON)
+	if e != nil {
+		return fail(err, e)
+	}
+	r, e := beton.Open(p, custom)
+	if e != nil {
+		return fail(err, e)
+	}
+	return C.int64_t(handles.add(r))
+}
+
+type fieldInfo struct {
+	Name    string   `json:"name"`
+	TypeID  int      `json:"type_id"`
+	Offset  int      `json:"offset"`
+	Size    int      `json:"size"`
+	Shape   []uint64 `json:"shape"`
+	DType   string   `json:"dtype"`
+	ArgsHex string   `json:"args_hex,omitempty"`
+}
+
+type readerInfo struct {
+	NumSamples     uint64      `json:"num_samples"`
+	PageSize       uint64      `json:"page_size"`
+	AllocTablePtr  uint64      `json:"alloc_table_ptr"`
+	NumAllocs      uint64      `json:"num_allocs"`
+	MetadataOffset uint64      `json:"metadata_offset"`
+	RowSize        int         `json:"row_size"`
+	Fields         []fieldInfo `json:"fields"`
+}
+
+//export ffcv_reader_info
+func ffcv_reader_info(h C.int64_t, out **C.char, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	r, e := lookup[*beton.Reader](int64(h))
+	if e != nil {
+		return fail(err, e)
+	}
+	info := readerInfo{
+		NumSamples: r.NumSamples(), PageSize: r.PageSize(), AllocTablePtr: r.Header.AllocTablePtr,
+		NumAllocs: r.NumAllocs(), MetadataOffset: r.MetadataOffset(), RowSize: r.Layout.RowSize,
+	}
+	for i, f := range r.Fields {
+		info.Fields = append(info.Fields, fieldInfo{
+			Name: f.Name, TypeID: int(f.Type), Offset: r.Layout.Offsets[i], Size: r.Layout.Columns[i].Size,
+			Shape: f.Shape, DType: f.DType, ArgsHex: hex.EncodeToString(f.Args),
+		})
+	}
+	b, _ := json.Marshal(info)
+	if e := putString(out, string(b)); e != nil {
+		return fail(err, e)
+	}
+	return 0
+}
+
+//export ffcv_reader_mmap
+func ffcv_reader_mmap(h C.int64_t, data *unsafe.Pointer, n *C.uint64_t, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	r, e := lookup[*beton.Reader](int64(h))
+	if e != nil {
+		return fail(err, e)
+	}
+	if data == nil || n == nil {
+		return fail(err, errNil)
+	}
+	d := r.Data()
+	*data, *n = unsafe.Pointer(unsafe.SliceData(d)), C.uint64_t(len(d))
+	return 0
+}
+
+//export ffcv_reader_read
+func ffcv_reader_read(h C.int64_t, sample C.uint64_t, f C.int32_t, col *unsafe.Pointer, colLen *C.uint64_t,
+	heap *unsafe.Pointer, heapLen *C.uint64_t, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	r, e := lookup[*beton.Reader](int64(h))
+	if e != nil {
+		return fail(err, e)
+	}
+	if col == nil || colLen == nil || heap == nil || heapLen == nil {
+		return fail(err, errNil)
+	}
+	c, hp, e := r.Read(uint64(sample), int(f))
+	if e != nil {
+		return fail(err, e)
+	}
+	*col, *colLen = unsafe.Pointer(unsafe.SliceData(c)), C.uint64_t(len(c))
+	*heap, *heapLen = nil, 0
+	if hp != nil {
+		*heap, *heapLen = unsafe.Pointer(unsafe.SliceData(hp)), C.uint64_t(len(hp))
+	}
+	return 0
+}

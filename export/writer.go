@@ -1,0 +1,154 @@
+package main
+
+/*
+#define FFCV_GO_TYPES_ONLY
+#include "ffcv_go.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"fmt"
+	"unsafe"
+
+	"github.com/ffcv-go/ffcv-go/core/beton"
+	"github.com/ffcv-go/ffcv-go/core/field"
+)
+
+type fieldSpec struct {
+	Name                string   `json:"name"`
+	TypeID              int      `json:"type_id"`
+	Shape               []uint64 `json:"shape"`
+	DType               string   `json:"dtype"`
+	WriteMode           string   `json:"write_mode"`
+	MaxResolution       int      `json:"max_resolution"`
+	SmartThreshold      int      `json:"smart_threshold"`
+	JPEGQuality         int      `json:"jpeg_quality"`
+	CompressProbability float64  `json:"compress_probability"`
+}
+
+func (s fieldSpec) imageOptions(seed uint64) field.ImageOptions {
+	return field.ImageOptions{
+		WriteMode: s.WriteMode, MaxResolution: s.MaxResolution, SmartThreshold: s.SmartThreshold,
+		JPEGQuality: s.JPEGQuality, CompressProbability: s.CompressProbability, Seed: seed,
+	}
+}
+
+type writerSpec struct {
+	NumSamples uint64      `json:"num_samples"`
+	PageSize   uint64      `json:"page_size"`
+	NumWorkers int         `json:"num_workers"`
+	Seed       uint64      `json:"seed"`
+	Fields     []fieldSpec `json:"fields"`
+}
+
+// fileWriter is a beton.Writer with the field count the C side needs.
+type fileWriter struct {
+	*beton.Writer
+	nf int
+}
+
+func (w fileWriter) Close() error { w.Abort(); return nil }
+
+//export ffcv_writer_create
+func ffcv_writer_create(path, specJSON *C.char, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	p, e := goString(path, "path")
+	if e != nil {
+		return fail(err, e)
+	}
+	s, e := goString(specJSON, "spec")
+	if e != nil {
+		return fail(err, e)
+	}
+	var spec writerSpec
+	if e := json.Unmarshal([]byte(s), &spec); e != nil {
+		return fail(err, fmt.Errorf("writer spec: %w", e))
+	}
+	descs := make([]field.Desc, len(spec.Fields))
+	encs := make([]field.Encoder, len(spec.Fields))
+	for i, f := range spec.Fields {
+		descs[i] = field.Desc{Type: field.Type(f.TypeID), Name: f.Name, Shape: f.Shape, DType: f.DType}
+		if _, e := descs[i].MarshalBinary(); e != nil {
+			return fail(err, e)
+		}
+		if encs[i], e = field.NewEncoder(descs[i], f.imageOptions(spec.Seed)); e != nil {
+			return fail(err, fmt.Errorf("field %q: %w", f.Name, e))
+		}
+	}
+	w, e := beton.Create(p, descs, encs, spec.NumSamples, beton.WriterOptions{PageSize: spec.PageSize, Workers: spec.NumWorkers})
+	if e != nil {
+		return fail(err, e)
+	}
+	return C.int64_t(handles.add(fileWriter{w, len(descs)}))
+}
+
+//export ffcv_writer_put
+func ffcv_writer_put(h C.int64_t, first, count C.uint64_t, values *C.ffcv_value, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	w, e := lookup[fileWriter](int64(h))
+	if e != nil {
+		return fail(err, e)
+	}
+	if count == 0 {
+		return 0
+	}
+	if values == nil {
+		return fail(err, fmt.Errorf("values: %w", errNil))
+	}
+	cv := unsafe.Slice(values, int(count)*w.nf)
+	for k := 0; k < int(count); k++ {
+		vals := make([]field.Value, w.nf)
+		for f := range vals {
+			c := &cv[k*w.nf+f]
+			v := field.Value{Int: int64(c.i), Float: float64(c.f), Width: int(c.width), Height: int(c.height),
+				Channels: int(c.channels), Encoded: c.encoded != 0}
+			if c.len > 0 {
+				if c.data == nil {
+					return fail(err, fmt.Errorf("sample %d, field %d: data: %w", uint64(first)+uint64(k), f, errNil))
+				}
+				// Copy: the caller's buffer is only valid during this call.
+				v.Data = append([]byte(nil), unsafe.Slice((*byte)(c.data), int(c.len))...)
+			}
+			vals[f] = v
+		}
+		if e := w.Put(uint64(first)+uint64(k), vals); e != nil {
+			return fail(err, e)
+		}
+	}
+	return 0
+}
+
+//export ffcv_writer_progress
+func ffcv_writer_progress(h C.int64_t, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	w, e := lookup[fileWriter](int64(h))
+	if e != nil {
+		return fail(err, e)
+	}
+	return C.int64_t(w.Placed())
+}
+
+//export ffcv_writer_finish
+func ffcv_writer_finish(h C.int64_t, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	if _, e := lookup[fileWriter](int64(h)); e != nil {
+		return fail(err, e)
+	}
+	obj, _ := handles.remove(int64(h))
+	if e := obj.(fileWriter).Writer.Close(); e != nil {
+		return fail(err, e)
+	}
+	return 0
+}
+
+//export ffcv_writer_abort
+func ffcv_writer_abort(h C.int64_t, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	if _, e := lookup[fileWriter](int64(h)); e != nil {
+		return fail(err, e)
+	}
+	obj, _ := handles.remove(int64(h))
+	obj.(fileWriter).Abort()
+	return 0
+}

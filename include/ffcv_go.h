@@ -1,0 +1,138 @@
+/*
+ * ffcv_go.h — the C ABI of libffcv_go, the only contract between the Go core
+ * and its callers (the Python package binds it with ctypes).
+ *
+ * Conventions
+ *  - Objects are opaque int64 handles (> 0); Go pointers never cross.
+ *  - Every call that can fail takes `char **err` last. On failure it returns a
+ *    negative value and sets *err to a NUL-terminated message the caller frees
+ *    with ffcv_free. On success *err is left untouched.
+ *  - Calls may block (ffcv_iter_next, ffcv_writer_put); they never call back
+ *    into the caller except through DLPack deleters.
+ *  - Go panics are recovered at this boundary and reported as errors.
+ *  - Handles are checked: a stale, closed or wrong-kind handle is an error.
+ */
+#ifndef FFCV_GO_H
+#define FFCV_GO_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- DLPack (v0.8 ABI), declared here so no other header is needed ---- */
+typedef struct { int32_t device_type; int32_t device_id; } ffcv_DLDevice;      /* 1 = CPU */
+typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } ffcv_DLDataType; /* 0 int, 1 uint, 2 float, 6 bool */
+typedef struct {
+  void *data;
+  ffcv_DLDevice device;
+  int32_t ndim;
+  ffcv_DLDataType dtype;
+  int64_t *shape;
+  int64_t *strides; /* NULL: compact row-major */
+  uint64_t byte_offset;
+} ffcv_DLTensor;
+typedef struct ffcv_DLManagedTensor {
+  ffcv_DLTensor dl_tensor;
+  void *manager_ctx;
+  void (*deleter)(struct ffcv_DLManagedTensor *self);
+} ffcv_DLManagedTensor;
+
+/* One field value handed to the writer. Data is copied before the call returns. */
+typedef struct {
+  int64_t i;          /* IntField */
+  double f;           /* FloatField */
+  const void *data;   /* payload: bytes, JSON text (no NUL), array bytes, pixels or image file */
+  uint64_t len;
+  int32_t width, height, channels; /* raw image pixels, HWC uint8 */
+  int32_t encoded;    /* 1: data is an image file (JPEG, PNG, GIF) */
+} ffcv_value;
+
+#ifndef FFCV_GO_TYPES_ONLY /* the Go side includes the types only */
+
+/* ---- general ---- */
+
+/* Library version string; static, do not free. */
+const char *ffcv_version(void);
+/* Frees a string or buffer returned by this library. NULL is fine. */
+void ffcv_free(void *p);
+/* Closes any handle (reader, writer, loader, iterator). Closing twice is an error. */
+int64_t ffcv_close(int64_t handle, char **err);
+/* Number of live handles and of batch slots held by callers (for leak checks). */
+int64_t ffcv_live_objects(void);
+
+/* ---- reading ---- */
+
+/* Opens a .beton file. custom_json: {"field name": [column size, column alignment], ...}
+ * for custom fields (type_id 255), or NULL. Returns a reader handle. */
+int64_t ffcv_reader_open(const char *path, const char *custom_json, char **err);
+/* JSON description: num_samples, page_size, alloc_table_ptr, metadata_offset, row_size,
+ * fields [{name, type_id, offset, size, shape, dtype, args_hex}]. *out is freed with ffcv_free. */
+int64_t ffcv_reader_info(int64_t reader, char **out, char **err);
+/* The mapped file: valid until the reader is closed. */
+int64_t ffcv_reader_mmap(int64_t reader, void **data, uint64_t *len, char **err);
+/* Field `field` of sample `sample`: its metadata column and heap bytes (NULL/0 for
+ * Int/Float), as pointers into the map, bounds-checked against the file. */
+int64_t ffcv_reader_read(int64_t reader, uint64_t sample, int32_t field,
+                         const void **col, uint64_t *col_len,
+                         const void **heap, uint64_t *heap_len, char **err);
+
+/* ---- writing ---- */
+
+
+/* Starts writing. spec_json: {"num_samples": N, "page_size": P, "num_workers": W,
+ * "fields": [{"name", "type_id", "shape", "dtype", "write_mode", "max_resolution",
+ * "smart_threshold", "jpeg_quality", "compress_probability"}]}.
+ * The file appears at path only when ffcv_writer_close succeeds. */
+int64_t ffcv_writer_create(const char *path, const char *spec_json, char **err);
+/* Queues samples first .. first+count-1; values holds count * num_fields entries,
+ * sample-major. Samples must be put in order. Blocks while the encoders are behind. */
+int64_t ffcv_writer_put(int64_t writer, uint64_t first, uint64_t count,
+                        const ffcv_value *values, char **err);
+/* Number of samples fully placed in the file so far (for progress bars). */
+int64_t ffcv_writer_progress(int64_t writer, char **err);
+/* Finishes the file and renames it into place; the handle is closed either way. */
+int64_t ffcv_writer_finish(int64_t writer, char **err);
+/* Abandons the write, removing the temporary file; the handle is closed. */
+int64_t ffcv_writer_abort(int64_t writer, char **err);
+/* Scans an ImageFolder tree (class folders of image files, labels by sorted folder
+ * name). *out is JSON {"classes": [...], "files": [...], "labels": [...]}. */
+int64_t ffcv_scan_image_folder(const char *root, char **out, char **err);
+/* Writes an ImageFolder tree straight to a .beton with fields (image: RGBImageField,
+ * label: IntField), reading, resizing and encoding in Go. spec_json as for
+ * ffcv_writer_create without "fields", plus "image": {write options}. progress,
+ * if not NULL, is updated with the number of samples written. */
+int64_t ffcv_write_image_folder(const char *root, const char *path, const char *spec_json,
+                                volatile int64_t *progress, char **err);
+
+/* ---- loading ---- */
+
+/* Builds a loader from a pipeline spec (JSON, see python/ffcv_go/loader/_spec.py).
+ * indices (may be NULL) restricts and orders the samples. */
+int64_t ffcv_loader_create(const char *spec_json, const uint64_t *indices, uint64_t n_indices,
+                           char **err);
+/* JSON: {"length": batches per epoch, "outputs": [{"shape": [...], "dtype": "<f4",
+ * "slot_bytes": N}], "samples": n, "page_of_sample"?: ...}. */
+int64_t ffcv_loader_info(int64_t loader, char **out, char **err);
+/* The epoch's sample order before distribution (for TraversalOrder inspection):
+ * writes up to cap ids into out, returns the count. */
+int64_t ffcv_loader_order(int64_t loader, uint64_t epoch, uint64_t *out, uint64_t cap, char **err);
+/* Starts an epoch at batch start_batch. order (may be NULL) overrides the loader's
+ * order for this epoch (custom TraversalOrder). Returns an iterator handle. */
+int64_t ffcv_loader_start(int64_t loader, uint64_t epoch, uint64_t start_batch,
+                          const uint64_t *order, uint64_t n_order, char **err);
+/* Waits for the next batch. Writes one DLManagedTensor per output into tensors
+ * (capacity max_tensors); the caller owns them and must call each one's deleter
+ * (torch.from_dlpack does). Returns the number of tensors, 0 at the end of the epoch. */
+int64_t ffcv_iter_next(int64_t iter, ffcv_DLManagedTensor **tensors, int32_t max_tensors,
+                       char **err);
+/* Loader counters as JSON: samples_skipped, peak_resident_pages, slots, ... */
+int64_t ffcv_loader_stats(int64_t loader, char **out, char **err);
+
+#endif /* FFCV_GO_TYPES_ONLY */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

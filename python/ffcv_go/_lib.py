@@ -1,0 +1,193 @@
+"""The one module that talks to libffcv_go through ctypes.
+
+Every other module calls the small wrappers here; they turn the library's
+error codes into Python exceptions. ctypes releases the GIL during each call,
+so blocking calls (the next batch, a full writer queue) never stall other
+Python threads.
+"""
+import ctypes
+import json
+import os
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_PATH = os.environ.get("FFCV_GO_LIBRARY", os.path.join(_HERE, "_ffcv_go.so"))
+
+
+class CorruptFileError(ValueError):
+    """A .beton file is malformed, truncated or corrupt."""
+
+
+class SampleError(ValueError):
+    """A sample's content cannot be written or decoded."""
+
+
+_CODES = {
+    -2: ValueError,
+    -3: CorruptFileError,
+    -4: OSError,
+    -5: FileNotFoundError,
+    -6: SampleError,
+}
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    pass
+
+
+_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedTensor))
+_DLManagedTensor._fields_ = [
+    ("dl_tensor", _DLTensor),
+    ("manager_ctx", ctypes.c_void_p),
+    ("deleter", ctypes.c_void_p),
+]
+
+
+class Value(ctypes.Structure):
+    """ffcv_value: one field value handed to the writer."""
+    _fields_ = [
+        ("i", ctypes.c_int64),
+        ("f", ctypes.c_double),
+        ("data", ctypes.c_void_p),
+        ("len", ctypes.c_uint64),
+        ("width", ctypes.c_int32),
+        ("height", ctypes.c_int32),
+        ("channels", ctypes.c_int32),
+        ("encoded", ctypes.c_int32),
+    ]
+
+
+def _load():
+    if not os.path.exists(_PATH):
+        raise ImportError(
+            f"ffcv_go: the Go library {_PATH} is missing; build it with `make build` "
+            "(needs Go and libturbojpeg0-dev) or install the package with pip")
+    lib = ctypes.CDLL(_PATH)
+    i64, u64, i32 = ctypes.c_int64, ctypes.c_uint64, ctypes.c_int32
+    cp, vp, err = ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)
+    out_str = ctypes.POINTER(ctypes.c_void_p)
+    sigs = {
+        "ffcv_version": (cp, []),
+        "ffcv_free": (None, [vp]),
+        "ffcv_close": (i64, [i64, err]),
+        "ffcv_live_objects": (i64, []),
+        "ffcv_reader_open": (i64, [cp, cp, err]),
+        "ffcv_reader_info": (i64, [i64, out_str, err]),
+        "ffcv_reader_mmap": (i64, [i64, ctypes.POINTER(vp), ctypes.POINTER(u64), err]),
+        "ffcv_reader_read": (i64, [i64, u64, i32, ctypes.POINTER(vp), ctypes.POINTER(u64),
+                                   ctypes.POINTER(vp), ctypes.POINTER(u64), err]),
+        "ffcv_writer_create": (i64, [cp, cp, err]),
+        "ffcv_writer_put": (i64, [i64, u64, u64, ctypes.POINTER(Value), err]),
+        "ffcv_writer_progress": (i64, [i64, err]),
+        "ffcv_writer_finish": (i64, [i64, err]),
+        "ffcv_writer_abort": (i64, [i64, err]),
+    }
+    optional = {
+        "ffcv_scan_image_folder": (i64, [cp, out_str, err]),
+        "ffcv_write_image_folder": (i64, [cp, cp, cp, ctypes.POINTER(i64), err]),
+        "ffcv_loader_create": (i64, [cp, ctypes.POINTER(u64), u64, err]),
+        "ffcv_loader_info": (i64, [i64, out_str, err]),
+        "ffcv_loader_order": (i64, [i64, u64, ctypes.POINTER(u64), u64, err]),
+        "ffcv_loader_start": (i64, [i64, u64, u64, ctypes.POINTER(u64), u64, err]),
+        "ffcv_iter_next": (i64, [i64, ctypes.POINTER(ctypes.POINTER(_DLManagedTensor)), i32, err]),
+        "ffcv_loader_stats": (i64, [i64, out_str, err]),
+    }
+    for table, required in ((sigs, True), (optional, False)):
+        for name, (res, args) in table.items():
+            fn = getattr(lib, name, None)
+            if fn is None:
+                if required:
+                    raise ImportError(f"ffcv_go: {_PATH} lacks {name}; rebuild it")
+                continue
+            fn.restype, fn.argtypes = res, args
+    return lib
+
+
+lib = _load()
+version = lib.ffcv_version().decode()
+
+
+def _take_string(p):
+    """Copies a library-allocated C string and frees it."""
+    if not p:
+        return None
+    try:
+        return ctypes.string_at(p).decode("utf-8", "replace")
+    finally:
+        lib.ffcv_free(p)
+
+
+def call(fn, *args, context=None):
+    """Calls lib.fn(*args, &err) and raises on a negative result."""
+    err = ctypes.c_void_p()
+    ret = getattr(lib, fn)(*args, ctypes.byref(err))
+    if ret < 0:
+        msg = _take_string(err.value) or f"{fn} failed"
+        if context:
+            msg = f"{context}: {msg}"
+        raise _CODES.get(ret, RuntimeError)(msg)
+    return ret
+
+
+def call_json(fn, *args, context=None):
+    """Calls a function with a `char **out` JSON result before err."""
+    out = ctypes.c_void_p()
+    call(fn, *args, ctypes.byref(out), context=context)
+    return json.loads(_take_string(out.value))
+
+
+def close(handle):
+    call("ffcv_close", handle)
+
+
+def live_objects():
+    """Handles and batch slots currently alive (for leak checks)."""
+    return lib.ffcv_live_objects()
+
+
+# ---- DLPack -----------------------------------------------------------------
+
+_pythonapi = ctypes.pythonapi
+_pythonapi.PyCapsule_New.restype = ctypes.py_object
+_pythonapi.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+_CAPSULE_NAME = b"dltensor"  # kept alive for the capsules' lifetime (module constant)
+
+
+def tensor_from_dlpack(ptr):
+    """Turns a DLManagedTensor* from the library into a torch tensor that owns it."""
+    import torch.utils.dlpack
+    capsule = _pythonapi.PyCapsule_New(ctypes.cast(ptr, ctypes.c_void_p), _CAPSULE_NAME, None)
+    try:
+        return torch.utils.dlpack.from_dlpack(capsule)
+    except BaseException:
+        release_dlpack(ptr)
+        raise
+
+
+def release_dlpack(ptr):
+    """Calls a DLManagedTensor's deleter (when it was not handed to torch)."""
+    deleter = ptr.contents.deleter
+    if deleter:
+        _DELETER(deleter)(ptr)
+
+
+DLManagedTensorPtr = ctypes.POINTER(_DLManagedTensor)

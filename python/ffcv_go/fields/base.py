@@ -1,0 +1,53 @@
+"""Field: the base of every field kind a .beton file can hold."""
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+ARG_TYPE = np.dtype([("", "<u1", 1024)])  # raw descriptor arguments
+
+
+class Field(ABC):
+    """One column of a dataset: its type id, metadata column and decoders.
+
+    Built-in fields are encoded by the Go core. A custom field (a subclass not
+    known to ffcv_go) is stored with type id 255 and read back when the loader
+    or reader gets it through ``custom_fields`` / ``custom_handlers``.
+    """
+
+    TYPE_ID = 255
+
+    @property
+    @abstractmethod
+    def metadata_type(self) -> np.dtype:
+        """numpy dtype of this field's metadata column."""
+
+    @staticmethod
+    @abstractmethod
+    def from_binary(binary: np.ndarray) -> "Field":
+        """Rebuilds the field from its 1024 argument bytes."""
+
+    @abstractmethod
+    def to_binary(self) -> np.ndarray:
+        """The field's 1024 argument bytes."""
+
+    @abstractmethod
+    def get_decoder_class(self):
+        """The default decoder Operation class."""
+
+    # Used by the writer: a dict of options for the Go encoder.
+    def _spec(self) -> dict:
+        raise TypeError(f"{type(self).__name__} is a custom field: ffcv_go cannot write it")
+
+    def _value(self, value, v, keep):
+        raise TypeError(f"{type(self).__name__} is a custom field: ffcv_go cannot write it")
+
+
+def _set_data(v, buf, keep):
+    """Points writer value v at the bytes of buf; keep holds buf alive until the call."""
+    if isinstance(buf, np.ndarray):
+        arr = np.ascontiguousarray(buf).reshape(-1).view(np.uint8)
+    else:
+        arr = np.frombuffer(buf, dtype=np.uint8)
+    keep.append(arr)
+    v.len = arr.nbytes
+    v.data = arr.ctypes.data if arr.nbytes else None

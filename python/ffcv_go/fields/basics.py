@@ -1,0 +1,73 @@
+"""IntField and FloatField: scalars stored in the metadata column."""
+import numpy as np
+
+from .base import Field, ARG_TYPE
+
+
+class IntField(Field):
+    """A 64-bit signed integer per sample (e.g. a class label)."""
+    TYPE_ID = 1
+
+    @property
+    def metadata_type(self):
+        return np.dtype("<i8")
+
+    @staticmethod
+    def from_binary(binary):
+        return IntField()
+
+    def to_binary(self):
+        return np.zeros(1, dtype=ARG_TYPE)[0]
+
+    def get_decoder_class(self):
+        from .decoders import IntDecoder
+        return IntDecoder
+
+    def _spec(self):
+        return {}
+
+    def _value(self, value, v, keep):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            try:
+                if isinstance(value, np.ndarray) and value.size == 1:
+                    value = value.item()
+                if isinstance(value, float) and not value.is_integer():
+                    raise TypeError
+                value = int(value)
+            except (TypeError, ValueError):
+                raise TypeError(f"IntField needs an integer, got {type(value).__name__}") from None
+        if not -2**63 <= value < 2**63:
+            raise OverflowError(f"IntField value {value} does not fit in int64")
+        v.i = value
+
+
+class FloatField(Field):
+    """A 64-bit float per sample."""
+    TYPE_ID = 0
+
+    @property
+    def metadata_type(self):
+        return np.dtype("<f8")
+
+    @staticmethod
+    def from_binary(binary):
+        return FloatField()
+
+    def to_binary(self):
+        return np.zeros(1, dtype=ARG_TYPE)[0]
+
+    def get_decoder_class(self):
+        from .decoders import FloatDecoder
+        return FloatDecoder
+
+    def _spec(self):
+        return {}
+
+    def _value(self, value, v, keep):
+        try:
+            v.f = float(value)
+        except (TypeError, ValueError):
+            raise TypeError(f"FloatField needs a number, got {type(value).__name__}") from None
+
+
+from .decoders import IntDecoder, FloatDecoder  # noqa: E402,F401  (FFCV's module path)

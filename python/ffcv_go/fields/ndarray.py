@@ -1,0 +1,104 @@
+"""NDArrayField and TorchTensorField: a fixed-shape array per sample."""
+import json
+
+import numpy as np
+
+from .base import Field, ARG_TYPE, _set_data
+
+_MAX_DIMS = 32
+
+
+def _array_args(dtype, shape):
+    """Descriptor arguments: shape as 32 u64, then the JSON of dtype.descr."""
+    raw = np.zeros(1024, dtype=np.uint8)
+    dims = np.zeros(_MAX_DIMS, dtype="<u8")
+    dims[:len(shape)] = shape
+    raw[:256] = dims.view(np.uint8)
+    descr = json.dumps(np.dtype(dtype).descr).encode("ascii")
+    raw[256:264] = np.array([len(descr)], dtype="<u8").view(np.uint8)
+    raw[264:264 + len(descr)] = np.frombuffer(descr, dtype=np.uint8)
+    return raw.view(ARG_TYPE)[0]
+
+
+def _parse_array_args(binary):
+    raw = np.frombuffer(bytes(binary), dtype=np.uint8) if not isinstance(binary, np.ndarray) \
+        else np.ascontiguousarray(binary).view(np.uint8).reshape(-1)
+    dims = raw[:256].view("<u8")
+    shape = tuple(int(x) for x in dims[:np.argmax(dims == 0) if (dims == 0).any() else _MAX_DIMS])
+    n = int(raw[256:264].view("<u8")[0])
+    descr = json.loads(raw[264:264 + n].tobytes().decode("ascii"))
+    dtype = np.dtype([tuple(d) for d in descr]) if descr[0][0] else np.dtype(descr[0][1])
+    return dtype, shape
+
+
+class NDArrayField(Field):
+    """A numpy array of a fixed dtype and shape per sample."""
+    TYPE_ID = 4
+
+    def __init__(self, dtype, shape):
+        self.dtype = np.dtype(dtype)
+        self.shape = tuple(int(s) for s in shape)
+        if self.dtype.fields is not None or self.dtype.hasobject or self.dtype.itemsize == 0:
+            raise TypeError(f"NDArrayField: dtype {self.dtype} is not a fixed-size scalar type")
+        if len(self.shape) > _MAX_DIMS or any(s <= 0 for s in self.shape):
+            raise ValueError(f"NDArrayField: shape {self.shape} must have 1 to 32 positive dimensions")
+        self.element_size = self.dtype.itemsize * int(np.prod(self.shape))
+
+    @property
+    def metadata_type(self):
+        return np.dtype("<u8")
+
+    @classmethod
+    def from_binary(cls, binary):
+        dtype, shape = _parse_array_args(binary)
+        return cls(dtype, shape)
+
+    def to_binary(self):
+        return _array_args(self.dtype, self.shape)
+
+    def get_decoder_class(self):
+        from .decoders import NDArrayDecoder
+        return NDArrayDecoder
+
+    def _spec(self):
+        return {"shape": list(self.shape), "dtype": self.dtype.descr[0][1]}
+
+    def _value(self, value, v, keep):
+        if not isinstance(value, np.ndarray):
+            raise TypeError(f"NDArrayField needs a numpy array, got {type(value).__name__}")
+        if value.dtype != self.dtype:
+            raise TypeError(f"NDArrayField of {self.dtype} got an array of {value.dtype}")
+        if value.shape != self.shape:
+            raise ValueError(f"NDArrayField of shape {self.shape} got an array of shape {value.shape}")
+        _set_data(v, value, keep)
+
+
+class TorchTensorField(NDArrayField):
+    """A torch tensor of a fixed dtype and shape per sample (stored as numpy)."""
+    TYPE_ID = 6
+
+    def __init__(self, dtype, shape):
+        import torch
+        self.torch_dtype = dtype if isinstance(dtype, torch.dtype) else None
+        if self.torch_dtype is not None:
+            dtype = torch.empty(0, dtype=dtype).numpy().dtype
+        super().__init__(dtype, shape)
+
+    @classmethod
+    def from_binary(cls, binary):
+        import torch
+        dtype, shape = _parse_array_args(binary)
+        return cls(torch.from_numpy(np.empty(0, dtype=dtype)).dtype, shape)
+
+    def get_decoder_class(self):
+        from .decoders import NDArrayDecoder
+        return NDArrayDecoder
+
+    def _value(self, value, v, keep):
+        import torch
+        if isinstance(value, torch.Tensor):
+            value = value.detach().cpu().numpy()
+        super()._value(value, v, keep)
+
+
+from .decoders import NDArrayDecoder  # noqa: E402,F401  (FFCV's module path)

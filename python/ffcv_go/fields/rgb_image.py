@@ -1,0 +1,140 @@
+"""RGBImageField and its decoders (FFCV's ffcv.fields.rgb_image)."""
+import numpy as np
+
+from .base import Field, ARG_TYPE, _set_data
+from ..pipeline.allocation_query import AllocationQuery
+from ..pipeline.operation import Operation
+from ..pipeline.state import State
+
+IMAGE_MODES = {"jpg": 0, "raw": 1}
+
+
+class RGBImageField(Field):
+    """An RGB image per sample, stored raw or as JPEG.
+
+    write_mode: 'raw', 'jpg', 'smart' (JPEG when H*W*3 > smart_threshold) or
+    'proportion' (JPEG with probability compress_probability). max_resolution
+    downscales (area) so the longer side fits. Accepts PIL images and uint8
+    arrays (H, W), (H, W, 1), (H, W, 3) or (H, W, 4); grayscale becomes RGB.
+    """
+    TYPE_ID = 2
+
+    def __init__(self, write_mode="raw", max_resolution=None, smart_threshold=None,
+                 jpeg_quality=90, compress_probability=0.5):
+        if write_mode not in ("raw", "jpg", "smart", "proportion"):
+            raise ValueError(f"RGBImageField: write_mode {write_mode!r} must be 'raw', 'jpg', 'smart' or 'proportion'")
+        if max_resolution is not None and int(max_resolution) < 1:
+            raise ValueError(f"RGBImageField: max_resolution {max_resolution} must be positive")
+        if not 1 <= int(jpeg_quality) <= 100:
+            raise ValueError(f"RGBImageField: jpeg_quality {jpeg_quality} must be in [1, 100]")
+        if not 0 <= float(compress_probability) <= 1:
+            raise ValueError(f"RGBImageField: compress_probability {compress_probability} must be in [0, 1]")
+        self.write_mode = write_mode
+        self.max_resolution = max_resolution
+        self.smart_threshold = smart_threshold
+        self.jpeg_quality = int(jpeg_quality)
+        self.proportion = float(compress_probability)
+
+    @property
+    def metadata_type(self):
+        return np.dtype([("mode", "<u1"), ("width", "<u2"), ("height", "<u2"), ("data_ptr", "<u8")])
+
+    @staticmethod
+    def from_binary(binary):
+        return RGBImageField()
+
+    def to_binary(self):
+        return np.zeros(1, dtype=ARG_TYPE)[0]
+
+    def get_decoder_class(self):
+        return SimpleRGBImageDecoder
+
+    def _spec(self):
+        return {"write_mode": self.write_mode, "max_resolution": int(self.max_resolution or 0),
+                "smart_threshold": int(self.smart_threshold or 0), "jpeg_quality": self.jpeg_quality,
+                "compress_probability": self.proportion}
+
+    def _value(self, value, v, keep):
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            v.encoded = 1  # an image file
+            _set_data(v, value, keep)
+            return
+        if not isinstance(value, np.ndarray):
+            try:
+                from PIL import Image
+            except ImportError:
+                Image = None
+            if Image is not None and isinstance(value, Image.Image):
+                if value.mode not in ("RGB", "L", "RGBA"):
+                    value = value.convert("RGB")
+                value = np.asarray(value)
+            else:
+                raise TypeError(f"RGBImageField needs a PIL image or a uint8 array, got {type(value).__name__}")
+        if value.dtype != np.uint8:
+            raise TypeError(f"RGBImageField needs uint8 pixels, got {value.dtype}")
+        if value.ndim == 2:
+            value = value[:, :, None]
+        if value.ndim != 3 or value.shape[2] not in (1, 3, 4):
+            raise ValueError(f"RGBImageField needs an (H, W, 3) image, got shape {value.shape}")
+        v.height, v.width, v.channels = value.shape
+        _set_data(v, value, keep)
+
+
+class _ImageDecoder(Operation):
+    def generate_code(self):
+        raise NotImplementedError(f"{type(self).__name__} runs in the Go core only")
+
+
+class SimpleRGBImageDecoder(_ImageDecoder):
+    """Decodes whole images; all images must have the same size (else TypeError)."""
+
+    def declare_state_and_memory(self, previous_state):
+        widths, heights = self.metadata["width"], self.metadata["height"]
+        if len(widths) and (widths.min() != widths.max() or heights.min() != heights.max()):
+            raise TypeError("SimpleRGBImageDecoder needs images of one size; "
+                            "use RandomResizedCropRGBImageDecoder or CenterCropRGBImageDecoder")
+        shape = (int(heights[0]), int(widths[0]), 3) if len(widths) else (0, 0, 3)
+        return (State(previous_state.jit_mode, previous_state.device, shape, np.dtype("u1")),
+                AllocationQuery(shape, np.dtype("u1")))
+
+    def _go_spec(self, previous_state=None):
+        return {"op": "rgb_simple"}
+
+
+class _ResizedCropDecoder(_ImageDecoder):
+    def __init__(self, output_size):
+        super().__init__()
+        if len(output_size) != 2 or min(output_size) < 1:
+            raise ValueError(f"output_size {output_size} must be (height, width), positive")
+        self.output_size = (int(output_size[0]), int(output_size[1]))
+
+    def declare_state_and_memory(self, previous_state):
+        shape = (*self.output_size, 3)
+        return (State(previous_state.jit_mode, previous_state.device, shape, np.dtype("u1")),
+                AllocationQuery(shape, np.dtype("u1")))
+
+
+class RandomResizedCropRGBImageDecoder(_ResizedCropDecoder):
+    """Random crop (torchvision's sampling, 10 tries then centre) resized to output_size."""
+
+    def __init__(self, output_size, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)):
+        super().__init__(output_size)
+        self.scale, self.ratio = (float(scale[0]), float(scale[1])), (float(ratio[0]), float(ratio[1]))
+        if not 0 < self.scale[0] <= self.scale[1] or not 0 < self.ratio[0] <= self.ratio[1]:
+            raise ValueError(f"bad scale {scale} or ratio {ratio}")
+
+    def _go_spec(self, previous_state=None):
+        return {"op": "rgb_rrc", "size": list(self.output_size), "scale": list(self.scale), "ratio": list(self.ratio)}
+
+
+class CenterCropRGBImageDecoder(_ResizedCropDecoder):
+    """Centre square of side ratio*min(H, W), resized to output_size."""
+
+    def __init__(self, output_size, ratio=224 / 256):
+        super().__init__(output_size)
+        if not 0 < ratio <= 1:
+            raise ValueError(f"ratio {ratio} must be in (0, 1]")
+        self.ratio = float(ratio)
+
+    def _go_spec(self, previous_state=None):
+        return {"op": "rgb_center", "size": list(self.output_size), "ratio": self.ratio}

@@ -1,0 +1,50 @@
+"""Compiler: how custom operations' generated code is run (numba when present)."""
+import os
+
+
+class Compiler:
+    is_enabled = True
+    num_threads = 1
+
+    @classmethod
+    def set_enabled(cls, b):
+        cls.is_enabled = bool(b)
+
+    @classmethod
+    def set_num_threads(cls, n):
+        if n < 1:
+            n = len(os.sched_getaffinity(0))
+        cls.num_threads = n
+        if _numba() is not None:
+            import numba
+            numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+
+    @classmethod
+    def compile(cls, code, signature=None):
+        nb = _numba()
+        if not cls.is_enabled or nb is None:
+            return code
+        parallel = bool(getattr(code, "is_parallel", False)) and cls.num_threads > 1
+        jit = nb.njit(signature, fastmath=True, nogil=True, error_model="numpy", parallel=parallel) \
+            if signature else nb.njit(fastmath=True, nogil=True, error_model="numpy", parallel=parallel)
+        return jit(code)
+
+    @classmethod
+    def get_iterator(cls):
+        nb = _numba()
+        if cls.is_enabled and nb is not None and cls.num_threads > 1:
+            return nb.prange
+        return range
+
+
+_NUMBA = []
+
+
+def _numba():
+    if not _NUMBA:
+        try:
+            import numba
+            _NUMBA.append(numba)
+        except ImportError:
+            _NUMBA.append(None)
+    return _NUMBA[0]

@@ -1,0 +1,134 @@
+"""Reader: a .beton file's header, fields, metadata and allocation table."""
+import ctypes
+import json
+
+import numpy as np
+
+from . import _lib
+from .fields import TYPE_ID_HANDLER
+from .fields.base import ARG_TYPE
+
+ALLOC_TABLE_TYPE = np.dtype([("sample_id", "<u8"), ("ptr", "<u8"), ("size", "<u8")])
+
+
+class Reader:
+    """Opens a .beton file (memory-mapped by the Go core).
+
+    ``metadata`` is a numpy structured array (columns f0, f1, ...) and
+    ``alloc_table`` a structured array, both zero-copy views of the map.
+    custom_handlers maps the names of custom fields to their Field classes.
+    """
+
+    def __init__(self, fname, custom_handlers={}):
+        self.file_name = str(fname)
+        self.custom_handlers = dict(custom_handlers)
+        if self.custom_handlers:
+            handle = self._open_with_custom()
+        else:
+            handle = _lib.call("ffcv_reader_open", self.file_name.encode(), None, context=self.file_name)
+        self._mapping = _Mapping(handle)
+        self._handle = handle
+        info = _lib.call_json("ffcv_reader_info", handle, context=self.file_name)
+        self._info = info
+        self.num_samples = info["num_samples"]
+        self.page_size = info["page_size"]
+        self.field_names = [f["name"] for f in info["fields"]]
+        self.handlers = {}
+        for f in info["fields"]:
+            self.handlers[f["name"]] = self._make_handler(f)
+        self.fields = self.handlers
+        ptr, size = ctypes.c_void_p(), ctypes.c_uint64()
+        _lib.call("ffcv_reader_mmap", handle, ctypes.byref(ptr), ctypes.byref(size))
+        buf = (ctypes.c_uint8 * size.value).from_address(ptr.value)
+        buf._mapping = self._mapping  # the map lives as long as any view of it
+        self._buffer = np.frombuffer(buf, dtype=np.uint8)
+        self._buffer.flags.writeable = False
+        types = [(f"f{i}", self.handlers[n].metadata_type) for i, n in enumerate(self.field_names)]
+        self.metadata_type = np.dtype(types, align=True)
+        if self.metadata_type.itemsize != info["row_size"]:
+            raise _lib.CorruptFileError(f"{fname}: metadata row is {info['row_size']} bytes, handlers give "
+                                        f"{self.metadata_type.itemsize}")
+        start = info["metadata_offset"]
+        self.metadata = self._buffer[start:start + self.num_samples * info["row_size"]].view(self.metadata_type)
+        self.alloc_table = self._buffer[info["alloc_table_ptr"]:].view(ALLOC_TABLE_TYPE)
+
+    def _open_with_custom(self):
+        # Custom handlers' metadata types may depend on their args: read the
+        # descriptors raw first, then reopen with the column layouts.
+        data = np.fromfile(self.file_name, dtype=np.uint8, count=24)
+        if data.size < 24:
+            raise _lib.CorruptFileError(f"{self.file_name}: shorter than the 24-byte header")
+        num_fields = int(data[2:4].view("<u2")[0])
+        raw = np.fromfile(self.file_name, dtype=np.uint8, count=24 + 1041 * num_fields)[24:]
+        layouts = {}
+        for k in range(num_fields):
+            d = raw[1041 * k:1041 * (k + 1)]
+            if d.size < 1041:
+                break
+            name = d[1:17].tobytes().split(b"\0")[0].decode("ascii", "replace")
+            if d[0] == 255 and name in self.custom_handlers:
+                field = self.custom_handlers[name].from_binary(d[17:].view(ARG_TYPE)[0])
+                mt = np.dtype(field.metadata_type)
+                layouts[name] = [mt.itemsize, mt.alignment]
+        return _lib.call("ffcv_reader_open", self.file_name.encode(), _custom_json(self.custom_handlers, layouts),
+                         context=self.file_name)
+
+    def _make_handler(self, f):
+        args = np.zeros(1, dtype=ARG_TYPE)[0]
+        if f["type_id"] == 255:
+            cls = self.custom_handlers[f["name"]]
+            raw = np.frombuffer(bytes.fromhex(f.get("args_hex", "")), dtype=np.uint8)
+            if raw.size == 1024:
+                args = raw.view(ARG_TYPE)[0]
+            return cls.from_binary(args)
+        cls = self.custom_handlers.get(f["name"]) or TYPE_ID_HANDLER[f["type_id"]]
+        if f["type_id"] in (4, 6):
+            from .fields.ndarray import NDArrayField, TorchTensorField
+            dtype = np.dtype(f["dtype"])
+            if f["type_id"] == 6:
+                import torch
+                return TorchTensorField(torch.from_numpy(np.empty(0, dtype=dtype)).dtype, tuple(f["shape"]))
+            return NDArrayField(dtype, tuple(f["shape"]))
+        return cls.from_binary(args)
+
+    def read(self, sample, field):
+        """The stored heap bytes of one field of one sample (a read-only view), or None."""
+        idx = self.field_names.index(field) if isinstance(field, str) else int(field)
+        col, col_len = ctypes.c_void_p(), ctypes.c_uint64()
+        heap, heap_len = ctypes.c_void_p(), ctypes.c_uint64()
+        _lib.call("ffcv_reader_read", self._handle, int(sample), idx, ctypes.byref(col), ctypes.byref(col_len),
+                  ctypes.byref(heap), ctypes.byref(heap_len), context=self.file_name)
+        if not heap.value:
+            return None
+        start = heap.value - self._buffer.ctypes.data
+        return self._buffer[start:start + heap_len.value]
+
+    def close(self):
+        """Drops this reader's references; the map goes once no view of it is left."""
+        self.metadata = self.alloc_table = self._buffer = self._mapping = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class _Mapping:
+    """Owns a reader handle; closing it unmaps the file, so it is closed only
+    when the last numpy view of the map is gone."""
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def __del__(self):
+        try:
+            _lib.close(self.handle)
+        except Exception:
+            pass
+
+
+def _custom_json(handlers, layouts):
+    if not layouts:
+        return None
+    return json.dumps(layouts).encode()

@@ -1,0 +1,156 @@
+"""DatasetWriter: turns an indexed dataset into a .beton file.
+
+Python only fetches samples (optionally with a thread or process pool); the
+Go core encodes them in parallel and packs pages in index order, so the file
+is the same whatever the number of workers, and it appears atomically.
+"""
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor, ProcessPoolExecutor
+
+import numpy as np
+
+from . import _lib
+from .fields.base import Field
+
+MiB = 1 << 20
+
+
+def _progress(total, enabled=True):
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        tqdm = None
+    if tqdm is None or not enabled:
+        return None
+    return tqdm(total=total, unit="sample", smoothing=0.1)
+
+
+class DatasetWriter:
+    """Writes samples with the given fields (name -> Field, in order) to fname.
+
+    page_size: heap page size (a power of two, 2 MiB to < 4 GiB).
+    num_workers: Go encoder threads (< 1: every CPU).
+    """
+
+    def __init__(self, fname, fields, page_size=8 * MiB, num_workers=-1, progress=True):
+        if not isinstance(fields, dict) or not fields:
+            raise ValueError("fields must be a non-empty dict of name -> Field")
+        for name, f in fields.items():
+            if not isinstance(name, str) or not name.isascii() or len(name.encode()) > 16 or not name:
+                raise ValueError(f"field name {name!r} must be 1 to 16 ASCII characters")
+            if not isinstance(f, Field):
+                raise TypeError(f"field {name!r}: {f!r} is not a Field instance")
+        self.fname = os.fspath(fname)
+        self.fields = dict(fields)
+        self.page_size = int(page_size)
+        if self.page_size < 2 * MiB or self.page_size >= 4 << 30 or self.page_size & (self.page_size - 1):
+            raise ValueError(f"page_size {page_size} must be a power of two, at least 2 MiB and below 4 GiB")
+        self.num_workers = int(num_workers)
+        self.progress = progress
+        self._specs = []
+        for name, f in self.fields.items():
+            spec = {"name": name, "type_id": f.TYPE_ID}
+            spec.update(f._spec())
+            self._specs.append(spec)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def from_indexed_dataset(self, dataset, indices=None, chunksize=100, shuffle_indices=False,
+                             pool=None, pool_workers=None):
+        """Writes dataset[i] for i in indices (all by default) as samples 0, 1, ...
+
+        Each item must be a tuple with one value per field. pool='thread' or
+        'process' fetches items in parallel (pool_workers of them).
+        """
+        if indices is None:
+            indices = np.arange(len(dataset))
+        indices = np.asarray(indices, dtype=np.int64).reshape(-1)
+        if shuffle_indices:
+            indices = indices.copy()
+            np.random.shuffle(indices)
+        items = _fetch(dataset, indices, chunksize, pool, pool_workers)
+        self._write(len(indices), items, indices)
+
+    def from_webdataset(self, *args, **kwargs):
+        raise NotImplementedError("from_webdataset is not supported by ffcv_go")
+
+    def _write(self, n, items, source_ids):
+        spec = {"num_samples": int(n), "page_size": self.page_size, "num_workers": self.num_workers,
+                "fields": self._specs}
+        handle = _lib.call("ffcv_writer_create", self.fname.encode(), json.dumps(spec).encode(),
+                           context=self.fname)
+        bar = _progress(n, self.progress)
+        nf = len(self._specs)
+        fields = list(self.fields.items())
+        done = False
+        try:
+            pos = 0
+            chunk, keep = [], []
+            for item in items:
+                if not isinstance(item, (tuple, list)):
+                    item = (item,)
+                if len(item) != nf:
+                    raise ValueError(f"dataset item {source_ids[pos]} has {len(item)} values; "
+                                     f"the writer has {nf} fields ({', '.join(self.fields)})")
+                vals = (_lib.Value * nf)()
+                for k, ((name, f), value) in enumerate(zip(fields, item)):
+                    try:
+                        f._value(value, vals[k], keep)
+                    except (TypeError, ValueError, OverflowError) as e:
+                        raise type(e)(f"dataset item {source_ids[pos]}, field {name!r}: {e}") from None
+                chunk.append(vals)
+                pos += 1
+                if len(chunk) >= 64:
+                    self._put(handle, pos - len(chunk), chunk)
+                    chunk, keep = [], []
+                    if bar is not None:
+                        bar.update(64)
+            if pos != n:
+                raise ValueError(f"dataset gave {pos} items, expected {n}")
+            if chunk:
+                self._put(handle, pos - len(chunk), chunk)
+                if bar is not None:
+                    bar.update(len(chunk))
+            done = True
+            _lib.call("ffcv_writer_finish", handle, context=self.fname)
+        except BaseException:
+            if not done:
+                _lib.call("ffcv_writer_abort", handle)
+            raise
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def _put(self, handle, first, chunk):
+        nf = len(self._specs)
+        flat = (_lib.Value * (nf * len(chunk)))()
+        for k, vals in enumerate(chunk):
+            for j in range(nf):
+                flat[k * nf + j] = vals[j]
+        _lib.call("ffcv_writer_put", handle, first, len(chunk), flat, context=self.fname)
+
+
+def _get(args):
+    dataset, i = args
+    return dataset[int(i)]
+
+
+def _fetch(dataset, indices, chunksize, pool, workers):
+    """Yields dataset[i] for i in indices, in order."""
+    if pool is None:
+        for i in indices:
+            yield dataset[int(i)]
+        return
+    executor = {"thread": ThreadPoolExecutor, "process": ProcessPoolExecutor}.get(pool)
+    if executor is None:
+        raise ValueError(f"pool {pool!r} must be None, 'thread' or 'process'")
+    with executor(max_workers=workers) as ex:
+        if pool == "process":
+            yield from ex.map(_get, ((dataset, i) for i in indices), chunksize=max(1, chunksize))
+        else:
+            yield from ex.map(dataset.__getitem__, (int(i) for i in indices))
