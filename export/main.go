@@ -20,6 +20,7 @@ import (
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/loader"
 )
 
 func main() {}
@@ -114,4 +115,4 @@ func ffcv_close(h C.int64_t, err **C.char) (ret C.int64_t) {
 func ffcv_live_objects() C.int64_t { return C.int64_t(handles.count() + liveSlots()) }
 
 // liveSlots is the number of batch slots callers still hold.
-func liveSlots() int { return 0 }
+func liveSlots() int { return int(loader.LiveSlots()) }

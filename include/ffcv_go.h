@@ -108,23 +108,29 @@ int64_t ffcv_write_image_folder(const char *root, const char *path, const char *
 
 /* ---- loading ---- */
 
-/* Builds a loader from a pipeline spec (JSON, see python/ffcv_go/loader/_spec.py).
+/* Builds a loader from a pipeline spec (JSON, see python/ffcv_go/loader/loader.py:
+ * path, batch_size, num_workers, batches_ahead, drop_last, seed, order, rank, world,
+ * os_cache, outputs [{field, ops [{op, ...args}]}], ...).
  * indices (may be NULL) restricts and orders the samples. */
 int64_t ffcv_loader_create(const char *spec_json, const uint64_t *indices, uint64_t n_indices,
                            char **err);
 /* JSON: {"length": batches per epoch, "outputs": [{"shape": [...], "dtype": "<f4",
  * "slot_bytes": N}], "samples": n, "page_of_sample"?: ...}. */
 int64_t ffcv_loader_info(int64_t loader, char **out, char **err);
-/* The epoch's sample order before distribution (for TraversalOrder inspection):
- * writes up to cap ids into out, returns the count. */
+/* This rank's sample order for an epoch: writes up to cap ids into out (may be
+ * NULL), returns the count. */
 int64_t ffcv_loader_order(int64_t loader, uint64_t epoch, uint64_t *out, uint64_t cap, char **err);
-/* Starts an epoch at batch start_batch. order (may be NULL) overrides the loader's
- * order for this epoch (custom TraversalOrder). Returns an iterator handle. */
+/* Starts an epoch at batch start_batch. order (may be NULL) replaces the loader's
+ * order for this epoch (custom TraversalOrder, torch-generated permutations): taken
+ * as this rank's order when per_rank is non-zero, else distributed over the ranks
+ * first. Returns an iterator handle; close it with ffcv_close. */
 int64_t ffcv_loader_start(int64_t loader, uint64_t epoch, uint64_t start_batch,
-                          const uint64_t *order, uint64_t n_order, char **err);
-/* Waits for the next batch. Writes one DLManagedTensor per output into tensors
- * (capacity max_tensors); the caller owns them and must call each one's deleter
- * (torch.from_dlpack does). Returns the number of tensors, 0 at the end of the epoch. */
+                          const uint64_t *order, uint64_t n_order, int32_t per_rank, char **err);
+/* Waits for the next batch. Writes one DLManagedTensor per output, then one of the
+ * batch's sample ids (int64), into tensors (capacity max_tensors); the caller owns
+ * them and must call each one's deleter (torch.from_dlpack does). The batch memory
+ * is reused only after every deleter ran. Returns the number of tensors, 0 at the
+ * end of the epoch. */
 int64_t ffcv_iter_next(int64_t iter, ffcv_DLManagedTensor **tensors, int32_t max_tensors,
                        char **err);
 /* Loader counters as JSON: samples_skipped, peak_resident_pages, slots, ... */

@@ -11,22 +11,33 @@ import (
 // it refers to (nil for Int and Float). Every pointer and size is checked
 // against the file, so a corrupt file gives an error, never a bad slice.
 func (r *Reader) Read(i uint64, f int) (col, heap []byte, err error) {
+	col, ptr, size, ok, err := r.Locate(i, f)
+	if err != nil || !ok {
+		return col, nil, err
+	}
+	return col, r.data[ptr : ptr+size : ptr+size], nil
+}
+
+// Locate is Read without touching the heap: it returns the column and the
+// checked position (ptr, size) of the heap bytes; ok is false for fields
+// without heap bytes.
+func (r *Reader) Locate(i uint64, f int) (col []byte, ptr, size uint64, ok bool, err error) {
 	if f < 0 || f >= len(r.Fields) {
-		return nil, nil, fmt.Errorf("field index %d out of range [0, %d)", f, len(r.Fields))
+		return nil, 0, 0, false, fmt.Errorf("field index %d out of range [0, %d)", f, len(r.Fields))
 	}
 	d := &r.Fields[f]
-	col, err = r.Column(i, f)
-	if err != nil {
-		return nil, nil, err
+	if col, err = r.Column(i, f); err != nil {
+		return nil, 0, 0, false, err
 	}
-	ptr, size, err := r.heapRef(d, col)
+	ptr, size, err = r.heapRef(d, col)
 	if err == nil && size != noHeap {
-		heap, err = r.Heap(ptr, size)
+		_, err = r.Heap(ptr, size)
+		ok = true
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: sample %d, field %q: %w", r.Path, i, d.Name, err)
+		return nil, 0, 0, false, fmt.Errorf("%s: sample %d, field %q: %w", r.Path, i, d.Name, err)
 	}
-	return col, heap, nil
+	return col, ptr, size, ok, nil
 }
 
 const noHeap = ^uint64(0)

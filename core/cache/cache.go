@@ -1,0 +1,96 @@
+// Package cache gives loader workers the bytes of samples: straight from the
+// OS page cache through the file's memory map, or from the loader's own
+// process cache, which reads heap pages ahead in the epoch's known order and
+// keeps a bounded number of them resident.
+package cache
+
+import (
+	"encoding/binary"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ffcv-go/ffcv-go/core/beton"
+	"github.com/ffcv-go/ffcv-go/core/field"
+)
+
+// Source yields a sample's field for decoding. Acquire is called (in order)
+// by the scheduler before the sample is decoded and Release after; Read may
+// then be called from any worker.
+type Source interface {
+	// Acquire prepares sample i (all fields) for reading; it may block to
+	// keep memory bounded. It reports the page the sample lives on.
+	Acquire(i uint64) error
+	// TryAcquire is Acquire that reports false instead of blocking.
+	TryAcquire(i uint64) (bool, error)
+	Read(i uint64, f int) (col, heap []byte, err error)
+	Release(i uint64)
+	// Plan tells the source the order of samples it will be asked for, so
+	// it can read ahead and evict after last use.
+	Plan(order []uint64)
+	Stats() Stats
+	Close()
+}
+
+// Stats are cache counters.
+type Stats struct {
+	PagesRead         uint64 `json:"pages_read"`
+	PeakResidentPages int    `json:"peak_resident_pages"`
+}
+
+// PageOf returns the heap page of sample i: the page of its first heap
+// pointer, or -1 if it has none.
+func PageOf(r *beton.Reader, i uint64) int64 {
+	for f, d := range r.Fields {
+		col, err := r.Column(i, f)
+		if err != nil {
+			return -1
+		}
+		var ptr uint64
+		switch d.Type {
+		case field.Bytes, field.JSON, field.NDArray, field.TorchTensor:
+			ptr = binary.LittleEndian.Uint64(col)
+		case field.RGBImage:
+			ptr = binary.LittleEndian.Uint64(col[field.RGBPtrOff:])
+		default:
+			continue
+		}
+		return int64(ptr / r.PageSize())
+	}
+	return -1
+}
+
+// OS reads through the memory map; the kernel's page cache does the caching.
+type OS struct{ r *beton.Reader }
+
+// NewOS returns the OS cache source.
+func NewOS(r *beton.Reader) *OS { return &OS{r} }
+
+func (o *OS) Acquire(i uint64) error            { return nil }
+func (o *OS) TryAcquire(i uint64) (bool, error) { return true, nil }
+func (o *OS) Read(i uint64, f int) ([]byte, []byte, error) {
+	return o.r.Read(i, f)
+}
+func (o *OS) Release(uint64) {}
+func (o *OS) Stats() Stats   { return Stats{} }
+func (o *OS) Close()         {}
+
+// Plan asks the kernel to read the first pages of the epoch ahead.
+func (o *OS) Plan(order []uint64) {
+	ps := o.r.PageSize()
+	seen := map[int64]bool{}
+	for _, i := range order {
+		p := PageOf(o.r, i)
+		if p < 0 || seen[p] {
+			continue
+		}
+		seen[p] = true
+		if len(seen) > 8 {
+			break
+		}
+		data := o.r.Data()
+		end := min(uint64(p+1)*ps, uint64(len(data)))
+		if uint64(p)*ps < end {
+			unix.Madvise(data[uint64(p)*ps:end], unix.MADV_WILLNEED)
+		}
+	}
+}

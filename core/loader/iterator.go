@@ -1,0 +1,407 @@
+package loader
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ffcv-go/ffcv-go/core/cache"
+	"github.com/ffcv-go/ffcv-go/core/pipeline"
+)
+
+// Iterator runs one epoch. Next returns batches in order; Close (or reaching
+// the end) stops its goroutines.
+type Iterator struct {
+	l      *Loader
+	epoch  uint64
+	order  []uint64 // this rank's samples, in visiting order
+	nb     int
+	src    cache.Source
+	seed   uint64
+	stop   chan struct{}
+	jobs   chan job
+	wg     sync.WaitGroup
+	closed sync.Once
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	next    int // next batch Next returns
+	batches map[int]*batch
+}
+
+type batch struct {
+	index   int
+	slot    *slot
+	n       int // samples in the batch
+	pending atomic.Int32
+	done    chan struct{}
+	mu      sync.Mutex
+	bad     []sampleError
+	err     error
+}
+
+type sampleError struct {
+	pos int
+	err error
+}
+
+type job struct {
+	b      *batch
+	lo, hi int // positions in the batch
+}
+
+// Batch is a finished batch: N samples in each output buffer. The caller owns
+// one reference to its slot per Share and releases each with Release.
+type Batch struct {
+	Index int
+	N     int
+	Bufs  [][]byte
+	slot  *slot
+}
+
+// Share adds n references to the batch's memory (one per tensor handed out).
+func (b *Batch) Share(n int) { b.slot.refs.Add(int32(n)) }
+
+// Release drops one reference; the slot is reused after the last.
+func (b *Batch) Release() { b.slot.Release() }
+
+// Start begins epoch at batch startBatch. If order is nil the loader's own
+// order for the epoch is used; otherwise order is the epoch's order, taken as
+// is (perRank) or distributed over the ranks first.
+func (l *Loader) Start(epoch uint64, startBatch int, ord []uint64, perRank bool) (*Iterator, error) {
+	if ord == nil {
+		ord = l.Distribute(l.GlobalOrder(epoch))
+	} else {
+		for _, i := range ord {
+			if i >= l.r.NumSamples() {
+				return nil, fmt.Errorf("order names sample %d; the file has %d", i, l.r.NumSamples())
+			}
+		}
+		if !perRank {
+			ord = l.Distribute(ord)
+		}
+	}
+	it := &Iterator{
+		l: l, epoch: epoch, order: ord, nb: l.Len(len(ord)),
+		seed: mixSeed(l.cfg.Seed, uint64(l.cfg.Rank)),
+		stop: make(chan struct{}), jobs: make(chan job, 2*l.cfg.Workers),
+		batches: map[int]*batch{}, next: startBatch,
+	}
+	if startBatch < 0 || startBatch > it.nb {
+		return nil, fmt.Errorf("start batch %d out of range [0, %d]", startBatch, it.nb)
+	}
+	it.cond = sync.NewCond(&it.mu)
+	if l.cfg.OSCache {
+		it.src = cache.NewOS(l.r)
+	} else {
+		p, err := cache.NewProcess(l.r, l.cfg.MaxResidentPages)
+		if err != nil {
+			return nil, err
+		}
+		it.src = p
+	}
+	end := min(it.nb*l.cfg.BatchSize, len(ord))
+	it.src.Plan(ord[min(startBatch*l.cfg.BatchSize, end):end])
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		it.src.Close()
+		return nil, fmt.Errorf("loader is closed")
+	}
+	l.iters[it] = struct{}{}
+	l.mu.Unlock()
+	for w := 0; w < l.cfg.Workers; w++ {
+		it.wg.Add(1)
+		go it.work()
+	}
+	it.wg.Add(1)
+	go it.schedule(startBatch)
+	return it, nil
+}
+
+func mixSeed(seed, rank uint64) uint64 {
+	if rank == 0 {
+		return seed
+	}
+	return seed ^ (rank * 0x9e3779b97f4a7c15)
+}
+
+// Len is the number of batches in this epoch.
+func (it *Iterator) Len() int { return it.nb }
+
+// Order is this epoch's sample order on this rank.
+func (it *Iterator) Order() []uint64 { return it.order }
+
+func (it *Iterator) stopped() bool {
+	select {
+	case <-it.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// schedule creates batches in order, at most BatchesAhead+1 beyond the
+// consumer, acquiring their samples' pages and queueing decode jobs.
+func (it *Iterator) schedule(start int) {
+	defer it.wg.Done()
+	defer close(it.jobs)
+	bs := it.l.cfg.BatchSize
+	chunk := max(1, min(32, bs/(2*it.l.cfg.Workers)))
+	for b := start; b < it.nb; b++ {
+		it.mu.Lock()
+		for b > it.next+it.l.cfg.BatchesAhead && !it.stopped() {
+			it.cond.Wait()
+		}
+		it.mu.Unlock()
+		if it.stopped() {
+			return
+		}
+		s, err := it.l.pool.get(it.stop)
+		bt := &batch{index: b, done: make(chan struct{}), slot: s, n: min(bs, len(it.order)-b*bs)}
+		if err != nil {
+			bt.err = err
+			close(bt.done)
+			it.publish(bt)
+			return
+		}
+		bt.pending.Store(1) // the scheduler's own hold, dropped below
+		it.publish(bt)
+		lo := 0
+		for pos := 0; pos < bt.n; pos++ {
+			id := it.order[b*bs+pos]
+			ok, err := it.src.TryAcquire(id)
+			if err == nil && !ok {
+				// Out of cache room: let workers finish what is held first.
+				if pos > lo {
+					it.queue(job{bt, lo, pos})
+					lo = pos
+				}
+				err = it.src.Acquire(id)
+			}
+			if err != nil {
+				if it.stopped() {
+					return
+				}
+				bt.fail(pos, err)
+			}
+			if pos+1-lo >= chunk {
+				it.queue(job{bt, lo, pos + 1})
+				lo = pos + 1
+			}
+		}
+		if lo < bt.n {
+			it.queue(job{bt, lo, bt.n})
+		}
+		if bt.pending.Add(-1) == 0 {
+			it.finish(bt)
+		}
+	}
+}
+
+func (it *Iterator) queue(j job) {
+	j.b.pending.Add(1)
+	select {
+	case it.jobs <- j:
+	case <-it.stop:
+		it.drop(j)
+	}
+}
+
+func (it *Iterator) publish(b *batch) {
+	it.mu.Lock()
+	it.batches[b.index] = b
+	it.cond.Broadcast()
+	it.mu.Unlock()
+}
+
+func (b *batch) fail(pos int, err error) {
+	b.mu.Lock()
+	b.bad = append(b.bad, sampleError{pos, err})
+	b.mu.Unlock()
+}
+
+// work decodes jobs' samples into their slots.
+func (it *Iterator) work() {
+	defer it.wg.Done()
+	ctx := pipeline.NewCtx()
+	defer ctx.Close()
+	scratch := make([]pipeline.Scratch, len(it.l.progs))
+	ctx.Seed, ctx.Epoch = it.seed, it.epoch
+	bs := it.l.cfg.BatchSize
+	for j := range it.jobs {
+		if it.stopped() {
+			it.drop(j)
+			continue
+		}
+		for pos := j.lo; pos < j.hi; pos++ {
+			gpos := j.b.index*bs + pos
+			id := it.order[gpos]
+			if err := it.decode(ctx, scratch, j.b, pos, uint64(gpos), id); err != nil {
+				j.b.fail(pos, err)
+			}
+			it.src.Release(id)
+		}
+		if j.b.pending.Add(-1) == 0 {
+			it.finish(j.b)
+		}
+	}
+}
+
+func (it *Iterator) drop(j job) {
+	for pos := j.lo; pos < j.hi; pos++ {
+		it.src.Release(it.order[j.b.index*it.l.cfg.BatchSize+pos])
+	}
+	if j.b.pending.Add(-1) == 0 {
+		it.finish(j.b)
+	}
+}
+
+// decode runs every output's program for one sample, recovering panics so a
+// bug or a hostile file fails the sample, not the process.
+func (it *Iterator) decode(ctx *pipeline.Ctx, scratch []pipeline.Scratch, b *batch, pos int, gpos, id uint64) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("internal error: %v", r)
+		}
+	}()
+	ctx.Sample, ctx.Pos = id, gpos
+	for k, p := range it.l.progs {
+		col, heap, err := it.src.Read(id, p.Field)
+		if err != nil {
+			return err
+		}
+		ctx.Col, ctx.Heap = col, heap
+		sz := p.Out.Bytes()
+		if err := p.Run(ctx, &scratch[k], b.slot.bufs[k][pos*sz:(pos+1)*sz]); err != nil {
+			return fmt.Errorf("%s: sample %d, field %q: %w", it.l.r.Path, id, it.l.r.Fields[p.Field].Name, err)
+		}
+	}
+	return nil
+}
+
+// finish settles a batch whose samples are all done: it drops or reports bad
+// samples and marks the batch ready.
+func (it *Iterator) finish(b *batch) {
+	ids := b.slot.bufs[len(it.l.progs)]
+	for pos := 0; pos < b.n; pos++ {
+		binary.LittleEndian.PutUint64(ids[8*pos:], it.order[b.index*it.l.cfg.BatchSize+pos])
+	}
+	if len(b.bad) > 0 {
+		sort.Slice(b.bad, func(i, j int) bool { return b.bad[i].pos < b.bad[j].pos })
+		if it.l.cfg.SkipErrors && !it.stopped() {
+			it.compact(b)
+		} else {
+			b.err = b.bad[0].err
+		}
+	}
+	close(b.done)
+}
+
+// compact moves the good samples of b to the front of each output.
+func (it *Iterator) compact(b *batch) {
+	bad := map[int]bool{}
+	for _, e := range b.bad {
+		bad[e.pos] = true
+	}
+	it.l.skipped.Add(uint64(len(bad)))
+	w := 0
+	for pos := 0; pos < b.n; pos++ {
+		if bad[pos] {
+			continue
+		}
+		if w != pos {
+			for k, buf := range b.slot.bufs {
+				sz := it.l.pool.sizes[k] / it.l.cfg.BatchSize
+				copy(buf[w*sz:(w+1)*sz], buf[pos*sz:(pos+1)*sz])
+			}
+		}
+		w++
+	}
+	b.n = w
+}
+
+// Next waits for the next batch. It returns nil at the end of the epoch. With
+// SkipErrors, batches whose samples all failed are passed over.
+func (it *Iterator) Next() (*Batch, error) {
+	for {
+		it.mu.Lock()
+		if it.next >= it.nb {
+			it.mu.Unlock()
+			return nil, nil
+		}
+		idx := it.next
+		b := it.batches[idx]
+		if b == nil {
+			it.l.pool.starve(1)
+			for b == nil && !it.stopped() {
+				it.cond.Wait()
+				b = it.batches[idx]
+			}
+			it.l.pool.starve(-1)
+		}
+		it.mu.Unlock()
+		if b == nil {
+			return nil, errStopped
+		}
+		select {
+		case <-b.done:
+		case <-it.stop:
+			return nil, errStopped
+		}
+		it.mu.Lock()
+		delete(it.batches, idx)
+		it.next++
+		it.cond.Broadcast()
+		it.mu.Unlock()
+		if b.err != nil {
+			if b.slot != nil {
+				b.slot.Release()
+			}
+			return nil, b.err
+		}
+		if b.n == 0 {
+			b.slot.Release()
+			continue
+		}
+		return &Batch{Index: idx, N: b.n, Bufs: b.slot.bufs, slot: b.slot}, nil
+	}
+}
+
+// Close stops the epoch: goroutines exit, batches not handed out go back to
+// the pool. Batches already handed out stay valid until released.
+func (it *Iterator) Close() error {
+	it.closed.Do(func() {
+		close(it.stop)
+		it.mu.Lock()
+		it.cond.Broadcast()
+		it.mu.Unlock()
+		it.l.pool.wake()
+		it.src.Close()
+		it.wg.Wait()
+		// Every goroutine has exited: nothing writes to these slots any more,
+		// finished or not.
+		it.mu.Lock()
+		for k, b := range it.batches {
+			if b.slot != nil {
+				b.slot.Release()
+			}
+			delete(it.batches, k)
+		}
+		it.mu.Unlock()
+		st := it.src.Stats()
+		for {
+			old := it.l.peak.Load()
+			if int64(st.PeakResidentPages) <= old || it.l.peak.CompareAndSwap(old, int64(st.PeakResidentPages)) {
+				break
+			}
+		}
+		it.l.pages.Add(st.PagesRead)
+		it.l.mu.Lock()
+		delete(it.l.iters, it)
+		it.l.mu.Unlock()
+	})
+	return nil
+}

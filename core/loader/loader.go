@@ -1,0 +1,210 @@
+// Package loader runs epochs: it orders the samples, schedules their reads,
+// decodes them with worker goroutines straight into batch slots, and hands
+// batches out in order with bounded read-ahead.
+package loader
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ffcv-go/ffcv-go/core/beton"
+	"github.com/ffcv-go/ffcv-go/core/cache"
+	"github.com/ffcv-go/ffcv-go/core/order"
+	"github.com/ffcv-go/ffcv-go/core/pipeline"
+)
+
+var errStopped = errors.New("iterator closed")
+
+// Config holds a loader's settings, with FFCV's meaning.
+type Config struct {
+	BatchSize    int
+	Workers      int // < 1: the CPUs this process may use
+	BatchesAhead int
+	DropLast     bool
+	Seed         uint64
+	Order        string   // "sequential", "random" or "quasi_random"
+	Indices      []uint64 // nil: every sample
+	Rank, World  int      // World 0 or 1: not distributed
+	OSCache      bool
+	// Process cache: resident page bound (0: a default from the workers and read-ahead).
+	MaxResidentPages int
+	// QuasiWindow is the number of open pages of QUASI_RANDOM (0: 2 × BatchSize).
+	QuasiWindow int
+	// SkipErrors leaves bad samples out of their batch instead of failing it.
+	SkipErrors bool
+	// MaxBatchMemory bounds the slot memory when callers hold batches (0: 16 GiB).
+	MaxBatchMemory int64
+}
+
+// Loader is a configured pipeline over one file. It is safe for concurrent use;
+// several iterators may run at once.
+type Loader struct {
+	r     *beton.Reader
+	cfg   Config
+	progs []*pipeline.Program
+	pool  *slotPool
+
+	mu      sync.Mutex
+	iters   map[*Iterator]struct{}
+	closed  bool
+	skipped atomic.Uint64
+	peak    atomic.Int64
+	pages   atomic.Uint64
+}
+
+// New builds a loader. progs are the outputs, in order.
+func New(r *beton.Reader, cfg Config, progs []*pipeline.Program) (*Loader, error) {
+	if cfg.BatchSize < 1 {
+		return nil, fmt.Errorf("batch_size %d must be positive", cfg.BatchSize)
+	}
+	if cfg.BatchesAhead < 0 {
+		return nil, fmt.Errorf("batches_ahead %d must not be negative", cfg.BatchesAhead)
+	}
+	if cfg.World < 1 {
+		cfg.World = 1
+	}
+	if cfg.Rank < 0 || cfg.Rank >= cfg.World {
+		return nil, fmt.Errorf("rank %d out of range for world size %d", cfg.Rank, cfg.World)
+	}
+	if cfg.Workers < 1 {
+		cfg.Workers = runtime.GOMAXPROCS(0)
+	}
+	switch cfg.Order {
+	case "sequential", "random", "quasi_random":
+	default:
+		return nil, fmt.Errorf("unknown order %q", cfg.Order)
+	}
+	for _, i := range cfg.Indices {
+		if i >= r.NumSamples() {
+			return nil, fmt.Errorf("index %d out of range: the file has %d samples", i, r.NumSamples())
+		}
+	}
+	if cfg.Indices == nil {
+		cfg.Indices = make([]uint64, r.NumSamples())
+		for i := range cfg.Indices {
+			cfg.Indices[i] = uint64(i)
+		}
+	}
+	if cfg.MaxBatchMemory <= 0 {
+		cfg.MaxBatchMemory = 16 << 30
+	}
+	if cfg.QuasiWindow <= 0 {
+		cfg.QuasiWindow = 2 * cfg.BatchSize
+	}
+	if cfg.MaxResidentPages <= 0 {
+		cfg.MaxResidentPages = 2*cfg.Workers + 4*(cfg.BatchesAhead+1)
+	}
+	// One buffer per output, and a last one for the batch's sample ids.
+	sizes := make([]int, len(progs)+1)
+	for k, p := range progs {
+		sizes[k] = cfg.BatchSize * p.Out.Bytes()
+	}
+	sizes[len(progs)] = cfg.BatchSize * 8
+	l := &Loader{r: r, cfg: cfg, progs: progs, iters: map[*Iterator]struct{}{}}
+	l.pool = newSlotPool(sizes, cfg.BatchesAhead+2, cfg.MaxBatchMemory)
+	return l, nil
+}
+
+// Reader is the loader's file.
+func (l *Loader) Reader() *beton.Reader { return l.r }
+
+// Outputs are the per-sample specs of the outputs.
+func (l *Loader) Outputs() []pipeline.Spec {
+	out := make([]pipeline.Spec, len(l.progs))
+	for k, p := range l.progs {
+		out[k] = p.Out
+	}
+	return out
+}
+
+// SlotBytes is the batch memory of each output.
+func (l *Loader) SlotBytes() []int { return l.pool.sizes[:len(l.progs)] }
+
+// NumSamples is the number of samples an epoch visits on this rank.
+func (l *Loader) NumSamples() int {
+	n := len(l.cfg.Indices)
+	return (n + l.cfg.World - 1) / l.cfg.World
+}
+
+// Len is the number of batches per epoch for n samples.
+func (l *Loader) Len(n int) int {
+	if l.cfg.DropLast {
+		return n / l.cfg.BatchSize
+	}
+	return (n + l.cfg.BatchSize - 1) / l.cfg.BatchSize
+}
+
+func (l *Loader) pageOf(id uint64) uint32 {
+	p := cache.PageOf(l.r, id)
+	if p < 0 {
+		return 0
+	}
+	return uint32(p)
+}
+
+// GlobalOrder is the epoch's order over all ranks, before distribution.
+func (l *Loader) GlobalOrder(epoch uint64) []uint64 {
+	switch l.cfg.Order {
+	case "random":
+		return order.Random(l.cfg.Indices, l.cfg.Seed+epoch)
+	case "quasi_random":
+		return order.QuasiRandom(l.cfg.Indices, l.pageOf, l.cfg.QuasiWindow, l.cfg.Seed+epoch)
+	}
+	return order.Sequential(l.cfg.Indices)
+}
+
+// Distribute takes this rank's share of a global order: strided as
+// DistributedSampler does, or in contiguous blocks for QUASI_RANDOM so each
+// rank keeps its page locality.
+func (l *Loader) Distribute(global []uint64) []uint64 {
+	if l.cfg.World == 1 {
+		return global
+	}
+	if l.cfg.Order == "quasi_random" {
+		return order.Block(global, l.cfg.Rank, l.cfg.World)
+	}
+	return order.Distribute(global, l.cfg.Rank, l.cfg.World)
+}
+
+// Stats are a loader's counters.
+type Stats struct {
+	SamplesSkipped    uint64 `json:"samples_skipped"`
+	PeakResidentPages int64  `json:"peak_resident_pages"`
+	PagesRead         uint64 `json:"pages_read"`
+	Slots             int    `json:"slots"`
+	SlotsGrown        int    `json:"slots_grown"`
+}
+
+// Stats returns the counters.
+func (l *Loader) Stats() Stats {
+	l.pool.mu.Lock()
+	defer l.pool.mu.Unlock()
+	return Stats{
+		SamplesSkipped: l.skipped.Load(), PeakResidentPages: l.peak.Load(), PagesRead: l.pages.Load(),
+		Slots: l.pool.total, SlotsGrown: l.pool.grown,
+	}
+}
+
+// Close stops every iterator and frees the slots nobody holds; held slots are
+// freed when released. The reader is not closed.
+func (l *Loader) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	iters := make([]*Iterator, 0, len(l.iters))
+	for it := range l.iters {
+		iters = append(iters, it)
+	}
+	l.mu.Unlock()
+	for _, it := range iters {
+		it.Close()
+	}
+	l.pool.close()
+	return nil
+}

@@ -1,0 +1,225 @@
+// Package pipeline turns a field's list of built-in operations into a
+// per-sample program: a decoder followed by transforms, with the shape and
+// dtype of every stage inferred once, run by each worker straight into the
+// batch slot.
+package pipeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+
+	"github.com/ffcv-go/ffcv-go/core/beton"
+	"github.com/ffcv-go/ffcv-go/core/field"
+)
+
+// Spec is the per-sample shape and numpy dtype ("|u1", "<f4", ...) of a stage.
+type Spec struct {
+	Shape []int  `json:"shape"`
+	DType string `json:"dtype"`
+}
+
+// ItemSize is the byte size of one element.
+func (s Spec) ItemSize() int {
+	n, _ := strconv.Atoi(s.DType[2:])
+	return n
+}
+
+// Bytes is the byte size of one sample.
+func (s Spec) Bytes() int {
+	n := s.ItemSize()
+	for _, d := range s.Shape {
+		n *= d
+	}
+	return n
+}
+
+// Ctx is a worker's per-sample context: where the sample comes from, its
+// deterministic randomness and reusable scratch state.
+type Ctx struct {
+	Sample uint64 // index in the file
+	Pos    uint64 // position in the epoch's order: the key of its randomness
+	Seed   uint64
+	Epoch  uint64
+	Col    []byte // metadata column of the program's field
+	Heap   []byte // its heap bytes (nil for Int and Float)
+
+	pcg   rand.PCG
+	rng   *rand.Rand
+	state map[string]any // per-worker objects (codecs, buffers), by name
+}
+
+// NewCtx returns a worker context.
+func NewCtx() *Ctx {
+	c := &Ctx{state: map[string]any{}}
+	c.rng = rand.New(&c.pcg)
+	return c
+}
+
+// Rand returns the generator for operation op of the current sample. It is a
+// pure function of (seed, epoch, position, op), so results do not depend on
+// which worker runs the sample or when.
+func (c *Ctx) Rand(op int) *rand.Rand {
+	c.pcg.Seed(mix(c.Seed, c.Epoch), mix(c.Pos, uint64(op)+0x9e3779b97f4a7c15))
+	return c.rng
+}
+
+// State returns a per-worker object, creating it with mk on first use.
+func (c *Ctx) State(name string, mk func() any) any {
+	v, ok := c.state[name]
+	if !ok {
+		v = mk()
+		c.state[name] = v
+	}
+	return v
+}
+
+// Close releases per-worker objects that need it.
+func (c *Ctx) Close() {
+	for _, v := range c.state {
+		if cl, ok := v.(interface{ Close() }); ok {
+			cl.Close()
+		}
+	}
+	c.state = map[string]any{}
+}
+
+// mix is SplitMix64's finaliser over a pair, to derive independent seeds.
+func mix(a, b uint64) uint64 {
+	z := a*0x9e3779b97f4a7c15 + b + 0x632be59bd9b4e019
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// Op is one built-in operation. Out infers its output from its input (the
+// zero Spec for a decoder); Run writes the output of one sample into out.
+type Op interface {
+	Out(in Spec) (Spec, error)
+	Run(c *Ctx, op int, in, out []byte) error
+}
+
+// InPlacer is implemented by operations that may run with in and out the same.
+type InPlacer interface{ InPlace() bool }
+
+// Env is what an operation may consult when it is built.
+type Env struct {
+	Reader *beton.Reader
+	Field  int
+	Desc   field.Desc
+}
+
+type factory func(env Env, args json.RawMessage) (Op, error)
+
+var registry = map[string]factory{}
+
+func register(name string, f factory) { registry[name] = f }
+
+// Names lists the registered operations.
+func Names() []string {
+	var out []string
+	for k := range registry {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Program is a field's compiled pipeline.
+type Program struct {
+	Field int
+	Out   Spec
+	ops   []Op
+	specs []Spec // output of each op
+	names []string
+}
+
+// Build compiles ops (each {"op": name, ...args}) for field f of r.
+func Build(r *beton.Reader, f int, ops []json.RawMessage) (*Program, error) {
+	if f < 0 || f >= len(r.Fields) {
+		return nil, fmt.Errorf("field index %d out of range", f)
+	}
+	env := Env{Reader: r, Field: f, Desc: r.Fields[f]}
+	p := &Program{Field: f}
+	var in Spec
+	for i, raw := range ops {
+		var head struct {
+			Op string `json:"op"`
+		}
+		if err := json.Unmarshal(raw, &head); err != nil {
+			return nil, fmt.Errorf("field %q, operation %d: %w", env.Desc.Name, i, err)
+		}
+		mk, ok := registry[head.Op]
+		if !ok {
+			return nil, fmt.Errorf("field %q: unknown operation %q", env.Desc.Name, head.Op)
+		}
+		op, err := mk(env, raw)
+		if err != nil {
+			return nil, fmt.Errorf("field %q, %s: %w", env.Desc.Name, head.Op, err)
+		}
+		out, err := op.Out(in)
+		if err != nil {
+			return nil, fmt.Errorf("field %q, %s: %w", env.Desc.Name, head.Op, err)
+		}
+		p.ops, p.specs, p.names = append(p.ops, op), append(p.specs, out), append(p.names, head.Op)
+		in = out
+	}
+	if len(p.ops) == 0 {
+		return nil, fmt.Errorf("field %q: empty pipeline (needs a decoder)", env.Desc.Name)
+	}
+	p.Out = in
+	return p, nil
+}
+
+// Scratch holds a worker's intermediate buffers for one program.
+type Scratch struct{ a, b []byte }
+
+func grow(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	return b[:n]
+}
+
+// Run runs the program for the sample in c, writing its output into out
+// (len Out.Bytes()). Stages write into out directly when every later stage can
+// work in place, otherwise through the scratch buffers.
+func (p *Program) Run(c *Ctx, s *Scratch, out []byte) error {
+	// The last stage that must leave the scratch buffers: from there on all
+	// stages run in place in out.
+	direct := len(p.ops) - 1
+	for direct > 0 {
+		ip, ok := p.ops[direct].(InPlacer)
+		if !ok || !ip.InPlace() || p.specs[direct].Bytes() != p.specs[direct-1].Bytes() {
+			break
+		}
+		direct--
+	}
+	var in []byte
+	for i, op := range p.ops {
+		var dst []byte
+		switch {
+		case i > direct:
+			dst = out
+		case i == direct:
+			dst = out
+		case i%2 == 0:
+			s.a = grow(s.a, p.specs[i].Bytes())
+			dst = s.a
+		default:
+			s.b = grow(s.b, p.specs[i].Bytes())
+			dst = s.b
+		}
+		src := in
+		if i > direct {
+			src = out
+		}
+		if err := op.Run(c, i, src, dst); err != nil {
+			return fmt.Errorf("%s: %w", p.names[i], err)
+		}
+		in = dst
+	}
+	return nil
+}

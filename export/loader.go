@@ -1,0 +1,214 @@
+package main
+
+/*
+#define FFCV_GO_TYPES_ONLY
+#include "ffcv_go.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"fmt"
+	"unsafe"
+
+	"github.com/ffcv-go/ffcv-go/core/beton"
+	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/loader"
+	"github.com/ffcv-go/ffcv-go/core/pipeline"
+)
+
+type outputSpec struct {
+	Field int               `json:"field"`
+	Ops   []json.RawMessage `json:"ops"`
+}
+
+type loaderSpec struct {
+	Path             string                `json:"path"`
+	Custom           map[string][2]int     `json:"custom"`
+	BatchSize        int                   `json:"batch_size"`
+	NumWorkers       int                   `json:"num_workers"`
+	BatchesAhead     int                   `json:"batches_ahead"`
+	DropLast         bool                  `json:"drop_last"`
+	Seed             uint64                `json:"seed"`
+	Order            string                `json:"order"`
+	Rank             int                   `json:"rank"`
+	World            int                   `json:"world"`
+	OSCache          bool                  `json:"os_cache"`
+	MaxResidentPages int                   `json:"max_resident_pages"`
+	QuasiWindow      int                   `json:"quasi_window"`
+	SkipErrors       bool                  `json:"skip_errors"`
+	MaxBatchMemory   int64                 `json:"max_batch_memory"`
+	Outputs          []outputSpec          `json:"outputs"`
+}
+
+// fileLoader is a loader with the reader it owns.
+type fileLoader struct {
+	*loader.Loader
+	r *beton.Reader
+}
+
+func (l fileLoader) Close() error {
+	l.Loader.Close()
+	return l.r.Close()
+}
+
+// fileIter is an iterator handle.
+type fileIter struct {
+	*loader.Iterator
+	specs []pipeline.Spec
+}
+
+//export ffcv_loader_create
+func ffcv_loader_create(specJSON *C.char, indices *C.uint64_t, nIndices C.uint64_t, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	s, e := goString(specJSON, "spec")
+	if e != nil {
+		return fail(err, e)
+	}
+	var spec loaderSpec
+	if e := json.Unmarshal([]byte(s), &spec); e != nil {
+		return fail(err, fmt.Errorf("%w: loader spec: %v", errArgument, e))
+	}
+	custom := map[string]field.Column{}
+	for k, v := range spec.Custom {
+		custom[k] = field.Column{Size: v[0], Align: v[1]}
+	}
+	r, e := beton.Open(spec.Path, custom)
+	if e != nil {
+		return fail(err, e)
+	}
+	l, e := buildLoader(r, &spec, indices, nIndices)
+	if e != nil {
+		r.Close()
+		return fail(err, e)
+	}
+	return C.int64_t(handles.add(fileLoader{l, r}))
+}
+
+func buildLoader(r *beton.Reader, spec *loaderSpec, indices *C.uint64_t, n C.uint64_t) (*loader.Loader, error) {
+	progs := make([]*pipeline.Program, len(spec.Outputs))
+	for k, o := range spec.Outputs {
+		p, err := pipeline.Build(r, o.Field, o.Ops)
+		if err != nil {
+			return nil, fmt.Errorf("%w: output %d: %v", errArgument, k, err)
+		}
+		if _, _, _, err := dlType(p.Out.DType); err != nil {
+			return nil, fmt.Errorf("%w: output %d: %v", errArgument, k, err)
+		}
+		progs[k] = p
+	}
+	cfg := loader.Config{
+		BatchSize: spec.BatchSize, Workers: spec.NumWorkers, BatchesAhead: spec.BatchesAhead,
+		DropLast: spec.DropLast, Seed: spec.Seed, Order: spec.Order, Rank: spec.Rank, World: spec.World,
+		OSCache: spec.OSCache, MaxResidentPages: spec.MaxResidentPages, QuasiWindow: spec.QuasiWindow,
+		SkipErrors: spec.SkipErrors, MaxBatchMemory: spec.MaxBatchMemory,
+	}
+	if indices != nil {
+		cfg.Indices = append([]uint64{}, unsafe.Slice((*uint64)(unsafe.Pointer(indices)), int(n))...)
+	} else if n > 0 {
+		return nil, fmt.Errorf("indices: %w", errNil)
+	}
+	l, err := loader.New(r, cfg, progs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errArgument, err)
+	}
+	return l, nil
+}
+
+type outputInfo struct {
+	Shape     []int  `json:"shape"`
+	DType     string `json:"dtype"`
+	SlotBytes int    `json:"slot_bytes"`
+}
+
+//export ffcv_loader_info
+func ffcv_loader_info(h C.int64_t, out **C.char, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	l, e := lookup[fileLoader](int64(h))
+	if e != nil {
+		return fail(err, e)
+	}
+	info := struct {
+		Length  int          `json:"length"`
+		Samples int          `json:"samples"`
+		Outputs []outputInfo `json:"outputs"`
+	}{Length: l.Len(l.NumSamples()), Samples: l.NumSamples()}
+	for k, s := range l.Outputs() {
+		info.Outputs = append(info.Outputs, outputInfo{s.Shape, s.DType, l.SlotBytes()[k]})
+	}
+	b, _ := json.Marshal(info)
+	if e := putString(out, string(b)); e != nil {
+		return fail(err, e)
+	}
+	return 0
+}
+
+//export ffcv_loader_order
+func ffcv_loader_order(h C.int64_t, epoch C.uint64_t, out *C.uint64_t, capacity C.uint64_t, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	l, e := lookup[fileLoader](int64(h))
+	if e != nil {
+		return fail(err, e)
+	}
+	ord := l.Distribute(l.GlobalOrder(uint64(epoch)))
+	if out != nil {
+		copy(unsafe.Slice((*uint64)(unsafe.Pointer(out)), int(capacity)), ord)
+	}
+	return C.int64_t(len(ord))
+}
+
+//export ffcv_loader_start
+func ffcv_loader_start(h C.int64_t, epoch, startBatch C.uint64_t, order *C.uint64_t, nOrder C.uint64_t,
+	perRank C.int32_t, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	l, e := lookup[fileLoader](int64(h))
+	if e != nil {
+		return fail(err, e)
+	}
+	var ord []uint64
+	if order != nil {
+		ord = append([]uint64{}, unsafe.Slice((*uint64)(unsafe.Pointer(order)), int(nOrder))...)
+	}
+	it, e := l.Start(uint64(epoch), int(startBatch), ord, perRank != 0)
+	if e != nil {
+		return fail(err, fmt.Errorf("%w: %v", errArgument, e))
+	}
+	// The last tensor of every batch holds its sample ids.
+	specs := append(l.Outputs(), pipeline.Spec{DType: "<i8"})
+	return C.int64_t(handles.add(fileIter{it, specs}))
+}
+
+//export ffcv_iter_next
+func ffcv_iter_next(h C.int64_t, tensors **C.ffcv_DLManagedTensor, maxTensors C.int32_t, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	it, e := lookup[fileIter](int64(h))
+	if e != nil {
+		return fail(err, e)
+	}
+	if int(maxTensors) < len(it.specs) || (tensors == nil && len(it.specs) > 0) {
+		return fail(err, fmt.Errorf("%w: room for %d tensors, the loader has %d outputs", errArgument, maxTensors, len(it.specs)))
+	}
+	b, e := it.Next()
+	if e != nil {
+		return fail(err, e)
+	}
+	if b == nil {
+		return 0
+	}
+	exportBatch(b, it.specs, unsafe.Slice(tensors, len(it.specs)))
+	return C.int64_t(len(it.specs))
+}
+
+//export ffcv_loader_stats
+func ffcv_loader_stats(h C.int64_t, out **C.char, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	l, e := lookup[fileLoader](int64(h))
+	if e != nil {
+		return fail(err, e)
+	}
+	b, _ := json.Marshal(l.Stats())
+	if e := putString(out, string(b)); e != nil {
+		return fail(err, e)
+	}
+	return 0
+}

@@ -1,0 +1,401 @@
+"""Loader: batches of torch tensors from a .beton file (FFCV's ffcv.loader.Loader)."""
+import ctypes
+import enum
+import json
+import os
+import warnings
+import weakref
+
+import numpy as np
+import torch
+
+from .. import _lib
+from ..fields.base import Field
+from ..pipeline import PipelineSpec
+from ..pipeline.operation import Operation
+from ..pipeline.state import State, initial_state
+from ..reader import Reader
+from ..traversal_order import TraversalOrder, Sequential, Random, QuasiRandom
+from ..transforms._base import BatchContext, Transform, numpy_dtype
+from ..transforms.ops import ToTensor, ModuleWrapper
+
+
+class OrderOption(enum.Enum):
+    SEQUENTIAL = Sequential
+    RANDOM = Random
+    QUASI_RANDOM = QuasiRandom
+
+
+ORDER_TYPE = OrderOption
+ORDER_MAP = {o: o.value for o in OrderOption}
+
+
+def _cpu_count():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def _dist_info(distributed):
+    if not distributed:
+        return 0, 1
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+        return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    raise RuntimeError("distributed=True needs torch.distributed initialised or RANK/WORLD_SIZE set")
+
+
+class _Stage:
+    """A Python-side stage of one output: a built-in transform or a custom op."""
+
+    def __init__(self, op, state, index):
+        self.op, self.index = op, index
+        if isinstance(op, Transform):
+            self.kind = "builtin"
+            self.state, _ = op.declare_state_and_memory(state)
+            self.query = None
+        else:
+            self.kind = "custom"
+            self.state, self.query = op.declare_state_and_memory(state)
+            from ..pipeline.compiler import Compiler
+            code = op.generate_code()
+            self.with_indices = bool(getattr(code, "with_indices", False))
+            self.code = Compiler.compile(code)
+        self.jit_in = state.jit_mode
+
+    def run(self, x, ctx):
+        if self.kind == "builtin":
+            return self.op._apply(x, ctx)
+        inp = x.numpy() if self.jit_in and isinstance(x, torch.Tensor) else x
+        dst = self._alloc(len(x))
+        args = (inp, dst, ctx.indices.numpy()) if self.with_indices else (inp, dst)
+        out = self.code(*args)
+        if self.state.jit_mode or isinstance(out, np.ndarray):
+            out = torch.from_numpy(np.asarray(out))
+        return out
+
+    def _alloc(self, n):
+        q = self.query
+        if q is None:
+            return None
+        if isinstance(q, (list, tuple)):
+            return [self._one(x, n) for x in q]
+        return self._one(q, n)
+
+    @staticmethod
+    def _one(q, n):
+        if isinstance(q.dtype, torch.dtype) or (q.device is not None and torch.device(q.device).type != "cpu"):
+            from ..transforms._base import torch_dtype
+            return torch.empty((n, *q.shape), dtype=torch_dtype(q.dtype), device=q.device or "cpu")
+        return np.empty((n, *q.shape), dtype=np.dtype(q.dtype))
+
+
+class Loader:
+    """Iterates over a .beton file in batches of torch tensors.
+
+    Same arguments and semantics as FFCV 1.0's Loader; every ``iter()`` starts
+    the next epoch. Batches stay valid as long as you hold them. Extra
+    arguments: on_error ('raise' or 'skip' bad samples), max_resident_pages
+    (process cache bound), max_batch_memory (bytes of batches you may hold).
+    """
+
+    def __init__(self, fname, batch_size, num_workers=-1, os_cache=True, order=OrderOption.SEQUENTIAL,
+                 distributed=False, seed=None, indices=None, pipelines={}, custom_fields={},
+                 drop_last=True, batches_ahead=3, recompile=False, order_kwargs={},
+                 on_error="raise", max_resident_pages=0, max_batch_memory=0):
+        self.fname = os.fspath(fname)
+        if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+            raise ValueError(f"batch_size {batch_size!r} must be a positive integer")
+        if batches_ahead < 0:
+            raise ValueError(f"batches_ahead {batches_ahead} must be >= 0")
+        if on_error not in ("raise", "skip"):
+            raise ValueError(f"on_error {on_error!r} must be 'raise' or 'skip'")
+        self.batch_size = int(batch_size)
+        self.num_workers = _cpu_count() if num_workers is None or num_workers < 1 else int(num_workers)
+        self.os_cache = bool(os_cache)
+        self.distributed = bool(distributed)
+        self.drop_last = bool(drop_last)
+        self.batches_ahead = int(batches_ahead)
+        self.recompile = recompile
+        self.order_kwargs = dict(order_kwargs)
+        self.custom_fields = dict(custom_fields)
+        self.on_error = on_error
+        self._max_resident_pages = int(max_resident_pages)
+        self._max_batch_memory = int(max_batch_memory)
+        self._pipelines_arg = pipelines
+        self._order_arg = order
+        self.rank, self.world_size = _dist_info(self.distributed)
+
+        self.reader = Reader(self.fname, custom_handlers=self.custom_fields)
+        n = self.reader.num_samples
+        if indices is None:
+            self.indices = np.arange(n, dtype=np.uint64)
+        else:
+            idx = np.asarray(indices).reshape(-1)
+            if idx.size and (not np.issubdtype(idx.dtype, np.integer) or idx.min() < 0 or idx.max() >= n):
+                raise ValueError(f"indices must be sample ids in [0, {n})")
+            self.indices = idx.astype(np.uint64)
+
+        order_cls = order.value if isinstance(order, OrderOption) else order
+        if not (isinstance(order_cls, type) and issubclass(order_cls, TraversalOrder)):
+            raise ValueError(f"order {order!r} must be an OrderOption or a TraversalOrder subclass")
+        if seed is None:
+            if self.distributed and order_cls is Random:
+                warnings.warn("distributed RANDOM order without a seed: using seed 0 so ranks agree")
+                seed = 0
+            else:
+                seed = int(np.random.randint(0, 2**31 - 1))
+        self.seed = int(seed)
+        self._order_cls = order_cls
+        self.traversal_order = order_cls(self)
+
+        self._outputs, self._field_names = self._plan_outputs(pipelines)
+        self._create()
+        self.next_epoch = 0
+        self._resume_batch = 0
+        self._current = None
+
+    # ---- building -------------------------------------------------------------
+
+    def _plan_outputs(self, pipelines):
+        """[(field index, name, [ops])] in file order, then PipelineSpec extras."""
+        names = self.reader.field_names
+        outputs = []
+        for i, name in enumerate(names):
+            if name in pipelines and pipelines[name] is None:
+                continue
+            ops = pipelines.get(name)
+            if isinstance(ops, PipelineSpec):
+                continue
+            outputs.append((i, name, self._with_decoder(name, list(ops) if ops is not None else None)))
+        for out_name, spec in pipelines.items():
+            if isinstance(spec, PipelineSpec):
+                if spec.source not in names:
+                    raise ValueError(f"PipelineSpec {out_name!r}: no field {spec.source!r} in {self.fname}")
+                ops = ([spec.decoder] if spec.decoder is not None else []) + list(spec.transforms)
+                outputs.append((names.index(spec.source), out_name, self._with_decoder(spec.source, ops)))
+            elif out_name not in names:
+                raise ValueError(f"pipelines names {out_name!r}, which is not a field of {self.fname} "
+                                 f"(fields: {', '.join(names)})")
+        return outputs, names
+
+    def _with_decoder(self, name, ops):
+        field = self.reader.handlers[name]
+        if ops is None:
+            ops = [ToTensor()]
+        if ops and isinstance(ops[0], Operation) and _is_decoder(ops[0], field):
+            return ops
+        return [field.get_decoder_class()()] + ops
+
+    def _create(self):
+        spec_outputs = []
+        self._stages = []
+        metadata = self.reader.metadata
+        for k, (fidx, name, ops) in enumerate(self._outputs):
+            field = self.reader.handlers[name]
+            state = initial_state()
+            go_ops = []
+            pos = 0
+            for op in ops:
+                if isinstance(op, torch.nn.Module):
+                    break
+                op.accept_field(field)
+                op.accept_globals(metadata[f"f{fidx}"], self._memory_read)
+                go = op._go_spec(state) if hasattr(op, "_go_spec") else None
+                if go is None:
+                    break
+                state, _ = op.declare_state_and_memory(state)
+                go_ops.append(go)
+                pos += 1
+            if pos == 0:
+                raise TypeError(f"field {name!r}: {type(ops[0]).__name__} cannot decode it in ffcv_go "
+                                "(custom decoders are not supported)")
+            spec_outputs.append({"field": fidx, "ops": go_ops})
+            self._stages.append((name, ops[pos:]))
+        spec = {
+            "path": self.fname, "batch_size": self.batch_size, "num_workers": self.num_workers,
+            "batches_ahead": self.batches_ahead, "drop_last": self.drop_last, "seed": self.seed,
+            "order": self._order_cls._go_name if hasattr(self._order_cls, "_go_name") and self._order_cls._go_name
+            else "sequential",
+            "rank": self.rank, "world": self.world_size, "os_cache": self.os_cache,
+            "max_resident_pages": self._max_resident_pages,
+            "quasi_window": int(self.order_kwargs.get("window_pages", 0)),
+            "skip_errors": self.on_error == "skip", "max_batch_memory": self._max_batch_memory,
+            "custom": self._custom_layouts(), "outputs": spec_outputs,
+        }
+        idx = np.ascontiguousarray(self.indices, dtype=np.uint64)
+        handle = _lib.call("ffcv_loader_create", json.dumps(spec).encode(),
+                           idx.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)), idx.size, context=self.fname)
+        self._handle = handle
+        self._finalizer = weakref.finalize(self, _lib.close, handle)
+        info = _lib.call_json("ffcv_loader_info", handle)
+        self._length = info["length"]
+        self._go_outputs = info["outputs"]
+        # Python-side stages, with their states from the Go part's output.
+        self._py = []
+        for k, (name, ops) in enumerate(self._stages):
+            o = info["outputs"][k]
+            state = State(jit_mode=True, device=torch.device("cpu"), shape=tuple(o["shape"]),
+                          dtype=np.dtype(o["dtype"]))
+            stages = []
+            for j, op in enumerate(ops):
+                if isinstance(op, torch.nn.Module):
+                    op = ModuleWrapper(op)
+                if isinstance(op, Operation) and not isinstance(op, Transform):
+                    op.accept_field(self.reader.handlers[self._outputs[k][1]])
+                st = _Stage(op, state, j)
+                stages.append(st)
+                state = st.state
+            self._py.append(stages)
+
+    def _custom_layouts(self):
+        out = {}
+        for name, h in self.reader.handlers.items():
+            if type(h).TYPE_ID == 255 or name in self.custom_fields:
+                mt = np.dtype(h.metadata_type)
+                out[name] = [mt.itemsize, mt.alignment]
+        return out or None
+
+    def _memory_read(self, address, storage_state=None):
+        """FFCV's memory_read: the allocation starting at address."""
+        ptrs = self.reader.alloc_table["ptr"]
+        hits = np.nonzero(ptrs == address)[0]
+        if hits.size == 0:
+            raise ValueError(f"no allocation starts at byte {address} of {self.fname}")
+        size = int(self.reader.alloc_table["size"][hits[-1]])
+        return self.reader._buffer[int(address):int(address) + size]
+
+    def _go_order(self, epoch):
+        n = _lib.call("ffcv_loader_order", self._handle, epoch, None, 0)
+        out = np.empty(n, dtype=np.uint64)
+        _lib.call("ffcv_loader_order", self._handle, epoch, out.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)), n)
+        return out
+
+    # ---- iterating --------------------------------------------------------------
+
+    def __len__(self):
+        return self._length
+
+    def __iter__(self):
+        epoch, start = self.next_epoch, self._resume_batch
+        self.next_epoch += 1
+        self._resume_batch = 0
+        order, per_rank = None, 1
+        if not hasattr(self._order_cls, "_go_name"):
+            order = np.asarray(self.traversal_order.sample_order(epoch), dtype=np.uint64)
+        elif self._order_cls is Random and self.distributed:
+            order, per_rank = self.traversal_order._torch_order(epoch), 0
+        it = _EpochIterator(self, epoch, start, order, per_rank)
+        self._current = weakref.ref(it)
+        return it
+
+    def state_dict(self):
+        """Where to resume: the epoch and the next batch within it."""
+        it = self._current() if self._current is not None else None
+        if it is not None and not it.finished:
+            return {"epoch": it.epoch, "batch": it.batch, "seed": self.seed}
+        return {"epoch": self.next_epoch, "batch": self._resume_batch, "seed": self.seed}
+
+    def load_state_dict(self, state):
+        """The next iter() resumes exactly at the saved batch."""
+        if int(state.get("seed", self.seed)) != self.seed:
+            raise ValueError(f"state was saved with seed {state['seed']}, this loader has seed {self.seed}")
+        self.next_epoch = int(state["epoch"])
+        self._resume_batch = int(state["batch"])
+        self._current = None
+
+    @property
+    def stats(self):
+        """Counters: samples_skipped, peak_resident_pages, pages_read, slots, slots_grown."""
+        return _lib.call_json("ffcv_loader_stats", self._handle)
+
+    def filter(self, field_name, condition):
+        """A new Loader over the samples whose decoded field_name satisfies condition."""
+        if field_name not in self.reader.field_names:
+            raise ValueError(f"no field {field_name!r} in {self.fname}")
+        pipes = {n: None for n in self.reader.field_names if n != field_name}
+        pipes[field_name] = self._pipelines_arg.get(field_name)
+        scan = Loader(self.fname, batch_size=max(1, min(1024, self.batch_size)), num_workers=self.num_workers,
+                      order=OrderOption.SEQUENTIAL, indices=self.indices, pipelines=pipes,
+                      custom_fields=self.custom_fields, drop_last=False)
+        keep = []
+        for batch in scan:
+            values, ids = batch[0], scan._last_ids
+            for v, i in zip(values, ids.tolist()):
+                if condition(v):
+                    keep.append(i)
+        return Loader(self.fname, self.batch_size, num_workers=self.num_workers, os_cache=self.os_cache,
+                      order=self._order_arg, distributed=self.distributed, seed=self.seed,
+                      indices=np.array(keep, dtype=np.int64), pipelines=self._pipelines_arg,
+                      custom_fields=self.custom_fields, drop_last=self.drop_last,
+                      batches_ahead=self.batches_ahead, order_kwargs=self.order_kwargs, on_error=self.on_error)
+
+    def close(self):
+        """Stops every iterator and frees the loader; batches you hold stay valid."""
+        self._finalizer()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _is_decoder(op, field):
+    from ..fields import decoders
+    from ..fields import rgb_image
+    return isinstance(op, (decoders._Decoder, rgb_image._ImageDecoder)) or isinstance(op, field.get_decoder_class())
+
+
+class _EpochIterator:
+    def __init__(self, loader, epoch, start, order, per_rank):
+        self.loader, self.epoch, self.batch = loader, epoch, start
+        self.finished = False
+        n = 0 if order is None else len(order)
+        ptr = None if order is None else np.ascontiguousarray(order).ctypes.data_as(ctypes.POINTER(ctypes.c_uint64))
+        self._handle = _lib.call("ffcv_loader_start", loader._handle, epoch, start, ptr, n, per_rank,
+                                 context=loader.fname)
+        self._finalizer = weakref.finalize(self, _close_quietly, self._handle)
+        self._nout = len(loader._go_outputs) + 1
+        self._buf = (_lib.DLManagedTensorPtr * self._nout)()
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return len(self.loader) - self.batch
+
+    def __next__(self):
+        if self.finished:
+            raise StopIteration
+        try:
+            n = _lib.call("ffcv_iter_next", self._handle, self._buf, self._nout, context=self.loader.fname)
+        except BaseException:
+            self.batch += 1
+            raise
+        if n == 0:
+            self.close()
+            raise StopIteration
+        tensors = [_lib.tensor_from_dlpack(self._buf[k]) for k in range(n)]
+        ids = tensors.pop()
+        self.loader._last_ids = ids
+        outputs = []
+        for k, x in enumerate(tensors):
+            for st in self.loader._py[k]:
+                x = st.run(x, BatchContext(ids, self.loader.seed, self.epoch, self.batch, (k, st.index)))
+            outputs.append(x)
+        self.batch += 1
+        return tuple(outputs)
+
+    def close(self):
+        self.finished = True
+        self._finalizer()
+
+
+def _close_quietly(handle):
+    try:
+        _lib.close(handle)
+    except Exception:
+        pass

@@ -1,0 +1,56 @@
+"""Shared machinery of the built-in transforms."""
+import numpy as np
+import torch
+
+from ..pipeline.operation import Operation
+from ..pipeline.state import State
+
+
+def torch_dtype(dtype):
+    """numpy or torch dtype -> torch dtype."""
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    return torch.from_numpy(np.empty(0, dtype=np.dtype(dtype))).dtype
+
+
+def numpy_dtype(dtype):
+    if isinstance(dtype, torch.dtype):
+        return torch.empty(0, dtype=dtype).numpy().dtype
+    return np.dtype(dtype)
+
+
+class BatchContext:
+    """What a Python-side stage knows about the batch it transforms."""
+
+    def __init__(self, indices, seed, epoch, batch, stage):
+        self.indices, self.seed, self.epoch, self.batch, self.stage = indices, seed, epoch, batch, stage
+
+    def generator(self, device="cpu"):
+        """A torch generator that depends only on (seed, epoch, batch, stage)."""
+        g = torch.Generator(device=device)
+        g.manual_seed(hash((self.seed, self.epoch, self.batch, self.stage)) & (2**63 - 1))
+        return g
+
+
+class Transform(Operation):
+    """A built-in transform: fused into the Go program when ``_go_spec`` gives
+    one, else applied by ``_apply`` to the batch tensor in Python."""
+
+    def generate_code(self):
+        apply = self._apply
+
+        def code(inp, dst):
+            return apply(inp, None)
+        return code
+
+    def declare_state_and_memory(self, previous_state):
+        return previous_state, None
+
+    def _apply(self, x, ctx):
+        raise NotImplementedError
+
+
+def replace_state(state, **kw):
+    d = dict(jit_mode=state.jit_mode, device=state.device, shape=state.shape, dtype=state.dtype)
+    d.update(kw)
+    return State(**d)

@@ -1,0 +1,125 @@
+"""Tensor-level transforms: ToTensor, ToDevice, ToTorchImage, Convert, View, Squeeze, ModuleWrapper."""
+import numpy as np
+import torch
+
+from ._base import Transform, replace_state, torch_dtype
+
+
+class ToTensor(Transform):
+    """Marks the end of the numpy (jit) part; batches are torch tensors already."""
+
+    def declare_state_and_memory(self, previous_state):
+        dtype = previous_state.dtype
+        return replace_state(previous_state, jit_mode=False, dtype=torch_dtype(dtype)), None
+
+    def _apply(self, x, ctx):
+        return x if isinstance(x, torch.Tensor) else torch.from_numpy(np.asarray(x))
+
+
+class ToDevice(Transform):
+    """Moves the batch to device; with non_blocking the copy comes from pinned
+    memory on a side stream and overlaps compute (the loader keeps the source
+    batch alive until the copy has finished)."""
+
+    def __init__(self, device, non_blocking=True):
+        super().__init__()
+        self.device = torch.device(device)
+        self.non_blocking = non_blocking
+
+    def declare_state_and_memory(self, previous_state):
+        return replace_state(previous_state, jit_mode=False, device=self.device,
+                             dtype=torch_dtype(previous_state.dtype)), None
+
+    def _apply(self, x, ctx):
+        return x.to(self.device, non_blocking=self.non_blocking)
+
+
+class ToTorchImage(Transform):
+    """(B, H, W, C) -> (B, C, H, W); a channels_last view by default."""
+
+    def __init__(self, channels_last=True, convert_back_int16=True):
+        super().__init__()
+        self.channels_last = channels_last
+        self.convert_back_int16 = convert_back_int16
+
+    def declare_state_and_memory(self, previous_state):
+        shape = previous_state.shape
+        if shape is None or len(shape) != 3:
+            raise ValueError(f"ToTorchImage needs (H, W, C) samples, got shape {shape}")
+        dtype = torch_dtype(previous_state.dtype)
+        if self.convert_back_int16 and dtype == torch.int16:
+            dtype = torch.float16
+        return replace_state(previous_state, jit_mode=False, shape=(shape[2], shape[0], shape[1]), dtype=dtype), None
+
+    def _apply(self, x, ctx):
+        if self.convert_back_int16 and x.dtype == torch.int16:
+            x = x.view(torch.float16)
+        x = x.permute(0, 3, 1, 2)
+        if not self.channels_last:
+            x = x.contiguous()
+        return x
+
+
+class Convert(Transform):
+    """Casts the batch to target_dtype (numpy or torch dtype)."""
+
+    def __init__(self, target_dtype):
+        super().__init__()
+        self.target_dtype = target_dtype
+
+    def declare_state_and_memory(self, previous_state):
+        return replace_state(previous_state, dtype=self.target_dtype), None
+
+    def _apply(self, x, ctx):
+        return x.to(torch_dtype(self.target_dtype))
+
+
+class View(Transform):
+    """Reinterprets the batch's bytes as target_dtype."""
+
+    def __init__(self, target_dtype):
+        super().__init__()
+        self.target_dtype = target_dtype
+
+    def declare_state_and_memory(self, previous_state):
+        return replace_state(previous_state, dtype=self.target_dtype), None
+
+    def _apply(self, x, ctx):
+        return x.view(torch_dtype(self.target_dtype))
+
+
+class Squeeze(Transform):
+    """Removes size-1 dimensions (all of them, or the given ones)."""
+
+    def __init__(self, *dims):
+        super().__init__()
+        self.dims = dims
+
+    def declare_state_and_memory(self, previous_state):
+        shape = previous_state.shape
+        if shape is not None:
+            full = (None,) + tuple(shape)
+            drop = set(d % len(full) for d in self.dims) if self.dims else {i for i, s in enumerate(full) if s == 1}
+            shape = tuple(s for i, s in enumerate(full) if i not in drop or s != 1)[1:]
+        return replace_state(previous_state, shape=shape), None
+
+    def _apply(self, x, ctx):
+        if not self.dims:
+            return x.squeeze()
+        for d in sorted((d % x.dim() for d in self.dims), reverse=True):
+            x = x.squeeze(d)
+        return x
+
+
+class ModuleWrapper(Transform):
+    """Runs a torch.nn.Module (or any callable) on the batch tensor."""
+
+    def __init__(self, module):
+        super().__init__()
+        self.module = module
+
+    def declare_state_and_memory(self, previous_state):
+        return replace_state(previous_state, jit_mode=False), None
+
+    def _apply(self, x, ctx):
+        return self.module(x)

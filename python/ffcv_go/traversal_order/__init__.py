@@ -1,0 +1,5 @@
+"""Sample orders (FFCV's ffcv.traversal_order)."""
+from .base import TraversalOrder
+from ._builtin import Sequential, Random, QuasiRandom
+
+__all__ = ["TraversalOrder", "Sequential", "Random", "QuasiRandom"]

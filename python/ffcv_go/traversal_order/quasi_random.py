@@ -1,0 +1,1 @@
+from ._builtin import QuasiRandom  # noqa: F401

@@ -1,0 +1,1 @@
+from ._builtin import Random  # noqa: F401

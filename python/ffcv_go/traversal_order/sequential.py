@@ -1,0 +1,1 @@
+from ._builtin import Sequential  # noqa: F401
