@@ -23,22 +23,22 @@ type outputSpec struct {
 }
 
 type loaderSpec struct {
-	Path             string                `json:"path"`
-	Custom           map[string][2]int     `json:"custom"`
-	BatchSize        int                   `json:"batch_size"`
-	NumWorkers       int                   `json:"num_workers"`
-	BatchesAhead     int                   `json:"batches_ahead"`
-	DropLast         bool                  `json:"drop_last"`
-	Seed             uint64                `json:"seed"`
-	Order            string                `json:"order"`
-	Rank             int                   `json:"rank"`
-	World            int                   `json:"world"`
-	OSCache          bool                  `json:"os_cache"`
-	MaxResidentPages int                   `json:"max_resident_pages"`
-	QuasiWindow      int                   `json:"quasi_window"`
-	SkipErrors       bool                  `json:"skip_errors"`
-	MaxBatchMemory   int64                 `json:"max_batch_memory"`
-	Outputs          []outputSpec          `json:"outputs"`
+	Path             string            `json:"path"`
+	Custom           map[string][2]int `json:"custom"`
+	BatchSize        int               `json:"batch_size"`
+	NumWorkers       int               `json:"num_workers"`
+	BatchesAhead     int               `json:"batches_ahead"`
+	DropLast         bool              `json:"drop_last"`
+	Seed             uint64            `json:"seed"`
+	Order            string            `json:"order"`
+	Rank             int               `json:"rank"`
+	World            int               `json:"world"`
+	OSCache          bool              `json:"os_cache"`
+	MaxResidentPages int               `json:"max_resident_pages"`
+	QuasiWindow      int               `json:"quasi_window"`
+	SkipErrors       bool              `json:"skip_errors"`
+	MaxBatchMemory   int64             `json:"max_batch_memory"`
+	Outputs          []outputSpec      `json:"outputs"`
 }
 
 // fileLoader is a loader with the reader it owns.
