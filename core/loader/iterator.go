@@ -274,8 +274,8 @@ func (it *Iterator) decode(ctx *pipeline.Ctx, scratch []pipeline.Scratch, b *bat
 			return err
 		}
 		ctx.Col, ctx.Heap = col, heap
-		sz := p.Out.Bytes()
-		if err := p.Run(ctx, &scratch[k], b.slot.bufs[k][pos*sz:(pos+1)*sz]); err != nil {
+		sz := p.SampleOut.Bytes()
+		if err := p.Run(ctx, &scratch[k], b.slot.bufs[it.l.staged[k]][pos*sz:(pos+1)*sz]); err != nil {
 			return fmt.Errorf("%s: sample %d, field %q: %w", it.l.r.Path, id, it.l.r.Fields[p.Field].Name, err)
 		}
 	}
@@ -297,7 +297,28 @@ func (it *Iterator) finish(b *batch) {
 			b.err = b.bad[0].err
 		}
 	}
+	if b.err == nil && b.n > 0 {
+		b.err = it.runBatchOps(b)
+	}
 	close(b.done)
+}
+
+func (it *Iterator) runBatchOps(b *batch) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: batch %d: internal error: %v", it.l.r.Path, b.index, r)
+		}
+	}()
+	bc := &pipeline.BatchCtx{Seed: it.seed, Epoch: it.epoch, Index: uint64(b.index)}
+	for k, p := range it.l.progs {
+		if !p.HasBatchOps() {
+			continue
+		}
+		if err := p.RunBatch(bc, b.slot.bufs[it.l.staged[k]], b.slot.bufs[k], b.n); err != nil {
+			return fmt.Errorf("%s: batch %d, field %q: %w", it.l.r.Path, b.index, it.l.r.Fields[p.Field].Name, err)
+		}
+	}
+	return nil
 }
 
 // compact moves the good samples of b to the front of each output.

@@ -46,6 +46,9 @@ type Loader struct {
 	cfg   Config
 	progs []*pipeline.Program
 	pool  *slotPool
+	// staged[k] is the slot buffer program k's per-sample part writes to:
+	// its output buffer, or a staging buffer its batch operations read.
+	staged []int
 
 	mu      sync.Mutex
 	iters   map[*Iterator]struct{}
@@ -97,13 +100,21 @@ func New(r *beton.Reader, cfg Config, progs []*pipeline.Program) (*Loader, error
 	if cfg.MaxResidentPages <= 0 {
 		cfg.MaxResidentPages = 2*cfg.Workers + 4*(cfg.BatchesAhead+1)
 	}
-	// One buffer per output, and a last one for the batch's sample ids.
+	// One buffer per output, one for the batch's sample ids, then staging
+	// buffers for the per-sample results of programs with batch operations.
 	sizes := make([]int, len(progs)+1)
 	for k, p := range progs {
 		sizes[k] = cfg.BatchSize * p.Out.Bytes()
 	}
 	sizes[len(progs)] = cfg.BatchSize * 8
-	l := &Loader{r: r, cfg: cfg, progs: progs, iters: map[*Iterator]struct{}{}}
+	l := &Loader{r: r, cfg: cfg, progs: progs, iters: map[*Iterator]struct{}{}, staged: make([]int, len(progs))}
+	for k, p := range progs {
+		l.staged[k] = k
+		if p.HasBatchOps() {
+			l.staged[k] = len(sizes)
+			sizes = append(sizes, cfg.BatchSize*p.SampleOut.Bytes())
+		}
+	}
 	l.pool = newSlotPool(sizes, cfg.BatchesAhead+2, cfg.MaxBatchMemory)
 	return l, nil
 }

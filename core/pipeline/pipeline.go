@@ -127,13 +127,46 @@ func Names() []string {
 	return out
 }
 
-// Program is a field's compiled pipeline.
+// Program is a field's compiled pipeline: per-sample operations, then
+// optionally batch operations.
 type Program struct {
 	Field int
-	Out   Spec
-	ops   []Op
-	specs []Spec // output of each op
-	names []string
+	// SampleOut is what the per-sample part writes; Out what the program
+	// produces (they differ only when there are batch operations).
+	SampleOut Spec
+	Out       Spec
+	ops       []Op
+	specs     []Spec // output of each op
+	names     []string
+	batch     []BatchOp
+	bspecs    []Spec
+}
+
+// HasBatchOps reports whether the program ends with batch operations, which
+// need the per-sample outputs staged in a separate buffer.
+func (p *Program) HasBatchOps() bool { return len(p.batch) > 0 }
+
+// RunBatch runs the batch operations over n staged samples into out.
+func (p *Program) RunBatch(b *BatchCtx, staged, out []byte, n int) error {
+	in := staged
+	for k, op := range p.batch {
+		dst := out
+		if k < len(p.batch)-1 {
+			dst = make([]byte, n*p.bspecs[k].Bytes())
+		}
+		if err := op.RunBatch(b, in[:n*p.specOfBatchInput(k).Bytes()], dst, n); err != nil {
+			return err
+		}
+		in = dst
+	}
+	return nil
+}
+
+func (p *Program) specOfBatchInput(k int) Spec {
+	if k == 0 {
+		return p.SampleOut
+	}
+	return p.bspecs[k-1]
 }
 
 // Build compiles ops (each {"op": name, ...args}) for field f of r.
@@ -151,9 +184,28 @@ func Build(r *beton.Reader, f int, ops []json.RawMessage) (*Program, error) {
 		if err := json.Unmarshal(raw, &head); err != nil {
 			return nil, fmt.Errorf("field %q, operation %d: %w", env.Desc.Name, i, err)
 		}
+		if mkb, ok := batchRegistry[head.Op]; ok {
+			if len(p.ops) == 0 {
+				return nil, fmt.Errorf("field %q: %s needs a decoder before it", env.Desc.Name, head.Op)
+			}
+			op, err := mkb(raw)
+			if err != nil {
+				return nil, fmt.Errorf("field %q, %s: %w", env.Desc.Name, head.Op, err)
+			}
+			out, err := op.Out(in)
+			if err != nil {
+				return nil, fmt.Errorf("field %q, %s: %w", env.Desc.Name, head.Op, err)
+			}
+			p.batch, p.bspecs = append(p.batch, op), append(p.bspecs, out)
+			in = out
+			continue
+		}
 		mk, ok := registry[head.Op]
 		if !ok {
 			return nil, fmt.Errorf("field %q: unknown operation %q", env.Desc.Name, head.Op)
+		}
+		if len(p.batch) > 0 {
+			return nil, fmt.Errorf("field %q: per-sample operation %s after a batch operation", env.Desc.Name, head.Op)
 		}
 		op, err := mk(env, raw)
 		if err != nil {
@@ -170,6 +222,7 @@ func Build(r *beton.Reader, f int, ops []json.RawMessage) (*Program, error) {
 		return nil, fmt.Errorf("field %q: empty pipeline (needs a decoder)", env.Desc.Name)
 	}
 	p.Out = in
+	p.SampleOut = p.specs[len(p.specs)-1]
 	return p, nil
 }
 
@@ -183,8 +236,8 @@ func grow(b []byte, n int) []byte {
 	return b[:n]
 }
 
-// Run runs the program for the sample in c, writing its output into out
-// (len Out.Bytes()). Stages write into out directly when every later stage can
+// Run runs the per-sample part for the sample in c, writing its output into
+// out (len SampleOut.Bytes()). Stages write into out directly when every later stage can
 // work in place, otherwise through the scratch buffers.
 func (p *Program) Run(c *Ctx, s *Scratch, out []byte) error {
 	// The last stage that must leave the scratch buffers: from there on all

@@ -17,7 +17,8 @@ from ..pipeline.state import State, initial_state
 from ..reader import Reader
 from ..traversal_order import TraversalOrder, Sequential, Random, QuasiRandom
 from ..transforms._base import BatchContext, Transform, numpy_dtype
-from ..transforms.ops import ToTensor, ModuleWrapper
+from ..transforms.image import NormalizeImage
+from ..transforms.ops import ToTensor, ToTorchImage, ModuleWrapper
 
 
 class OrderOption(enum.Enum):
@@ -195,25 +196,12 @@ class Loader:
         metadata = self.reader.metadata
         for k, (fidx, name, ops) in enumerate(self._outputs):
             field = self.reader.handlers[name]
-            state = initial_state()
-            go_ops = []
-            pos = 0
-            for op in ops:
-                if isinstance(op, torch.nn.Module):
-                    break
-                op.accept_field(field)
-                op.accept_globals(metadata[f"f{fidx}"], self._memory_read)
-                go = op._go_spec(state) if hasattr(op, "_go_spec") else None
-                if go is None:
-                    break
-                state, _ = op.declare_state_and_memory(state)
-                go_ops.append(go)
-                pos += 1
-            if pos == 0:
+            go_ops, python_ops = self._split(ops, field, metadata[f"f{fidx}"])
+            if not go_ops:
                 raise TypeError(f"field {name!r}: {type(ops[0]).__name__} cannot decode it in ffcv_go "
                                 "(custom decoders are not supported)")
             spec_outputs.append({"field": fidx, "ops": go_ops})
-            self._stages.append((name, ops[pos:]))
+            self._stages.append((name, python_ops))
         spec = {
             "path": self.fname, "batch_size": self.batch_size, "num_workers": self.num_workers,
             "batches_ahead": self.batches_ahead, "drop_last": self.drop_last, "seed": self.seed,
@@ -249,6 +237,37 @@ class Loader:
                 stages.append(st)
                 state = st.state
             self._py.append(stages)
+
+    def _split(self, ops, field, metadata):
+        """Splits a pipeline into the ops fused in Go (their specs) and the ops
+        run in Python afterwards. No-op markers (ToTensor, and ToTorchImage
+        before a Go-run NormalizeImage) are stepped over so more of the
+        pipeline runs in Go; they are applied in Python after it, in order."""
+        state = initial_state()
+        go_ops, deferred = [], []
+        i = 0
+        while i < len(ops):
+            op = ops[i]
+            if isinstance(op, torch.nn.Module) or not isinstance(op, Operation):
+                break
+            op.accept_field(field)
+            op.accept_globals(metadata, self._memory_read)
+            nxt = ops[i + 1] if i + 1 < len(ops) else None
+            if go_ops and (isinstance(op, ToTensor) or (
+                    isinstance(op, ToTorchImage) and isinstance(nxt, NormalizeImage) and nxt._go_spec(state))):
+                deferred.append(op)
+                i += 1
+                continue
+            go = op._go_spec(state)
+            if go is None:
+                break
+            state, _ = op.declare_state_and_memory(state)
+            go_ops.append(go)
+            i += 1
+            # Batch operations end the Go part unless more batch operations follow.
+            if getattr(op, "_batch", False) and not getattr(nxt, "_batch", False):
+                break
+        return go_ops, deferred + list(ops[i:])
 
     def _custom_layouts(self):
         out = {}

@@ -1,0 +1,600 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+)
+
+// Per-sample image transforms on uint8 (H, W, C) samples, with FFCV 1.0's
+// semantics. Random decisions come from c.Rand(op), so they depend only on
+// (seed, epoch, position, operation).
+
+func init() {
+	register("flip_h", newFlip(true))
+	register("flip_v", newFlip(false))
+	register("translate", newTranslate)
+	register("cutout", newCutout)
+	register("brightness", newBlend("brightness"))
+	register("contrast", newBlend("contrast"))
+	register("saturation", newBlend("saturation"))
+	register("grayscale", newGrayscale)
+	register("solarize", newSolarize)
+	register("random_crop", newRandomCrop)
+	register("normalize", newNormalize)
+	register("replace_label", newReplaceLabel)
+	register("poison", newPoison)
+}
+
+func parse(raw json.RawMessage, v any) error {
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("arguments: %w", err)
+	}
+	return nil
+}
+
+func needImage(in Spec) error {
+	if len(in.Shape) != 3 || in.DType != "|u1" {
+		return fmt.Errorf("needs uint8 (H, W, C) images, got %v %s", in.Shape, in.DType)
+	}
+	return nil
+}
+
+// sameImage is Out for transforms that keep the image's shape.
+type sameImage struct{}
+
+func (sameImage) Out(in Spec) (Spec, error) { return in, needImage(in) }
+func (sameImage) InPlace() bool             { return true }
+
+type flip struct {
+	sameImage
+	horizontal bool
+	p          float64
+	spec       Spec
+}
+
+func newFlip(horizontal bool) factory {
+	return func(_ Env, raw json.RawMessage) (Op, error) {
+		var a struct {
+			P float64 `json:"p"`
+		}
+		if err := parse(raw, &a); err != nil {
+			return nil, err
+		}
+		return &flip{horizontal: horizontal, p: a.P}, nil
+	}
+}
+
+func (f *flip) Out(in Spec) (Spec, error) { f.spec = in; return in, needImage(in) }
+
+func (f *flip) Run(c *Ctx, op int, in, out []byte) error {
+	copyIfNeeded(out, in)
+	if c.Rand(op).Float64() >= f.p {
+		return nil
+	}
+	h, w, ch := f.spec.Shape[0], f.spec.Shape[1], f.spec.Shape[2]
+	if f.horizontal {
+		for y := 0; y < h; y++ {
+			row := out[y*w*ch : (y+1)*w*ch]
+			for l, r := 0, w-1; l < r; l, r = l+1, r-1 {
+				for k := 0; k < ch; k++ {
+					row[l*ch+k], row[r*ch+k] = row[r*ch+k], row[l*ch+k]
+				}
+			}
+		}
+		return nil
+	}
+	stride := w * ch
+	tmp := make([]byte, stride)
+	for t, b := 0, h-1; t < b; t, b = t+1, b-1 {
+		copy(tmp, out[t*stride:(t+1)*stride])
+		copy(out[t*stride:(t+1)*stride], out[b*stride:(b+1)*stride])
+		copy(out[b*stride:(b+1)*stride], tmp)
+	}
+	return nil
+}
+
+func copyIfNeeded(out, in []byte) {
+	if len(in) > 0 && len(out) > 0 && &in[0] != &out[0] {
+		copy(out, in)
+	}
+}
+
+// translate pads by `padding` with fill and takes a random window of the
+// original size: the image moves by up to ±padding pixels.
+type translate struct {
+	padding int
+	fill    []byte
+	spec    Spec
+}
+
+func newTranslate(_ Env, raw json.RawMessage) (Op, error) {
+	var a struct {
+		Padding int   `json:"padding"`
+		Fill    []int `json:"fill"`
+	}
+	if err := parse(raw, &a); err != nil {
+		return nil, err
+	}
+	if a.Padding < 0 {
+		return nil, fmt.Errorf("padding %d must not be negative", a.Padding)
+	}
+	return &translate{padding: a.Padding, fill: bytesOf(a.Fill)}, nil
+}
+
+func bytesOf(v []int) []byte {
+	out := make([]byte, len(v))
+	for i, x := range v {
+		out[i] = byte(min(max(x, 0), 255))
+	}
+	return out
+}
+
+func (t *translate) Out(in Spec) (Spec, error) {
+	t.spec = in
+	if err := needImage(in); err != nil {
+		return in, err
+	}
+	if len(t.fill) != in.Shape[2] {
+		return in, fmt.Errorf("fill has %d values for %d channels", len(t.fill), in.Shape[2])
+	}
+	return in, nil
+}
+
+func (t *translate) Run(c *Ctx, op int, in, out []byte) error {
+	h, w, ch := t.spec.Shape[0], t.spec.Shape[1], t.spec.Shape[2]
+	r := c.Rand(op)
+	dy, dx := r.IntN(2*t.padding+1)-t.padding, r.IntN(2*t.padding+1)-t.padding
+	// out[y][x] = in[y+dy][x+dx] where inside, fill elsewhere.
+	for y := 0; y < h; y++ {
+		sy := y + dy
+		row := out[y*w*ch : (y+1)*w*ch]
+		for x := 0; x < w; x++ {
+			sx := x + dx
+			if sy < 0 || sy >= h || sx < 0 || sx >= w {
+				copy(row[x*ch:(x+1)*ch], t.fill)
+			} else {
+				copy(row[x*ch:(x+1)*ch], in[(sy*w+sx)*ch:(sy*w+sx+1)*ch])
+			}
+		}
+	}
+	return nil
+}
+
+// cutout fills a random crop_size square that lies inside the image.
+type cutout struct {
+	sameImage
+	size int
+	fill []byte
+	spec Spec
+}
+
+func newCutout(_ Env, raw json.RawMessage) (Op, error) {
+	var a struct {
+		Size int   `json:"size"`
+		Fill []int `json:"fill"`
+	}
+	if err := parse(raw, &a); err != nil {
+		return nil, err
+	}
+	if a.Size < 1 {
+		return nil, fmt.Errorf("crop_size %d must be positive", a.Size)
+	}
+	return &cutout{size: a.Size, fill: bytesOf(a.Fill)}, nil
+}
+
+func (t *cutout) Out(in Spec) (Spec, error) {
+	t.spec = in
+	if err := needImage(in); err != nil {
+		return in, err
+	}
+	if t.size > in.Shape[0] || t.size > in.Shape[1] {
+		return in, fmt.Errorf("crop_size %d is larger than the %dx%d image", t.size, in.Shape[0], in.Shape[1])
+	}
+	if len(t.fill) != in.Shape[2] {
+		return in, fmt.Errorf("fill has %d values for %d channels", len(t.fill), in.Shape[2])
+	}
+	return in, nil
+}
+
+func (t *cutout) Run(c *Ctx, op int, in, out []byte) error {
+	copyIfNeeded(out, in)
+	h, w, ch := t.spec.Shape[0], t.spec.Shape[1], t.spec.Shape[2]
+	r := c.Rand(op)
+	y0, x0 := r.IntN(h-t.size+1), r.IntN(w-t.size+1)
+	for y := y0; y < y0+t.size; y++ {
+		for x := x0; x < x0+t.size; x++ {
+			copy(out[(y*w+x)*ch:(y*w+x+1)*ch], t.fill)
+		}
+	}
+	return nil
+}
+
+// blend mixes the image with black (brightness), its mean grey level
+// (contrast) or its greyscale version (saturation) by a factor drawn from
+// U(max(0, 1-m), 1+m), with probability p; values are clipped to [0, 255]
+// and truncated as numpy's astype(uint8) does.
+type blend struct {
+	sameImage
+	kind string
+	m, p float64
+	spec Spec
+}
+
+func newBlend(kind string) factory {
+	return func(_ Env, raw json.RawMessage) (Op, error) {
+		var a struct {
+			Magnitude float64 `json:"magnitude"`
+			P         float64 `json:"p"`
+		}
+		if err := parse(raw, &a); err != nil {
+			return nil, err
+		}
+		if a.Magnitude < 0 {
+			return nil, fmt.Errorf("magnitude %v must not be negative", a.Magnitude)
+		}
+		return &blend{kind: kind, m: a.Magnitude, p: a.P}, nil
+	}
+}
+
+func (b *blend) Out(in Spec) (Spec, error) {
+	b.spec = in
+	if err := needImage(in); err != nil {
+		return in, err
+	}
+	if b.kind != "brightness" && in.Shape[2] != 3 {
+		return in, fmt.Errorf("%s needs RGB images", b.kind)
+	}
+	return in, nil
+}
+
+func gray(r, g, b byte) float64 { return 0.299*float64(r) + 0.587*float64(g) + 0.114*float64(b) }
+
+func clipU8(v float64) byte {
+	if v <= 0 {
+		return 0
+	}
+	if v >= 255 {
+		return 255
+	}
+	return byte(v)
+}
+
+func (b *blend) Run(c *Ctx, op int, in, out []byte) error {
+	copyIfNeeded(out, in)
+	r := c.Rand(op)
+	if r.Float64() >= b.p {
+		return nil
+	}
+	lo := max(0, 1-b.m)
+	f := lo + r.Float64()*(1+b.m-lo)
+	switch b.kind {
+	case "brightness":
+		for i, v := range out {
+			out[i] = clipU8(float64(v) * f)
+		}
+	case "contrast":
+		var sum float64
+		n := len(out) / 3
+		for i := 0; i < n; i++ {
+			sum += gray(out[3*i], out[3*i+1], out[3*i+2])
+		}
+		mean := sum / float64(max(n, 1))
+		for i, v := range out {
+			out[i] = clipU8(f*float64(v) + (1-f)*mean)
+		}
+	case "saturation":
+		for i := 0; i+2 < len(out); i += 3 {
+			g := gray(out[i], out[i+1], out[i+2])
+			for k := 0; k < 3; k++ {
+				out[i+k] = clipU8(f*float64(out[i+k]) + (1-f)*g)
+			}
+		}
+	}
+	return nil
+}
+
+// grayscale replaces RGB by its luma (ITU-R 601) in all channels, with probability p.
+type grayscale struct {
+	sameImage
+	p float64
+}
+
+func newGrayscale(_ Env, raw json.RawMessage) (Op, error) {
+	var a struct {
+		P float64 `json:"p"`
+	}
+	if err := parse(raw, &a); err != nil {
+		return nil, err
+	}
+	return &grayscale{p: a.P}, nil
+}
+
+func (g *grayscale) Out(in Spec) (Spec, error) {
+	if err := needImage(in); err != nil || in.Shape[2] != 3 {
+		return in, fmt.Errorf("grayscale needs RGB images, got %v %s", in.Shape, in.DType)
+	}
+	return in, nil
+}
+
+func (g *grayscale) Run(c *Ctx, op int, in, out []byte) error {
+	copyIfNeeded(out, in)
+	if c.Rand(op).Float64() >= g.p {
+		return nil
+	}
+	for i := 0; i+2 < len(out); i += 3 {
+		v := clipU8(gray(out[i], out[i+1], out[i+2]))
+		out[i], out[i+1], out[i+2] = v, v, v
+	}
+	return nil
+}
+
+// solarize inverts the pixels at or above threshold, with probability p.
+type solarize struct {
+	sameImage
+	threshold int
+	p         float64
+}
+
+func newSolarize(_ Env, raw json.RawMessage) (Op, error) {
+	var a struct {
+		Threshold int     `json:"threshold"`
+		P         float64 `json:"p"`
+	}
+	if err := parse(raw, &a); err != nil {
+		return nil, err
+	}
+	return &solarize{threshold: a.Threshold, p: a.P}, nil
+}
+
+func (s *solarize) Run(c *Ctx, op int, in, out []byte) error {
+	copyIfNeeded(out, in)
+	if c.Rand(op).Float64() >= s.p {
+		return nil
+	}
+	for i, v := range out {
+		if int(v) >= s.threshold {
+			out[i] = 255 - v
+		}
+	}
+	return nil
+}
+
+// randomCrop pads by padding (zeros) then takes a random size window, as
+// torchvision's RandomCrop(size, padding) does.
+type randomCrop struct {
+	h, w, padding int
+	in            Spec
+}
+
+func newRandomCrop(_ Env, raw json.RawMessage) (Op, error) {
+	var a struct {
+		Size    [2]int `json:"size"`
+		Padding int    `json:"padding"`
+	}
+	if err := parse(raw, &a); err != nil {
+		return nil, err
+	}
+	if a.Size[0] < 1 || a.Size[1] < 1 || a.Padding < 0 {
+		return nil, fmt.Errorf("bad size %v or padding %d", a.Size, a.Padding)
+	}
+	return &randomCrop{h: a.Size[0], w: a.Size[1], padding: a.Padding}, nil
+}
+
+func (t *randomCrop) Out(in Spec) (Spec, error) {
+	t.in = in
+	if err := needImage(in); err != nil {
+		return in, err
+	}
+	if t.h > in.Shape[0]+2*t.padding || t.w > in.Shape[1]+2*t.padding {
+		return in, fmt.Errorf("crop %dx%d is larger than the padded %dx%d image", t.h, t.w, in.Shape[0]+2*t.padding, in.Shape[1]+2*t.padding)
+	}
+	return Spec{Shape: []int{t.h, t.w, in.Shape[2]}, DType: "|u1"}, nil
+}
+
+func (t *randomCrop) Run(c *Ctx, op int, in, out []byte) error {
+	h, w, ch := t.in.Shape[0], t.in.Shape[1], t.in.Shape[2]
+	r := c.Rand(op)
+	top := r.IntN(h+2*t.padding-t.h+1) - t.padding
+	left := r.IntN(w+2*t.padding-t.w+1) - t.padding
+	for y := 0; y < t.h; y++ {
+		sy := top + y
+		for x := 0; x < t.w; x++ {
+			sx := left + x
+			d := out[(y*t.w+x)*ch : (y*t.w+x+1)*ch]
+			if sy < 0 || sy >= h || sx < 0 || sx >= w {
+				clear(d)
+			} else {
+				copy(d, in[(sy*w+sx)*ch:(sy*w+sx+1)*ch])
+			}
+		}
+	}
+	return nil
+}
+
+// normalize maps uint8 (H, W, C) to (x - mean[c]) / std[c] as float32 or float16.
+type normalize struct {
+	mean, inv []float32
+	half      bool
+}
+
+func newNormalize(_ Env, raw json.RawMessage) (Op, error) {
+	var a struct {
+		Mean  []float32 `json:"mean"`
+		Std   []float32 `json:"std"`
+		DType string    `json:"dtype"`
+	}
+	if err := parse(raw, &a); err != nil {
+		return nil, err
+	}
+	if len(a.Mean) != len(a.Std) || len(a.Mean) == 0 {
+		return nil, fmt.Errorf("mean and std need one value per channel")
+	}
+	inv := make([]float32, len(a.Std))
+	for k, s := range a.Std {
+		if s == 0 {
+			return nil, fmt.Errorf("std has a zero")
+		}
+		inv[k] = 1 / s
+	}
+	switch a.DType {
+	case "<f4", "<f2":
+	default:
+		return nil, fmt.Errorf("type %q must be float16 or float32", a.DType)
+	}
+	return &normalize{mean: a.Mean, inv: inv, half: a.DType == "<f2"}, nil
+}
+
+func (n *normalize) Out(in Spec) (Spec, error) {
+	if err := needImage(in); err != nil {
+		return in, err
+	}
+	if in.Shape[2] != len(n.mean) {
+		return in, fmt.Errorf("mean has %d values for %d channels", len(n.mean), in.Shape[2])
+	}
+	dt := "<f4"
+	if n.half {
+		dt = "<f2"
+	}
+	return Spec{Shape: in.Shape, DType: dt}, nil
+}
+
+func (n *normalize) Run(_ *Ctx, _ int, in, out []byte) error {
+	ch := len(n.mean)
+	for i, v := range in {
+		k := i % ch
+		f := (float32(v) - n.mean[k]) * n.inv[k]
+		if n.half {
+			binary.LittleEndian.PutUint16(out[2*i:], float16(f))
+		} else {
+			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(f))
+		}
+	}
+	return nil
+}
+
+// float16 converts with round-to-nearest-even, as numpy's astype(float16).
+func float16(f float32) uint16 {
+	b := math.Float32bits(f)
+	sign := uint16(b>>16) & 0x8000
+	exp := int(b>>23&0xff) - 127 + 15
+	mant := b & 0x7fffff
+	switch {
+	case b&0x7fffffff == 0:
+		return sign
+	case int(b>>23&0xff) == 0xff: // inf or nan
+		if mant != 0 {
+			return sign | 0x7e00
+		}
+		return sign | 0x7c00
+	case exp >= 0x1f:
+		return sign | 0x7c00
+	case exp <= 0:
+		if exp < -10 {
+			return sign
+		}
+		mant |= 0x800000
+		shift := uint(14 - exp)
+		half := uint32(1) << (shift - 1)
+		v := mant >> shift
+		rem := mant & (1<<shift - 1)
+		if rem > half || (rem == half && v&1 == 1) {
+			v++
+		}
+		return sign | uint16(v)
+	}
+	v := uint32(exp)<<10 | mant>>13
+	rem := mant & 0x1fff
+	if rem > 0x1000 || (rem == 0x1000 && v&1 == 1) {
+		v++ // may carry into the exponent, which is still correct
+	}
+	return sign | uint16(v)
+}
+
+// replaceLabel sets an int64 label to newLabel for the listed sample ids.
+type replaceLabel struct {
+	ids   map[uint64]bool
+	label int64
+}
+
+func newReplaceLabel(_ Env, raw json.RawMessage) (Op, error) {
+	var a struct {
+		Indices []uint64 `json:"indices"`
+		Label   int64    `json:"label"`
+	}
+	if err := parse(raw, &a); err != nil {
+		return nil, err
+	}
+	r := &replaceLabel{ids: map[uint64]bool{}, label: a.Label}
+	for _, i := range a.Indices {
+		r.ids[i] = true
+	}
+	return r, nil
+}
+
+func (r *replaceLabel) Out(in Spec) (Spec, error) {
+	if in.DType != "<i8" || len(in.Shape) != 1 || in.Shape[0] != 1 {
+		return in, fmt.Errorf("needs int64 (1,) labels, got %v %s", in.Shape, in.DType)
+	}
+	return in, nil
+}
+func (r *replaceLabel) InPlace() bool { return true }
+
+func (r *replaceLabel) Run(c *Ctx, _ int, in, out []byte) error {
+	copyIfNeeded(out, in)
+	if r.ids[c.Sample] {
+		binary.LittleEndian.PutUint64(out, uint64(r.label))
+	}
+	return nil
+}
+
+// poison blends the listed samples with a mask: clip((1-alpha)·x + alpha·mask).
+type poison struct {
+	sameImage
+	mask   []float32
+	alpha  float32
+	ids    map[uint64]bool
+	lo, hi float32
+	spec   Spec
+}
+
+func newPoison(_ Env, raw json.RawMessage) (Op, error) {
+	var a struct {
+		Mask    []float32  `json:"mask"`
+		Shape   []int      `json:"mask_shape"`
+		Alpha   float32    `json:"alpha"`
+		Indices []uint64   `json:"indices"`
+		Clamp   [2]float32 `json:"clamp"`
+	}
+	if err := parse(raw, &a); err != nil {
+		return nil, err
+	}
+	p := &poison{mask: a.Mask, alpha: a.Alpha, ids: map[uint64]bool{}, lo: a.Clamp[0], hi: a.Clamp[1]}
+	for _, i := range a.Indices {
+		p.ids[i] = true
+	}
+	return p, nil
+}
+
+func (p *poison) Out(in Spec) (Spec, error) {
+	if err := needImage(in); err != nil {
+		return in, err
+	}
+	if len(p.mask) != in.Bytes() {
+		return in, fmt.Errorf("mask has %d values, the images %v", len(p.mask), in.Shape)
+	}
+	return in, nil
+}
+
+func (p *poison) Run(c *Ctx, _ int, in, out []byte) error {
+	copyIfNeeded(out, in)
+	if !p.ids[c.Sample] {
+		return nil
+	}
+	for i, v := range out {
+		f := (1-p.alpha)*float32(v) + p.alpha*p.mask[i]
+		out[i] = clipU8(float64(min(max(f, p.lo), p.hi)))
+	}
+	return nil
+}
