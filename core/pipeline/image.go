@@ -66,7 +66,9 @@ func newSimpleRGB(env Env, _ json.RawMessage) (Op, error) {
 	return d, nil
 }
 
-func (d *simpleRGB) Out(Spec) (Spec, error) { return Spec{Shape: []int{d.h, d.w, 3}, DType: "|u1"}, nil }
+func (d *simpleRGB) Out(Spec) (Spec, error) {
+	return Spec{Shape: []int{d.h, d.w, 3}, DType: "|u1"}, nil
+}
 
 func (d *simpleRGB) Run(c *Ctx, _ int, _, out []byte) error {
 	im := imageOf(c.Col)
@@ -139,7 +141,9 @@ func parseCrop(random bool, raw json.RawMessage) (*cropRGB, error) {
 	return d, nil
 }
 
-func (d *cropRGB) Out(Spec) (Spec, error) { return Spec{Shape: []int{d.oh, d.ow, 3}, DType: "|u1"}, nil }
+func (d *cropRGB) Out(Spec) (Spec, error) {
+	return Spec{Shape: []int{d.oh, d.ow, 3}, DType: "|u1"}, nil
+}
 
 func (d *cropRGB) rect(r *rand.Rand, w, h int) image.Rectangle {
 	if d.random {

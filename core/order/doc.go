@@ -1,0 +1,17 @@
+// Package order decides which sample ids a training epoch visits and in
+// which order, reproducing the traversal orders of FFCV 1.0.
+//
+// Sequential and Random match FFCV exactly: Random returns the same
+// permutation as numpy.random.default_rng(seed).permutation(indices), so a
+// Go loader and a Python FFCV loader given the same seed visit samples in
+// the same order. Distribute reproduces torch's DistributedSampler
+// (drop_last=False) applied to a given order.
+//
+// QuasiRandom follows FFCV's QUASI_RANDOM idea (shuffle within heap pages,
+// keep a window of pages open) but uses its own deterministic stream, and
+// QuasiRandomDistributed extends it to several ranks, which FFCV does not
+// support.
+//
+// All functions are pure: they never modify their inputs and return fresh
+// slices.
+package order
