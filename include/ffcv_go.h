@@ -78,6 +78,10 @@ int64_t ffcv_reader_read(int64_t reader, uint64_t sample, int32_t field,
                          const void **col, uint64_t *col_len,
                          const void **heap, uint64_t *heap_len, char **err);
 
+/* Reads every sample (decoding images fully) with `workers` threads (< 1: all CPUs).
+ * *out: JSON list of {sample, field, error}, in sample order. Returns the count. */
+int64_t ffcv_verify(int64_t reader, int32_t workers, char **out, char **err);
+
 /* ---- writing ---- */
 
 

@@ -18,6 +18,8 @@ type Value struct {
 	Width, Height, Channels int
 	// Encoded marks Data as an image file (JPEG, PNG, ...) rather than pixels.
 	Encoded bool
+	// Path names an image file the encoder reads itself (in its worker).
+	Path string
 }
 
 // Encoded is one field's contribution to a sample: its metadata column with
@@ -54,6 +56,9 @@ func NewEncoder(d Desc, opts ImageOptions) (Encoder, error) {
 	}
 	return nil, fmt.Errorf("field %q: cannot write fields of type %v", d.Name, d.Type)
 }
+
+// NewIntEncoder returns the IntField encoder.
+func NewIntEncoder() Encoder { return scalarEncoder{Int} }
 
 type scalarEncoder struct{ t Type }
 

@@ -8,7 +8,12 @@ import (
 	"image/draw"
 	_ "image/gif" // decoders for DatasetWriter.from_image_folder inputs
 	_ "image/png"
+
+	_ "golang.org/x/image/bmp"
+	_ "golang.org/x/image/tiff"
+	_ "golang.org/x/image/webp"
 	"math/rand/v2"
+	"os"
 
 	"github.com/ffcv-go/ffcv-go/core/imgproc"
 	"github.com/ffcv-go/ffcv-go/core/jpeg"
@@ -83,6 +88,17 @@ func (e imageEncoder) Encode(v Value, sample uint64) (Encoded, error) {
 // toRGB returns HWC RGB pixels of v, decoding an image file or expanding
 // grayscale and dropping alpha as needed.
 func toRGB(v Value) ([]byte, int, int, error) {
+	if v.Path != "" {
+		data, err := os.ReadFile(v.Path)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		pix, w, h, err := decodeFile(data)
+		if err != nil {
+			return nil, 0, 0, fmt.Errorf("%s: %w", v.Path, err)
+		}
+		return pix, w, h, nil
+	}
 	if v.Encoded {
 		return decodeFile(v.Data)
 	}

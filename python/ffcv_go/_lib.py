@@ -103,6 +103,7 @@ def _load():
     }
     optional = {
         "ffcv_scan_image_folder": (i64, [cp, out_str, err]),
+        "ffcv_verify": (i64, [i64, i32, out_str, err]),
         "ffcv_write_image_folder": (i64, [cp, cp, cp, ctypes.POINTER(i64), err]),
         "ffcv_loader_create": (i64, [cp, ctypes.POINTER(u64), u64, err]),
         "ffcv_loader_info": (i64, [i64, out_str, err]),

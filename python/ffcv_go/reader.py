@@ -87,13 +87,22 @@ class Reader:
             dtype = np.dtype(f["dtype"])
             if f["type_id"] == 6:
                 import torch
-                return TorchTensorField(torch.from_numpy(np.empty(0, dtype=dtype)).dtype, tuple(f["shape"]))
-            return NDArrayField(dtype, tuple(f["shape"]))
+                return TorchTensorField(torch.from_numpy(np.empty(0, dtype=dtype)).dtype, tuple(f["shape"] or ()))
+            return NDArrayField(dtype, tuple(f["shape"] or ()))
         return cls.from_binary(args)
 
     def read(self, sample, field):
         """The stored heap bytes of one field of one sample (a read-only view), or None."""
-        idx = self.field_names.index(field) if isinstance(field, str) else int(field)
+        if isinstance(field, str):
+            if field not in self.field_names:
+                raise ValueError(f"{self.file_name}: no field {field!r} (fields: {', '.join(self.field_names)})")
+            idx = self.field_names.index(field)
+        else:
+            idx = int(field)
+            if not 0 <= idx < len(self.field_names):
+                raise IndexError(f"{self.file_name}: field index {idx} out of range [0, {len(self.field_names)})")
+        if not 0 <= int(sample) < self.num_samples:
+            raise IndexError(f"{self.file_name}: sample {sample} out of range [0, {self.num_samples})")
         col, col_len = ctypes.c_void_p(), ctypes.c_uint64()
         heap, heap_len = ctypes.c_void_p(), ctypes.c_uint64()
         _lib.call("ffcv_reader_read", self._handle, int(sample), idx, ctypes.byref(col), ctypes.byref(col_len),
@@ -102,6 +111,13 @@ class Reader:
             return None
         start = heap.value - self._buffer.ctypes.data
         return self._buffer[start:start + heap_len.value]
+
+    def verify(self, num_workers=-1):
+        """Reads every sample, decoding images fully; returns the problems
+        found as [{'sample', 'field', 'error'}], in sample order."""
+        out = ctypes.c_void_p()
+        _lib.call("ffcv_verify", self._handle, int(num_workers), ctypes.byref(out), context=self.file_name)
+        return json.loads(_lib._take_string(out.value))
 
     def close(self):
         """Drops this reader's references; the map goes once no view of it is left."""

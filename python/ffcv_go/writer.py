@@ -76,6 +76,17 @@ class DatasetWriter:
         items = _fetch(dataset, indices, chunksize, pool, pool_workers)
         self._write(len(indices), items, indices)
 
+    def from_image_folder(self, root):
+        """Writes an ImageFolder tree (class folders of images; labels by sorted
+        folder name) with no Python per image: files are read, decoded,
+        resized and encoded by Go threads. The writer's fields must be
+        (image: RGBImageField, label: IntField); returns the class names."""
+        kinds = [type(f).__name__ for f in self.fields.values()]
+        if kinds != ["RGBImageField", "IntField"] or list(self.fields) != ["image", "label"]:
+            raise ValueError("from_image_folder writes fields {'image': RGBImageField(...), 'label': IntField()}; "
+                             f"this writer has {dict(zip(self.fields, kinds))}")
+        return _write_image_folder(self, root, self.fields["image"], self.progress)["classes"]
+
     def from_webdataset(self, *args, **kwargs):
         raise NotImplementedError("from_webdataset is not supported by ffcv_go")
 
@@ -154,3 +165,37 @@ def _fetch(dataset, indices, chunksize, pool, workers):
             yield from ex.map(_get, ((dataset, i) for i in indices), chunksize=max(1, chunksize))
         else:
             yield from ex.map(dataset.__getitem__, (int(i) for i in indices))
+
+
+def _write_image_folder(writer, root, image_field, progress):
+    """Runs the Go ImageFolder writer in a thread, polling its progress."""
+    import ctypes
+    import threading
+    root = os.fspath(root)
+    listing = _lib.call_json("ffcv_scan_image_folder", root.encode(), context=root)
+    n = len(listing["files"])
+    spec = {"page_size": writer.page_size, "num_workers": writer.num_workers, "image": image_field._spec()}
+    counter = ctypes.c_int64(0)
+    result = {}
+
+    def run():
+        try:
+            _lib.call("ffcv_write_image_folder", root.encode(), writer.fname.encode(), json.dumps(spec).encode(),
+                      ctypes.byref(counter), context=root)
+        except BaseException as e:  # re-raised in the caller's thread
+            result["error"] = e
+
+    t = threading.Thread(target=run, name="ffcv_go-image-folder", daemon=True)
+    t.start()
+    bar = _progress(n, progress)
+    try:
+        while t.is_alive():
+            t.join(0.1)
+            if bar is not None:
+                bar.update(counter.value - bar.n)
+    finally:
+        if bar is not None:
+            bar.close()
+    if "error" in result:
+        raise result["error"]
+    return listing

@@ -1,0 +1,95 @@
+// Package verify reads every sample of a .beton file the way a loader would,
+// decoding images fully, and reports the samples that cannot be used.
+package verify
+
+import (
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ffcv-go/ffcv-go/core/beton"
+	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/jpeg"
+)
+
+// Problem is one unusable sample field.
+type Problem struct {
+	Sample uint64 `json:"sample"`
+	Field  string `json:"field"`
+	Error  string `json:"error"`
+}
+
+// File checks every sample of r with workers goroutines (< 1: all CPUs),
+// returning the problems in sample order. done, if set, counts samples checked.
+func File(r *beton.Reader, workers int, done *atomic.Int64) []Problem {
+	if workers < 1 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	n := r.NumSamples()
+	const chunk = 256
+	var next atomic.Uint64
+	var mu sync.Mutex
+	var problems []Problem
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := jpeg.NewDecoder()
+			defer d.Close()
+			var buf []byte
+			for {
+				lo := next.Add(chunk) - chunk
+				if lo >= n {
+					return
+				}
+				for i := lo; i < min(lo+chunk, n); i++ {
+					for f := range r.Fields {
+						if err := check(r, d, &buf, i, f); err != nil {
+							mu.Lock()
+							problems = append(problems, Problem{i, r.Fields[f].Name, err.Error()})
+							mu.Unlock()
+						}
+					}
+					if done != nil {
+						done.Add(1)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	sort.Slice(problems, func(a, b int) bool { return problems[a].Sample < problems[b].Sample })
+	return problems
+}
+
+func check(r *beton.Reader, d *jpeg.Decoder, buf *[]byte, i uint64, f int) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("internal error: %v", p)
+		}
+	}()
+	col, heap, err := r.Read(i, f)
+	if err != nil || r.Fields[f].Type != field.RGBImage {
+		return err
+	}
+	w, h := int(binary.LittleEndian.Uint16(col[field.RGBWidthOff:])), int(binary.LittleEndian.Uint16(col[field.RGBHeightOff:]))
+	if col[field.RGBModeOff] != field.ModeJPEG {
+		return nil // raw: Read checked that w*h*3 bytes lie in the heap
+	}
+	jw, jh, err := d.DecodeConfig(heap)
+	if err != nil {
+		return err
+	}
+	if jw != w || jh != h {
+		return fmt.Errorf("JPEG is %dx%d, the metadata says %dx%d", jw, jh, w, h)
+	}
+	if cap(*buf) < w*h*3 {
+		*buf = make([]byte, w*h*3)
+	}
+	_, _, err = d.Decode(heap, (*buf)[:w*h*3])
+	return err
+}

@@ -1,0 +1,31 @@
+package main
+
+/*
+#include <stdint.h>
+*/
+import "C"
+
+import (
+	"encoding/json"
+
+	"github.com/ffcv-go/ffcv-go/core/beton"
+	"github.com/ffcv-go/ffcv-go/core/verify"
+)
+
+//export ffcv_verify
+func ffcv_verify(h C.int64_t, workers C.int32_t, out **C.char, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	r, e := lookup[*beton.Reader](int64(h))
+	if e != nil {
+		return fail(err, e)
+	}
+	problems := verify.File(r, int(workers), nil)
+	if problems == nil {
+		problems = []verify.Problem{}
+	}
+	b, _ := json.Marshal(problems)
+	if e := putString(out, string(b)); e != nil {
+		return fail(err, e)
+	}
+	return C.int64_t(len(problems))
+}

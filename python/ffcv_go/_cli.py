@@ -1,0 +1,146 @@
+"""The ffcv-go command line: convert, info, verify, bench."""
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+TYPE_NAMES = {0: "FloatField", 1: "IntField", 2: "RGBImageField", 3: "BytesField", 4: "NDArrayField",
+              5: "JSONField", 6: "TorchTensorField", 255: "custom"}
+
+
+def _size(n):
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{n} B"
+        n /= 1024
+
+
+def cmd_convert(a):
+    from .fields import RGBImageField, IntField
+    from .writer import DatasetWriter
+    field = RGBImageField(write_mode=a.write_mode, max_resolution=a.max_resolution,
+                          smart_threshold=a.smart_threshold, jpeg_quality=a.jpeg_quality,
+                          compress_probability=a.compress_probability)
+    w = DatasetWriter(a.output, {"image": field, "label": IntField()}, page_size=a.page_size << 20,
+                      num_workers=a.workers, progress=not a.quiet)
+    t = time.perf_counter()
+    classes = w.from_image_folder(a.folder)
+    dt = time.perf_counter() - t
+    from .reader import Reader
+    n = Reader(a.output).num_samples
+    print(f"wrote {n} images of {len(classes)} classes to {a.output} ({_size(os.path.getsize(a.output))}) "
+          f"in {dt:.1f} s ({n / dt:.0f} images/s)")
+    return 0
+
+
+def cmd_info(a):
+    from .reader import Reader
+    r = Reader(a.file)
+    info = r._info
+    pages = len(np.unique(r.alloc_table["ptr"] // r.page_size)) if len(r.alloc_table) else 0
+    print(f"file        {a.file}")
+    print(f"size        {_size(os.path.getsize(a.file))}")
+    print(f"samples     {r.num_samples}")
+    print(f"page size   {_size(r.page_size)}, {pages} pages used")
+    print("fields")
+    for i, f in enumerate(info["fields"]):
+        desc = TYPE_NAMES.get(f["type_id"], f"type {f['type_id']}")
+        if f["type_id"] in (4, 6):
+            desc += f" {f['dtype']} {tuple(f['shape'])}"
+        print(f"  {i}: {f['name']:<16} {desc}")
+        if f["type_id"] == 2 and r.num_samples:
+            col = r.metadata[f"f{i}"]
+            modes = np.bincount(col["mode"].astype(np.int64), minlength=2)
+            print(f"     modes: {modes[0]} JPEG, {r.num_samples - modes[0]} raw")
+            longer = np.maximum(col["width"], col["height"]).astype(np.int64)
+            edges = [0, 64, 128, 256, 384, 512, 1024, 2048, 1 << 16]
+            hist, _ = np.histogram(longer, bins=edges)
+            print("     longer side:", ", ".join(f"{lo}-{hi - 1}: {c}" for lo, hi, c in zip(edges, edges[1:], hist) if c))
+            print(f"     mean size {col['width'].mean():.0f} x {col['height'].mean():.0f} (W x H)")
+    return 0
+
+
+def cmd_verify(a):
+    from .reader import Reader
+    r = Reader(a.file)
+    t = time.perf_counter()
+    problems = r.verify(a.workers)
+    dt = time.perf_counter() - t
+    for p in problems:
+        print(f"sample {p['sample']}, field {p['field']!r}: {p['error']}")
+    bad = sorted({p["sample"] for p in problems})
+    print(f"checked {r.num_samples} samples in {dt:.1f} s: {len(bad)} corrupt" +
+          (f" ({', '.join(map(str, bad[:20]))}{' ...' if len(bad) > 20 else ''})" if bad else ""))
+    return 1 if bad else 0
+
+
+def cmd_bench(a):
+    import torch  # noqa: F401
+    from .fields.decoders import RandomResizedCropRGBImageDecoder
+    from .loader import Loader, OrderOption
+    from .reader import Reader
+    from .transforms import ToTensor, RandomHorizontalFlip, ToTorchImage
+    r = Reader(a.file)
+    pipelines = {}
+    for name, h in r.handlers.items():
+        if type(h).__name__ == "RGBImageField":
+            pipelines[name] = [RandomResizedCropRGBImageDecoder((a.res, a.res)), RandomHorizontalFlip(),
+                               ToTensor(), ToTorchImage()]
+    t0 = time.perf_counter()
+    loader = Loader(a.file, batch_size=a.batch_size, num_workers=a.workers, os_cache=not a.no_os_cache,
+                    order=OrderOption[a.order.upper()], pipelines=pipelines, seed=0)
+    for epoch in range(a.epochs):
+        t = time.perf_counter()
+        n, first = 0, None
+        for batch in loader:
+            if first is None:
+                first = time.perf_counter() - (t0 if epoch == 0 else t)
+            n += len(batch[0])
+        dt = time.perf_counter() - t
+        print(f"epoch {epoch}: {n} samples in {dt:.2f} s = {n / dt:,.0f} samples/s, first batch after {first:.3f} s")
+    return 0
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="ffcv-go", description="Write and inspect .beton datasets; benchmark loading.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("convert", help="ImageFolder -> .beton (image: RGBImageField, label: IntField)")
+    c.add_argument("folder")
+    c.add_argument("output")
+    c.add_argument("--write-mode", default="jpg", choices=["raw", "jpg", "smart", "proportion"])
+    c.add_argument("--max-resolution", type=int, default=None)
+    c.add_argument("--jpeg-quality", type=int, default=90)
+    c.add_argument("--smart-threshold", type=int, default=None)
+    c.add_argument("--compress-probability", type=float, default=0.5)
+    c.add_argument("--page-size", type=int, default=8, help="MiB")
+    c.add_argument("--workers", type=int, default=-1)
+    c.add_argument("--quiet", action="store_true")
+    c.set_defaults(fn=cmd_convert)
+    i = sub.add_parser("info", help="fields, sample count, pages, image modes and sizes")
+    i.add_argument("file")
+    i.set_defaults(fn=cmd_info)
+    v = sub.add_parser("verify", help="read every sample; report corrupt ones (exit 1 if any)")
+    v.add_argument("file")
+    v.add_argument("--workers", type=int, default=-1)
+    v.set_defaults(fn=cmd_verify)
+    b = sub.add_parser("bench", help="loader throughput (RandomResizedCrop + flip for images)")
+    b.add_argument("file")
+    b.add_argument("--res", type=int, default=224)
+    b.add_argument("--batch-size", type=int, default=256)
+    b.add_argument("--workers", type=int, default=-1)
+    b.add_argument("--epochs", type=int, default=2)
+    b.add_argument("--order", default="random", choices=["sequential", "random", "quasi_random"])
+    b.add_argument("--no-os-cache", action="store_true")
+    b.set_defaults(fn=cmd_bench)
+    a = p.parse_args(argv)
+    try:
+        return a.fn(a)
+    except (OSError, ValueError, TypeError) as e:
+        print(f"ffcv-go {a.cmd}: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
