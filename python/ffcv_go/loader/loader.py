@@ -217,7 +217,8 @@ class Loader:
         handle = _lib.call("ffcv_loader_create", json.dumps(spec).encode(),
                            idx.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)), idx.size, context=self.fname)
         self._handle = handle
-        self._finalizer = weakref.finalize(self, _lib.close, handle)
+        self._pinned = _Pinned()
+        self._finalizer = weakref.finalize(self, _close_loader, handle, self._pinned)
         info = _lib.call_json("ffcv_loader_info", handle)
         self._length = info["length"]
         self._go_outputs = info["outputs"]
@@ -401,9 +402,11 @@ class _EpochIterator:
         ids = tensors.pop()
         self.loader._last_ids = ids
         outputs = []
+        loader = self.loader
         for k, x in enumerate(tensors):
-            for st in self.loader._py[k]:
-                x = st.run(x, BatchContext(ids, self.loader.seed, self.epoch, self.batch, (k, st.index)))
+            pin = _pinner(loader._pinned, x.data_ptr(), loader._go_outputs[k]["slot_bytes"])
+            for st in loader._py[k]:
+                x = st.run(x, BatchContext(ids, loader.seed, self.epoch, self.batch, (k, st.index), pin))
             outputs.append(x)
         self.batch += 1
         return tuple(outputs)
@@ -411,6 +414,42 @@ class _EpochIterator:
     def close(self):
         self.finished = True
         self._finalizer()
+
+
+class _Pinned:
+    """Slot buffers page-locked with cudaHostRegister, unregistered before the
+    loader (and so the memory) goes away."""
+
+    def __init__(self):
+        self.ptrs = set()
+
+    def pin(self, ptr, size):
+        if ptr in self.ptrs or not size:
+            return
+        err = torch.cuda.cudart().cudaHostRegister(ptr, size, 0)
+        if int(err) == 0:
+            self.ptrs.add(ptr)
+
+    def unpin_all(self):
+        if self.ptrs:
+            rt = torch.cuda.cudart()
+            for p in self.ptrs:
+                rt.cudaHostUnregister(p)
+            self.ptrs.clear()
+
+
+def _pinner(pinned, base, size):
+    def pin(x):
+        if x.data_ptr() == base:  # still the loader's memory, not a copy
+            pinned.pin(base, size)
+    return pin
+
+
+def _close_loader(handle, pinned):
+    try:
+        pinned.unpin_all()
+    finally:
+        _lib.close(handle)
 
 
 def _close_quietly(handle):

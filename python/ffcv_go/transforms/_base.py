@@ -22,8 +22,11 @@ def numpy_dtype(dtype):
 class BatchContext:
     """What a Python-side stage knows about the batch it transforms."""
 
-    def __init__(self, indices, seed, epoch, batch, stage):
+    def __init__(self, indices, seed, epoch, batch, stage, pin=None):
         self.indices, self.seed, self.epoch, self.batch, self.stage = indices, seed, epoch, batch, stage
+        # pin(tensor) page-locks the batch memory under tensor if it is
+        # loader memory (before an asynchronous host-to-device copy).
+        self.pin = pin
 
     def generator(self, device="cpu"):
         """A torch generator that depends only on (seed, epoch, batch, stage)."""

@@ -25,13 +25,34 @@ class ToDevice(Transform):
         super().__init__()
         self.device = torch.device(device)
         self.non_blocking = non_blocking
+        self._streams = {}
+        self._inflight = []  # (event, source tensor): sources live until their copy is done
 
     def declare_state_and_memory(self, previous_state):
         return replace_state(previous_state, jit_mode=False, device=self.device,
                              dtype=torch_dtype(previous_state.dtype)), None
 
     def _apply(self, x, ctx):
-        return x.to(self.device, non_blocking=self.non_blocking)
+        if self.device.type != "cuda" or x.device.type != "cpu":
+            return x.to(self.device, non_blocking=self.non_blocking)
+        device = self.device if self.device.index is not None else torch.device("cuda", torch.cuda.current_device())
+        if ctx is not None and ctx.pin is not None and self.non_blocking:
+            ctx.pin(x)
+        self._inflight = [(e, t) for e, t in self._inflight if not e.query()]
+        # Copy on a side stream so it overlaps the model's work; the model's
+        # stream waits for it, and the source batch stays alive until done.
+        stream = self._streams.get(device)
+        if stream is None:
+            stream = self._streams[device] = torch.cuda.Stream(device)
+        current = torch.cuda.current_stream(device)
+        with torch.cuda.stream(stream):
+            y = x.to(device, non_blocking=self.non_blocking)
+            done = torch.cuda.Event()
+            done.record(stream)
+        current.wait_stream(stream)
+        y.record_stream(current)
+        self._inflight.append((done, x))
+        return y
 
 
 class ToTorchImage(Transform):

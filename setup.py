@@ -1,0 +1,42 @@
+"""Builds the Go core (go build -buildmode=c-shared) into the ffcv_go package.
+
+Needs Go >= 1.22, a C compiler and libjpeg-turbo's headers (Debian:
+libturbojpeg0-dev libjpeg62-turbo-dev). The library is loaded with ctypes, so
+one build serves every CPython 3 and every torch version.
+"""
+import os
+import shutil
+import subprocess
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+from setuptools.dist import Distribution
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LIB = "_ffcv_go.so"
+
+
+class BuildGo(build_py):
+    def run(self):
+        super().run()
+        go = shutil.which("go")
+        if go is None:
+            raise RuntimeError("ffcv-go needs Go (https://go.dev/dl/) to build its core library")
+        out = os.path.join(self.build_lib, "ffcv_go", LIB)
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        env = dict(os.environ, CGO_ENABLED="1")
+        subprocess.check_call([go, "build", "-trimpath", "-buildmode=c-shared", "-o", out, "./export"],
+                              cwd=HERE, env=env)
+        header = os.path.splitext(out)[0] + ".h"
+        if os.path.exists(header):
+            os.remove(header)
+
+
+class BinaryDistribution(Distribution):
+    """The wheel carries a native library: mark it platform-specific."""
+
+    def has_ext_modules(self):
+        return True
+
+
+setup(cmdclass={"build_py": BuildGo}, distclass=BinaryDistribution)
