@@ -11,7 +11,7 @@ DEB_PACKAGES := libturbojpeg0-dev libjpeg62-turbo-dev
 DEB_DATA := mate-backgrounds lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 dataset-fashion-mnist
 PYTEST_ARGS ?=
 
-.PHONY: all build deps venv venv-extra test test-go test-python vet demo bench clean
+.PHONY: all build deps venv test test-go test-python vet fuzz demo clean
 
 all: build
 
@@ -45,11 +45,23 @@ vet:
 
 test-go: deps
 	go test -count=1 ./...
+	go test -count=1 -race ./core/beton ./core/cache ./core/loader ./core/pipeline ./core/order
+
+# Every fuzz target for a short, bounded time (FUZZTIME each).
+FUZZTIME ?= 10s
+fuzz: deps
+	@for pkg in $$(go list ./core/...); do \
+	  dir=$$(go list -f '{{.Dir}}' $$pkg); \
+	  for t in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/func //'); do \
+	    echo "fuzz $$pkg $$t"; \
+	    go test $$pkg -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -parallel 2 >/tmp/fuzz.log 2>&1 || { cat /tmp/fuzz.log; exit 1; }; \
+	    tail -1 /tmp/fuzz.log; \
+	  done; done
 
 test-python: deps venv build
 	PYTHONPATH=python $(PY) -m pytest -q tests/python $(PYTEST_ARGS)
 
-test: deps venv build vet test-go test-python
+test: deps venv build vet test-go fuzz test-python
 
 demo: deps venv build
 	PYTHONPATH=python $(PY) bench/demo.py

@@ -204,12 +204,17 @@ func (r *Reader) indexAllocs() {
 		}
 		entries[k] = e
 	}
-	sort.Slice(entries, func(a, b int) bool {
+	less := func(a, b int) bool {
 		if entries[a].Ptr != entries[b].Ptr {
 			return entries[a].Ptr < entries[b].Ptr
 		}
 		return entries[a].Size < entries[b].Size
-	})
+	}
+	// Writers emit the table in placement order, so it is usually sorted
+	// already; checking is much cheaper than sorting millions of entries.
+	if !sort.SliceIsSorted(entries, less) {
+		sort.Slice(entries, less)
+	}
 	r.allocPtrs = make([]uint64, n)
 	r.allocSizes = make([]uint64, n)
 	for k, e := range entries {

@@ -222,7 +222,7 @@ func (w *Writer) place(sample uint64, enc []field.Encoded) error {
 		total += uint64(len(e.Heap))
 	}
 	if total > w.pageSize {
-		return fmt.Errorf("sample %d needs %d bytes of heap, more than the page size %d: raise page_size", sample, total, w.pageSize)
+		return fmt.Errorf("%w: sample %d needs %d bytes of heap, more than the page size %d: raise page_size", field.ErrData, sample, total, w.pageSize)
 	}
 	hasHeap := false
 	for _, e := range enc {

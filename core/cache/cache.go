@@ -60,13 +60,34 @@ func PageOf(r *beton.Reader, i uint64) int64 {
 }
 
 // OS reads through the memory map; the kernel's page cache does the caching.
-type OS struct{ r *beton.Reader }
+// As the scheduler acquires samples (ahead of the workers), it asks the
+// kernel to read their pages ahead.
+type OS struct {
+	r       *beton.Reader
+	advised map[int64]bool // pages already advised this epoch; scheduler-only
+}
 
 // NewOS returns the OS cache source.
-func NewOS(r *beton.Reader) *OS { return &OS{r} }
+func NewOS(r *beton.Reader) *OS { return &OS{r: r, advised: map[int64]bool{}} }
 
-func (o *OS) Acquire(i uint64) error            { return nil }
-func (o *OS) TryAcquire(i uint64) (bool, error) { return true, nil }
+// Acquire advises the kernel to read sample i's page, once per page.
+func (o *OS) Acquire(i uint64) error {
+	p := PageOf(o.r, i)
+	if p < 0 || o.advised[p] {
+		return nil
+	}
+	o.advised[p] = true
+	data, ps := o.r.Data(), o.r.PageSize()
+	start, end := uint64(p)*ps, min(uint64(p+1)*ps, uint64(len(data)))
+	if start < end {
+		unix.Madvise(data[start:end], unix.MADV_WILLNEED)
+	}
+	return nil
+}
+
+// TryAcquire never needs to wait.
+func (o *OS) TryAcquire(i uint64) (bool, error) { return true, o.Acquire(i) }
+
 func (o *OS) Read(i uint64, f int) ([]byte, []byte, error) {
 	return o.r.Read(i, f)
 }
@@ -74,23 +95,5 @@ func (o *OS) Release(uint64) {}
 func (o *OS) Stats() Stats   { return Stats{} }
 func (o *OS) Close()         {}
 
-// Plan asks the kernel to read the first pages of the epoch ahead.
-func (o *OS) Plan(order []uint64) {
-	ps := o.r.PageSize()
-	seen := map[int64]bool{}
-	for _, i := range order {
-		p := PageOf(o.r, i)
-		if p < 0 || seen[p] {
-			continue
-		}
-		seen[p] = true
-		if len(seen) > 8 {
-			break
-		}
-		data := o.r.Data()
-		end := min(uint64(p+1)*ps, uint64(len(data)))
-		if uint64(p)*ps < end {
-			unix.Madvise(data[uint64(p)*ps:end], unix.MADV_WILLNEED)
-		}
-	}
-}
+// Plan starts a new epoch's advice.
+func (o *OS) Plan(order []uint64) { clear(o.advised) }
