@@ -54,8 +54,8 @@ fuzz: deps
 	  dir=$$(go list -f '{{.Dir}}' $$pkg); \
 	  for t in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/func //'); do \
 	    echo "fuzz $$pkg $$t"; \
-	    go test $$pkg -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -parallel 2 >/tmp/fuzz.log 2>&1 || { cat /tmp/fuzz.log; exit 1; }; \
-	    tail -1 /tmp/fuzz.log; \
+	    go test $$pkg -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s -parallel 2 >/tmp/fuzz.log 2>&1 || { cat /tmp/fuzz.log; exit 1; }; \
+	    echo "  $$(grep -o "execs: [0-9]*" /tmp/fuzz.log | tail -1) $$(tail -1 /tmp/fuzz.log)"; \
 	  done; done
 
 test-python: deps venv build
