@@ -60,7 +60,7 @@ func fail(err **C.char, e error) C.int64_t {
 		return codeNotFound
 	case errors.Is(e, beton.ErrFormat):
 		return codeFormat
-	case errors.Is(e, errArgument), errors.Is(e, errNil):
+	case errors.Is(e, errArgument), errors.Is(e, errNil), errors.Is(e, field.ErrNoHandler):
 		return codeArgument
 	case errors.As(e, &pe):
 		return codeIO

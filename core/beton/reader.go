@@ -2,11 +2,14 @@ package beton
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"sort"
 	"sync"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -44,13 +47,16 @@ func Open(path string, custom map[string]field.Column) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
+	if st.IsDir() {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: syscall.EISDIR}
+	}
 	size := st.Size()
 	if size < HeaderSize {
 		return nil, fmt.Errorf("%s: %w: %d bytes is shorter than the %d-byte header", path, ErrFormat, size, HeaderSize)
 	}
 	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
-		return nil, fmt.Errorf("%s: mmap: %w", path, err)
+		return nil, &fs.PathError{Op: "mmap", Path: path, Err: err}
 	}
 	r, err := newReader(path, data, custom)
 	if err != nil {
@@ -86,7 +92,10 @@ func newReader(path string, data []byte, custom map[string]field.Column) (*Reade
 		r.Fields = append(r.Fields, d)
 	}
 	if r.Layout, err = field.NewLayout(r.Fields, custom); err != nil {
-		return nil, err
+		if errors.Is(err, field.ErrNoHandler) {
+			return nil, err // the caller's omission, not the file's fault
+		}
+		return nil, fmt.Errorf("%w: %v", ErrFormat, err)
 	}
 	r.metaOff = descEnd
 	rows := uint64(r.Layout.RowSize)
@@ -102,6 +111,20 @@ func newReader(path string, data []byte, custom map[string]field.Column) (*Reade
 	}
 	if (size-h.AllocTablePtr)%AllocEntrySize != 0 {
 		return nil, fmt.Errorf("%w: allocation table of %d bytes is not a whole number of %d-byte entries (truncated file?)", ErrFormat, size-h.AllocTablePtr, AllocEntrySize)
+	}
+	// FFCV's writer (and ours) records exactly one allocation per heap field of
+	// every sample; custom fields may allocate any number of times.
+	heapFields, hasCustom := uint64(0), false
+	for _, d := range r.Fields {
+		switch d.Type {
+		case field.Bytes, field.JSON, field.NDArray, field.TorchTensor, field.RGBImage:
+			heapFields++
+		case field.Custom:
+			hasCustom = true
+		}
+	}
+	if want := h.NumSamples * heapFields; !hasCustom && r.NumAllocs() != want {
+		return nil, fmt.Errorf("%w: allocation table has %d entries, %d samples with %d heap fields need %d (truncated file?)", ErrFormat, r.NumAllocs(), h.NumSamples, heapFields, want)
 	}
 	return r, nil
 }
@@ -152,10 +175,10 @@ func (r *Reader) Column(i uint64, f int) ([]byte, error) {
 func (r *Reader) Heap(ptr, size uint64) ([]byte, error) {
 	end := ptr + size
 	if end < ptr || ptr < r.heapOff || end > r.Header.AllocTablePtr {
-		return nil, fmt.Errorf("heap range [%d, %d) lies outside the heap [%d, %d)", ptr, end, r.heapOff, r.Header.AllocTablePtr)
+		return nil, fmt.Errorf("%w: heap range [%d, %d) lies outside the heap [%d, %d)", ErrFormat, ptr, end, r.heapOff, r.Header.AllocTablePtr)
 	}
 	if size > 0 && ptr/r.PageSize() != (end-1)/r.PageSize() {
-		return nil, fmt.Errorf("heap range [%d, %d) spans pages", ptr, end)
+		return nil, fmt.Errorf("%w: heap range [%d, %d) spans pages", ErrFormat, ptr, end)
 	}
 	return r.data[ptr:end:end], nil
 }
@@ -190,7 +213,7 @@ func (r *Reader) AllocSize(ptr uint64) (uint64, error) {
 			return r.allocSizes[i], nil
 		}
 	}
-	return 0, fmt.Errorf("no allocation starts at byte %d", ptr)
+	return 0, fmt.Errorf("%w: no allocation starts at byte %d", ErrFormat, ptr)
 }
 
 func (r *Reader) indexAllocs() {

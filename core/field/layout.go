@@ -1,6 +1,12 @@
 package field
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNoHandler is wrapped when a custom field is read without its handler.
+var ErrNoHandler = errors.New("no handler for a custom field")
 
 // Column is the size and alignment of a field's metadata column, following
 // numpy's align=True struct rules.
@@ -48,7 +54,7 @@ func NewLayout(fields []Desc, custom map[string]Column) (Layout, error) {
 		if f.Type == Custom {
 			var ok bool
 			if c, ok = custom[f.Name]; !ok {
-				return l, fmt.Errorf("field %q has a custom type: pass a handler for it (custom_fields)", f.Name)
+				return l, fmt.Errorf("%w: field %q has a custom type: pass a handler for it (custom_fields)", ErrNoHandler, f.Name)
 			}
 			if c.Size < 0 || c.Align < 1 || c.Align&(c.Align-1) != 0 {
 				return l, fmt.Errorf("field %q: bad custom column %+v", f.Name, c)

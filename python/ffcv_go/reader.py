@@ -25,7 +25,8 @@ class Reader:
         if self.custom_handlers:
             handle = self._open_with_custom()
         else:
-            handle = _lib.call("ffcv_reader_open", self.file_name.encode(), None, context=self.file_name)
+            # Every error of the open names the file already.
+            handle = _lib.call("ffcv_reader_open", self.file_name.encode(), None)
         self._mapping = _Mapping(handle)
         self._handle = handle
         info = _lib.call_json("ffcv_reader_info", handle, context=self.file_name)
@@ -70,8 +71,7 @@ class Reader:
                 field = self.custom_handlers[name].from_binary(d[17:].view(ARG_TYPE)[0])
                 mt = np.dtype(field.metadata_type)
                 layouts[name] = [mt.itemsize, mt.alignment]
-        return _lib.call("ffcv_reader_open", self.file_name.encode(), _custom_json(self.custom_handlers, layouts),
-                         context=self.file_name)
+        return _lib.call("ffcv_reader_open", self.file_name.encode(), _custom_json(self.custom_handlers, layouts))
 
     def _make_handler(self, f):
         args = np.zeros(1, dtype=ARG_TYPE)[0]

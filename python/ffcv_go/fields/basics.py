@@ -27,6 +27,8 @@ class IntField(Field):
         return {}
 
     def _value(self, value, v, keep):
+        if isinstance(value, (str, bytes, bytearray)):
+            raise TypeError(f"IntField needs an integer, got {type(value).__name__}")
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
             try:
                 if isinstance(value, np.ndarray) and value.size == 1:
@@ -64,6 +66,8 @@ class FloatField(Field):
         return {}
 
     def _value(self, value, v, keep):
+        if isinstance(value, (str, bytes, bytearray)):
+            raise TypeError(f"FloatField needs a number, got {type(value).__name__}")
         try:
             v.f = float(value)
         except (TypeError, ValueError):

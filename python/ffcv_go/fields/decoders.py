@@ -14,6 +14,20 @@ from ..pipeline.state import State
 class _Decoder(Operation):
     _go_name = None
 
+    def _field_classes(self):
+        """The field kinds this decoder reads (subclasses included)."""
+        return ()
+
+    def accept_field(self, field):
+        from .base import Field
+        from . import TYPE_ID_HANDLER
+        kinds = self._field_classes()
+        builtin = isinstance(field, Field) and type(field).TYPE_ID in TYPE_ID_HANDLER
+        if kinds and builtin and not isinstance(field, kinds):
+            raise TypeError(f"{type(self).__name__} cannot decode a {type(field).__name__} "
+                            f"(it decodes {' or '.join(k.__name__ for k in kinds)})")
+        super().accept_field(field)
+
     def _go_spec(self, previous_state=None):
         return {"op": self._go_name}
 
@@ -21,6 +35,10 @@ class _Decoder(Operation):
 class IntDecoder(_Decoder):
     """IntField → int64 (B, 1)."""
     _go_name = "int"
+
+    def _field_classes(self):
+        from .basics import IntField
+        return (IntField,)
 
     def declare_state_and_memory(self, previous_state):
         return (State(previous_state.jit_mode, previous_state.device, (1,), np.dtype("<i8")),
@@ -40,6 +58,10 @@ class FloatDecoder(IntDecoder):
     """FloatField → float64 (B, 1)."""
     _go_name = "float"
 
+    def _field_classes(self):
+        from .basics import FloatField
+        return (FloatField,)
+
     def declare_state_and_memory(self, previous_state):
         return (State(previous_state.jit_mode, previous_state.device, (1,), np.dtype("<f8")),
                 AllocationQuery((1,), np.dtype("<f8")))
@@ -48,6 +70,10 @@ class FloatDecoder(IntDecoder):
 class NDArrayDecoder(_Decoder):
     """NDArrayField / TorchTensorField → (B, *shape) of the field's dtype."""
     _go_name = "ndarray"
+
+    def _field_classes(self):
+        from .ndarray import NDArrayField
+        return (NDArrayField,)
 
     def declare_state_and_memory(self, previous_state):
         f = self.field
@@ -70,6 +96,10 @@ class NDArrayDecoder(_Decoder):
 class BytesDecoder(_Decoder):
     """BytesField / JSONField → uint8 (B, longest sample in the file), zero tail."""
     _go_name = "bytes"
+
+    def _field_classes(self):
+        from .bytes import BytesField
+        return (BytesField,)
 
     def declare_state_and_memory(self, previous_state):
         max_size = int(self.metadata["size"].max()) if self.metadata is not None and len(self.metadata) else 0

@@ -49,10 +49,12 @@ def _dist_info(distributed):
 
 
 class _Stage:
-    """A Python-side stage of one output: a built-in transform or a custom op."""
+    """A Python-side stage of one output: a built-in transform, a custom op,
+    or (decoder=True) a custom decoder reading the samples itself."""
 
-    def __init__(self, op, state, index):
+    def __init__(self, op, state, index, decoder=None):
         self.op, self.index = op, index
+        self.decoder = decoder  # (metadata column, storage state) for decoders
         if isinstance(op, Transform):
             self.kind = "builtin"
             self.state, _ = op.declare_state_and_memory(state)
@@ -69,6 +71,10 @@ class _Stage:
     def run(self, x, ctx):
         if self.kind == "builtin":
             return self.op._apply(x, ctx)
+        if self.decoder is not None:
+            indices = ctx.indices.numpy()
+            out = self.code(indices, self._alloc(len(indices)), *self.decoder)
+            return torch.from_numpy(np.asarray(out))
         inp = x.numpy() if self.jit_in and isinstance(x, torch.Tensor) else x
         dst = self._alloc(len(x))
         args = (inp, dst, ctx.indices.numpy()) if self.with_indices else (inp, dst)
@@ -197,11 +203,9 @@ class Loader:
         for k, (fidx, name, ops) in enumerate(self._outputs):
             field = self.reader.handlers[name]
             go_ops, python_ops = self._split(ops, field, metadata[f"f{fidx}"])
-            if not go_ops:
-                raise TypeError(f"field {name!r}: {type(ops[0]).__name__} cannot decode it in ffcv_go "
-                                "(custom decoders are not supported)")
-            spec_outputs.append({"field": fidx, "ops": go_ops})
-            self._stages.append((name, python_ops))
+            if go_ops:
+                spec_outputs.append({"field": fidx, "ops": go_ops})
+            self._stages.append((fidx, name, len(spec_outputs) - 1 if go_ops else None, python_ops))
         spec = {
             "path": self.fname, "batch_size": self.batch_size, "num_workers": self.num_workers,
             "batches_ahead": self.batches_ahead, "drop_last": self.drop_last, "seed": self.seed,
@@ -222,22 +226,29 @@ class Loader:
         info = _lib.call_json("ffcv_loader_info", handle)
         self._length = info["length"]
         self._go_outputs = info["outputs"]
-        # Python-side stages, with their states from the Go part's output.
+        # Python-side stages, starting from the Go part's output, or from a
+        # custom decoder where Go has no part.
         self._py = []
-        for k, (name, ops) in enumerate(self._stages):
-            o = info["outputs"][k]
-            state = State(jit_mode=True, device=torch.device("cpu"), shape=tuple(o["shape"]),
-                          dtype=np.dtype(o["dtype"]))
+        for fidx, name, go, ops in self._stages:
             stages = []
-            for j, op in enumerate(ops):
+            if go is None:
+                st = _Stage(ops[0], initial_state(), 0,
+                            decoder=(metadata[f"f{fidx}"], self.reader._buffer))
+                stages.append(st)
+                state, ops = st.state, ops[1:]
+            else:
+                o = info["outputs"][go]
+                state = State(jit_mode=True, device=torch.device("cpu"), shape=tuple(o["shape"]),
+                              dtype=np.dtype(o["dtype"]))
+            for j, op in enumerate(ops, start=len(stages)):
                 if isinstance(op, torch.nn.Module):
                     op = ModuleWrapper(op)
                 if isinstance(op, Operation) and not isinstance(op, Transform):
-                    op.accept_field(self.reader.handlers[self._outputs[k][1]])
+                    op.accept_field(self.reader.handlers[name])
                 st = _Stage(op, state, j)
                 stages.append(st)
                 state = st.state
-            self._py.append(stages)
+            self._py.append((go, stages))
 
     def _split(self, ops, field, metadata):
         """Splits a pipeline into the ops fused in Go (their specs) and the ops
@@ -278,14 +289,14 @@ class Loader:
                 out[name] = [mt.itemsize, mt.alignment]
         return out or None
 
-    def _memory_read(self, address, storage_state=None):
-        """FFCV's memory_read: the allocation starting at address."""
-        ptrs = self.reader.alloc_table["ptr"]
-        hits = np.nonzero(ptrs == address)[0]
-        if hits.size == 0:
-            raise ValueError(f"no allocation starts at byte {address} of {self.fname}")
-        size = int(self.reader.alloc_table["size"][hits[-1]])
-        return self.reader._buffer[int(address):int(address) + size]
+    @property
+    def _memory_read(self):
+        """FFCV's memory_read(address, storage_state) for custom operations:
+        the allocation starting at address (storage_state: the file's map)."""
+        if getattr(self, "_reader_fn", None) is None:
+            from ..memory_managers import OSCacheManager
+            self._reader_fn = OSCacheManager(self.reader).compile_reader()
+        return self._reader_fn
 
     def _go_order(self, epoch):
         n = _lib.call("ffcv_loader_order", self._handle, epoch, None, 0)
@@ -403,9 +414,12 @@ class _EpochIterator:
         self.loader._last_ids = ids
         outputs = []
         loader = self.loader
-        for k, x in enumerate(tensors):
-            pin = _pinner(loader._pinned, x.data_ptr(), loader._go_outputs[k]["slot_bytes"])
-            for st in loader._py[k]:
+        for k, (go, stages) in enumerate(loader._py):
+            x, pin = None, None
+            if go is not None:
+                x = tensors[go]
+                pin = _pinner(loader._pinned, x.data_ptr(), loader._go_outputs[go]["slot_bytes"])
+            for st in stages:
                 x = st.run(x, BatchContext(ids, loader.seed, self.epoch, self.batch, (k, st.index), pin))
             outputs.append(x)
         self.batch += 1

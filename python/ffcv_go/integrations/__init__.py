@@ -1,0 +1,33 @@
+"""Training-framework integrations for ffcv_go loaders.
+
+- ``ffcv_go.integrations.composer``: ``to_dataspec(loader)`` (alias
+  ``ffcv_dataspec``) makes a MosaicML Composer ``DataSpec``;
+  ``build_train_loader`` / ``build_eval_loader`` take rank and world size
+  from ``composer.utils.dist``.
+- ``ffcv_go.integrations.lightning``: ``FFCVDataModule``, a Lightning
+  ``LightningDataModule`` whose dataloaders are ffcv_go Loaders sharded by
+  the trainer's rank and world size.
+
+Importing this package imports neither Composer nor Lightning; each
+submodule imports its framework when it is itself imported (or when one of
+the names below is first used).
+"""
+from ._common import build_loader, samples_per_rank
+
+__all__ = ["build_loader", "samples_per_rank", "to_dataspec", "ffcv_dataspec", "FFCVDataModule"]
+
+_LAZY = {
+    "to_dataspec": "composer",
+    "ffcv_dataspec": "composer",
+    "build_train_loader": "composer",
+    "build_eval_loader": "composer",
+    "FFCVDataModule": "lightning",
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+        module = importlib.import_module(f"{__name__}.{_LAZY[name]}")
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,99 @@
+"""Framework-independent helpers of the integrations: building a Loader for a
+given rank / world size, and counting the samples a loader yields."""
+import contextlib
+import copy
+import math
+import os
+
+from ..loader import Loader, OrderOption
+
+
+@contextlib.contextmanager
+def _rank_env(rank, world_size):
+    """While building a Loader: make it see (rank, world_size).
+
+    ffcv_go.Loader (like FFCV's) has no rank/world arguments; with
+    distributed=True it asks torch.distributed when that is initialised and
+    otherwise reads the RANK / WORLD_SIZE environment variables. If the
+    process group is up it must agree with (rank, world_size); if not, the
+    two variables are set for the duration of the construction only.
+    """
+    import torch.distributed as td
+    if td.is_available() and td.is_initialized():
+        if (td.get_rank(), td.get_world_size()) != (rank, world_size):
+            raise RuntimeError(f"rank/world size {rank}/{world_size} disagree with the initialised process group "
+                               f"({td.get_rank()}/{td.get_world_size()})")
+        yield
+        return
+    saved = {k: os.environ.get(k) for k in ("RANK", "WORLD_SIZE")}
+    os.environ["RANK"], os.environ["WORLD_SIZE"] = str(rank), str(world_size)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def build_loader(path, batch_size, *, rank=0, world_size=1, distributed=None, train=True, pipelines=None,
+                 order=None, seed=None, drop_last=None, **loader_kwargs):
+    """An ffcv_go.Loader over path for the given rank of world_size.
+
+    distributed=None means ``world_size > 1``. Defaults follow the usual
+    train/eval split: train -> RANDOM order, drop_last=True; eval ->
+    SEQUENTIAL, drop_last=False. When distributed with no seed, seed 0 is
+    used so every rank draws the same permutation (FFCV's rule, without the
+    warning). pipelines are deep-copied so one dict can serve several
+    loaders. Other keyword arguments go to Loader (num_workers, os_cache,
+    indices, batches_ahead, ...).
+    """
+    if distributed is None:
+        distributed = world_size > 1
+    if not 0 <= rank < world_size:
+        raise ValueError(f"rank {rank} is not in [0, {world_size})")
+    if order is None:
+        order = OrderOption.RANDOM if train else OrderOption.SEQUENTIAL
+    if drop_last is None:
+        drop_last = bool(train)
+    if seed is None and distributed:
+        seed = 0
+    kwargs = dict(loader_kwargs, order=order, seed=seed, drop_last=drop_last, distributed=distributed,
+                  pipelines=copy.deepcopy(pipelines) if pipelines is not None else {})
+    if distributed:
+        with _rank_env(rank, world_size):
+            loader = Loader(os.fspath(path), batch_size, **kwargs)
+        if (loader.rank, loader.world_size) != (rank, world_size):
+            raise RuntimeError(f"Loader took rank/world {loader.rank}/{loader.world_size}, expected {rank}/{world_size}")
+        return loader
+    return Loader(os.fspath(path), batch_size, **kwargs)
+
+
+def samples_per_rank(loader):
+    """How many samples one epoch of loader yields on this rank.
+
+    Non-distributed: len(indices); distributed: ceil(len(indices) / world),
+    the DistributedSampler share (the list is padded by repeating its head);
+    with drop_last only whole batches count.
+    """
+    n = len(loader.indices)
+    world = getattr(loader, "world_size", 1) if getattr(loader, "distributed", False) else 1
+    per_rank = math.ceil(n / world) if world > 1 else n
+    if loader.drop_last:
+        return (per_rank // loader.batch_size) * loader.batch_size
+    return per_rank
+
+
+def batch_size_of(batch):
+    """Samples in a batch (a tensor, or a tuple/list/dict of them): the first
+    dimension of its first tensor with one; 0-d tensors count as 1."""
+    if isinstance(batch, dict):
+        batch = list(batch.values())
+    if not isinstance(batch, (tuple, list)):
+        batch = (batch,)
+    for x in batch:
+        shape = getattr(x, "shape", None)
+        if shape is not None:
+            return int(shape[0]) if len(shape) else 1
+    return len(batch[0]) if batch else 0

@@ -1,0 +1,86 @@
+"""MosaicML Composer integration: ffcv_go Loaders as Composer ``DataSpec``s.
+
+    from ffcv_go.integrations.composer import build_train_loader, build_eval_loader, to_dataspec
+
+    train = to_dataspec(build_train_loader("train.beton", 256, pipelines=train_pipelines))
+    val = to_dataspec(build_eval_loader("val.beton", 256, pipelines=val_pipelines))
+    trainer = composer.Trainer(model=model, train_dataloader=train, eval_dataloader=val,
+                               max_duration="16ep", ...)
+
+How it fits Composer:
+
+- ``DataSpec.num_samples`` is the number of samples of one epoch across all
+  ranks (this rank's share, see ``samples_per_rank``, times the world size);
+  ``get_num_samples_in_batch`` is the first dimension of the batch's first
+  tensor. ``num_tokens`` / ``get_num_tokens_in_batch`` are derived from
+  ``tokens_per_sample`` when given (else Composer counts no tokens).
+- Every ``iter(loader)`` starts the loader's next epoch, which is what
+  Composer's epoch loop and its resumption "spinning" (one ``iter()`` per
+  finished epoch, then skipping the batches already trained) expect, so a
+  run resumed from a checkpoint sees the same orders as an uninterrupted one.
+- Composer checks for a ``DistributedSampler`` only on torch ``DataLoader``s;
+  ffcv_go shards itself (``distributed=True``). ``build_*_loader`` take rank
+  and world size from ``composer.utils.dist`` and turn ``distributed`` on
+  when the world size is above 1 (with seed 0 by default so ranks agree).
+  With ``drop_last=False`` and several ranks, the last batches are padded
+  with repeated samples as by DistributedSampler; Composer only removes such
+  duplicates from metrics for DataLoaders, so evaluation metrics over an
+  uneven split count the few repeated samples.
+- Put ``ToDevice`` in the pipelines to have batches arrive on the GPU; Composer's
+  own device move is then a no-op.
+"""
+from composer.core import DataSpec
+from composer.utils import dist
+
+from ._common import build_loader, samples_per_rank, batch_size_of
+
+__all__ = ["to_dataspec", "ffcv_dataspec", "build_train_loader", "build_eval_loader", "build_loader"]
+
+
+def to_dataspec(loader, *, num_samples=None, tokens_per_sample=None, num_tokens=None,
+                get_num_samples_in_batch=None, get_num_tokens_in_batch=None, **dataspec_kwargs):
+    """A composer.core.DataSpec over an ffcv_go Loader.
+
+    num_samples: samples per epoch across all ranks (default: computed from
+    the loader). tokens_per_sample: fixed tokens per sample, which gives
+    num_tokens and get_num_tokens_in_batch. Other keyword arguments
+    (batch_transforms, microbatch_transforms, split_batch, ...) go to DataSpec.
+    """
+    world = loader.world_size if getattr(loader, "distributed", False) else 1
+    if num_samples is None:
+        num_samples = samples_per_rank(loader) * world
+    if get_num_samples_in_batch is None:
+        get_num_samples_in_batch = batch_size_of
+    if tokens_per_sample is not None:
+        tokens_per_sample = int(tokens_per_sample)
+        if num_tokens is None:
+            num_tokens = num_samples * tokens_per_sample
+        if get_num_tokens_in_batch is None:
+            def get_num_tokens_in_batch(batch):
+                return batch_size_of(batch) * tokens_per_sample
+    return DataSpec(loader, num_samples=num_samples, num_tokens=num_tokens,
+                    get_num_samples_in_batch=get_num_samples_in_batch,
+                    get_num_tokens_in_batch=get_num_tokens_in_batch, **dataspec_kwargs)
+
+
+ffcv_dataspec = to_dataspec
+
+
+def _dist_kwargs(kwargs):
+    kwargs.setdefault("rank", dist.get_global_rank())
+    kwargs.setdefault("world_size", dist.get_world_size())
+    return kwargs
+
+
+def build_train_loader(path, batch_size, pipelines=None, **kwargs):
+    """A training Loader for this Composer rank: RANDOM order, drop_last, sharded
+    over composer.utils.dist's world (distributed=True when it has more than one
+    rank). batch_size is per rank. Keyword arguments as for
+    ffcv_go.integrations.build_loader / ffcv_go.Loader."""
+    return build_loader(path, batch_size, train=True, pipelines=pipelines, **_dist_kwargs(kwargs))
+
+
+def build_eval_loader(path, batch_size, pipelines=None, **kwargs):
+    """An evaluation Loader for this Composer rank: SEQUENTIAL, every sample
+    (drop_last=False), sharded like build_train_loader."""
+    return build_loader(path, batch_size, train=False, pipelines=pipelines, **_dist_kwargs(kwargs))
