@@ -1,0 +1,136 @@
+package imgproc
+
+import "math"
+
+// OpenCV's fixed-point bilinear resize uses 11-bit coefficients.
+const (
+	coefBits  = 11
+	coefScale = 1 << coefBits
+)
+
+// linTab is one axis of OpenCV's bilinear table: output index i reads source
+// indexes ofs[i] and ofs[i]+1 with weights a0[i] and a1[i] (sum ≈ 2048).
+type linTab struct {
+	ofs    []int32
+	a0, a1 []int32
+	limit  int // first output index whose right neighbour is off the edge
+}
+
+// build mirrors the coefficient loop of cv::resize for INTER_AREA when an
+// axis is upscaled ("area_mode"): sx = floor(dx*scale) and the fractional
+// weight is (dx+1) - (sx+1)/scale, wrapped to [0,1).
+func (t *linTab) build(ssize, dsize int, scale, inv float64) {
+	t.ofs = growI32(t.ofs, dsize)
+	t.a0 = growI32(t.a0, dsize)
+	t.a1 = growI32(t.a1, dsize)
+	t.limit = dsize
+	for d := 0; d < dsize; d++ {
+		s := int(math.Floor(float64(d) * scale))
+		f := float32(float64(d+1) - float64(s+1)*inv)
+		if f <= 0 {
+			f = 0
+		} else {
+			f -= float32(math.Floor(float64(f)))
+		}
+		if s+1 >= ssize {
+			t.limit = min(t.limit, d)
+			if s >= ssize-1 {
+				f, s = 0, ssize-1
+			}
+		}
+		t.ofs[d] = int32(s)
+		t.a0[d] = int32(math.RoundToEven(float64((1 - f) * coefScale)))
+		t.a1[d] = int32(math.RoundToEven(float64(f * coefScale)))
+	}
+}
+
+func (r *Resizer) prepareLinear(sw, sh, dw, dh, cn int, scaleX, scaleY, invX, invY float64) {
+	k := geomKey{mode: modeLinear, sw: sw, sh: sh, dw: dw, dh: dh, cn: cn}
+	if r.key == k {
+		return
+	}
+	r.key = geomKey{}
+	r.lx.build(sw, dw, scaleX, invX)
+	r.ly.build(sh, dh, scaleY, invY)
+	r.key = k
+}
+
+// linearRun is OpenCV's resizeGeneric_ with the fixed-point HResizeLinear /
+// VResizeLinear pair for 8-bit data. The vertical step uses the formula of
+// OpenCV's SIMD kernel (VResizeLinearVec_32s8u), which covers all but the
+// last few pixels of each row there.
+func (r *Resizer) linearRun(dst []byte, dw, dh int, src []byte, sh, srcStride, cn int) {
+	rowLen := dw * cn
+	r.ibuf = growI32(r.ibuf, rowLen)
+	r.ibuf2 = growI32(r.ibuf2, rowLen)
+	// Two filtered rows are cached; sy never decreases, so the row below
+	// becomes the row above as dy advances.
+	rows := [2][]int32{r.ibuf, r.ibuf2}
+	have := [2]int{-1, -1}
+	for dy := 0; dy < dh; dy++ {
+		sy := int(r.ly.ofs[dy])
+		y0, y1 := min(sy, sh-1), min(sy+1, sh-1)
+		if have[0] != y0 {
+			if have[1] == y0 {
+				rows[0], rows[1] = rows[1], rows[0]
+				have[0], have[1] = have[1], have[0]
+			} else {
+				r.hlinear(rows[0], src[y0*srcStride:], cn)
+				have[0] = y0
+			}
+		}
+		s0, s1 := rows[0], rows[0]
+		if y1 != y0 {
+			if have[1] != y1 {
+				r.hlinear(rows[1], src[y1*srcStride:], cn)
+				have[1] = y1
+			}
+			s1 = rows[1]
+		}
+		s1 = s1[:len(s0)]
+		b0, b1 := r.ly.a0[dy], r.ly.a1[dy]
+		out := dst[dy*rowLen : (dy+1)*rowLen]
+		out = out[:len(s0)]
+		for i, v := range s0 {
+			x := ((v>>4)*b0)>>16 + ((s1[i]>>4)*b1)>>16
+			x = (x + 2) >> 2
+			// x >= 0 (all terms are); saturate at 255 without a branch.
+			out[i] = uint8(x | (255-x)>>31)
+		}
+	}
+}
+
+// hlinear resamples one source row horizontally into 2048-scaled integers.
+func (r *Resizer) hlinear(buf []int32, row []byte, cn int) {
+	t := &r.lx
+	dw := len(buf) / cn
+	lim := min(t.limit, dw)
+	ofs, a0s, a1s := t.ofs[:lim], t.a0[:lim], t.a1[:lim]
+	if cn == 3 {
+		for dx, s := range ofs {
+			a0, a1 := a0s[dx], a1s[dx]
+			p := row[int(s)*3 : int(s)*3+6 : int(s)*3+6]
+			o := buf[dx*3 : dx*3+3 : dx*3+3]
+			o[0] = int32(p[0])*a0 + int32(p[3])*a1
+			o[1] = int32(p[1])*a0 + int32(p[4])*a1
+			o[2] = int32(p[2])*a0 + int32(p[5])*a1
+		}
+	} else {
+		for dx, s := range ofs {
+			a0, a1 := a0s[dx], a1s[dx]
+			p := row[int(s)*cn : int(s)*cn+2*cn]
+			o := buf[dx*cn : (dx+1)*cn]
+			for c := range o {
+				o[c] = int32(p[c])*a0 + int32(p[c+cn])*a1
+			}
+		}
+	}
+	// Past t.limit the right neighbour is off the edge: OpenCV copies.
+	for dx := lim; dx < dw; dx++ {
+		s := int(t.ofs[dx]) * cn
+		o := buf[dx*cn : (dx+1)*cn]
+		for c := range o {
+			o[c] = int32(row[s+c]) * coefScale
+		}
+	}
+}

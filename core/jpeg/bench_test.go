@@ -1,0 +1,116 @@
+package jpeg
+
+import (
+	"image"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ffcv-go/ffcv-go/core/imgproc"
+)
+
+// rrcCrops draws n crops like torchvision's RandomResizedCrop (area 8-100%,
+// aspect ratio 3/4-4/3), the loader's usual training transform.
+func rrcCrops(n, w, h int) []image.Rectangle {
+	r := rand.New(rand.NewPCG(11, 12))
+	var out []image.Rectangle
+	for len(out) < n {
+		area := float64(w*h) * (0.08 + 0.92*r.Float64())
+		ratio := math.Exp(math.Log(3.0/4) + r.Float64()*math.Log(16.0/9))
+		cw := int(math.Round(math.Sqrt(area * ratio)))
+		ch := int(math.Round(math.Sqrt(area / ratio)))
+		if cw < 1 || ch < 1 || cw > w || ch > h {
+			continue
+		}
+		x, y := r.IntN(w-cw+1), r.IntN(h-ch+1)
+		out = append(out, image.Rect(x, y, x+cw, y+ch))
+	}
+	return out
+}
+
+type benchCase struct {
+	name  string
+	jpeg  []byte
+	w, h  int
+	crops []image.Rectangle
+}
+
+func benchCases(b *testing.B) []benchCase {
+	p := loadPhoto(b)
+	whole := []image.Rectangle{image.Rect(0, 0, p.w, p.h)}
+	cases := []benchCase{
+		{"400x300/whole", p.jpeg, p.w, p.h, whole},
+		{"400x300/center256", p.jpeg, p.w, p.h, []image.Rectangle{image.Rect(72, 22, 328, 278)}},
+		{"400x300/rrc", p.jpeg, p.w, p.h, rrcCrops(64, p.w, p.h)},
+	}
+	// A 4x bigger image, where DCT scaling kicks in for large crops.
+	const bw, bh = 1600, 1200
+	big := make([]byte, bw*bh*3)
+	imgproc.ResizeArea(big, bw, bh, p.src, p.w, p.h, p.w*3, 3)
+	bigJPEG, err := Encode(big, bw, bh, 90)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cases = append(cases,
+		benchCase{"1600x1200/whole", bigJPEG, bw, bh, []image.Rectangle{image.Rect(0, 0, bw, bh)}},
+		benchCase{"1600x1200/rrc", bigJPEG, bw, bh, rrcCrops(64, bw, bh)})
+	return cases
+}
+
+const benchOut = 224
+
+// BenchmarkDecodeCropResize is the loader's hot path: a crop of a q90 photo
+// resized to 224x224. Compare with BenchmarkDecodeThenResize.
+func BenchmarkDecodeCropResize(b *testing.B) {
+	for _, c := range benchCases(b) {
+		b.Run(c.name, func(b *testing.B) {
+			d := NewDecoder()
+			defer d.Close()
+			dst := make([]byte, benchOut*benchOut*3)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				crop := c.crops[i%len(c.crops)]
+				i++
+				if err := d.DecodeCropResize(c.jpeg, crop, benchOut, benchOut, dst); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDecodeThenResize is the straightforward way: decode the whole
+// image, then crop and resize with imgproc.
+func BenchmarkDecodeThenResize(b *testing.B) {
+	for _, c := range benchCases(b) {
+		b.Run(c.name, func(b *testing.B) {
+			d := NewDecoder()
+			defer d.Close()
+			full := make([]byte, c.w*c.h*3)
+			dst := make([]byte, benchOut*benchOut*3)
+			var rs imgproc.Resizer
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				crop := c.crops[i%len(c.crops)]
+				i++
+				if _, _, err := d.Decode(c.jpeg, full); err != nil {
+					b.Fatal(err)
+				}
+				rs.ResizeArea(dst, benchOut, benchOut, imgproc.SubRect(full, c.w*3, 3, crop),
+					crop.Dx(), crop.Dy(), c.w*3, 3)
+			}
+		})
+	}
+}
+
+func BenchmarkEncode(b *testing.B) {
+	p := loadPhoto(b)
+	b.SetBytes(int64(len(p.src)))
+	for b.Loop() {
+		if _, err := Encode(p.src, p.w, p.h, 90); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package jpeg
+
+/*
+#cgo LDFLAGS: -ljpeg
+#include "ffjpeg.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"github.com/ffcv-go/ffcv-go/core/imgproc"
+)
+
+// ErrShortBuffer is wrapped by errors about a destination buffer that is
+// too small for the result.
+var ErrShortBuffer = errors.New("jpeg: destination buffer too small")
+
+var errClosed = errors.New("jpeg: decoder is closed")
+
+// A Decoder decodes JPEG images, reusing its libjpeg state and scratch
+// buffers from one image to the next. A Decoder must not be used by more
+// than one goroutine at a time; give each goroutine its own.
+//
+// Progressive images are buffered whole inside libjpeg; one that would need
+// more than 1 GiB for that is rejected.
+type Decoder struct {
+	c       *C.ffj_dec // C memory; nil once closed
+	cleanup runtime.Cleanup
+	scratch []byte // decoded (scaled) crop before the final resize
+	rs      imgproc.Resizer
+	g       C.ffj_geom // request/result of the last decode; a field so it is not allocated per call
+}
+
+// NewDecoder returns a Decoder. Call Close to free its C memory promptly;
+// a Decoder that becomes unreachable is freed by the garbage collector.
+func NewDecoder() *Decoder {
+	c := C.ffj_new()
+	if c == nil {
+		panic("jpeg: cannot allocate a libjpeg decoder")
+	}
+	d := &Decoder{c: c}
+	d.cleanup = runtime.AddCleanup(d, func(c *C.ffj_dec) { C.ffj_free(c) }, c)
+	return d
+}
+
+// Close frees the decoder's C memory. Calling Close more than once is
+// harmless; other methods fail after Close.
+func (d *Decoder) Close() {
+	if d.c == nil {
+		return
+	}
+	d.cleanup.Stop()
+	C.ffj_free(d.c)
+	d.c = nil
+}
+
+// DecodeConfig returns the width and height of the JPEG image in data,
+// reading only its header.
+func DecodeConfig(data []byte) (width, height int, err error) {
+	d := NewDecoder()
+	defer d.Close()
+	return d.DecodeConfig(data)
+}
+
+// DecodeConfig is like the package-level DecodeConfig but reuses d.
+func (d *Decoder) DecodeConfig(data []byte) (width, height int, err error) {
+	if err := d.check(data); err != nil {
+		return 0, 0, err
+	}
+	var w, h C.int
+	rc := C.ffj_header(d.c, bytePtr(data), C.ulong(len(data)), &w, &h)
+	if rc != C.FFJ_OK {
+		return 0, 0, fmt.Errorf("jpeg: decode config: %s", d.message())
+	}
+	runtime.KeepAlive(d) // the cleanup must not free d.c during the call
+	return int(w), int(h), nil
+}
+
+// Decode decodes the whole image in data into dst as RGB and returns its
+// size. dst must hold at least width*height*3 bytes; if it does not, Decode
+// returns the size and an error wrapping ErrShortBuffer, so the caller can
+// retry with a bigger buffer.
+func (d *Decoder) Decode(data []byte, dst []byte) (w, h int, err error) {
+	g := &d.g
+	*g = C.ffj_geom{scale_num: 8, cx1: -1}
+	if err := d.decode(data, g, dst); err != nil {
+		if errors.Is(err, ErrShortBuffer) {
+			return int(g.img_w), int(g.img_h), err
+		}
+		return 0, 0, err
+	}
+	return int(g.img_w), int(g.img_h), nil
+}
+
+func (d *Decoder) check(data []byte) error {
+	if d.c == nil {
+		return errClosed
+	}
+	if len(data) == 0 {
+		return errors.New("jpeg: empty input")
+	}
+	return nil
+}
+
+// decode runs one libjpeg decode of the request in g into buf.
+func (d *Decoder) decode(data []byte, g *C.ffj_geom, buf []byte) error {
+	if err := d.check(data); err != nil {
+		return err
+	}
+	rc := C.ffj_decode(d.c, bytePtr(data), C.ulong(len(data)), g, bytePtr(buf), C.size_t(len(buf)))
+	runtime.KeepAlive(d)
+	switch rc {
+	case C.FFJ_OK:
+		return nil
+	case C.FFJ_ERR_SMALL:
+		return fmt.Errorf("%w: have %d bytes, need %d for %dx%d pixels",
+			ErrShortBuffer, len(buf), int(g.buf_w)*int(g.buf_h)*3, g.buf_w, g.buf_h)
+	case C.FFJ_ERR_REGION:
+		return fmt.Errorf("jpeg: crop (%d,%d)-(%d,%d) is not inside the %dx%d image",
+			g.cx0, g.cy0, g.cx1, g.cy1, g.img_w, g.img_h)
+	default:
+		return fmt.Errorf("jpeg: decode: %s", d.message())
+	}
+}
+
+func (d *Decoder) message() string {
+	return C.GoString(C.ffj_msg(d.c))
+}
+
+// bytePtr returns a C pointer to b's first byte, or nil for an empty b.
+// C only uses it during the call it is passed to.
+func bytePtr(b []byte) *C.uchar {
+	if len(b) == 0 {
+		return nil
+	}
+	return (*C.uchar)(unsafe.Pointer(&b[0]))
+}

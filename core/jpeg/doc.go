@@ -1,0 +1,18 @@
+// Package jpeg decodes and encodes baseline and progressive JPEG images with
+// libjpeg-turbo through cgo.
+//
+// The hot path is Decoder.DecodeCropResize, which produces a resized crop of
+// an image while decoding as little as possible: it lets libjpeg shrink the
+// image in the DCT domain, decodes only the columns (jpeg_crop_scanline) and
+// rows (jpeg_skip_scanlines, early stop) under the crop, and finishes with an
+// OpenCV-compatible INTER_AREA resize from package imgproc.
+//
+// Pixels are 8-bit RGB, interleaved, in row-major (HWC) order. Grayscale and
+// CMYK/YCCK images are converted to RGB.
+//
+// Corrupt or truncated data yields an error: libjpeg warnings about damaged
+// data are treated as errors, since libjpeg would otherwise fill the damaged
+// part with made-up pixels. Only the part of the stream that is actually
+// decoded is checked, so DecodeCropResize accepts a file that is damaged only
+// below the crop.
+package jpeg

@@ -1,0 +1,126 @@
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jpeglib.h>
+#include <jerror.h>
+
+#include "ffjpeg.h"
+
+// Same error manager as the decoder (see ffjpeg.c), redeclared to keep the
+// files independent.
+typedef struct {
+	struct jpeg_error_mgr pub;
+	jmp_buf jb;
+	char msg[JMSG_LENGTH_MAX];
+} ffe_err;
+
+static void ffe_error_exit(j_common_ptr c) {
+	ffe_err *e = (ffe_err *)c->err;
+	(*c->err->format_message)(c, e->msg);
+	longjmp(e->jb, 1);
+}
+
+static void ffe_output_message(j_common_ptr c) { (void)c; }
+
+// A destination manager writing into a malloc'ed buffer we own, so that it
+// can be freed on the error path too (jpeg_mem_dest hides its buffer).
+typedef struct {
+	struct jpeg_destination_mgr pub;
+	unsigned char *buf;
+	size_t cap;
+} ffe_dest;
+
+static void ffe_init_dest(j_compress_ptr c) {
+	ffe_dest *d = (ffe_dest *)c->dest;
+	d->pub.next_output_byte = d->buf;
+	d->pub.free_in_buffer = d->cap;
+}
+
+static boolean ffe_empty_dest(j_compress_ptr c) {
+	ffe_dest *d = (ffe_dest *)c->dest;
+	size_t used = d->cap; // libjpeg calls this only when the buffer is full
+	unsigned char *nb = realloc(d->buf, d->cap * 2);
+	if (!nb)
+		ERREXIT1(c, JERR_OUT_OF_MEMORY, 10);
+	d->buf = nb;
+	d->cap *= 2;
+	d->pub.next_output_byte = nb + used;
+	d->pub.free_in_buffer = d->cap - used;
+	return TRUE;
+}
+
+static void ffe_term_dest(j_compress_ptr c) { (void)c; }
+
+// All state lives on the heap: only the pointer is a local, and it does not
+// change after setjmp, so it is still valid after a longjmp.
+typedef struct {
+	struct jpeg_compress_struct c;
+	ffe_err err;
+	ffe_dest dest;
+} ffe_state;
+
+int ffj_encode(const unsigned char *pix, int w, int h, int ncomp, int in_cs,
+               int jpeg_cs, int quality, int hs, int vs, int progressive,
+               unsigned char **out, size_t *outlen, char *msg, size_t msglen) {
+	ffe_state *s = calloc(1, sizeof *s);
+	if (!s)
+		return FFJ_ERR_NOMEM;
+	s->dest.cap = (size_t)w * h * ncomp / 4 + 4096;
+	s->dest.buf = malloc(s->dest.cap);
+	if (!s->dest.buf) {
+		free(s);
+		return FFJ_ERR_NOMEM;
+	}
+	jpeg_std_error(&s->err.pub);
+	s->err.pub.error_exit = ffe_error_exit;
+	s->err.pub.output_message = ffe_output_message;
+	s->c.err = &s->err.pub;
+	if (setjmp(s->err.jb)) {
+		snprintf(msg, msglen, "%s", s->err.msg);
+		jpeg_destroy_compress(&s->c);
+		free(s->dest.buf);
+		free(s);
+		return FFJ_ERR_LIB;
+	}
+	jpeg_create_compress(&s->c);
+	s->dest.pub.init_destination = ffe_init_dest;
+	s->dest.pub.empty_output_buffer = ffe_empty_dest;
+	s->dest.pub.term_destination = ffe_term_dest;
+	s->c.dest = &s->dest.pub;
+
+	s->c.image_width = (JDIMENSION)w;
+	s->c.image_height = (JDIMENSION)h;
+	s->c.input_components = ncomp;
+	s->c.in_color_space = (J_COLOR_SPACE)in_cs;
+	jpeg_set_defaults(&s->c);
+	if (jpeg_cs >= 0)
+		jpeg_set_colorspace(&s->c, (J_COLOR_SPACE)jpeg_cs);
+	jpeg_set_quality(&s->c, quality, TRUE);
+	s->c.dct_method = JDCT_ISLOW;
+	// Luma (and K) get hs×vs samples per chroma sample: 2x2 is 4:2:0.
+	for (int i = 0; i < s->c.num_components; i++) {
+		int full = ncomp > 1 && (i == 0 || i == 3);
+		s->c.comp_info[i].h_samp_factor = full ? hs : 1;
+		s->c.comp_info[i].v_samp_factor = full ? vs : 1;
+	}
+	if (progressive)
+		jpeg_simple_progression(&s->c);
+
+	jpeg_start_compress(&s->c, TRUE);
+	size_t stride = (size_t)w * ncomp;
+	while (s->c.next_scanline < s->c.image_height) {
+		JSAMPROW rows[16];
+		int n = 0;
+		for (; n < 16 && s->c.next_scanline + n < s->c.image_height; n++)
+			rows[n] = (JSAMPROW)(pix + (size_t)(s->c.next_scanline + n) * stride);
+		jpeg_write_scanlines(&s->c, rows, (JDIMENSION)n);
+	}
+	jpeg_finish_compress(&s->c);
+	*out = s->dest.buf;
+	*outlen = s->dest.cap - s->dest.pub.free_in_buffer;
+	jpeg_destroy_compress(&s->c);
+	free(s);
+	return FFJ_OK;
+}

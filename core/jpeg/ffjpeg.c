@@ -1,0 +1,258 @@
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jpeglib.h>
+#include <jerror.h>
+
+#include "ffjpeg.h"
+
+// Error manager: error_exit and fatal warnings format the message and
+// longjmp to the setjmp of the ffj_* function that called libjpeg.
+typedef struct {
+	struct jpeg_error_mgr pub;
+	jmp_buf jb;
+	char msg[JMSG_LENGTH_MAX];
+} ffj_err;
+
+// Decoders cap libjpeg's big buffers (see ffj_new).
+#define FFJ_MAX_MEMORY (1L << 30)
+
+static void ffj_error_exit(j_common_ptr c) {
+	ffj_err *e = (ffj_err *)c->err;
+	if (c->err->msg_code == JERR_NO_BACKING_STORE) // libjpeg's way to say "over max_memory_to_use"
+		snprintf(e->msg, sizeof e->msg, "image needs more than %ld MiB of buffers", FFJ_MAX_MEMORY >> 20);
+	else
+		(*c->err->format_message)(c, e->msg);
+	longjmp(e->jb, 1);
+}
+
+// Warnings mean corrupt or truncated data (libjpeg then pads with gray or
+// guesses), except for a few about metadata. Treat the former as errors so
+// damaged files never decode to silently wrong pixels.
+static void ffj_emit_message(j_common_ptr c, int level) {
+	if (level >= 0)
+		return; // trace message
+	switch (c->err->msg_code) {
+	case JWRN_ADOBE_XFORM:
+	case JWRN_JFIF_MAJOR:
+	case JWRN_BOGUS_ICC:
+		return;
+	}
+	ffj_error_exit(c);
+}
+
+static void ffj_output_message(j_common_ptr c) { (void)c; }
+
+// ffj_die fails with a message of our own.
+static void ffj_die(j_common_ptr c, const char *msg) {
+	ffj_err *e = (ffj_err *)c->err;
+	snprintf(e->msg, sizeof e->msg, "%s", msg);
+	longjmp(e->jb, 1);
+}
+
+static void ffj_init_err(ffj_err *e) {
+	jpeg_std_error(&e->pub);
+	e->pub.error_exit = ffj_error_exit;
+	e->pub.emit_message = ffj_emit_message;
+	e->pub.output_message = ffj_output_message;
+	e->msg[0] = 0;
+}
+
+struct ffj_dec {
+	struct jpeg_decompress_struct cinfo;
+	ffj_err err;
+};
+
+ffj_dec *ffj_new(void) {
+	ffj_dec *volatile d = calloc(1, sizeof *d); // volatile: read after longjmp
+	if (!d)
+		return NULL;
+	d->cinfo.err = &d->err.pub;
+	ffj_init_err(&d->err);
+	if (setjmp(d->err.jb)) {
+		jpeg_destroy_decompress(&d->cinfo);
+		free(d);
+		return NULL;
+	}
+	jpeg_create_decompress(&d->cinfo);
+	// Bound whole-image buffers (progressive files) so a corrupt header
+	// claiming 65535x65535 fails cleanly instead of exhausting memory.
+	d->cinfo.mem->max_memory_to_use = FFJ_MAX_MEMORY;
+	return d;
+}
+
+void ffj_free(ffj_dec *d) {
+	if (!d)
+		return;
+	jpeg_destroy_decompress(&d->cinfo);
+	free(d);
+}
+
+const char *ffj_msg(ffj_dec *d) { return d->err.msg; }
+
+// The source manager points at Go memory only for the duration of a call.
+static void ffj_forget_src(j_decompress_ptr c) {
+	if (c->src) {
+		c->src->next_input_byte = NULL;
+		c->src->bytes_in_buffer = 0;
+	}
+}
+
+// Adobe CMYK JPEGs store inverted inks, so R = C'·K'/255 on the stored
+// values (the conversion OpenCV and Pillow use).
+static void ffj_cmyk_to_rgb(const JSAMPLE *in, unsigned char *out, int w) {
+	for (int i = 0; i < w; i++, in += 4, out += 3) {
+		unsigned k = in[3];
+		out[0] = (unsigned char)((in[0] * k + 127) / 255);
+		out[1] = (unsigned char)((in[1] * k + 127) / 255);
+		out[2] = (unsigned char)((in[2] * k + 127) / 255);
+	}
+}
+
+// ffj_upsamples reports whether any component needs upsampling after
+// scaled IDCT (valid after jpeg_calc_output_dimensions).
+static int ffj_upsamples(j_decompress_ptr c) {
+	for (int i = 0; i < c->num_components; i++) {
+		jpeg_component_info *ci = &c->comp_info[i];
+		if (ci->h_samp_factor * ci->DCT_scaled_size != c->max_h_samp_factor * c->min_DCT_scaled_size ||
+		    ci->v_samp_factor * ci->DCT_scaled_size != c->max_v_samp_factor * c->min_DCT_scaled_size)
+			return 1;
+	}
+	return 0;
+}
+
+static int ffj_fail(j_decompress_ptr c, int code) {
+	jpeg_abort_decompress(c);
+	ffj_forget_src(c);
+	return code;
+}
+
+int ffj_decode(ffj_dec *d, const unsigned char *data, unsigned long len,
+               ffj_geom *g, unsigned char *out, size_t cap) {
+	j_decompress_ptr c = &d->cinfo;
+	d->err.msg[0] = 0;
+	if (setjmp(d->err.jb))
+		return ffj_fail(c, FFJ_ERR_LIB);
+
+	jpeg_mem_src(c, data, len);
+	jpeg_read_header(c, TRUE);
+	g->img_w = (int)c->image_width;
+	g->img_h = (int)c->image_height;
+	if (g->cx1 < 0) {
+		g->cx0 = g->cy0 = 0;
+		g->cx1 = g->img_w;
+		g->cy1 = g->img_h;
+	}
+	if (g->cx0 < 0 || g->cy0 < 0 || g->cx0 >= g->cx1 || g->cy0 >= g->cy1 ||
+	    g->cx1 > g->img_w || g->cy1 > g->img_h)
+		return ffj_fail(c, FFJ_ERR_REGION);
+
+	int cmyk = c->jpeg_color_space == JCS_CMYK || c->jpeg_color_space == JCS_YCCK;
+	c->out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
+	c->dct_method = JDCT_ISLOW;
+	c->scale_num = (unsigned)g->scale_num;
+	c->scale_denom = 8;
+	jpeg_calc_output_dimensions(c);
+	// At 1/8 libjpeg-turbo upsamples chroma by plain replication (fancy
+	// upsampling needs IDCT blocks of 2+ pixels). 4:2:0 and 4:4:4 avoid
+	// upsampling there (chroma gets 2x2 IDCTs), but 4:2:2, 4:4:0 and 4:1:1
+	// would get blocky colour; decode those at 1/4 instead.
+	if (c->min_DCT_scaled_size == 1 && ffj_upsamples(c)) {
+		c->scale_num = 2;
+		g->scale_num = 2;
+		jpeg_calc_output_dimensions(c);
+	}
+	g->out_w = (int)c->output_width;
+	g->out_h = (int)c->output_height;
+
+	// Scaled rows and columns touched by the crop: floor of the start,
+	// ceiling of the end (output_width rounds up, so the end fits).
+	long s = g->scale_num;
+	int x0 = (int)(g->cx0 * s / 8), x1 = (int)((g->cx1 * s + 7) / 8);
+	int y0 = (int)(g->cy0 * s / 8), y1 = (int)((g->cy1 * s + 7) / 8);
+	if (x1 > g->out_w) x1 = g->out_w;
+	if (y1 > g->out_h) y1 = g->out_h;
+	// Widen by a column on each side: fancy chroma upsampling treats the
+	// edges of a cropped decode as image edges, which would change the
+	// first and last columns of the crop. (Rows need no margin: libjpeg
+	// keeps context rows across jpeg_skip_scanlines.)
+	if (x0 > 0) x0--;
+	if (x1 < g->out_w) x1++;
+	// jpeg_crop_scanline switches to plain (box) upsampling when a chroma
+	// row becomes narrower than 2 samples; 8 columns avoid that even for
+	// 4:1:1 files.
+	if (x1 - x0 < 8) {
+		x1 = x0 + 8 < g->out_w ? x0 + 8 : g->out_w;
+		x0 = x1 - 8 > 0 ? x1 - 8 : 0;
+	}
+	// jpeg_crop_scanline widens the span by less than one iMCU (<= 32
+	// pixels); check against that bound before doing any real work.
+	size_t maxw = (size_t)(x1 - x0) + 31;
+	if (maxw > (size_t)g->out_w) maxw = (size_t)g->out_w;
+	if (maxw * 3 * (size_t)(y1 - y0) > cap) {
+		g->buf_w = (int)maxw;
+		g->buf_h = y1 - y0;
+		return ffj_fail(c, FFJ_ERR_SMALL);
+	}
+
+	jpeg_start_decompress(c);
+	JDIMENSION xoff = (JDIMENSION)x0, w = (JDIMENSION)(x1 - x0);
+	if (w != c->output_width)
+		jpeg_crop_scanline(c, &xoff, &w); // aligns xoff down to an iMCU
+	g->buf_x = (int)xoff;
+	g->buf_w = (int)w;
+	size_t stride = (size_t)w * 3;
+	if (stride * (size_t)(y1 - y0) > cap)
+		return ffj_fail(c, FFJ_ERR_SMALL); // unreachable given the bound above
+
+	if (y0 > 0 && jpeg_skip_scanlines(c, (JDIMENSION)y0) != (JDIMENSION)y0)
+		ffj_die((j_common_ptr)c, "cannot skip to the first cropped row");
+	g->buf_y = y0;
+	g->buf_h = y1 - y0;
+
+	JSAMPARRAY tmp = NULL;
+	if (cmyk)
+		tmp = (*c->mem->alloc_sarray)((j_common_ptr)c, JPOOL_IMAGE, w * 4, 1);
+	while (c->output_scanline < (JDIMENSION)y1) {
+		unsigned char *dst = out + (size_t)(c->output_scanline - y0) * stride;
+		if (cmyk) {
+			if (jpeg_read_scanlines(c, tmp, 1) != 1)
+				ffj_die((j_common_ptr)c, "no scanline returned");
+			ffj_cmyk_to_rgb(tmp[0], dst, (int)w);
+			continue;
+		}
+		JSAMPROW rows[16];
+		int n = y1 - (int)c->output_scanline;
+		if (n > 16) n = 16;
+		for (int i = 0; i < n; i++)
+			rows[i] = dst + (size_t)i * stride;
+		if (jpeg_read_scanlines(c, rows, (JDIMENSION)n) == 0)
+			ffj_die((j_common_ptr)c, "no scanline returned");
+	}
+
+	// Reading to the end lets libjpeg check the rest of the stream (trailing
+	// garbage, missing EOI); an early stop just drops the decoder state.
+	if (c->output_scanline == c->output_height)
+		jpeg_finish_decompress(c);
+	else
+		jpeg_abort_decompress(c);
+	ffj_forget_src(c);
+	return FFJ_OK;
+}
+
+int ffj_header(ffj_dec *d, const unsigned char *data, unsigned long len,
+               int *w, int *h) {
+	j_decompress_ptr c = &d->cinfo;
+	d->err.msg[0] = 0;
+	if (setjmp(d->err.jb))
+		return ffj_fail(c, FFJ_ERR_LIB);
+	jpeg_mem_src(c, data, len);
+	jpeg_read_header(c, TRUE);
+	*w = (int)c->image_width;
+	*h = (int)c->image_height;
+	jpeg_abort_decompress(c);
+	ffj_forget_src(c);
+	return FFJ_OK;
+}

@@ -1,0 +1,46 @@
+// C side of package jpeg. Every libjpeg call happens inside one of these
+// functions, below a setjmp in the same function, so a libjpeg error
+// longjmps back into C and never across Go frames.
+#ifndef FFJPEG_H
+#define FFJPEG_H
+
+#include <stddef.h>
+
+enum {
+	FFJ_OK = 0,
+	FFJ_ERR_LIB = 1,    // libjpeg error or fatal warning; message in the state
+	FFJ_ERR_SMALL = 2,  // output buffer too small
+	FFJ_ERR_REGION = 3, // crop rectangle not inside the image
+	FFJ_ERR_NOMEM = 4
+};
+
+// ffj_geom carries one decode request in and its geometry out.
+typedef struct {
+	int scale_num;            // in: DCT scale numerator over 8; out: the one used
+	int cx0, cy0, cx1, cy1;   // in: crop in full-resolution pixels; cx1 < 0: whole image
+	int img_w, img_h;         // out: full-resolution size
+	int out_w, out_h;         // out: size of the whole image at this scale
+	int buf_x, buf_y;         // out: scaled position of the first decoded pixel
+	int buf_w, buf_h;         // out: decoded columns and rows (rows are buf_w*3 bytes)
+} ffj_geom;
+
+typedef struct ffj_dec ffj_dec;
+
+ffj_dec *ffj_new(void);
+void ffj_free(ffj_dec *d);
+const char *ffj_msg(ffj_dec *d);
+int ffj_decode(ffj_dec *d, const unsigned char *data, unsigned long len,
+               ffj_geom *g, unsigned char *out, size_t cap);
+
+int ffj_header(ffj_dec *d, const unsigned char *data, unsigned long len,
+               int *w, int *h);
+
+// ffj_encode compresses w×h pixels of ncomp bytes each (in_cs is a libjpeg
+// J_COLOR_SPACE; jpeg_cs the colour space to store, or -1 for libjpeg's
+// default; hs×vs the luma sampling factors). On success *out is a malloc'ed
+// buffer of *outlen bytes.
+int ffj_encode(const unsigned char *pix, int w, int h, int ncomp, int in_cs,
+               int jpeg_cs, int quality, int hs, int vs, int progressive,
+               unsigned char **out, size_t *outlen, char *msg, size_t msglen);
+
+#endif

@@ -1,0 +1,52 @@
+package jpeg
+
+import (
+	"image"
+	"testing"
+)
+
+// FuzzDecode checks that no input crashes the decoder or makes it write
+// outside its buffers: every call either fails or returns a full image.
+// go test runs the seeds; use -fuzz=FuzzDecode for a real search.
+func FuzzDecode(f *testing.F) {
+	pix := gradient(40, 24)
+	gray := make([]byte, 40*24)
+	for _, o := range []encodeOptions{
+		{subsample: true}, {progressive: true}, {gray: true}, {cmyk: true, ycck: true},
+	} {
+		src := pix
+		switch {
+		case o.gray:
+			src = gray
+		case o.cmyk:
+			src = rgbToCMYK(pix)
+		}
+		b, err := encode(src, 40, 24, 75, o)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+		f.Add(b[:len(b)/2])
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d := NewDecoder()
+		defer d.Close()
+		w, h, err := d.DecodeConfig(data)
+		if err != nil || w*h > 1<<20 {
+			return // keep each run small
+		}
+		if _, _, err := d.Decode(data, make([]byte, w*h*3)); err != nil {
+			return
+		}
+		crops := []image.Rectangle{
+			image.Rect(0, 0, w, h),
+			image.Rect(w/3, h/3, w/3+max(w/2, 1), h/3+max(h/2, 1)),
+		}
+		for _, c := range crops {
+			for _, out := range [][2]int{{7, 5}, {max(w/8, 1), max(h/8, 1)}, {2 * w, h}} {
+				dst := make([]byte, out[0]*out[1]*3)
+				_ = d.DecodeCropResize(data, c, out[0], out[1], dst)
+			}
+		}
+	})
+}
