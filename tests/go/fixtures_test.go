@@ -12,6 +12,7 @@ import (
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/jpeg"
 )
 
 func fixtureDir(t testing.TB) string {
@@ -169,4 +170,50 @@ func TestFixturePages(t *testing.T) {
 	if len(pages) < 3 {
 		t.Fatalf("samples lie on %d pages, want several", len(pages))
 	}
+}
+
+// TestFixtureJPEGImages decodes every stored JPEG and compares it with the
+// pixels libjpeg-turbo gave FFCV's side (accurate IDCT, so within ±2).
+func TestFixtureJPEGImages(t *testing.T) {
+	for _, name := range []string{"images_jpg_var", "images_smart_var", "images_proportion_var"} {
+		t.Run(name, func(t *testing.T) {
+			r, want := openFixture(t, name)
+			pix := want["pixels_concat"].data
+			d := jpeg.NewDecoder()
+			defer d.Close()
+			off, jpegs := 0, 0
+			for i := uint64(0); i < r.NumSamples(); i++ {
+				col, heap := mustRead(t, r, i, 0)
+				w, h := int(binary.LittleEndian.Uint16(col[1:])), int(binary.LittleEndian.Uint16(col[3:]))
+				ref := pix[off : off+w*h*3]
+				off += w * h * 3
+				if col[0] != field.ModeJPEG {
+					continue
+				}
+				jpegs++
+				got := make([]byte, w*h*3)
+				gw, gh, err := d.Decode(heap, got)
+				if err != nil || gw != w || gh != h {
+					t.Fatalf("sample %d: decode %dx%d: %v (metadata %dx%d)", i, gw, gh, err, w, h)
+				}
+				worst := 0
+				for k := range got {
+					worst = max(worst, absDiff(got[k], ref[k]))
+				}
+				if worst > 2 {
+					t.Fatalf("sample %d: pixels differ by up to %d", i, worst)
+				}
+			}
+			if jpegs == 0 {
+				t.Fatalf("no JPEG sample in %s", name)
+			}
+		})
+	}
+}
+
+func absDiff(a, b byte) int {
+	if a > b {
+		return int(a - b)
+	}
+	return int(b - a)
 }

@@ -72,3 +72,28 @@ func TestRewriteIsByteIdentical(t *testing.T) {
 		}
 	}
 }
+
+// TestSmartModeMatchesFFCV re-encodes the smart fixture's images with the
+// same options and expects FFCV's choice of JPEG or raw for each.
+func TestSmartModeMatchesFFCV(t *testing.T) {
+	_, want := openFixture(t, "images_smart_var")
+	modes, hs, ws := want["modes"].int64s(), want["heights"].int64s(), want["widths"].int64s()
+	pix := want["pixels_concat"].data
+	enc, err := field.NewEncoder(field.Desc{Type: field.RGBImage, Name: "image"},
+		field.ImageOptions{WriteMode: "smart", SmartThreshold: 4800, MaxResolution: 64, JPEGQuality: 90})
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := 0
+	for i := range modes {
+		w, h := int(ws[i]), int(hs[i])
+		e, err := enc.Encode(field.Value{Data: pix[off : off+w*h*3], Width: w, Height: h, Channels: 3}, uint64(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		off += w * h * 3
+		if int64(e.Column[field.RGBModeOff]) != modes[i] {
+			t.Errorf("sample %d (%dx%d): mode %d, FFCV wrote %d", i, w, h, e.Column[0], modes[i])
+		}
+	}
+}
