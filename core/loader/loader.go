@@ -85,12 +85,7 @@ func New(r *beton.Reader, cfg Config, progs []*pipeline.Program) (*Loader, error
 			return nil, fmt.Errorf("index %d out of range: the file has %d samples", i, r.NumSamples())
 		}
 	}
-	if cfg.Indices == nil {
-		cfg.Indices = make([]uint64, r.NumSamples())
-		for i := range cfg.Indices {
-			cfg.Indices[i] = uint64(i)
-		}
-	}
+
 	if cfg.MaxBatchMemory <= 0 {
 		cfg.MaxBatchMemory = 16 << 30
 	}
@@ -136,8 +131,27 @@ func (l *Loader) SlotBytes() []int { return l.pool.sizes[:len(l.progs)] }
 
 // NumSamples is the number of samples an epoch visits on this rank.
 func (l *Loader) NumSamples() int {
-	n := len(l.cfg.Indices)
-	return (n + l.cfg.World - 1) / l.cfg.World
+	return (l.numIndices() + l.cfg.World - 1) / l.cfg.World
+}
+
+func (l *Loader) numIndices() int {
+	if l.cfg.Indices == nil {
+		return int(l.r.NumSamples())
+	}
+	return len(l.cfg.Indices)
+}
+
+// indices returns the samples the loader draws from: Config.Indices, or
+// every sample (enumerated per epoch rather than held, for huge files).
+func (l *Loader) indices() []uint64 {
+	if l.cfg.Indices != nil {
+		return l.cfg.Indices
+	}
+	all := make([]uint64, l.r.NumSamples())
+	for i := range all {
+		all[i] = uint64(i)
+	}
+	return all
 }
 
 // Len is the number of batches per epoch for n samples.
@@ -160,9 +174,12 @@ func (l *Loader) pageOf(id uint64) uint32 {
 func (l *Loader) GlobalOrder(epoch uint64) []uint64 {
 	switch l.cfg.Order {
 	case "random":
-		return order.Random(l.cfg.Indices, l.cfg.Seed+epoch)
+		return order.Random(l.indices(), l.cfg.Seed+epoch)
 	case "quasi_random":
-		return order.QuasiRandom(l.cfg.Indices, l.pageOf, l.cfg.QuasiWindow, l.cfg.Seed+epoch)
+		return order.QuasiRandom(l.indices(), l.pageOf, l.cfg.QuasiWindow, l.cfg.Seed+epoch)
+	}
+	if l.cfg.Indices == nil {
+		return l.indices() // already a fresh slice
 	}
 	return order.Sequential(l.cfg.Indices)
 }

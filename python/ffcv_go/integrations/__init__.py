@@ -12,9 +12,9 @@ Importing this package imports neither Composer nor Lightning; each
 submodule imports its framework when it is itself imported (or when one of
 the names below is first used).
 """
-from ._common import build_loader, samples_per_rank
+from ._common import build_loader, samples_per_rank, LazyEpochLoader
 
-__all__ = ["build_loader", "samples_per_rank", "to_dataspec", "ffcv_dataspec", "FFCVDataModule"]
+__all__ = ["build_loader", "samples_per_rank", "LazyEpochLoader", "to_dataspec", "ffcv_dataspec", "FFCVDataModule"]
 
 _LAZY = {
     "to_dataspec": "composer",

@@ -37,8 +37,56 @@ def _rank_env(rank, world_size):
                 os.environ[k] = v
 
 
+class LazyEpochLoader(Loader):
+    """A Loader whose ``iter()`` starts the epoch at the first ``next()``.
+
+    A plain Loader starts its next epoch (and its background decoding) on
+    every ``iter()``. Some frameworks call ``iter(dataloader)`` once just to
+    check that it is iterable (Lightning's ``_check_dataloader_iterable``
+    does, for anything that is not a torch DataLoader), which would silently
+    skip epoch 0 and decode batches nobody reads. With this class such an
+    unused iterator costs nothing and consumes no epoch. Everything else is
+    the Loader's behaviour.
+    """
+
+    def __iter__(self):
+        return _LazyEpoch(self)
+
+    def load_state_dict(self, state):
+        """As Loader's, except that a state at the end of an epoch (batch >=
+        len) resumes at the start of the next one: a trainer restoring a
+        checkpoint taken after an epoch's last batch moves on to the next
+        epoch without iterating the (empty) rest of the old one."""
+        state = dict(state)
+        if int(state.get("batch", 0)) >= len(self) > 0:
+            state["epoch"], state["batch"] = int(state["epoch"]) + 1, 0
+        super().load_state_dict(state)
+
+
+class _LazyEpoch:
+    def __init__(self, loader):
+        self.loader, self.it = loader, None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.it is None:
+            self.it = Loader.__iter__(self.loader)
+        return next(self.it)
+
+    def __len__(self):
+        if self.it is not None:
+            return len(self.it)
+        return len(self.loader) - self.loader._resume_batch
+
+    def close(self):
+        if self.it is not None:
+            self.it.close()
+
+
 def build_loader(path, batch_size, *, rank=0, world_size=1, distributed=None, train=True, pipelines=None,
-                 order=None, seed=None, drop_last=None, **loader_kwargs):
+                 order=None, seed=None, drop_last=None, loader_cls=Loader, **loader_kwargs):
     """An ffcv_go.Loader over path for the given rank of world_size.
 
     distributed=None means ``world_size > 1``. Defaults follow the usual
@@ -63,11 +111,11 @@ def build_loader(path, batch_size, *, rank=0, world_size=1, distributed=None, tr
                   pipelines=copy.deepcopy(pipelines) if pipelines is not None else {})
     if distributed:
         with _rank_env(rank, world_size):
-            loader = Loader(os.fspath(path), batch_size, **kwargs)
+            loader = loader_cls(os.fspath(path), batch_size, **kwargs)
         if (loader.rank, loader.world_size) != (rank, world_size):
             raise RuntimeError(f"Loader took rank/world {loader.rank}/{loader.world_size}, expected {rank}/{world_size}")
         return loader
-    return Loader(os.fspath(path), batch_size, **kwargs)
+    return loader_cls(os.fspath(path), batch_size, **kwargs)
 
 
 def samples_per_rank(loader):

@@ -13,7 +13,10 @@ Behaviour:
 - ``train_dataloader`` / ``val_dataloader`` / ``test_dataloader`` /
   ``predict_dataloader`` return ffcv_go Loaders (RANDOM + drop_last for
   training, SEQUENTIAL over every sample otherwise). ``batch_size`` is per
-  process.
+  process. They are ``LazyEpochLoader``s, a Loader subclass whose epoch
+  starts at the first ``next()`` rather than at ``iter()``: Lightning calls
+  ``iter()`` once on every non-DataLoader just to check it is iterable, which
+  with a plain Loader would skip epoch 0 (and decode batches nobody reads).
 - Sharding: when attached to a trainer the rank and world size come from
   ``trainer.global_rank`` / ``trainer.world_size``, and ``distributed``
   (default None) turns on when the world size is above 1; ranks then share
@@ -27,7 +30,11 @@ Behaviour:
   ``iter()`` of an ffcv_go Loader starts its next epoch by itself.
 - Resumption: ffcv_go Loaders have ``state_dict`` / ``load_state_dict``, so
   Lightning stores the training loader's position in its checkpoints and
-  restores it (mid-epoch too). The training loader is also positioned at
+  restores it, mid-epoch too: a run resumed from any ``ModelCheckpoint``
+  (every_n_train_steps included) trains on exactly the batches the
+  uninterrupted run would have. A state taken after an epoch's last batch
+  resumes at the next epoch (``LazyEpochLoader.load_state_dict``), as
+  Lightning does not iterate the finished epoch again. The training loader is also positioned at
   ``trainer.current_epoch`` when built, so
   ``reload_dataloaders_every_n_epochs`` does not replay epoch 0's order.
 - Batches are tuples of tensors in the file's field order; add ``ToDevice``
@@ -39,7 +46,7 @@ try:
 except ImportError:  # the standalone package
     from pytorch_lightning import LightningDataModule
 
-from ._common import build_loader
+from ._common import build_loader, LazyEpochLoader
 
 __all__ = ["FFCVDataModule"]
 
@@ -102,7 +109,7 @@ class FFCVDataModule(LightningDataModule):
         loader = build_loader(path, self.batch_size if train else self.eval_batch_size, rank=rank, world_size=world,
                               distributed=self.distributed, train=train,
                               pipelines=self.train_pipelines if train else self.eval_pipelines,
-                              seed=self.seed, **kwargs)
+                              seed=self.seed, loader_cls=LazyEpochLoader, **kwargs)
         trainer = getattr(self, "trainer", None)
         if train and trainer is not None and trainer.current_epoch:
             loader.load_state_dict({"epoch": int(trainer.current_epoch), "batch": 0, "seed": loader.seed})

@@ -137,13 +137,13 @@ class Loader:
 
         self.reader = Reader(self.fname, custom_handlers=self.custom_fields)
         n = self.reader.num_samples
-        if indices is None:
-            self.indices = np.arange(n, dtype=np.uint64)
-        else:
+        self._all_samples = indices is None
+        self._indices = None
+        if indices is not None:
             idx = np.asarray(indices).reshape(-1)
             if idx.size and (not np.issubdtype(idx.dtype, np.integer) or idx.min() < 0 or idx.max() >= n):
                 raise ValueError(f"indices must be sample ids in [0, {n})")
-            self.indices = idx.astype(np.uint64)
+            self._indices = idx.astype(np.uint64)
 
         order_cls = order.value if isinstance(order, OrderOption) else order
         if not (isinstance(order_cls, type) and issubclass(order_cls, TraversalOrder)):
@@ -163,6 +163,13 @@ class Loader:
         self.next_epoch = 0
         self._resume_batch = 0
         self._current = None
+
+    @property
+    def indices(self):
+        """The samples this loader draws from (built on first use for huge files)."""
+        if self._indices is None:
+            self._indices = np.arange(self.reader.num_samples, dtype=np.uint64)
+        return self._indices
 
     # ---- building -------------------------------------------------------------
 
@@ -217,9 +224,12 @@ class Loader:
             "skip_errors": self.on_error == "skip", "max_batch_memory": self._max_batch_memory,
             "custom": self._custom_layouts(), "outputs": spec_outputs,
         }
-        idx = np.ascontiguousarray(self.indices, dtype=np.uint64)
-        handle = _lib.call("ffcv_loader_create", json.dumps(spec).encode(),
-                           idx.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)), idx.size, context=self.fname)
+        if self._all_samples:
+            ptr, n = None, 0  # the Go side enumerates them itself
+        else:
+            idx = np.ascontiguousarray(self.indices, dtype=np.uint64)
+            ptr, n = idx.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)), idx.size
+        handle = _lib.call("ffcv_loader_create", json.dumps(spec).encode(), ptr, n, context=self.fname)
         self._handle = handle
         self._pinned = _Pinned()
         self._finalizer = weakref.finalize(self, _close_loader, handle, self._pinned)

@@ -8,11 +8,14 @@ class TraversalOrder(ABC):
 
     def __init__(self, loader):
         self.loader = loader
-        self.indices = loader.indices
         self.seed = loader.seed
         self.distributed = loader.distributed
         self.world_size = loader.world_size
         self.rank = loader.rank
+
+    @property
+    def indices(self):
+        return self.loader.indices
 
     @abstractmethod
     def sample_order(self, epoch):
