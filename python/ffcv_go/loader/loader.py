@@ -273,7 +273,9 @@ class Loader:
             if isinstance(op, torch.nn.Module) or not isinstance(op, Operation):
                 break
             op.accept_field(field)
-            op.accept_globals(metadata, self._memory_read)
+            # Only custom code reads memory itself; building the compiled
+            # reader (numba) for built-ins would only slow Loader() down.
+            op.accept_globals(metadata, None if _builtin(op) else self._memory_read)
             nxt = ops[i + 1] if i + 1 < len(ops) else None
             if go_ops and (isinstance(op, ToTensor) or (
                     isinstance(op, ToTorchImage) and isinstance(nxt, NormalizeImage) and nxt._go_spec(state))):
@@ -382,6 +384,11 @@ class Loader:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _builtin(op):
+    from ..fields import decoders, rgb_image
+    return isinstance(op, (Transform, decoders._Decoder, rgb_image._ImageDecoder))
 
 
 def _is_decoder(op, field):
