@@ -118,6 +118,14 @@ def build_loader(path, batch_size, *, rank=0, world_size=1, distributed=None, tr
     return loader_cls(os.fspath(path), batch_size, **kwargs)
 
 
+def _num_indices(loader):
+    """len(loader.indices) without materialising the full index list of a
+    Loader over all samples (it builds that lazily)."""
+    if getattr(loader, "_all_samples", False) and getattr(loader, "_indices", None) is None:
+        return int(loader.reader.num_samples)
+    return len(loader.indices)
+
+
 def samples_per_rank(loader):
     """How many samples one epoch of loader yields on this rank.
 
@@ -125,7 +133,7 @@ def samples_per_rank(loader):
     the DistributedSampler share (the list is padded by repeating its head);
     with drop_last only whole batches count.
     """
-    n = len(loader.indices)
+    n = _num_indices(loader)
     world = getattr(loader, "world_size", 1) if getattr(loader, "distributed", False) else 1
     per_rank = math.ceil(n / world) if world > 1 else n
     if loader.drop_last:

@@ -1,0 +1,158 @@
+"""The training examples under examples/, run as scripts at CI size on the CPU.
+
+- train_fashion_mnist.py on the first 6000 train / 1000 test images of
+  Debian's Fashion-MNIST (dataset-fashion-mnist; skipped when absent), one
+  epoch. The full run (60k images, batch 256) reaches ~0.87 test accuracy but
+  takes over a minute on 2 cores; this subset, 46 steps of batch 128,
+  reaches ~0.77. The test asserts > 0.65: far above chance (0.10), with
+  margin for thread-count and platform differences in float arithmetic.
+- train_imagenet.py on a 40-image, 2-class ImageFolder of real photos
+  (examples/make_tiny_imagefolder.py, from Debian's wallpaper packages;
+  skipped when absent): resnet18, 2 epochs with progressive resizing 32 -> 64,
+  on the CPU; and the same on CUDA where a GPU exists (float16 AMP).
+  Accuracy on 8 validation images means nothing; the test checks the
+  schedule, the batch counts, the shapes and that losses are finite.
+"""
+import json
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples"
+FASHION = Path("/usr/share/datasets/fashion-mnist")
+sys.path.insert(0, str(EXAMPLES))
+
+
+def run_command(cmd, timeout):
+    """Runs cmd with the repository's python/ on PYTHONPATH, in its own process
+    group, killed whole (torchrun's workers too) if it outlives timeout."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "python"),
+                                                                    os.environ.get("PYTHONPATH")])))
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    proc = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"{cmd[1:3]} timed out after {timeout}s:\n{out[-3000:]}\n{err[-5000:]}")
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def run_example(script, *args, timeout=300):
+    proc = run_command([sys.executable, str(EXAMPLES / script), *map(str, args)], timeout)
+    assert proc.returncode == 0, f"{script} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    return proc.stdout
+
+
+def fashion_available():
+    return all(any((FASHION / (n + ext)).exists() for ext in ("", ".gz"))
+               for n in ("train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                         "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"))
+
+
+@pytest.mark.skipif(not fashion_available(), reason=f"Fashion-MNIST not in {FASHION} (dataset-fashion-mnist)")
+def test_train_fashion_mnist(tmp_path):
+    out = run_example("train_fashion_mnist.py", "--limit", 6000, "--test-limit", 1000, "--batch-size", 128,
+                      "--epochs", 1, "--out-dir", tmp_path)
+    assert (tmp_path / "fashion_mnist_train.beton").exists() and (tmp_path / "fashion_mnist_test.beton").exists()
+    assert "fashion_mnist_train.beton: 6000 samples" in out and "over 1000 samples" in out
+    assert "over 5888 samples" in out  # 46 full batches of 128 (drop_last), RANDOM order
+    acc = float(out.strip().splitlines()[-1].split("accuracy:")[1])
+    assert acc > 0.65, out
+
+
+def test_read_idx_plain_and_gz(tmp_path):
+    """The example's IDX reader takes gzipped and plain files alike."""
+    import gzip
+    import numpy as np
+    from train_fashion_mnist import read_idx
+    arr = np.arange(2 * 3 * 4, dtype=np.uint8).reshape(2, 3, 4)
+    raw = bytes([0, 0, 8, 3]) + b"".join(int(d).to_bytes(4, "big") for d in arr.shape) + arr.tobytes()
+    (tmp_path / "a-idx3-ubyte").write_bytes(raw)
+    with gzip.open(tmp_path / "b-idx3-ubyte.gz", "wb") as f:
+        f.write(raw)
+    assert np.array_equal(read_idx(tmp_path / "a-idx3-ubyte"), arr)
+    assert np.array_equal(read_idx(tmp_path / "b-idx3-ubyte"), arr)  # finds the .gz
+
+
+def _tiny_folder(tmp_path):
+    from make_tiny_imagefolder import find_photos, make_tiny_imagefolder
+    if len(find_photos()) < 2:
+        pytest.skip("no wallpapers in /usr/share/backgrounds or /usr/share/wallpapers "
+                    "(mate-backgrounds / lomiri-wallpapers-*)")
+    return make_tiny_imagefolder(tmp_path / "tiny", num_classes=2, per_class=20, seed=0)
+
+
+def _check_imagenet_run(out, betons, device):
+    result = json.loads(next(l for l in out.splitlines() if l.startswith("RESULT "))[len("RESULT "):])
+    assert result["device"].startswith(device) and result["num_classes"] == 2
+    # Progressive resizing: epoch 0 at --min-res, epoch 1 at --max-res, one Loader each.
+    assert result["resolutions"] == [32, 64]
+    # 40 images, 20% held out -> 32 training images = 4 batches of 8 per epoch; 8 val images.
+    assert result["train_batches"] == [4, 4]
+    assert all(v["samples"] == 8 for v in result["val"])
+    assert all(math.isfinite(x) for x in result["train_loss"])
+    assert all(math.isfinite(v["loss"]) and 0 <= v["top1"] <= 1 for v in result["val"])
+    # The written images respect --write-max-res 128 (the photos are up to 200 px).
+    from ffcv_go.reader import Reader
+    r = Reader(str(betons / "train.beton"))
+    meta = r.metadata["f0"]
+    assert r.num_samples == 32 and max(meta["width"].max(), meta["height"].max()) == 128
+    r.close()
+    return result
+
+
+TINY_ARGS = ["--arch", "resnet18", "--epochs", 2, "--min-res", 32, "--max-res", 64, "--val-res", 64,
+             "--batch-size", 8, "--write-max-res", 128, "--num-workers", 2]
+
+
+def test_train_imagenet_tiny_cpu(tmp_path):
+    folder = _tiny_folder(tmp_path)
+    betons = tmp_path / "betons"
+    out = run_example("train_imagenet.py", "--data", folder, "--out-dir", betons, "--device", "cpu", *TINY_ARGS)
+    result = _check_imagenet_run(out, betons, "cpu")
+    assert result["amp"] is False
+    # A second run reuses the .beton files.
+    out = run_example("train_imagenet.py", "--out-dir", betons, "--device", "cpu", *TINY_ARGS)
+    assert "using existing" in out
+    _check_imagenet_run(out, betons, "cpu")
+
+
+def test_train_imagenet_tiny_ddp_cpu(tmp_path):
+    """--distributed under torchrun: 2 CPU processes (gloo), DDP, loaders sharded by rank."""
+    folder = _tiny_folder(tmp_path)
+    args = ["--arch", "resnet18", "--epochs", 1, "--min-res", 32, "--max-res", 32, "--val-res", 32,
+            "--batch-size", 4, "--num-workers", 1]
+    with socket.socket() as sock:  # a free port for the rendezvous
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = run_command([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+                        "--master_addr", "127.0.0.1", "--master_port", str(port),
+                        str(EXAMPLES / "train_imagenet.py"), "--distributed", "--data", str(folder),
+                        "--out-dir", str(tmp_path / "betons"), "--device", "cpu", *map(str, args)], timeout=180)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+    results = [json.loads(l[len("RESULT "):]) for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
+    assert len(results) == 1  # printed by rank 0 only
+    r = results[0]
+    # 32 training images over 2 ranks = 16 each = 4 batches of 4 per rank; 8 val images in all.
+    assert r["world_size"] == 2 and r["train_batches"] == [4] and r["val"][0]["samples"] == 8
+    assert math.isfinite(r["train_loss"][0])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_train_imagenet_tiny_cuda(tmp_path):
+    folder = _tiny_folder(tmp_path)
+    betons = tmp_path / "betons"
+    out = run_example("train_imagenet.py", "--data", folder, "--out-dir", betons, "--device", "cuda", *TINY_ARGS)
+    result = _check_imagenet_run(out, betons, "cuda")
+    assert result["amp"] is True  # float16 autocast + GradScaler, float16 NormalizeImage output
