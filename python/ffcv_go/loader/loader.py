@@ -18,7 +18,7 @@ from ..reader import Reader
 from ..traversal_order import TraversalOrder, Sequential, Random, QuasiRandom
 from ..transforms._base import BatchContext, Transform, numpy_dtype
 from ..transforms.image import NormalizeImage
-from ..transforms.ops import ToTensor, ToTorchImage, ModuleWrapper
+from ..transforms.ops import ToTensor, ToTorchImage, ToDevice, ModuleWrapper
 
 
 class OrderOption(enum.Enum):
@@ -277,7 +277,7 @@ class Loader:
             # reader (numba) for built-ins would only slow Loader() down.
             op.accept_globals(metadata, None if _builtin(op) else self._memory_read)
             nxt = ops[i + 1] if i + 1 < len(ops) else None
-            if go_ops and (isinstance(op, ToTensor) or (
+            if go_ops and (isinstance(op, ToTensor) or _cpu_device(op) or (
                     isinstance(op, ToTorchImage) and isinstance(nxt, NormalizeImage) and nxt._go_spec(state))):
                 deferred.append(op)
                 i += 1
@@ -338,8 +338,12 @@ class Loader:
         """Where to resume: the epoch and the next batch within it."""
         it = self._current() if self._current is not None else None
         if it is not None and not it.finished:
-            return {"epoch": it.epoch, "batch": it.batch, "seed": self.seed}
-        return {"epoch": self.next_epoch, "batch": self._resume_batch, "seed": self.seed}
+            epoch, batch = it.epoch, it.batch
+        else:
+            epoch, batch = self.next_epoch, self._resume_batch
+        if batch >= len(self):  # after an epoch's last batch: the next epoch, not an empty one
+            epoch, batch = epoch + 1, 0
+        return {"epoch": epoch, "batch": batch, "seed": self.seed}
 
     def load_state_dict(self, state):
         """The next iter() resumes exactly at the saved batch."""
@@ -347,6 +351,8 @@ class Loader:
             raise ValueError(f"state was saved with seed {state['seed']}, this loader has seed {self.seed}")
         self.next_epoch = int(state["epoch"])
         self._resume_batch = int(state["batch"])
+        if self._resume_batch >= len(self):
+            self.next_epoch, self._resume_batch = self.next_epoch + 1, 0
         self._current = None
 
     @property
@@ -386,6 +392,11 @@ class Loader:
         self.close()
 
 
+def _cpu_device(op):
+    """ToDevice('cpu') changes nothing for CPU batches: a no-op marker."""
+    return isinstance(op, ToDevice) and op.device.type == "cpu"
+
+
 def _builtin(op):
     from ..fields import decoders, rgb_image
     return isinstance(op, (Transform, decoders._Decoder, rgb_image._ImageDecoder))
@@ -398,16 +409,28 @@ def _is_decoder(op, field):
 
 
 class _EpochIterator:
+    """One epoch. Its number is fixed by iter(loader); the Go side starts on
+    the first next(), so an iterator made only to test iterability (as
+    Lightning does) costs no decoding."""
+
     def __init__(self, loader, epoch, start, order, per_rank):
         self.loader, self.epoch, self.batch = loader, epoch, start
         self.finished = False
-        n = 0 if order is None else len(order)
-        ptr = None if order is None else np.ascontiguousarray(order).ctypes.data_as(ctypes.POINTER(ctypes.c_uint64))
-        self._handle = _lib.call("ffcv_loader_start", loader._handle, epoch, start, ptr, n, per_rank,
-                                 context=loader.fname)
-        self._finalizer = weakref.finalize(self, _close_quietly, self._handle)
+        self._order = None if order is None else np.ascontiguousarray(order, dtype=np.uint64)
+        self._per_rank = per_rank
+        self._handle = None
+        self._finalizer = None
         self._nout = len(loader._go_outputs) + 1
         self._buf = (_lib.DLManagedTensorPtr * self._nout)()
+
+    def _start(self):
+        order = self._order
+        n = 0 if order is None else len(order)
+        ptr = None if order is None else order.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64))
+        self._handle = _lib.call("ffcv_loader_start", self.loader._handle, self.epoch, self.batch, ptr, n,
+                                 self._per_rank, context=self.loader.fname)
+        self._finalizer = weakref.finalize(self, _close_quietly, self._handle)
+        self._order = None
 
     def __iter__(self):
         return self
@@ -418,6 +441,8 @@ class _EpochIterator:
     def __next__(self):
         if self.finished:
             raise StopIteration
+        if self._handle is None:
+            self._start()
         try:
             n = _lib.call("ffcv_iter_next", self._handle, self._buf, self._nout, context=self.loader.fname)
         except BaseException:
@@ -444,7 +469,8 @@ class _EpochIterator:
 
     def close(self):
         self.finished = True
-        self._finalizer()
+        if self._finalizer is not None:
+            self._finalizer()
 
 
 class _Pinned:
