@@ -102,6 +102,11 @@ func newReader(path string, data []byte, custom map[string]field.Column) (*Reade
 	if rows > 0 && h.NumSamples > (math.MaxUint64-descEnd)/rows {
 		return nil, fmt.Errorf("%w: %d samples overflow the metadata table size", ErrFormat, h.NumSamples)
 	}
+	if rows == 0 && h.NumSamples > size {
+		// Empty rows take no room, so the table cannot bound the count: a
+		// file still cannot hold more samples than it has bytes.
+		return nil, fmt.Errorf("%w: %d samples of no bytes each in a %d-byte file", ErrFormat, h.NumSamples, size)
+	}
 	r.heapOff = descEnd + h.NumSamples*rows
 	if r.heapOff > size {
 		return nil, fmt.Errorf("%w: metadata table for %d samples ends at byte %d, past the end of the file (%d bytes)", ErrFormat, h.NumSamples, r.heapOff, size)
@@ -173,6 +178,12 @@ func (r *Reader) Column(i uint64, f int) ([]byte, error) {
 // Heap returns size bytes at absolute offset ptr, checking that they lie in the
 // heap and within one page, as every allocation must.
 func (r *Reader) Heap(ptr, size uint64) ([]byte, error) {
+	if size == 0 && ptr <= r.Header.AllocTablePtr {
+		// FFCV gives an empty allocation made before its writer opened a
+		// page the pointer (first page - 1) * page_size, often 0: inside the
+		// header. Nothing is read, so any in-file pointer is fine.
+		return r.data[ptr:ptr:ptr], nil
+	}
 	end := ptr + size
 	if end < ptr || ptr < r.heapOff || end > r.Header.AllocTablePtr {
 		return nil, fmt.Errorf("%w: heap range [%d, %d) lies outside the heap [%d, %d)", ErrFormat, ptr, end, r.heapOff, r.Header.AllocTablePtr)

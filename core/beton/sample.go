@@ -29,10 +29,9 @@ func (r *Reader) Locate(i uint64, f int) (col []byte, ptr, size uint64, ok bool,
 	if col, err = r.Column(i, f); err != nil {
 		return nil, 0, 0, false, err
 	}
-	ptr, size, err = r.heapRef(d, col)
-	if err == nil && size != noHeap {
+	ptr, size, ok, err = r.heapRef(d, col)
+	if err == nil && ok {
 		_, err = r.Heap(ptr, size)
-		ok = true
 	}
 	if err != nil {
 		return nil, 0, 0, false, fmt.Errorf("%s: sample %d, field %q: %w", r.Path, i, d.Name, err)
@@ -40,24 +39,25 @@ func (r *Reader) Locate(i uint64, f int) (col []byte, ptr, size uint64, ok bool,
 	return col, ptr, size, ok, nil
 }
 
-const noHeap = ^uint64(0)
-
-func (r *Reader) heapRef(d *field.Desc, col []byte) (ptr, size uint64, err error) {
+// heapRef returns where field d's heap bytes are, per its column; has is
+// false for fields without heap bytes (any stored size is possible, even
+// 2^64-1, so no size value can stand for "none").
+func (r *Reader) heapRef(d *field.Desc, col []byte) (ptr, size uint64, has bool, err error) {
 	switch d.Type {
 	case field.Bytes, field.JSON:
-		return binary.LittleEndian.Uint64(col), binary.LittleEndian.Uint64(col[8:]), nil
+		return binary.LittleEndian.Uint64(col), binary.LittleEndian.Uint64(col[8:]), true, nil
 	case field.NDArray, field.TorchTensor:
 		n, err := d.ArrayBytes()
-		return binary.LittleEndian.Uint64(col), n, err
+		return binary.LittleEndian.Uint64(col), n, true, err
 	case field.RGBImage:
 		ptr = binary.LittleEndian.Uint64(col[field.RGBPtrOff:])
 		if col[field.RGBModeOff] == field.ModeJPEG {
 			size, err = r.AllocSize(ptr)
-			return ptr, size, err
+			return ptr, size, true, err
 		}
 		w := uint64(binary.LittleEndian.Uint16(col[field.RGBWidthOff:]))
 		h := uint64(binary.LittleEndian.Uint16(col[field.RGBHeightOff:]))
-		return ptr, w * h * 3, nil
+		return ptr, w * h * 3, true, nil
 	}
-	return 0, noHeap, nil
+	return 0, 0, false, nil
 }

@@ -228,7 +228,9 @@ func (w *Writer) place(sample uint64, enc []field.Encoded) error {
 	for _, e := range enc {
 		hasHeap = hasHeap || e.HasHeap
 	}
-	if hasHeap && (w.pageNum == 0 || w.pageUsed+total > w.pageSize) {
+	// As FFCV's allocator: a sample without heap bytes opens no page; before
+	// the first page its (empty) allocations point one page before it.
+	if hasHeap && total > 0 && (w.pageNum == 0 || w.pageUsed+total > w.pageSize) {
 		if err := w.flushPage(); err != nil {
 			return err
 		}
@@ -252,6 +254,9 @@ func (w *Writer) place(sample uint64, enc []field.Encoded) error {
 			continue
 		}
 		ptr := w.pageNum*w.pageSize + w.pageUsed
+		if w.pageNum == 0 {
+			ptr = (w.firstPage - 1) * w.pageSize
+		}
 		copy(w.page[w.pageUsed:], e.Heap)
 		w.pageUsed += uint64(len(e.Heap))
 		binary.LittleEndian.PutUint64(col[e.PtrOffset:], ptr)

@@ -129,6 +129,10 @@ func (d *Desc) MarshalBinary() ([]byte, error) {
 		if len(d.Shape) > maxDims {
 			return nil, fmt.Errorf("field %q: %d dimensions, at most %d", d.Name, len(d.Shape), maxDims)
 		}
+		if len(d.Shape) == 0 {
+			// FFCV 1.0 can neither write nor read 0-d array fields.
+			return nil, fmt.Errorf("field %q: a 0-d shape is not storable (FFCV 1.0 cannot read it): use shape (1,)", d.Name)
+		}
 		for i, x := range d.Shape {
 			if x == 0 {
 				return nil, fmt.Errorf("field %q: zero-length dimension in shape %v is not storable", d.Name, d.Shape)

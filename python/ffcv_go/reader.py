@@ -36,7 +36,10 @@ class Reader:
         self.field_names = [f["name"] for f in info["fields"]]
         self.handlers = {}
         for f in info["fields"]:
-            self.handlers[f["name"]] = self._make_handler(f)
+            try:
+                self.handlers[f["name"]] = self._make_handler(f)
+            except (TypeError, ValueError) as e:
+                raise _lib.CorruptFileError(f"{self.file_name}: field {f['name']!r}: {e}") from None
         self.fields = self.handlers
         ptr, size = ctypes.c_void_p(), ctypes.c_uint64()
         _lib.call("ffcv_reader_mmap", handle, ctypes.byref(ptr), ctypes.byref(size))

@@ -40,6 +40,10 @@ class NDArrayField(Field):
         self.shape = tuple(int(s) for s in shape)
         if self.dtype.fields is not None or self.dtype.hasobject or self.dtype.itemsize == 0:
             raise TypeError(f"NDArrayField: dtype {self.dtype} is not a fixed-size scalar type")
+        if not self.shape:
+            # FFCV 1.0 can neither write nor read a field with shape ().
+            raise ValueError(f"{type(self).__name__}: shape () is not supported (FFCV 1.0 cannot read 0-d "
+                             "arrays); use shape (1,)")
         if len(self.shape) > _MAX_DIMS or any(s <= 0 for s in self.shape):
             raise ValueError(f"NDArrayField: shape {self.shape} must have 1 to 32 positive dimensions")
         self.element_size = self.dtype.itemsize * int(np.prod(self.shape))

@@ -1,0 +1,199 @@
+"""Shared helpers for the ffcv_go Python test suite.
+
+Fixture files (written by FFCV 1.0.1) live in $FFCV_FIXTURES or, by default,
+../shared/fixtures/ffcv-1.0 next to the repository. They are required: a
+missing fixture directory fails the tests that need it.
+"""
+import gc
+import json
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+MiB = 1 << 20
+
+FIXTURES = Path(os.environ.get("FFCV_FIXTURES") or Path(__file__).parents[2].parent / "shared/fixtures/ffcv-1.0")
+
+FIXTURE_NAMES = ["scalars", "arrays", "images_raw_fixed", "images_raw_var", "images_jpg_var",
+                 "images_smart_var", "images_proportion_var", "pages_2mib"]
+
+
+def fixture_file(name):
+    """(path of NAME.beton, its npz content); fails the test if missing."""
+    beton, npz = FIXTURES / f"{name}.beton", FIXTURES / f"{name}.npz"
+    if not beton.is_file() or not npz.is_file():
+        pytest.fail(f"fixture {name} missing: {beton} / {npz} (set FFCV_FIXTURES)")
+    with np.load(npz) as z:
+        content = {k: z[k] for k in z.files}
+    return beton, content
+
+
+def split_concat(concat, lengths):
+    """Splits the end-to-end concatenation of blobs into a list of arrays."""
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    assert ends[-1] == len(concat) if len(lengths) else True
+    return [concat[s:e] for s, e in zip(starts, ends)]
+
+
+def fixture_docs(content):
+    return [json.loads(s) for s in content["doc_json"]]
+
+
+def fixture_blobs(content):
+    return split_concat(content["blob_concat"], content["blob_lengths"])
+
+
+def fixture_images(content):
+    """The stored pixels of a *_var image fixture, one (H, W, 3) array per sample."""
+    sizes = content["heights"] * content["widths"] * 3
+    flat = split_concat(content["pixels_concat"], sizes)
+    return [p.reshape(h, w, 3) for p, h, w in zip(flat, content["heights"], content["widths"])]
+
+
+class ListDataset:
+    """An indexed dataset over a list of sample tuples."""
+
+    def __init__(self, items):
+        self.items = list(items)
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+
+class FnDataset:
+    """An indexed dataset whose item i is fn(i)."""
+
+    def __init__(self, n, fn):
+        self.n, self.fn = n, fn
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if not 0 <= i < self.n:
+            raise IndexError(i)
+        return self.fn(i)
+
+
+def write(path, fields, dataset, page_size=2 * MiB, num_workers=1):
+    """Writes dataset (a list of tuples or an indexed dataset) to path; returns path."""
+    from ffcv_go import DatasetWriter
+    if isinstance(dataset, list):
+        dataset = ListDataset(dataset)
+    DatasetWriter(str(path), fields, page_size=page_size, num_workers=num_workers,
+                  progress=False).from_indexed_dataset(dataset)
+    return Path(path)
+
+
+def to_numpy(batch):
+    return tuple(x.numpy() if hasattr(x, "numpy") else np.asarray(x) for x in batch)
+
+
+def collect(loader_or_iter):
+    """Every batch of an epoch, as tuples of numpy copies."""
+    return [tuple(np.array(x) for x in to_numpy(b)) for b in loader_or_iter]
+
+
+def ids(batches, col=0):
+    """The concatenated (B, 1) or (B,) integer column col of a list of batches."""
+    if not batches:
+        return np.zeros(0, dtype=np.int64)
+    return np.concatenate([np.asarray(b[col]).reshape(len(b[col]), -1)[:, 0] for b in batches]).astype(np.int64)
+
+
+def same_batches(a, b):
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if len(x) != len(y):
+            return False
+        for u, v in zip(x, y):
+            if u.dtype != v.dtype or u.shape != v.shape or not np.array_equal(u, v):
+                return False
+    return True
+
+
+# ---- datasets built once per session -------------------------------------------
+
+N_INDEX = 103
+
+
+def index_sample(i):
+    return (i, i * 0.5 - 3.0, np.array([i, 2 * i, -i], dtype=np.int32))
+
+
+@pytest.fixture(scope="session")
+def index_file(tmp_path_factory):
+    """103 samples: index (Int, = sample id), value (Float), vec (NDArray int32 (3,))."""
+    from ffcv_go.fields import IntField, FloatField, NDArrayField
+    path = tmp_path_factory.mktemp("index") / "index.beton"
+    fields = {"index": IntField(), "value": FloatField(), "vec": NDArrayField(np.int32, (3,))}
+    return write(path, fields, FnDataset(N_INDEX, index_sample))
+
+
+PAGED_N = 320
+
+
+def paged_blob(i):
+    """Sample i's blob: 90-110 KB, first 8 bytes the id, the rest i % 251."""
+    size = 90_000 + (i * 7919) % 20_000
+    b = np.full(size, i % 251, dtype=np.uint8)
+    b[:8] = np.frombuffer(np.int64(i).tobytes(), dtype=np.uint8)
+    return b
+
+
+@pytest.fixture(scope="session")
+def paged_file(tmp_path_factory):
+    """320 samples of ~100 KB blobs over ~16 heap pages of 2 MiB: blob (Bytes), index (Int)."""
+    from ffcv_go.fields import BytesField, IntField
+    path = tmp_path_factory.mktemp("paged") / "paged.beton"
+    return write(path, {"blob": BytesField(), "index": IntField()},
+                 FnDataset(PAGED_N, lambda i: (paged_blob(i), i)), page_size=2 * MiB, num_workers=2)
+
+
+def check_paged_batch(blob, index):
+    """Asserts a (blob, index) batch of paged_file holds the right bytes."""
+    blob, index = np.asarray(blob), np.asarray(index).reshape(-1)
+    assert blob.dtype == np.uint8 and blob.shape[0] == index.shape[0]
+    for row, i in zip(blob, index.tolist()):
+        want = paged_blob(i)
+        assert np.array_equal(row[:len(want)], want), f"sample {i}: wrong blob bytes"
+        assert not row[len(want):].any(), f"sample {i}: padding not zero"
+
+
+def sample_pages(path):
+    """The heap page of every sample of a file whose first field has a heap pointer."""
+    from ffcv_go.reader import Reader
+    r = Reader(path)
+    col = r.metadata["f0"]
+    ptr = col["ptr"] if col.dtype.names else col
+    pages = (np.asarray(ptr, dtype=np.uint64) // np.uint64(r.page_size)).astype(np.int64)
+    r.close()
+    return pages
+
+
+# ---- resource accounting ---------------------------------------------------------
+
+def settle():
+    for _ in range(3):
+        gc.collect()
+
+
+def resources():
+    """(live library objects, Python threads, OS threads, open fds)."""
+    from ffcv_go import _lib
+    settle()
+    return (_lib.live_objects(), threading.active_count(), len(os.listdir("/proc/self/task")),
+            len(os.listdir("/proc/self/fd")))
+
+
+def rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
