@@ -26,9 +26,10 @@ type Reader struct {
 	Fields []field.Desc
 	Layout field.Layout
 
-	data       []byte // the whole file, mapped
-	metaOff    uint64 // M0
-	heapOff    uint64 // first byte after the metadata table
+	data       []byte   // the whole file, mapped
+	file       *os.File // kept open: the process cache reads this file, even if path is replaced
+	metaOff    uint64   // M0
+	heapOff    uint64   // first byte after the metadata table
 	allocOnce  sync.Once
 	allocPtrs  []uint64 // allocation pointers, sorted, built on first lookup
 	allocSizes []uint64
@@ -42,11 +43,21 @@ func Open(path string, custom map[string]field.Column) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
+		f.Close()
 		return nil, err
 	}
+	r, err := openFile(path, f, st, custom)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	r.file = f
+	return r, nil
+}
+
+func openFile(path string, f *os.File, st os.FileInfo, custom map[string]field.Column) (*Reader, error) {
 	if st.IsDir() {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: syscall.EISDIR}
 	}
@@ -141,7 +152,19 @@ func (r *Reader) Close() error {
 	}
 	err := unix.Munmap(r.data)
 	r.data = nil
+	if r.file != nil {
+		r.file.Close()
+	}
 	return err
+}
+
+// ReadAt reads from the opened file (not the map): for caches that manage
+// their own copies of pages.
+func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
+	if r.file == nil {
+		return 0, fmt.Errorf("%s: reader has no open file", r.Path)
+	}
+	return r.file.ReadAt(p, off)
 }
 
 // NumSamples is the number of samples in the file.

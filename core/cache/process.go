@@ -2,7 +2,6 @@ package cache
 
 import (
 	"fmt"
-	"os"
 	"sync"
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
@@ -15,7 +14,6 @@ import (
 // done; pages still needed later are kept while there is room.
 type Process struct {
 	r           *beton.Reader
-	f           *os.File
 	maxResident int
 
 	mu        sync.Mutex
@@ -36,11 +34,7 @@ type page struct {
 
 // NewProcess opens a process cache over r keeping at most maxResident pages.
 func NewProcess(r *beton.Reader, maxResident int) (*Process, error) {
-	f, err := os.Open(r.Path)
-	if err != nil {
-		return nil, err
-	}
-	p := &Process{r: r, f: f, maxResident: max(maxResident, 1), pages: map[int64]*page{}, remaining: map[int64]int{}}
+	p := &Process{r: r, maxResident: max(maxResident, 1), pages: map[int64]*page{}, remaining: map[int64]int{}}
 	p.cond = sync.NewCond(&p.mu)
 	return p, nil
 }
@@ -130,7 +124,7 @@ func (p *Process) load(num int64, pg *page) {
 		pg.err = fmt.Errorf("page %d lies outside the heap", num)
 		return
 	}
-	if _, err := p.f.ReadAt(pg.buf[:end-start], int64(start)); err != nil {
+	if _, err := p.r.ReadAt(pg.buf[:end-start], int64(start)); err != nil {
 		pg.err = fmt.Errorf("read page %d: %w", num, err)
 	}
 }
@@ -192,5 +186,4 @@ func (p *Process) Close() {
 	p.free = nil
 	p.cond.Broadcast()
 	p.mu.Unlock()
-	p.f.Close()
 }

@@ -136,10 +136,6 @@ def test_process_cache_bounded_reads(paged_file):
     assert rnd.stats["pages_read"] > 3 * n_pages
 
 
-@pytest.mark.xfail(reason="core/cache/process.go NewProcess reopens the file by path for every epoch, so after the "
-                          "file is atomically replaced the process cache reads the new file's pages with the old "
-                          "mapping's metadata (the OS cache keeps reading the mapped snapshot)", strict=True,
-                   raises=AssertionError)
 def test_process_cache_reads_the_opened_file(tmp_path):
     from ffcv_go.fields import BytesField, IntField
     from conftest import FnDataset, write

@@ -78,8 +78,6 @@ def test_output_order_is_file_order(index_file):
     assert vec.dtype == torch.int32 and np.array_equal(vec.numpy(), vecs(range(6)))
 
 
-@pytest.mark.xfail(reason="loader.py _create looks the output name of a PipelineSpec up in reader.handlers "
-                          "(KeyError) instead of its source field", strict=True, raises=KeyError)
 def test_pipeline_spec_extra_outputs(index_file):
     pipelines = {
         "extra_b": PipelineSpec("index", transforms=[Squeeze(), ToTensor(), Convert(torch.float32)]),
@@ -148,9 +146,6 @@ def test_torch_module_in_pipeline(index_file):
     assert index[:, 0].tolist() == [0, 2, 4, 6]
 
 
-@pytest.mark.xfail(reason="Loader.filter sets the filtered field's pipeline to None (dropping it) when the user "
-                          "gave none, so the scan loader has no outputs and iterating it fails", strict=True,
-                   raises=TypeError)
 def test_filter(index_file):
     loader = Loader(index_file, batch_size=8, num_workers=2, drop_last=False)
     kept = loader.filter("index", lambda v: int(v[0]) % 3 == 0)
@@ -196,9 +191,6 @@ def test_iterator_len(index_file):
     assert len(it) == 9
 
 
-@pytest.mark.xfail(reason="with every field dropped the Go side reports outputs=null and _EpochIterator does "
-                          "len(None) (TypeError) instead of a clear error or empty batches", strict=True,
-                   raises=TypeError)
 def test_every_field_dropped(index_file):
     try:
         loader = Loader(index_file, batch_size=10, num_workers=1,

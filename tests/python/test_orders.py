@@ -42,9 +42,6 @@ def test_random_is_numpy_permutation(index_file, seed):
         assert epoch_ids(loader).tolist() == want.tolist()
 
 
-@pytest.mark.xfail(reason="seed + epoch is computed in uint64 (core/loader GlobalOrder: Seed+epoch) and wraps "
-                          "to 0, while FFCV's default_rng(seed + epoch) uses the exact integer", strict=True,
-                   raises=AssertionError)
 def test_random_seed_plus_epoch_does_not_wrap(index_file):
     seed = 2**64 - 1
     loader = Loader(index_file, batch_size=103, num_workers=1, order=OrderOption.RANDOM, seed=seed)

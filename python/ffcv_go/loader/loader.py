@@ -154,6 +154,8 @@ class Loader:
                 seed = 0
             else:
                 seed = int(np.random.randint(0, 2**31 - 1))
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed {seed!r} must be a non-negative integer (as numpy's default_rng needs)")
         self.seed = int(seed)
         self._order_cls = order_cls
         self.traversal_order = order_cls(self)
@@ -208,7 +210,7 @@ class Loader:
         self._stages = []
         metadata = self.reader.metadata
         for k, (fidx, name, ops) in enumerate(self._outputs):
-            field = self.reader.handlers[name]
+            field = self.reader.handlers[self.reader.field_names[fidx]]
             go_ops, python_ops = self._split(ops, field, metadata[f"f{fidx}"])
             if go_ops:
                 spec_outputs.append({"field": fidx, "ops": go_ops})
@@ -235,7 +237,7 @@ class Loader:
         self._finalizer = weakref.finalize(self, _close_loader, handle, self._pinned)
         info = _lib.call_json("ffcv_loader_info", handle)
         self._length = info["length"]
-        self._go_outputs = info["outputs"]
+        self._go_outputs = info["outputs"] or []  # none when every field is decoded in Python or dropped
         # Python-side stages, starting from the Go part's output, or from a
         # custom decoder where Go has no part.
         self._py = []
@@ -254,7 +256,7 @@ class Loader:
                 if isinstance(op, torch.nn.Module):
                     op = ModuleWrapper(op)
                 if isinstance(op, Operation) and not isinstance(op, Transform):
-                    op.accept_field(self.reader.handlers[name])
+                    op.accept_field(self.reader.handlers[self.reader.field_names[fidx]])
                 st = _Stage(op, state, j)
                 stages.append(st)
                 state = st.state
@@ -330,6 +332,9 @@ class Loader:
             order = np.asarray(self.traversal_order.sample_order(epoch), dtype=np.uint64)
         elif self._order_cls is Random and self.distributed:
             order, per_rank = self.traversal_order._torch_order(epoch), 0
+        elif self._order_cls is Random and self.seed + epoch >= 2**64:
+            # Beyond the Go side's uint64 seeds: numpy takes any integer.
+            order = np.random.default_rng(self.seed + epoch).permutation(self.indices)
         it = _EpochIterator(self, epoch, start, order, per_rank)
         self._current = weakref.ref(it)
         return it
@@ -365,7 +370,8 @@ class Loader:
         if field_name not in self.reader.field_names:
             raise ValueError(f"no field {field_name!r} in {self.fname}")
         pipes = {n: None for n in self.reader.field_names if n != field_name}
-        pipes[field_name] = self._pipelines_arg.get(field_name)
+        if self._pipelines_arg.get(field_name) is not None:
+            pipes[field_name] = self._pipelines_arg[field_name]  # else the default pipeline
         scan = Loader(self.fname, batch_size=max(1, min(1024, self.batch_size)), num_workers=self.num_workers,
                       order=OrderOption.SEQUENTIAL, indices=self.indices, pipelines=pipes,
                       custom_fields=self.custom_fields, drop_last=False)
