@@ -11,7 +11,7 @@ DEB_PACKAGES := libturbojpeg0-dev libjpeg62-turbo-dev
 DEB_DATA := mate-backgrounds lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 dataset-fashion-mnist
 PYTEST_ARGS ?=
 
-.PHONY: all build deps venv test test-go test-python vet fuzz demo clean
+.PHONY: all build deps venv test test-go test-python vet fuzz ffcv demo clean
 
 all: build
 
@@ -62,6 +62,15 @@ test-python: deps venv build
 	PYTHONPATH=python $(PY) -m pytest -q tests/python $(PYTEST_ARGS)
 
 test: deps venv build vet test-go fuzz test-python
+
+# Optional: FFCV 1.0 itself in .venv, for tests/python/test_ffcv_compat.py and the
+# benchmark's FFCV column (both skip it otherwise). Builds against Debian's OpenCV.
+ffcv: deps venv
+	@if ! dpkg -s libopencv-dev >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libopencv-dev pkg-config >/dev/null; fi
+	$(PY) -m pip install -q terminaltables fastargs assertpy psutil opencv-python-headless pkgconfig wheel
+	$(PY) -m pip install -q --no-deps pytorch_pfn_extras
+	$(PY) -m pip install -q --no-deps --no-build-isolation ffcv==1.0.2
 
 demo: deps venv build
 	PYTHONPATH=python $(PY) bench/demo.py
