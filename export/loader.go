@@ -103,10 +103,12 @@ func buildLoader(r *beton.Reader, spec *loaderSpec, indices *C.uint64_t, n C.uin
 		OSCache: spec.OSCache, MaxResidentPages: spec.MaxResidentPages, QuasiWindow: spec.QuasiWindow,
 		SkipErrors: spec.SkipErrors, MaxBatchMemory: spec.MaxBatchMemory,
 	}
+	idx, err := cArray((*uint64)(unsafe.Pointer(indices)), uint64(n), "indices")
+	if err != nil {
+		return nil, err
+	}
 	if indices != nil {
-		cfg.Indices = append([]uint64{}, unsafe.Slice((*uint64)(unsafe.Pointer(indices)), int(n))...)
-	} else if n > 0 {
-		return nil, fmt.Errorf("indices: %w", errNil)
+		cfg.Indices = append([]uint64{}, idx...)
 	}
 	l, err := loader.New(r, cfg, progs)
 	if err != nil {
@@ -151,9 +153,11 @@ func ffcv_loader_order(h C.int64_t, epoch C.uint64_t, out *C.uint64_t, capacity 
 		return fail(err, e)
 	}
 	ord := l.Distribute(l.GlobalOrder(uint64(epoch)))
-	if out != nil {
-		copy(unsafe.Slice((*uint64)(unsafe.Pointer(out)), int(capacity)), ord)
+	dst, e := cArray((*uint64)(unsafe.Pointer(out)), uint64(capacity), "out")
+	if e != nil && out != nil {
+		return fail(err, e)
 	}
+	copy(dst, ord)
 	return C.int64_t(len(ord))
 }
 
@@ -165,9 +169,13 @@ func ffcv_loader_start(h C.int64_t, epoch, startBatch C.uint64_t, order *C.uint6
 	if e != nil {
 		return fail(err, e)
 	}
+	src, e := cArray((*uint64)(unsafe.Pointer(order)), uint64(nOrder), "order")
+	if e != nil {
+		return fail(err, e)
+	}
 	var ord []uint64
 	if order != nil {
-		ord = append([]uint64{}, unsafe.Slice((*uint64)(unsafe.Pointer(order)), int(nOrder))...)
+		ord = append([]uint64{}, src...)
 	}
 	it, e := l.Start(uint64(epoch), int(startBatch), ord, perRank != 0)
 	if e != nil {

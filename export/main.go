@@ -87,6 +87,24 @@ func goString(s *C.char, what string) (string, error) {
 	return C.GoString(s), nil
 }
 
+// maxElems bounds the element counts callers pass with C arrays: larger
+// counts cannot describe real memory and would fault when read.
+const maxElems = 1 << 34
+
+// cArray views n elements at p, rejecting null pointers and absurd counts.
+func cArray[T any](p *T, n uint64, what string) ([]T, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	if p == nil {
+		return nil, fmt.Errorf("%s: %w", what, errNil)
+	}
+	if n > maxElems {
+		return nil, fmt.Errorf("%w: %s: %d elements", errArgument, what, n)
+	}
+	return unsafe.Slice(p, n), nil
+}
+
 // putString hands a Go string to C; the caller frees it with ffcv_free.
 func putString(out **C.char, s string) error {
 	if out == nil {

@@ -23,7 +23,7 @@ func parseCustom(s *C.char) (map[string]field.Column, error) {
 	}
 	var raw map[string][2]int
 	if err := json.Unmarshal([]byte(C.GoString(s)), &raw); err != nil {
-		return nil, fmt.Errorf("custom fields: %w", err)
+		return nil, fmt.Errorf("%w: custom fields: %v", errArgument, err)
 	}
 	out := map[string]field.Column{}
 	for k, v := range raw {

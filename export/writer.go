@@ -63,7 +63,7 @@ func ffcv_writer_create(path, specJSON *C.char, err **C.char) (ret C.int64_t) {
 	}
 	var spec writerSpec
 	if e := json.Unmarshal([]byte(s), &spec); e != nil {
-		return fail(err, fmt.Errorf("writer spec: %w", e))
+		return fail(err, fmt.Errorf("%w: writer spec: %v", errArgument, e))
 	}
 	descs := make([]field.Desc, len(spec.Fields))
 	encs := make([]field.Encoder, len(spec.Fields))
@@ -73,7 +73,7 @@ func ffcv_writer_create(path, specJSON *C.char, err **C.char) (ret C.int64_t) {
 			return fail(err, e)
 		}
 		if encs[i], e = field.NewEncoder(descs[i], f.imageOptions(spec.Seed)); e != nil {
-			return fail(err, fmt.Errorf("field %q: %w", f.Name, e))
+			return fail(err, fmt.Errorf("%w: field %q: %v", errArgument, f.Name, e))
 		}
 	}
 	w, e := beton.Create(p, descs, encs, spec.NumSamples, beton.WriterOptions{PageSize: spec.PageSize, Workers: spec.NumWorkers})
@@ -93,10 +93,13 @@ func ffcv_writer_put(h C.int64_t, first, count C.uint64_t, values *C.ffcv_value,
 	if count == 0 {
 		return 0
 	}
-	if values == nil {
-		return fail(err, fmt.Errorf("values: %w", errNil))
+	cv, e := cArray(values, uint64(count)*uint64(w.nf), "values")
+	if e != nil || uint64(count) > maxElems {
+		if e == nil {
+			e = fmt.Errorf("%w: %d samples in one call", errArgument, count)
+		}
+		return fail(err, e)
 	}
-	cv := unsafe.Slice(values, int(count)*w.nf)
 	for k := 0; k < int(count); k++ {
 		vals := make([]field.Value, w.nf)
 		for f := range vals {

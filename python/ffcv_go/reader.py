@@ -33,6 +33,7 @@ class Reader:
         self._info = info
         self.num_samples = info["num_samples"]
         self.page_size = info["page_size"]
+        info["fields"] = info["fields"] or []  # a file may have no fields
         self.field_names = [f["name"] for f in info["fields"]]
         self.handlers = {}
         for f in info["fields"]:
