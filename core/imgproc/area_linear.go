@@ -91,6 +91,22 @@ func (r *Resizer) linearRun(dst []byte, dw, dh int, src []byte, sh, srcStride, c
 		b0, b1 := r.ly.a0[dy], r.ly.a1[dy]
 		out := dst[dy*rowLen : (dy+1)*rowLen]
 		out = out[:len(s0)]
+		if dy > 0 && r.ly.ofs[dy-1] == r.ly.ofs[dy] && r.ly.a0[dy-1] == b0 && r.ly.a1[dy-1] == b1 {
+			// Same source rows and weights as the row above (upscaling
+			// repeats rows): the same output.
+			copy(out, dst[(dy-1)*rowLen:dy*rowLen])
+			continue
+		}
+		if b1 == 0 && b0 == coefScale {
+			// INTER_AREA upscaling mostly repeats source rows: the same
+			// arithmetic as below with the second term zero.
+			for i, v := range s0 {
+				x := ((v>>4)<<coefBits)>>16 + 2
+				x >>= 2
+				out[i] = uint8(x | (255-x)>>31)
+			}
+			continue
+		}
 		for i, v := range s0 {
 			x := ((v>>4)*b0)>>16 + ((s1[i]>>4)*b1)>>16
 			x = (x + 2) >> 2
