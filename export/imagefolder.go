@@ -7,7 +7,6 @@ import "C"
 
 import (
 	"encoding/json"
-	"fmt"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -51,13 +50,9 @@ func ffcv_write_image_folder(root, path, specJSON *C.char, progress *C.int64_t, 
 	if e != nil {
 		return fail(err, e)
 	}
-	s, e := goString(specJSON, "spec")
-	if e != nil {
-		return fail(err, e)
-	}
 	var spec folderSpec
-	if e := json.Unmarshal([]byte(s), &spec); e != nil {
-		return fail(err, fmt.Errorf("%w: spec: %v", errArgument, e))
+	if e := parseSpec(specJSON, &spec); e != nil {
+		return fail(err, e)
 	}
 	f, e := imagefolder.Scan(r)
 	if e != nil {

@@ -61,13 +61,9 @@ type fileIter struct {
 //export ffcv_loader_create
 func ffcv_loader_create(specJSON *C.char, indices *C.uint64_t, nIndices C.uint64_t, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	s, e := goString(specJSON, "spec")
-	if e != nil {
-		return fail(err, e)
-	}
 	var spec loaderSpec
-	if e := json.Unmarshal([]byte(s), &spec); e != nil {
-		return fail(err, fmt.Errorf("%w: loader spec: %v", errArgument, e))
+	if e := parseSpec(specJSON, &spec); e != nil {
+		return fail(err, e)
 	}
 	custom := map[string]field.Column{}
 	for k, v := range spec.Custom {

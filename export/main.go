@@ -13,6 +13,7 @@ package main
 import "C"
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -103,6 +104,18 @@ func cArray[T any](p *T, n uint64, what string) ([]T, error) {
 		return nil, fmt.Errorf("%w: %s: %d elements", errArgument, what, n)
 	}
 	return unsafe.Slice(p, n), nil
+}
+
+// parseSpec decodes a required JSON spec argument into v.
+func parseSpec(specJSON *C.char, v any) error {
+	s, err := goString(specJSON, "spec")
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal([]byte(s), v); err != nil {
+		return fmt.Errorf("%w: spec: %v", errArgument, err)
+	}
+	return nil
 }
 
 // putString hands a Go string to C; the caller frees it with ffcv_free.

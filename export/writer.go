@@ -7,7 +7,6 @@ package main
 import "C"
 
 import (
-	"encoding/json"
 	"fmt"
 	"unsafe"
 
@@ -57,13 +56,9 @@ func ffcv_writer_create(path, specJSON *C.char, err **C.char) (ret C.int64_t) {
 	if e != nil {
 		return fail(err, e)
 	}
-	s, e := goString(specJSON, "spec")
-	if e != nil {
-		return fail(err, e)
-	}
 	var spec writerSpec
-	if e := json.Unmarshal([]byte(s), &spec); e != nil {
-		return fail(err, fmt.Errorf("%w: writer spec: %v", errArgument, e))
+	if e := parseSpec(specJSON, &spec); e != nil {
+		return fail(err, e)
 	}
 	descs := make([]field.Desc, len(spec.Fields))
 	encs := make([]field.Encoder, len(spec.Fields))

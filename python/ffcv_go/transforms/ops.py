@@ -95,15 +95,8 @@ class Convert(Transform):
         return x.to(torch_dtype(self.target_dtype))
 
 
-class View(Transform):
+class View(Convert):
     """Reinterprets the batch's bytes as target_dtype."""
-
-    def __init__(self, target_dtype):
-        super().__init__()
-        self.target_dtype = target_dtype
-
-    def declare_state_and_memory(self, previous_state):
-        return replace_state(previous_state, dtype=self.target_dtype), None
 
     def _apply(self, x, ctx):
         return x.view(torch_dtype(self.target_dtype))
