@@ -138,6 +138,7 @@ type Program struct {
 	ops       []Op
 	specs     []Spec // output of each op
 	names     []string
+	direct    int // first op writing straight into the output, computed by Build
 	batch     []BatchOp
 	bspecs    []Spec
 }
@@ -223,6 +224,7 @@ func Build(r *beton.Reader, f int, ops []json.RawMessage) (*Program, error) {
 	}
 	p.Out = in
 	p.SampleOut = p.specs[len(p.specs)-1]
+	p.planDirect()
 	return p, nil
 }
 
@@ -236,27 +238,28 @@ func grow(b []byte, n int) []byte {
 	return b[:n]
 }
 
+// planDirect finds the first stage that can write to the output directly:
+// every later stage runs in place on a buffer of the same size.
+func (p *Program) planDirect() {
+	p.direct = len(p.ops) - 1
+	for p.direct > 0 {
+		ip, ok := p.ops[p.direct].(InPlacer)
+		if !ok || !ip.InPlace() || p.specs[p.direct].Bytes() != p.specs[p.direct-1].Bytes() {
+			break
+		}
+		p.direct--
+	}
+}
+
 // Run runs the per-sample part for the sample in c, writing its output into
 // out (len SampleOut.Bytes()). Stages write into out directly when every later stage can
 // work in place, otherwise through the scratch buffers.
 func (p *Program) Run(c *Ctx, s *Scratch, out []byte) error {
-	// The last stage that must leave the scratch buffers: from there on all
-	// stages run in place in out.
-	direct := len(p.ops) - 1
-	for direct > 0 {
-		ip, ok := p.ops[direct].(InPlacer)
-		if !ok || !ip.InPlace() || p.specs[direct].Bytes() != p.specs[direct-1].Bytes() {
-			break
-		}
-		direct--
-	}
 	var in []byte
 	for i, op := range p.ops {
 		var dst []byte
 		switch {
-		case i > direct:
-			dst = out
-		case i == direct:
+		case i >= p.direct: // from here on every stage works in place in out
 			dst = out
 		case i%2 == 0:
 			s.a = grow(s.a, p.specs[i].Bytes())
@@ -265,11 +268,7 @@ func (p *Program) Run(c *Ctx, s *Scratch, out []byte) error {
 			s.b = grow(s.b, p.specs[i].Bytes())
 			dst = s.b
 		}
-		src := in
-		if i > direct {
-			src = out
-		}
-		if err := op.Run(c, i, src, dst); err != nil {
+		if err := op.Run(c, i, in, dst); err != nil {
 			return fmt.Errorf("%s: %w", p.names[i], err)
 		}
 		in = dst

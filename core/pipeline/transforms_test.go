@@ -883,6 +883,7 @@ func TestProgramRunMatchesStages(t *testing.T) {
 		in = out
 	}
 	p.Out, p.SampleOut = in, in
+	p.planDirect()
 	var s Scratch
 	for pos := uint64(0); pos < 30; pos++ {
 		c := NewCtx()
