@@ -73,6 +73,9 @@ class Value(ctypes.Structure):
         ("height", ctypes.c_int32),
         ("channels", ctypes.c_int32),
         ("encoded", ctypes.c_int32),
+        ("column", ctypes.c_void_p),
+        ("column_len", ctypes.c_uint64),
+        ("ptr_offset", ctypes.c_int64),
     ]
 
 
@@ -111,6 +114,9 @@ def _load():
         "ffcv_loader_start": (i64, [i64, u64, u64, ctypes.POINTER(u64), u64, i32, err]),
         "ffcv_iter_next": (i64, [i64, ctypes.POINTER(ctypes.POINTER(_DLManagedTensor)), i32, err]),
         "ffcv_loader_stats": (i64, [i64, out_str, err]),
+        "ffcv_memcpy": (i64, [vp, vp, u64, err]),
+        "ffcv_imdecode": (i64, [vp, u64, vp, u64] + [i64] * 8 + [i32, i32, err]),
+        "ffcv_resize_crop": (i64, [vp] + [i64] * 6 + [vp, i64, i64, err]),
     }
     for table, required in ((sigs, True), (optional, False)):
         for name, (res, args) in table.items():
@@ -125,6 +131,15 @@ def _load():
 
 lib = _load()
 version = lib.ffcv_version().decode()
+
+
+def c_function(name, restype, argtypes):
+    """A ctypes function object of its own for library function name, for
+    callers that numba compiles (FFCV's libffcv helpers): its argument types
+    are numba's (pointers as c_void_p, so err is passed as 0)."""
+    fn = getattr(ctypes.CDLL(_PATH), name)
+    fn.restype, fn.argtypes = restype, argtypes
+    return fn
 
 
 def _take_string(p):
