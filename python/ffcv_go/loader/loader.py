@@ -278,7 +278,8 @@ class Loader:
             op.accept_field(field)
             # Only custom code reads memory itself; building the compiled
             # reader (numba) for built-ins would only slow Loader() down.
-            op.accept_globals(metadata, None if _builtin(op) else self._memory_read)
+            op.accept_globals(metadata, None if _builtin(op) and op._go_spec(state) is not None
+                              else self._memory_read)
             nxt = ops[i + 1] if i + 1 < len(ops) else None
             if go_ops and (isinstance(op, ToTensor) or _cpu_device(op) or (
                     isinstance(op, ToTorchImage) and isinstance(nxt, NormalizeImage) and nxt._go_spec(state))):
