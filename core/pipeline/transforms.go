@@ -267,6 +267,12 @@ func (b *blend) Out(in Spec) (Spec, error) {
 
 func gray(r, g, b byte) float64 { return 0.299*float64(r) + 0.587*float64(g) + 0.114*float64(b) }
 
+// blendGray is FFCV's grey level for contrast and saturation: its luma
+// constants, truncated to uint8 as its astype does.
+func blendGray(r, g, b byte) float64 {
+	return float64(byte(0.2989*float64(r) + 0.587*float64(g) + 0.114*float64(b)))
+}
+
 func clipU8(v float64) byte {
 	if v <= 0 {
 		return 0
@@ -294,7 +300,7 @@ func (b *blend) Run(c *Ctx, op int, in, out []byte) error {
 		var sum float64
 		n := len(out) / 3
 		for i := 0; i < n; i++ {
-			sum += gray(out[3*i], out[3*i+1], out[3*i+2])
+			sum += blendGray(out[3*i], out[3*i+1], out[3*i+2])
 		}
 		mean := sum / float64(max(n, 1))
 		for i, v := range out {
@@ -302,7 +308,7 @@ func (b *blend) Run(c *Ctx, op int, in, out []byte) error {
 		}
 	case "saturation":
 		for i := 0; i+2 < len(out); i += 3 {
-			g := gray(out[i], out[i+1], out[i+2])
+			g := blendGray(out[i], out[i+1], out[i+2])
 			for k := 0; k < 3; k++ {
 				out[i+k] = clipU8(f*float64(out[i+k]) + (1-f)*g)
 			}

@@ -259,7 +259,8 @@ func blendRef(kind string, in []byte, m, p float64, seed, pos uint64) []byte {
 	f := lo + r.Float64()*(1+m-lo)
 	clip := func(v float64) byte { return byte(math.Min(255, math.Max(0, v))) }
 	luma := func(i int) float64 {
-		return 0.299*float64(in[i]) + 0.587*float64(in[i+1]) + 0.114*float64(in[i+2])
+		// FFCV's grey: (0.2989 r + 0.587 g + 0.114 b).astype(uint8).
+		return math.Trunc(0.2989*float64(in[i]) + 0.587*float64(in[i+1]) + 0.114*float64(in[i+2]))
 	}
 	switch kind {
 	case "brightness":

@@ -48,6 +48,8 @@ class DatasetWriter:
             raise ValueError(f"page_size {page_size} must be a power of two, at least 2 MiB and below 4 GiB")
         self.num_workers = int(num_workers)
         self.progress = progress
+        self.num_samples = None
+        self._handle = None
         self._specs = []
         self._python_encoded = []  # fields whose own encode() writes them
         for name, f in self.fields.items():
@@ -88,14 +90,46 @@ class DatasetWriter:
                              f"this writer has {dict(zip(self.fields, kinds))}")
         return _write_image_folder(self, root, self.fields["image"], self.progress)["classes"]
 
-    def from_webdataset(self, *args, **kwargs):
-        raise NotImplementedError("from_webdataset is not supported by ffcv_go")
+    def from_webdataset(self, shards, pipeline):
+        """Writes the samples of webdataset shards (tar files), in order:
+        pipeline(webdataset.WebDataset(shard)) must yield one tuple per
+        sample, a value per field (e.g. ``ds.decode().to_tuple(...)``).
+        Shards are read twice: once to count their samples, as FFCV does."""
+        try:
+            import webdataset as wds
+        except ImportError:
+            raise ImportError("from_webdataset needs the webdataset package (pip install webdataset)") from None
+        shards = [str(s) for s in shards]
+
+        def samples(shard):
+            return pipeline(wds.WebDataset(shard, shardshuffle=False, empty_check=False))
+
+        lengths = [sum(1 for _ in samples(s)) for s in shards]
+        ids = np.concatenate([np.arange(k) for k in lengths]) if lengths else np.zeros(0, np.int64)
+        self._write(sum(lengths), (x for s in shards for x in samples(s)), ids)
+
+    def prepare(self):
+        """Starts the file for self.num_samples samples (the first step of
+        every write; from_* methods call it). The file appears only at
+        finalize()."""
+        spec = {"num_samples": int(self.num_samples), "page_size": self.page_size,
+                "num_workers": self.num_workers, "fields": self._specs}
+        self._handle = _lib.call("ffcv_writer_create", self.fname.encode(), json.dumps(spec).encode(),
+                                 context=self.fname)
+
+    def finalize(self, allocations=None):
+        """Finishes the file started by prepare() (metadata, allocation
+        table, header) and renames it into place. allocations is FFCV's
+        list of the workers' allocations; the Go writer keeps its own."""
+        handle, self._handle = self._handle, None
+        if handle is None:
+            raise ValueError(f"{self.fname}: finalize() without prepare()")
+        _lib.call("ffcv_writer_finish", handle, context=self.fname)
 
     def _write(self, n, items, source_ids):
-        spec = {"num_samples": int(n), "page_size": self.page_size, "num_workers": self.num_workers,
-                "fields": self._specs}
-        handle = _lib.call("ffcv_writer_create", self.fname.encode(), json.dumps(spec).encode(),
-                           context=self.fname)
+        self.num_samples = int(n)
+        self.prepare()
+        handle = self._handle
         bar = _progress(n, self.progress)
         nf = len(self._specs)
         fields = list(self.fields.items())
@@ -132,9 +166,10 @@ class DatasetWriter:
                 if bar is not None:
                     bar.update(len(chunk))
             done = True
-            _lib.call("ffcv_writer_finish", handle, context=self.fname)
+            self.finalize(None)
         except BaseException:
             if not done:
+                self._handle = None
                 _lib.call("ffcv_writer_abort", handle)
             raise
         finally:

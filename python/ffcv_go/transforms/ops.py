@@ -61,19 +61,29 @@ class ToTorchImage(Transform):
     def __init__(self, channels_last=True, convert_back_int16=True):
         super().__init__()
         self.channels_last = channels_last
-        self.convert_back_int16 = convert_back_int16
+        self.convert_int16 = convert_back_int16  # FFCV's attribute name
+        self.enable_int16conv = False  # set by declare_state_and_memory, as in FFCV
+
+    @property
+    def convert_back_int16(self):
+        return self.convert_int16
+
+    @convert_back_int16.setter
+    def convert_back_int16(self, value):
+        self.convert_int16 = value
 
     def declare_state_and_memory(self, previous_state):
         shape = previous_state.shape
         if shape is None or len(shape) != 3:
             raise ValueError(f"ToTorchImage needs (H, W, C) samples, got shape {shape}")
         dtype = torch_dtype(previous_state.dtype)
-        if self.convert_back_int16 and dtype == torch.int16:
+        self.enable_int16conv = bool(self.convert_int16 and dtype == torch.int16)
+        if self.enable_int16conv:
             dtype = torch.float16
         return replace_state(previous_state, jit_mode=False, shape=(shape[2], shape[0], shape[1]), dtype=dtype), None
 
     def _apply(self, x, ctx):
-        if self.convert_back_int16 and x.dtype == torch.int16:
+        if self.convert_int16 and x.dtype == torch.int16:
             x = x.view(torch.float16)
         x = x.permute(0, 3, 1, 2)
         if not self.channels_last:

@@ -1,0 +1,1 @@
+"""Helpers for custom image operations (FFCV's ffcv.transforms.utils)."""

@@ -1,0 +1,64 @@
+"""Small helpers of FFCV's ffcv.utils."""
+from threading import Lock
+
+import numpy as np
+
+
+def chunks(lst, n):
+    """Successive slices of lst of length n (the last may be shorter)."""
+    for i in range(0, len(lst), n):
+        yield lst[i:i + n]
+
+
+def is_power_of_2(n):
+    return n != 0 and (n & (n - 1)) == 0
+
+
+def align_to_page(ptr, page_size):
+    """ptr rounded up to a multiple of page_size."""
+    if ptr % page_size:
+        ptr += page_size - ptr % page_size
+    return ptr
+
+
+def decode_null_terminated_string(bytes: np.ndarray):
+    """The ASCII text before the first NUL of a uint8 array."""
+    return bytes.tobytes().decode("ascii").split("\x00")[0]
+
+
+def __getattr__(name):
+    # cast_int_to_byte_ptr: inside numba-compiled code, the integer address
+    # src as a uint8 pointer (a numba intrinsic, as in FFCV); built on first
+    # use so that importing this module does not need numba.
+    if name == "cast_int_to_byte_ptr":
+        return _cast_int_to_byte_ptr()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_INTRINSIC = []
+
+
+def _cast_int_to_byte_ptr():
+    if not _INTRINSIC:
+        from numba import types
+        from numba.extending import intrinsic
+
+        @intrinsic
+        def cast(typingctx, src):
+            if isinstance(src, types.Integer):
+                sig = types.CPointer(types.uint8)(types.uintp)
+
+                def codegen(context, builder, signature, args):
+                    return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
+                return sig, codegen
+        _INTRINSIC.append(cast)
+    return _INTRINSIC[0]
+
+
+s_print_lock = Lock()
+
+
+def s_print(*a, **b):
+    """print, one thread at a time."""
+    with s_print_lock:
+        print(*a, **b)
