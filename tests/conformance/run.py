@@ -22,7 +22,7 @@ VERSION = "1.0.2"
 SDIST = f"ffcv-{VERSION}.tar.gz"
 SHA256 = "42766a487c8a659b543d070f24732c4b65aab8d96980f5792c63e91e55511f00"
 SITE = os.path.join(ROOT, "tests", "conformance", "site")
-TIMEOUT_S = 900
+TIMEOUT_S = 1500
 
 
 def _sha256(path):
