@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"unsafe"
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
@@ -112,8 +113,14 @@ func parseSpec(specJSON *C.char, v any) error {
 	if err != nil {
 		return err
 	}
-	if err := json.Unmarshal([]byte(s), v); err != nil {
+	// Unknown keys are errors: a misspelt option must not silently keep its default.
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("%w: spec: %v", errArgument, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("%w: spec: trailing data after the JSON object", errArgument)
 	}
 	return nil
 }
