@@ -37,15 +37,19 @@ func ffcv_version() *C.char { return cVersion }
 //export ffcv_free
 func ffcv_free(p unsafe.Pointer) { C.free(p) }
 
+//export ffcv_abi_version
+func ffcv_abi_version() C.int64_t { return C.FFCV_GO_ABI_VERSION }
+
 // Error classes, returned as negative codes so callers can raise the right
-// exception type (see python/ffcv_go/_lib.py).
+// exception type. The header defines them; python/ffcv_go/_lib.py mirrors
+// them and its tests check both against it.
 const (
-	codeInternal = -1 // a bug or an unexpected condition
-	codeArgument = -2 // bad arguments or spec
-	codeFormat   = -3 // malformed or corrupt file
-	codeIO       = -4 // operating system error
-	codeNotFound = -5 // no such file
-	codeData     = -6 // a sample's content cannot be used (bad image, wrong size, ...)
+	codeInternal = C.FFCV_ERR_INTERNAL
+	codeArgument = C.FFCV_ERR_ARGUMENT
+	codeFormat   = C.FFCV_ERR_FORMAT
+	codeIO       = C.FFCV_ERR_IO
+	codeNotFound = C.FFCV_ERR_NOT_FOUND
+	codeData     = C.FFCV_ERR_DATA
 )
 
 // errArgument marks errors about the caller's arguments.
@@ -137,7 +141,7 @@ func putString(out **C.char, s string) error {
 //export ffcv_close
 func ffcv_close(h C.int64_t, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	obj, e := handles.remove(int64(h))
+	obj, e := handles.remove(int64(h), nil)
 	if e != nil {
 		return fail(err, e)
 	}
