@@ -67,6 +67,7 @@ func (it fileIter) stop() { it.Iterator.Close() }
 //export ffcv_loader_create
 func ffcv_loader_create(specJSON *C.char, indices *C.uint64_t, nIndices C.uint64_t, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
+	defer faultsPanic()()
 	var spec loaderSpec
 	if e := parseSpec(specJSON, &spec); e != nil {
 		return fail(err, e)
@@ -169,6 +170,7 @@ func ffcv_loader_order(h C.int64_t, epoch C.uint64_t, out *C.uint64_t, capacity 
 func ffcv_loader_start(h C.int64_t, epoch, startBatch C.uint64_t, order *C.uint64_t, nOrder C.uint64_t,
 	perRank C.int32_t, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
+	defer faultsPanic()()
 	l, done, e := acquire[fileLoader](int64(h))
 	defer done()
 	if e != nil {

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"runtime/debug"
 	"strings"
 	"unsafe"
 
@@ -76,9 +77,21 @@ func fail(err **C.char, e error) C.int64_t {
 	return codeInternal
 }
 
+// faultsPanic makes a fault on mapped memory (a file truncated while open) a
+// panic that guard recovers, for the rest of the calling export:
+// defer faultsPanic()() after guard.
+func faultsPanic() func() {
+	old := debug.SetPanicOnFault(true)
+	return func() { debug.SetPanicOnFault(old) }
+}
+
 // guard turns a panic into an error return; defer it first in every export.
 func guard(err **C.char, ret *C.int64_t) {
 	if r := recover(); r != nil {
+		if _, fault := r.(interface{ Addr() uintptr }); fault {
+			*ret = fail(err, fmt.Errorf("%w: memory fault reading a mapped file (truncated or replaced while in use?): %v", beton.ErrFormat, r))
+			return
+		}
 		*ret = fail(err, fmt.Errorf("internal error: %v", r))
 	}
 }

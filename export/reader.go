@@ -115,6 +115,7 @@ func ffcv_reader_mmap(h C.int64_t, data *unsafe.Pointer, n *C.uint64_t, err **C.
 func ffcv_reader_read(h C.int64_t, sample C.uint64_t, f C.int32_t, col *unsafe.Pointer, colLen *C.uint64_t,
 	heap *unsafe.Pointer, heapLen *C.uint64_t, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
+	defer faultsPanic()()
 	r, done, e := acquire[*beton.Reader](int64(h))
 	defer done()
 	if e != nil {
