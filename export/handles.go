@@ -42,12 +42,12 @@ func (t *handleTable) remove(h int64, want func(any) bool) (any, error) {
 	e, ok := t.m[h]
 	if ok && want != nil && !want(e.obj) {
 		t.mu.Unlock()
-		return nil, fmt.Errorf("handle %d is a %T", h, e.obj)
+		return nil, handleError(fmt.Sprintf("handle %d is a %T", h, e.obj))
 	}
 	delete(t.m, h)
 	t.mu.Unlock()
 	if !ok {
-		return nil, fmt.Errorf("invalid or closed handle %d", h)
+		return nil, handleError(fmt.Sprintf("invalid or closed handle %d", h))
 	}
 	if s, ok := e.obj.(stopper); ok {
 		s.stop()
@@ -76,9 +76,9 @@ func acquire[T any](h int64) (obj T, done func(), err error) {
 	}
 	handles.mu.Unlock()
 	if !ok {
-		return obj, func() {}, fmt.Errorf("invalid or closed handle %d", h)
+		return obj, func() {}, handleError(fmt.Sprintf("invalid or closed handle %d", h))
 	}
-	return obj, func() {}, fmt.Errorf("handle %d is a %T, not a %T", h, e.obj, obj)
+	return obj, func() {}, handleError(fmt.Sprintf("handle %d is a %T, not a %T", h, e.obj, obj))
 }
 
 // take removes h if it is a T (see remove).
@@ -87,3 +87,9 @@ func take[T any](h int64) (T, error) {
 	t, _ := obj.(T)
 	return t, err
 }
+
+// handleError is a bad handle: an argument error (FFCV_ERR_ARGUMENT).
+type handleError string
+
+func (e handleError) Error() string   { return string(e) }
+func (handleError) Is(err error) bool { return err == errArgument }
