@@ -387,3 +387,41 @@ def test_benchmarks_run_all():
     assert all(r["time"] >= 0 and "it/sec" in r["throughput"] or "sec/it" in r["throughput"]
                for r in results["Sum"])
     assert calls == [10] * 3 + [20] * 3
+
+
+# ---- against FFCV 1.0 itself (installed by `make ffcv`; skipped otherwise) ------------
+
+def test_custom_field_files_interchange_with_ffcv(tmp_path):
+    ffcv = pytest.importorskip("ffcv")
+    from ffcv.fields.ndarray import NDArrayField as FNDArrayField
+    from ffcv.reader import Reader as FReader
+    from ffcv.writer import DatasetWriter as FWriter
+
+    class FStringField(FNDArrayField):
+        def __init__(self, max_len):
+            self.max_len = max_len
+            super().__init__(np.dtype("uint8"), (max_len,))
+
+        def encode(self, destination, field, malloc):
+            raw = field.encode("ascii")[:self.max_len].ljust(self.max_len, b"\0")
+            return super().encode(destination, np.frombuffer(raw, dtype="uint8"), malloc)
+
+    caps = [c[:24] for c in CAPTIONS]
+
+    def captions(reader, name):
+        data = np.fromfile(str(path_of[reader]), dtype=np.uint8)
+        return [bytes(data[p:p + 24]).rstrip(b"\0").decode() for p in reader.metadata[name]]
+
+    ours = write(tmp_path / "ours.beton", {"caption": StringField(24)}, [(c,) for c in CAPTIONS])
+    theirs = tmp_path / "theirs.beton"
+    FWriter(str(theirs), {"caption": FStringField(24)}, num_workers=1).from_indexed_dataset(
+        [(c,) for c in CAPTIONS])
+    f_reader = FReader(str(ours), custom_handlers={"caption": FStringField})
+    g_reader = Reader(str(theirs), custom_handlers={"caption": StringField})
+    path_of = {f_reader: ours, g_reader: theirs}
+    assert captions(f_reader, "f0") == caps  # FFCV reads what ffcv_go wrote
+    assert captions(g_reader, "f0") == caps  # and the other way round
+    loader = Loader(str(theirs), batch_size=5, num_workers=1, order=OrderOption.SEQUENTIAL,
+                    pipelines={"caption": [NDArrayDecoder()]}, custom_fields={"caption": StringField})
+    (batch,) = next(iter(loader))
+    assert [bytes(np.asarray(b)).rstrip(b"\0").decode() for b in batch] == caps
