@@ -6,6 +6,7 @@ package main
 
 /*
 #include <stdint.h>
+#include <stdlib.h>
 */
 import "C"
 
@@ -124,5 +125,27 @@ func ffcv_resize_crop(src unsafe.Pointer, srcH, srcW, r0, r1, c0, c1 C.int64_t,
 	}
 	stride := int(srcW) * 3
 	imgproc.ResizeArea(d, int(dstW), int(dstH), imgproc.SubRect(s, stride, 3, r), r.Dx(), r.Dy(), stride, 3)
+	return 0
+}
+
+// ffcv_encode_jpeg compresses the h×w RGB image pix as a JPEG of the given
+// quality (FFCV's encode_jpeg); *out (free it with ffcv_free) holds *outLen bytes.
+//
+//export ffcv_encode_jpeg
+func ffcv_encode_jpeg(pix unsafe.Pointer, h, w, quality C.int64_t, out *unsafe.Pointer, outLen *C.uint64_t, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	if h <= 0 || w <= 0 || quality < 1 || quality > 100 || out == nil || outLen == nil {
+		return fail(err, fmt.Errorf("%w: image %dx%d, quality %d (1-100)", errArgument, h, w, quality))
+	}
+	p, e := cArray((*byte)(pix), uint64(h*w*3), "pixels")
+	if e != nil {
+		return fail(err, e)
+	}
+	data, e := jpeg.Encode(p, int(w), int(h), int(quality))
+	if e != nil {
+		return fail(err, fmt.Errorf("%w: %v", field.ErrData, e))
+	}
+	*out = C.CBytes(data)
+	*outLen = C.uint64_t(len(data))
 	return 0
 }

@@ -190,6 +190,10 @@ int64_t ffcv_imdecode(void *data, uint64_t n, void *dst, uint64_t dst_len,
  * src into the dst_h x dst_w RGB image dst. */
 int64_t ffcv_resize_crop(void *src, int64_t src_h, int64_t src_w, int64_t r0, int64_t r1,
                          int64_t c0, int64_t c1, void *dst, int64_t dst_h, int64_t dst_w, char **err);
+/* Compresses the h x w RGB image pix as a JPEG of the given quality (1-100); *out
+ * (free it with ffcv_free) holds *out_len bytes. */
+int64_t ffcv_encode_jpeg(void *pix, int64_t h, int64_t w, int64_t quality, void **out,
+                         uint64_t *out_len, char **err);
 
 #endif /* FFCV_GO_TYPES_ONLY */
 

@@ -140,6 +140,7 @@ def _signatures():
         "ffcv_memcpy": (i64, [vp, vp, u64, err]),
         "ffcv_imdecode": (i64, [vp, u64, vp, u64] + [i64] * 8 + [i32, i32, err]),
         "ffcv_resize_crop": (i64, [vp] + [i64] * 6 + [vp, i64, i64, err]),
+        "ffcv_encode_jpeg": (i64, [vp, i64, i64, i64, ctypes.POINTER(vp), ctypes.POINTER(u64), err]),
     }
 
 
@@ -168,6 +169,16 @@ def _load():
 
 lib = _load()
 version = lib.ffcv_version().decode()
+
+
+def encode_jpeg(pixels, height, width, quality):
+    """JPEG bytes of height×width RGB pixels (a C-contiguous uint8 array)."""
+    out, n = ctypes.c_void_p(), ctypes.c_uint64()
+    call("ffcv_encode_jpeg", pixels.ctypes.data, height, width, quality, ctypes.byref(out), ctypes.byref(n))
+    try:
+        return ctypes.string_at(out.value, n.value)
+    finally:
+        lib.ffcv_free(out.value)
 
 
 def c_function(name, restype, argtypes):

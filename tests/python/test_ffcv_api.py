@@ -425,3 +425,21 @@ def test_custom_field_files_interchange_with_ffcv(tmp_path):
                     pipelines={"caption": [NDArrayDecoder()]}, custom_fields={"caption": StringField})
     (batch,) = next(iter(loader))
     assert [bytes(np.asarray(b)).rstrip(b"\0").decode() for b in batch] == caps
+
+
+def test_rgb_image_helpers_encode_jpeg_and_resizer():
+    from ffcv_go.fields.rgb_image import encode_jpeg, resizer, get_random_crop, get_center_crop
+    _, photo = _photo_jpeg(max_side=200)
+    jpg = encode_jpeg(photo, 95)
+    assert jpg.dtype == np.uint8 and jpg.ndim == 1 and bytes(jpg[:2]) == b"\xff\xd8"
+    back = np.asarray(Image.open(io.BytesIO(jpg.tobytes())).convert("RGB"))
+    assert back.shape == photo.shape and np.abs(back.astype(int) - photo).mean() < 4
+    h, w = photo.shape[:2]
+    small = resizer(photo, 50)
+    assert max(small.shape[:2]) <= 50 and small.shape[:2] == tuple(int(50 / max(h, w) * s) for s in (h, w))
+    assert resizer(photo, 1000) is photo and resizer(photo, None) is photo
+    i, j, ch_, cw = get_center_crop(100, 200, 0.5)
+    assert (i, j, ch_, cw) == (25, 75, 50, 50)
+    for _ in range(20):
+        i, j, ch_, cw = get_random_crop(100, 200, (0.08, 1.0), (3 / 4, 4 / 3))
+        assert 0 <= i and i + ch_ <= 100 and 0 <= j and j + cw <= 200 and ch_ > 0 and cw > 0

@@ -9,6 +9,33 @@ from ..pipeline.state import State
 IMAGE_MODES = {"jpg": 0, "raw": 1}
 
 
+def encode_jpeg(numpy_image, quality):
+    """The JPEG file (a flat uint8 array) of an (H, W, 3) uint8 RGB image, as
+    FFCV's helper; compressed by the Go writer's encoder (libjpeg-turbo)."""
+    from .. import _lib
+    img = np.ascontiguousarray(numpy_image)
+    if img.dtype != np.uint8 or img.ndim != 3 or img.shape[2] != 3:
+        raise ValueError(f"encode_jpeg needs an (H, W, 3) uint8 image, got {img.dtype} {img.shape}")
+    return np.frombuffer(_lib.encode_jpeg(img, img.shape[0], img.shape[1], int(quality)), dtype=np.uint8)
+
+
+def resizer(image, target_resolution):
+    """image downscaled (area interpolation) so its longer side is at most
+    target_resolution, as FFCV's helper; None or a larger target: unchanged."""
+    if target_resolution is None:
+        return image
+    original = np.array([image.shape[1], image.shape[0]])
+    ratio = target_resolution / original.max()
+    if ratio >= 1:
+        return image
+    from ..libffcv import resize_crop
+    w, h = (ratio * original).astype(int)
+    src = np.ascontiguousarray(image)
+    out = np.empty((h, w, 3), dtype=np.uint8)
+    resize_crop(src, 0, src.shape[0], 0, src.shape[1], out)
+    return out
+
+
 class RGBImageField(Field):
     """An RGB image per sample, stored raw or as JPEG.
 
@@ -87,6 +114,9 @@ class RGBImageField(Field):
             raise ValueError(f"RGBImageField needs an (H, W, 3) image, got shape {value.shape}")
         v.height, v.width, v.channels = value.shape
         _set_data(v, value, keep)
+
+
+from ..transforms.utils.fast_crop import get_random_crop, get_center_crop  # noqa: E402,F401  (FFCV's module path)
 
 
 class _ImageDecoder(Operation):
