@@ -14,6 +14,25 @@ from . import _lib
 from .fields.base import Field, _set_data
 
 MiB = 1 << 20
+MIN_PAGE_SIZE = 1 << 21  # 2 MiB
+MAX_PAGE_SIZE = 1 << 32  # exclusive: page offsets are uint32 in the header
+
+from .fields import TYPE_ID_HANDLER  # noqa: E402,F401  (FFCV's module path)
+from .reader import CURRENT_VERSION  # noqa: E402,F401
+
+
+def from_shard(shard, pipeline):
+    """pipeline(webdataset.WebDataset(shard)): the samples of one shard."""
+    try:
+        import webdataset as wds
+    except ImportError:
+        raise ImportError("from_webdataset needs the webdataset package (pip install webdataset)") from None
+    return pipeline(wds.WebDataset(shard, shardshuffle=False, empty_check=False))
+
+
+def count_samples_in_shard(shard, pipeline):
+    """How many samples from_shard(shard, pipeline) yields."""
+    return sum(1 for _ in from_shard(shard, pipeline))
 
 
 def _progress(total, enabled=True):
@@ -44,7 +63,7 @@ class DatasetWriter:
         self.fname = os.fspath(fname)
         self.fields = dict(fields)
         self.page_size = int(page_size)
-        if self.page_size < 2 * MiB or self.page_size >= 4 << 30 or self.page_size & (self.page_size - 1):
+        if self.page_size < MIN_PAGE_SIZE or self.page_size >= MAX_PAGE_SIZE or self.page_size & (self.page_size - 1):
             raise ValueError(f"page_size {page_size} must be a power of two, at least 2 MiB and below 4 GiB")
         self.num_workers = int(num_workers)
         self.progress = progress
@@ -95,18 +114,10 @@ class DatasetWriter:
         pipeline(webdataset.WebDataset(shard)) must yield one tuple per
         sample, a value per field (e.g. ``ds.decode().to_tuple(...)``).
         Shards are read twice: once to count their samples, as FFCV does."""
-        try:
-            import webdataset as wds
-        except ImportError:
-            raise ImportError("from_webdataset needs the webdataset package (pip install webdataset)") from None
         shards = [str(s) for s in shards]
-
-        def samples(shard):
-            return pipeline(wds.WebDataset(shard, shardshuffle=False, empty_check=False))
-
-        lengths = [sum(1 for _ in samples(s)) for s in shards]
+        lengths = [count_samples_in_shard(s, pipeline) for s in shards]
         ids = np.concatenate([np.arange(k) for k in lengths]) if lengths else np.zeros(0, np.int64)
-        self._write(sum(lengths), (x for s in shards for x in samples(s)), ids)
+        self._write(sum(lengths), (x for s in shards for x in from_shard(s, pipeline)), ids)
 
     def prepare(self):
         """Starts the file for self.num_samples samples (the first step of

@@ -438,8 +438,71 @@ def test_rgb_image_helpers_encode_jpeg_and_resizer():
     small = resizer(photo, 50)
     assert max(small.shape[:2]) <= 50 and small.shape[:2] == tuple(int(50 / max(h, w) * s) for s in (h, w))
     assert resizer(photo, 1000) is photo and resizer(photo, None) is photo
-    i, j, ch_, cw = get_center_crop(100, 200, 0.5)
-    assert (i, j, ch_, cw) == (25, 75, 50, 50)
+    # The crop generator's signature (height, width, scale, ratio); fast_crop's has no scale.
+    assert get_center_crop(100, 200, None, 0.5) == (25, 75, 50, 50)
+    from ffcv_go.transforms.utils.fast_crop import get_center_crop as fast_center
+    assert fast_center(100, 200, 0.5) == (25, 75, 50, 50)
     for _ in range(20):
         i, j, ch_, cw = get_random_crop(100, 200, (0.08, 1.0), (3 / 4, 4 / 3))
         assert 0 <= i and i + ch_ <= 100 and 0 <= j and j + cw <= 200 and ch_ > 0 and cw > 0
+
+
+# FFCV internals with no counterpart: its multiprocessing writer and process
+# cache machinery, and numba helpers of its own orders; the loader/pipeline
+# modules are checked with the loader's own tests.
+_FFCV_INTERNAL = {
+    "ffcv.memory_allocator", "ffcv.memory_managers.process_cache.page_reader",
+    "ffcv.memory_managers.process_cache.schedule", "ffcv.writer.handle_sample", "ffcv.writer.SEEK_END",
+    "ffcv.writer.worker_job_webdataset", "ffcv.writer.worker_job_indexed_dataset",
+    "ffcv.traversal_order.quasi_random.generate_order_inner", "ffcv.fields.basics.BasicDecoder",
+    "ffcv.benchmarks.__main__", "ffcv.benchmarks.suites",
+    # The crop-generator base class belongs to the per-epoch pipeline rebuild (issue 11).
+    "ffcv.fields.rgb_image.ResizedCropRGBImageDecoder",
+}
+
+
+def test_public_names_and_signatures_match_ffcv():
+    """Every public name of FFCV 1.0's modules (outside loader/pipeline) exists at
+    the same ffcv_go path, with FFCV's parameters and defaults in order."""
+    ffcv = pytest.importorskip("ffcv")
+    import pkgutil
+    problems = []
+    names = ["ffcv"] + sorted(m.name for m in pkgutil.walk_packages(ffcv.__path__, "ffcv."))
+    for name in names:
+        if (name == "ffcv._libffcv" or name.startswith(("ffcv.loader", "ffcv.pipeline"))
+                or any(name == i or name.startswith(i + ".") for i in _FFCV_INTERNAL)):
+            continue
+        fm = importlib.import_module(name)
+        try:
+            gm = importlib.import_module("ffcv_go" + name[4:])
+        except ImportError as e:
+            problems.append(f"module {name}: {e}")
+            continue
+        for attr, val in vars(fm).items():
+            origin = getattr(val, "__module__", None) or ""
+            if (attr.startswith("_") or attr == "TYPE_CHECKING" or inspect.ismodule(val)
+                    or f"{name}.{attr}" in _FFCV_INTERNAL or attr in ("Loader", "OrderOption")
+                    or not origin.startswith("ffcv") or origin.startswith(("ffcv.loader", "ffcv.pipeline"))):
+                continue
+            if origin != name and not name == "ffcv" and not fm.__file__.endswith("__init__.py"):
+                continue  # an import used by the module, not its API
+            if not hasattr(gm, attr):
+                problems.append(f"missing {name}.{attr}")
+                continue
+            f, g = (val.__init__, getattr(gm, attr).__init__) if inspect.isclass(val) else (val, getattr(gm, attr))
+            try:
+                fp, gp = inspect.signature(f).parameters, inspect.signature(g).parameters
+            except (TypeError, ValueError):
+                continue
+            if any(p.kind is p.VAR_POSITIONAL for p in fp.values()):
+                continue  # FFCV's class has no __init__ of its own
+            theirs = [(p.name, p.default) for p in fp.values()]
+            ours = [(p.name, p.default) for p in gp.values()]
+            # Same names and FFCV's defaults in order; ours may add defaulted parameters after.
+            extra = ours[len(theirs):]
+            if [n for n, _ in ours[:len(theirs)]] != [n for n, _ in theirs] or any(
+                    d is inspect.Parameter.empty for _, d in extra) or any(
+                    d is not inspect.Parameter.empty and repr(d) != repr(od)
+                    for (_, d), (_, od) in zip(theirs, ours)):
+                problems.append(f"signature {name}.{attr}: FFCV {inspect.signature(f)}, ffcv_go {inspect.signature(g)}")
+    assert not problems, "\n".join(problems)

@@ -50,6 +50,9 @@ class FloatField(Field):
     """A 64-bit float per sample."""
     TYPE_ID = 0
 
+    def __init__(self):
+        pass
+
     @property
     def metadata_type(self):
         return np.dtype("<f8")

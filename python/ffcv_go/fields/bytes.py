@@ -8,6 +8,9 @@ class BytesField(Field):
     """Arbitrary bytes (a uint8 array or bytes) per sample."""
     TYPE_ID = 3
 
+    def __init__(self):
+        pass
+
     @property
     def metadata_type(self):
         return np.dtype([("ptr", "<u8"), ("size", "<u8")])

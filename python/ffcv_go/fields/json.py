@@ -7,6 +7,10 @@ from .bytes import BytesField
 from .base import _set_data
 
 
+ENCODING = "utf8"
+SEPARATOR = "\0"  # stored after each document
+
+
 class JSONField(BytesField):
     """Stores json.dumps(value) plus a NUL; decodes as bytes (see unpack)."""
     TYPE_ID = 5

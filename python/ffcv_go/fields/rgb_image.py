@@ -116,7 +116,15 @@ class RGBImageField(Field):
         _set_data(v, value, keep)
 
 
-from ..transforms.utils.fast_crop import get_random_crop, get_center_crop  # noqa: E402,F401  (FFCV's module path)
+from ..transforms.utils.fast_crop import get_random_crop  # noqa: E402,F401  (FFCV's module path)
+
+
+def get_center_crop(height, width, _, ratio):
+    """The crop generator of CenterCropRGBImageDecoder (the scale argument
+    is unused): (row, column, side, side) of the centred square of side
+    int(ratio * min(height, width))."""
+    c = int(ratio * min(height, width))
+    return (height - c) // 2, (width - c) // 2, c, c
 
 
 class _ImageDecoder(Operation):
