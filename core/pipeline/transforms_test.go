@@ -654,6 +654,33 @@ func TestPoison(t *testing.T) {
 	}
 }
 
+// FFCV's Poison takes one alpha per pixel (an H×W array), shared by the channels.
+func TestPoisonPerPixelAlpha(t *testing.T) {
+	const h, w, c = 3, 4, 3
+	in := rampImage(h, w, c)
+	mask := make([]float32, h*w*c)
+	alpha := make([]float32, h*w)
+	for i := range mask {
+		mask[i] = float32(i * 23 % 256)
+	}
+	for i := range alpha {
+		alpha[i] = float32(i) / float32(h*w-1)
+	}
+	op := newOp(t, "poison", map[string]any{"mask": mask, "alpha_map": alpha, "indices": []int{0}, "clamp": []float32{0, 255}})
+	_, got := apply(t, op, imgSpec(h, w, c), in, 0, 0)
+	for i, v := range in {
+		a := alpha[i/c]
+		want := byte(math.Min(255, math.Max(0, float64((1-a)*float32(v)+a*mask[i]))))
+		if got[i] != want {
+			t.Fatalf("byte %d: %d, want %d", i, got[i], want)
+		}
+	}
+	bad := newOp(t, "poison", map[string]any{"mask": mask, "alpha_map": alpha[:5], "indices": []int{0}})
+	if _, err := bad.Out(imgSpec(h, w, c)); err == nil {
+		t.Fatal("an alpha map of the wrong size was accepted")
+	}
+}
+
 // ---- mixup ------------------------------------------------------------------------
 
 func newBatchOp(t *testing.T, name string, args map[string]any) BatchOp {
