@@ -1,6 +1,7 @@
 package imgproc
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -30,5 +31,32 @@ func BenchmarkResizeAreaRegion(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		rs.ResizeAreaRegion(dst, 224, 224, src, sw, sh, sw*3, 3, RectF{0.375, 0.5, 299.5, 258.25})
+	}
+}
+
+// BenchmarkKernels compares the Go kernels with the SSE2 and AVX2 C kernels
+// on the loader's geometries: run with -cpu 1 and compare within one run.
+func BenchmarkKernels(b *testing.B) {
+	defer func(v bool) { useAVX2 = v }(useAVX2)
+	for _, sz := range [][4]int{{500, 375, 224, 224}, {300, 260, 224, 224}, {160, 120, 224, 224}} {
+		sw, sh, dw, dh := sz[0], sz[1], sz[2], sz[3]
+		src := randImage(rand.New(rand.NewPCG(3, 4)), sw*sh*3)
+		dst := make([]byte, dw*dh*3)
+		for _, impl := range []string{"go", "sse2", "avx2"} {
+			b.Run(fmt.Sprintf("%dx%d/%s", sw, sh, impl), func(b *testing.B) {
+				if impl != "go" && !haveSIMD {
+					b.Skip("no SIMD kernels in this build")
+				}
+				useAVX2 = impl == "avx2"
+				var rs Resizer
+				for b.Loop() {
+					if impl == "go" {
+						goResizeCached(&rs, dst, dw, dh, src, sw, sh, sw*3)
+					} else {
+						rs.ResizeArea(dst, dw, dh, src, sw, sh, sw*3, 3)
+					}
+				}
+			})
+		}
 	}
 }
