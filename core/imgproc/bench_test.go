@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"golang.org/x/sys/cpu"
 )
 
 func benchResize(b *testing.B, sw, sh, dw, dh int) {
@@ -44,8 +46,8 @@ func BenchmarkKernels(b *testing.B) {
 		dst := make([]byte, dw*dh*3)
 		for _, impl := range []string{"go", "sse2", "avx2"} {
 			b.Run(fmt.Sprintf("%dx%d/%s", sw, sh, impl), func(b *testing.B) {
-				if impl != "go" && !haveSIMD {
-					b.Skip("no SIMD kernels in this build")
+				if impl != "go" && !haveSIMD || impl == "avx2" && !cpu.X86.HasAVX2 {
+					b.Skip("no such kernels here")
 				}
 				useAVX2 = impl == "avx2"
 				var rs Resizer

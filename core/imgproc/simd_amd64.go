@@ -9,16 +9,22 @@ package imgproc
 import "C"
 
 import (
+	"os"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
 )
 
-// useAVX2 selects the AVX2 build of the C kernels; SSE2 is the x86-64 floor.
-// A variable so tests can run both.
-var useAVX2 = cpu.X86.HasAVX2
+// FFCV_GO_SIMD=off|sse2 forces the Go kernels or the SSE2 floor, to compare
+// them in one benchmark run; by default AVX2 is used where the CPU has it.
+var simdMode = os.Getenv("FFCV_GO_SIMD")
 
-const haveSIMD = true
+// haveSIMD enables the C kernels; useAVX2 selects their AVX2 build (SSE2 is
+// the x86-64 floor). Variables so tests can run every combination.
+var (
+	haveSIMD = simdMode != "off"
+	useAVX2  = cpu.X86.HasAVX2 && simdMode != "sse2"
+)
 
 func cbool(b bool) C.int {
 	if b {
