@@ -1,9 +1,12 @@
 package jpeg
 
 import (
+	"fmt"
 	"image"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"syscall"
 	"testing"
 
 	"github.com/ffcv-go/ffcv-go/core/imgproc"
@@ -113,4 +116,43 @@ func BenchmarkEncode(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkDecodeScale decodes a whole q90 photo at every DCT scale m/8, the
+// data behind chooseScale: the cost of a scale's IDCT against the pixels it
+// saves the colour conversion and the resize.
+func BenchmarkDecodeScale(b *testing.B) {
+	p := loadPhoto(b)
+	d := NewDecoder()
+	defer d.Close()
+	buf := make([]byte, p.w*p.h*3+64*p.h*3)
+	for m := 1; m <= 8; m++ {
+		b.Run(fmt.Sprintf("m=%d", m), func(b *testing.B) {
+			defer cpuPerOp(b)()
+			for b.Loop() {
+				d.g = _Ctype_ffj_geom{scale_num: _Ctype_int(m), cx1: -1}
+				if err := d.decode(p.jpeg, &d.g, buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// cpuPerOp reports the benchmark's CPU time per operation on its own thread
+// ("cpu-ns/op"), steadier than wall time on a busy machine. Use as
+// defer cpuPerOp(b)() before the loop.
+func cpuPerOp(b *testing.B) func() {
+	runtime.LockOSThread()
+	start := threadCPU()
+	return func() {
+		b.ReportMetric(float64(threadCPU()-start)/float64(b.N), "cpu-ns/op")
+		runtime.UnlockOSThread()
+	}
+}
+
+func threadCPU() int64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(1, &ru) // RUSAGE_THREAD
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }
