@@ -6,10 +6,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"syscall"
 	"testing"
 
 	"github.com/ffcv-go/ffcv-go/core/imgproc"
+	"golang.org/x/sys/unix"
 )
 
 // rrcCrops draws n crops like torchvision's RandomResizedCrop (area 8-100%,
@@ -18,17 +18,24 @@ func rrcCrops(n, w, h int) []image.Rectangle {
 	r := rand.New(rand.NewPCG(11, 12))
 	var out []image.Rectangle
 	for len(out) < n {
-		area := float64(w*h) * (0.08 + 0.92*r.Float64())
-		ratio := math.Exp(math.Log(3.0/4) + r.Float64()*math.Log(16.0/9))
-		cw := int(math.Round(math.Sqrt(area * ratio)))
-		ch := int(math.Round(math.Sqrt(area / ratio)))
-		if cw < 1 || ch < 1 || cw > w || ch > h {
-			continue
+		if c := rrcCrop(r, w, h); !c.Empty() {
+			out = append(out, c)
 		}
-		x, y := r.IntN(w-cw+1), r.IntN(h-ch+1)
-		out = append(out, image.Rect(x, y, x+cw, y+ch))
 	}
 	return out
+}
+
+// rrcCrop is one try of RandomResizedCrop; empty when it does not fit.
+func rrcCrop(r *rand.Rand, w, h int) image.Rectangle {
+	area := float64(w*h) * (0.08 + 0.92*r.Float64())
+	ratio := math.Exp(math.Log(3.0/4) + r.Float64()*math.Log(16.0/9))
+	cw := int(math.Round(math.Sqrt(area * ratio)))
+	ch := int(math.Round(math.Sqrt(area / ratio)))
+	if cw < 1 || ch < 1 || cw > w || ch > h {
+		return image.Rectangle{}
+	}
+	x, y := r.IntN(w-cw+1), r.IntN(h-ch+1)
+	return image.Rect(x, y, x+cw, y+ch)
 }
 
 type benchCase struct {
@@ -151,8 +158,9 @@ func cpuPerOp(b *testing.B) func() {
 	}
 }
 
+// threadCPU is the CPU time of the calling thread in nanoseconds.
 func threadCPU() int64 {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(1, &ru) // RUSAGE_THREAD
-	return ru.Utime.Nano() + ru.Stime.Nano()
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+	return ts.Nano()
 }

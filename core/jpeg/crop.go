@@ -48,6 +48,18 @@ func (d *Decoder) DecodeCropResizeFlip(data []byte, crop image.Rectangle, outW, 
 	if crop.Empty() || crop.Min.X < 0 || crop.Min.Y < 0 || crop.Max.X > maxDimension || crop.Max.Y > maxDimension {
 		return fmt.Errorf("jpeg: bad crop %v", crop)
 	}
+	buf, err := d.decodeRegion(data, crop, outW, outH)
+	if err != nil {
+		return err
+	}
+	d.resizeDecoded(dst, outW, outH, buf, crop, flip)
+	return nil
+}
+
+// decodeRegion decodes the part of data that crop needs, at the DCT scale
+// chooseScale picks for an outW×outH output, into d.scratch; d.g says where
+// the decoded pixels lie.
+func (d *Decoder) decodeRegion(data []byte, crop image.Rectangle, outW, outH int) ([]byte, error) {
 	m := chooseScale(crop.Dx(), crop.Dy(), outW, outH)
 	// Buffer bound. The C side may decode at 2/8 instead of 1/8 (see
 	// ffj_decode). The decoded span is ceil(size*m/8), plus one pixel of
@@ -66,20 +78,22 @@ func (d *Decoder) DecodeCropResizeFlip(data []byte, crop image.Rectangle, outW, 
 		cx0:       C.int(crop.Min.X), cy0: C.int(crop.Min.Y),
 		cx1: C.int(crop.Max.X), cy1: C.int(crop.Max.Y),
 	}
-	if err := d.decode(data, g, buf); err != nil {
-		return err
-	}
-	m = int(g.scale_num)
+	return buf, d.decode(data, g, buf)
+}
+
+// resizeDecoded resizes the crop out of the pixels decodeRegion left in buf.
+func (d *Decoder) resizeDecoded(dst []byte, outW, outH int, buf []byte, crop image.Rectangle, flip bool) {
+	g := &d.g
+	m := int(g.scale_num)
 	bx, by := int(g.buf_x), int(g.buf_y)
 	w, h := int(g.buf_w), int(g.buf_h)
 	stride := w * 3
 	if m == 8 {
 		off := (crop.Min.Y-by)*stride + (crop.Min.X-bx)*3
 		d.rs.ResizeAreaFlip(dst, outW, outH, buf[off:], crop.Dx(), crop.Dy(), stride, 3, flip)
-		return nil
+		return
 	}
 	d.rs.ResizeAreaRegionFlip(dst, outW, outH, buf, w, h, stride, 3, scaledRegion(crop, m, bx, by), flip)
-	return nil
 }
 
 // maxOutput bounds the output size so that sizes never overflow.
