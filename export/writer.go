@@ -12,6 +12,7 @@ import (
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/imageenc"
 )
 
 type fieldSpec struct {
@@ -24,12 +25,14 @@ type fieldSpec struct {
 	SmartThreshold      int      `json:"smart_threshold"`
 	JPEGQuality         int      `json:"jpeg_quality"`
 	CompressProbability float64  `json:"compress_probability"`
+	KeepSourceJPEG      bool     `json:"keep_source_jpeg"`
 }
 
 func (s fieldSpec) imageOptions(seed uint64) field.ImageOptions {
 	return field.ImageOptions{
 		WriteMode: s.WriteMode, MaxResolution: s.MaxResolution, SmartThreshold: s.SmartThreshold,
 		JPEGQuality: s.JPEGQuality, CompressProbability: s.CompressProbability, Seed: seed,
+		KeepSourceJPEG: s.KeepSourceJPEG,
 	}
 }
 
@@ -67,7 +70,7 @@ func ffcv_writer_create(path, specJSON *C.char, err **C.char) (ret C.int64_t) {
 		if _, e := descs[i].MarshalBinary(); e != nil {
 			return fail(err, e)
 		}
-		if encs[i], e = field.NewEncoder(descs[i], f.imageOptions(spec.Seed)); e != nil {
+		if encs[i], e = imageenc.NewEncoder(descs[i], f.imageOptions(spec.Seed)); e != nil {
 			return fail(err, fmt.Errorf("%w: field %q: %v", errArgument, f.Name, e))
 		}
 	}

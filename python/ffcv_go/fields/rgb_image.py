@@ -16,11 +16,16 @@ class RGBImageField(Field):
     'proportion' (JPEG with probability compress_probability). max_resolution
     downscales (area) so the longer side fits. Accepts PIL images and uint8
     arrays (H, W), (H, W, 1), (H, W, 3) or (H, W, 4); grayscale becomes RGB.
+
+    keep_source_jpeg (not in FFCV, off by default): a JPEG file given as
+    bytes or by path that needs no resize and is to be stored as JPEG is
+    stored byte for byte after checking that it decodes cleanly, instead of
+    being decoded and re-encoded. Writing then costs one decode per image.
     """
     TYPE_ID = 2
 
     def __init__(self, write_mode="raw", max_resolution=None, smart_threshold=None,
-                 jpeg_quality=90, compress_probability=0.5):
+                 jpeg_quality=90, compress_probability=0.5, keep_source_jpeg=False):
         if write_mode not in ("raw", "jpg", "smart", "proportion"):
             raise ValueError(f"RGBImageField: write_mode {write_mode!r} must be 'raw', 'jpg', 'smart' or 'proportion'")
         if max_resolution is not None and int(max_resolution) < 1:
@@ -34,6 +39,7 @@ class RGBImageField(Field):
         self.smart_threshold = smart_threshold
         self.jpeg_quality = int(jpeg_quality)
         self.proportion = float(compress_probability)
+        self.keep_source_jpeg = bool(keep_source_jpeg)
 
     @property
     def metadata_type(self):
@@ -52,7 +58,7 @@ class RGBImageField(Field):
     def _spec(self):
         return {"write_mode": self.write_mode, "max_resolution": int(self.max_resolution or 0),
                 "smart_threshold": int(self.smart_threshold or 0), "jpeg_quality": self.jpeg_quality,
-                "compress_probability": self.proportion}
+                "compress_probability": self.proportion, "keep_source_jpeg": self.keep_source_jpeg}
 
     def _value(self, value, v, keep):
         if isinstance(value, (bytes, bytearray, memoryview)):
