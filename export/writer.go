@@ -103,13 +103,19 @@ func ffcv_writer_put(h C.int64_t, first, count C.uint64_t, values *C.ffcv_value,
 		for f := range vals {
 			c := &cv[k*w.nf+f]
 			v := field.Value{Int: int64(c.i), Float: float64(c.f), Width: int(c.width), Height: int(c.height),
-				Channels: int(c.channels), Encoded: c.encoded != 0}
+				Channels: int(c.channels), Encoded: c.encoded == 1}
 			if c.len > 0 {
 				if c.data == nil {
 					return fail(err, fmt.Errorf("sample %d, field %d: data: %w", uint64(first)+uint64(k), f, errNil))
 				}
 				// Copy: the caller's buffer is only valid during this call.
 				v.Data = append([]byte(nil), unsafe.Slice((*byte)(c.data), int(c.len))...)
+			}
+			if c.encoded == 2 { // a file path: the encoder reads it in its worker
+				v.Path, v.Data = string(v.Data), nil
+				if v.Path == "" {
+					return fail(err, fmt.Errorf("%w: sample %d, field %d: empty image path", errArgument, uint64(first)+uint64(k), f))
+				}
 			}
 			vals[f] = v
 		}

@@ -1,4 +1,6 @@
 """RGBImageField and its decoders (FFCV's ffcv.fields.rgb_image)."""
+import os
+
 import numpy as np
 
 from .base import Field, ARG_TYPE, _set_data
@@ -14,8 +16,10 @@ class RGBImageField(Field):
 
     write_mode: 'raw', 'jpg', 'smart' (JPEG when H*W*3 > smart_threshold) or
     'proportion' (JPEG with probability compress_probability). max_resolution
-    downscales (area) so the longer side fits. Accepts PIL images and uint8
-    arrays (H, W), (H, W, 1), (H, W, 3) or (H, W, 4); grayscale becomes RGB.
+    downscales (area) so the longer side fits. Accepts PIL images, uint8
+    arrays (H, W), (H, W, 1), (H, W, 3) or (H, W, 4) (grayscale becomes RGB),
+    image files as bytes, and paths (os.PathLike) of image files, which the
+    Go encoder reads and decodes in its own threads.
 
     keep_source_jpeg (not in FFCV, off by default): a JPEG file given as
     bytes or by path that needs no resize and is to be stored as JPEG is
@@ -61,6 +65,10 @@ class RGBImageField(Field):
                 "compress_probability": self.proportion, "keep_source_jpeg": self.keep_source_jpeg}
 
     def _value(self, value, v, keep):
+        if isinstance(value, os.PathLike):
+            v.encoded = 2  # a file the Go encoder reads itself
+            _set_data(v, os.fsencode(value), keep)
+            return
         if isinstance(value, (bytes, bytearray, memoryview)):
             v.encoded = 1  # an image file
             _set_data(v, value, keep)
