@@ -36,6 +36,7 @@ type Resizer struct {
 
 	fbuf  []float32 // one horizontally filtered row
 	fsum  []float32 // vertical accumulator
+	fwx   []float32 // horizontal weights laid out for the AVX2 kernel
 	ibuf  []int32   // integer row sums or fixed-point rows
 	ibuf2 []int32
 }

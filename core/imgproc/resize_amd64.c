@@ -13,18 +13,20 @@
 #pragma GCC push_options
 #pragma GCC target("avx2")
 #define KSUF _avx2
+#define KAVX2 1
 #include "resize_kern.h"
+#undef KAVX2
 #undef KSUF
 #pragma GCC pop_options
 
 void ffr_area_run(int avx2, uint8_t *dst, int dw, int dh, const uint8_t *src, long stride,
                   const int32_t *xfirst, const float *xw, int xn,
                   const int32_t *yfirst, const int32_t *yoff, const float *yw,
-                  float *buf, float *sum) {
+                  float *buf, float *sum, float *wx) {
 	if (avx2)
-		area_run_avx2(dst, dw, dh, src, stride, xfirst, xw, xn, yfirst, yoff, yw, buf, sum);
+		area_run_avx2(dst, dw, dh, src, stride, xfirst, xw, xn, yfirst, yoff, yw, buf, sum, wx);
 	else
-		area_run_sse2(dst, dw, dh, src, stride, xfirst, xw, xn, yfirst, yoff, yw, buf, sum);
+		area_run_sse2(dst, dw, dh, src, stride, xfirst, xw, xn, yfirst, yoff, yw, buf, sum, wx);
 }
 
 void ffr_linear_run(int avx2, uint8_t *dst, int dw, int dh, const uint8_t *src, int sh, long stride,

@@ -33,10 +33,43 @@ static inline __m128 KFN(px_f32_back)(const uint8_t *p) {
 }
 
 // hfilter box-filters one row: buf[3dx+c] = sum_k row[3(first[dx]+k)+c]*w[n dx+k].
-// buf has room for one float more than dw*3.
+// buf has room for one float more than dw*3. wx is the AVX2 variant's
+// weight table (see area_wx); the SSE2 variant ignores it.
 static void KFN(area_hfilter)(float *buf, const uint8_t *row, int dw,
-                              const int32_t *first, const float *w, int n) {
-	for (int dx = 0; dx < dw; dx++) {
+                              const int32_t *first, const float *w, int n, const float *wx) {
+	int dx = 0;
+#ifdef KAVX2
+	// Two output pixels per 256-bit vector: pixel dx in the low lane, dx+1
+	// in the high one, each tap's weights preloaded 4+4 wide in wx.
+	for (; dx + 2 <= dw; dx += 2, wx += 8 * n) {
+		const uint8_t *p0 = row + 3 * (long)first[dx], *p1 = row + 3 * (long)first[dx + 1];
+		__m256 acc = _mm256_setzero_ps();
+		for (int k = 0; k < n; k++) {
+			uint32_t a, b;
+			if (k < n - 1 || n == 1 && first[dx] == 0) {
+				memcpy(&a, p0 + 3 * k, 4);
+			} else { // the last tap may be the row's last pixel: read backwards
+				memcpy(&a, p0 + 3 * k - 1, 4);
+				a >>= 8;
+			}
+			if (k < n - 1) {
+				memcpy(&b, p1 + 3 * k, 4);
+			} else {
+				memcpy(&b, p1 + 3 * k - 1, 4);
+				b >>= 8;
+			}
+			__m128i ab = _mm_cvtsi64_si128((long long)((uint64_t)b << 32 | a));
+			__m256 px = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(ab));
+			__m256 t = _mm256_mul_ps(px, _mm256_loadu_ps(wx + 8 * k));
+			acc = k == 0 ? t : _mm256_add_ps(acc, t);
+		}
+		_mm_storeu_ps(buf + 3 * dx, _mm256_castps256_ps128(acc));
+		_mm_storeu_ps(buf + 3 * dx + 3, _mm256_extractf128_ps(acc, 1));
+	}
+#else
+	(void)wx;
+#endif
+	for (; dx < dw; dx++) {
 		const uint8_t *p = row + 3 * (long)first[dx];
 		const float *ws = w + (long)n * dx;
 		__m128 acc;
@@ -71,9 +104,16 @@ static inline void KFN(store_u8)(uint8_t *out, const float *v, int len) {
 static void KFN(area_run)(uint8_t *dst, int dw, int dh, const uint8_t *src, long stride,
                           const int32_t *xfirst, const float *xw, int xn,
                           const int32_t *yfirst, const int32_t *yoff, const float *yw,
-                          float *buf, float *sum) {
+                          float *buf, float *sum, float *wx) {
 	const int len = dw * 3;
 	long cached = -1;
+#ifdef KAVX2
+	// wx[8n·(dx/2) + 8k + j]: weight k of pixel dx (j < 4) or dx+1 (j >= 4).
+	for (int dx = 0; dx + 2 <= dw; dx += 2)
+		for (int k = 0; k < xn; k++)
+			for (int j = 0; j < 8; j++)
+				wx[8 * xn * (dx / 2) + 8 * k + j] = xw[xn * (dx + j / 4) + k];
+#endif
 	for (int dy = 0; dy < dh; dy++) {
 		const int sy0 = yfirst[dy];
 		const int nk = yoff[dy + 1] - yoff[dy];
@@ -81,7 +121,7 @@ static void KFN(area_run)(uint8_t *dst, int dw, int dh, const uint8_t *src, long
 		for (int k = 0; k < nk; k++) {
 			const long sy = sy0 + k;
 			if (sy != cached) {
-				KFN(area_hfilter)(buf, src + sy * stride, dw, xfirst, xw, xn);
+				KFN(area_hfilter)(buf, src + sy * stride, dw, xfirst, xw, xn, wx);
 				cached = sy;
 			}
 			const float beta = ws[k];

@@ -38,11 +38,12 @@ func cbool(b bool) C.int {
 func (r *Resizer) areaRunSIMD(dst []byte, dw, dh int, src []byte, srcStride int) {
 	r.fbuf = growF32(r.fbuf, dw*3+1)
 	r.fsum = growF32(r.fsum, dw*3+1)
+	r.fwx = growF32(r.fwx, (dw/2)*r.fx.n*8+1) // the AVX2 kernel's weights
 	C.ffr_area_run(cbool(useAVX2), (*C.uint8_t)(&dst[0]), C.int(dw), C.int(dh),
 		(*C.uint8_t)(&src[0]), C.long(srcStride),
 		(*C.int32_t)(&r.fx.first[0]), (*C.float)(&r.fx.w[0]), C.int(r.fx.n),
 		(*C.int32_t)(&r.y.first[0]), (*C.int32_t)(&r.y.off[0]), (*C.float)(&r.y.w[0]),
-		(*C.float)(&r.fbuf[0]), (*C.float)(&r.fsum[0]))
+		(*C.float)(&r.fbuf[0]), (*C.float)(&r.fsum[0]), (*C.float)(&r.fwx[0]))
 }
 
 // linearRunSIMD is linearRun for 3 channels in C, on the tables of
