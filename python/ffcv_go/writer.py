@@ -258,6 +258,8 @@ def _fetch(dataset, indices, chunksize, pool, workers):
     from collections import deque
     pending = deque()
     if pool == "process":
+        # Forked here, at most 32 items in: before the first chunk of 64 reaches
+        # the Go writer, so no Go thread is inside C code (libjpeg) at fork time.
         import multiprocessing
         ctx = multiprocessing.get_context("fork")
         ex = ctx.Pool(workers, initializer=_init_process, initargs=(dataset,))
