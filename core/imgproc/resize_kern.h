@@ -85,17 +85,26 @@ static void KFN(area_hfilter)(float *buf, const uint8_t *row, int dw,
 	}
 }
 
-// store8 rounds (half to even, the SSE default) and saturates len floats.
-static inline void KFN(store_u8)(uint8_t *out, const float *v, int len) {
+// store_u8_acc writes round(sum[i] + beta*buf[i]) (or of beta*buf[i] when
+// sum is NULL), rounding half to even (the SSE default) and saturating,
+// with the float operations of the Go code in its order.
+static inline void KFN(store_u8_acc)(uint8_t *out, const float *sum, const float *buf, float beta, int len) {
+	const __m128 b = _mm_set1_ps(beta);
 	int i = 0;
 	for (; i + 8 <= len; i += 8) {
-		__m128i a = _mm_cvtps_epi32(_mm_loadu_ps(v + i));
-		__m128i b = _mm_cvtps_epi32(_mm_loadu_ps(v + i + 4));
-		__m128i s = _mm_packs_epi32(a, b);
+		__m128 x0 = _mm_mul_ps(b, _mm_loadu_ps(buf + i)), x1 = _mm_mul_ps(b, _mm_loadu_ps(buf + i + 4));
+		if (sum) {
+			x0 = _mm_add_ps(_mm_loadu_ps(sum + i), x0);
+			x1 = _mm_add_ps(_mm_loadu_ps(sum + i + 4), x1);
+		}
+		__m128i s = _mm_packs_epi32(_mm_cvtps_epi32(x0), _mm_cvtps_epi32(x1));
 		_mm_storel_epi64((__m128i *)(out + i), _mm_packus_epi16(s, s));
 	}
 	for (; i < len; i++) {
-		int x = _mm_cvtss_si32(_mm_set_ss(v[i]));
+		float v = beta * buf[i];
+		if (sum)
+			v = sum[i] + v;
+		int x = _mm_cvtss_si32(_mm_set_ss(v));
 		out[i] = (uint8_t)(x < 0 ? 0 : x > 255 ? 255 : x);
 	}
 }
@@ -125,7 +134,9 @@ static void KFN(area_run)(uint8_t *dst, int dw, int dh, const uint8_t *src, long
 				cached = sy;
 			}
 			const float beta = ws[k];
-			if (k == 0) {
+			if (k == nk - 1) { // the last row's products go straight to the output
+				KFN(store_u8_acc)(dst + (long)dy * len, k ? sum : NULL, buf, beta, len);
+			} else if (k == 0) {
 				for (int i = 0; i < len; i++)
 					sum[i] = beta * buf[i];
 			} else {
@@ -133,7 +144,6 @@ static void KFN(area_run)(uint8_t *dst, int dw, int dh, const uint8_t *src, long
 					sum[i] += beta * buf[i];
 			}
 		}
-		KFN(store_u8)(dst + (long)dy * len, sum, len);
 	}
 }
 
