@@ -174,6 +174,23 @@ static void KFN(linear_vrow)(uint8_t *out, const int32_t *s0, const int32_t *s1,
                              int16_t b0, int16_t b1) {
 	const __m128i vb0 = _mm_set1_epi16(b0), vb1 = _mm_set1_epi16(b1), two = _mm_set1_epi16(2);
 	int i = 0;
+#ifdef KAVX2
+	const __m256i wb0 = _mm256_set1_epi16(b0), wb1 = _mm256_set1_epi16(b1), wtwo = _mm256_set1_epi16(2);
+	for (; i + 16 <= len; i += 16) {
+		// packs works per 128-bit lane; the permute restores element order.
+		__m256i a = _mm256_permute4x64_epi64(_mm256_packs_epi32(
+			_mm256_srai_epi32(_mm256_loadu_si256((const __m256i *)(s0 + i)), 4),
+			_mm256_srai_epi32(_mm256_loadu_si256((const __m256i *)(s0 + i + 8)), 4)), 0xD8);
+		__m256i b = _mm256_permute4x64_epi64(_mm256_packs_epi32(
+			_mm256_srai_epi32(_mm256_loadu_si256((const __m256i *)(s1 + i)), 4),
+			_mm256_srai_epi32(_mm256_loadu_si256((const __m256i *)(s1 + i + 8)), 4)), 0xD8);
+		__m256i x = _mm256_add_epi16(_mm256_mulhi_epi16(a, wb0), _mm256_mulhi_epi16(b, wb1));
+		x = _mm256_srai_epi16(_mm256_add_epi16(x, wtwo), 2);
+		__m256i p = _mm256_packus_epi16(x, x); // lane k: bytes 8k..8k+7, twice
+		__m128i o = _mm_unpacklo_epi64(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+		_mm_storeu_si128((__m128i *)(out + i), o);
+	}
+#endif
 	for (; i + 8 <= len; i += 8) {
 		__m128i a = _mm_packs_epi32(_mm_srai_epi32(_mm_loadu_si128((const __m128i *)(s0 + i)), 4),
 		                            _mm_srai_epi32(_mm_loadu_si128((const __m128i *)(s0 + i + 4)), 4));
