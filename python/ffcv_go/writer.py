@@ -219,6 +219,11 @@ _DATASET = None  # the dataset, in a fetch process (inherited through fork)
 def _init_process(dataset):
     global _DATASET
     _DATASET = dataset
+    # The Go runtime's SIGTERM handler is inherited but its threads are not:
+    # run in a forked child it can block forever. Pool.terminate() sends
+    # SIGTERM, so let the kernel handle it.
+    import signal
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _get_chunk_in_process(idx):
@@ -269,6 +274,7 @@ def _fetch(dataset, indices, chunksize, pool, workers):
         ex = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ffcv_go-fetch")
         submit = lambda idx: ex.submit(_get_chunk, dataset, idx)  # noqa: E731
         result = lambda r: r.result()  # noqa: E731
+    finished = False
     try:
         for idx in chunks:
             pending.append(submit(idx))
@@ -276,9 +282,13 @@ def _fetch(dataset, indices, chunksize, pool, workers):
                 yield from result(pending.popleft())
         while pending:
             yield from result(pending.popleft())
+        finished = True
     finally:
         if pool == "process":
-            ex.terminate()
+            if finished:
+                ex.close()  # workers exit on their own
+            else:
+                ex.terminate()
             ex.join()
         else:
             for f in pending:
