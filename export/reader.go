@@ -73,7 +73,8 @@ type readerInfo struct {
 //export ffcv_reader_info
 func ffcv_reader_info(h C.int64_t, out **C.char, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	r, e := lookup[*beton.Reader](int64(h))
+	r, done, e := acquire[*beton.Reader](int64(h))
+	defer done()
 	if e != nil {
 		return fail(err, e)
 	}
@@ -97,7 +98,8 @@ func ffcv_reader_info(h C.int64_t, out **C.char, err **C.char) (ret C.int64_t) {
 //export ffcv_reader_mmap
 func ffcv_reader_mmap(h C.int64_t, data *unsafe.Pointer, n *C.uint64_t, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	r, e := lookup[*beton.Reader](int64(h))
+	r, done, e := acquire[*beton.Reader](int64(h))
+	defer done()
 	if e != nil {
 		return fail(err, e)
 	}
@@ -113,7 +115,9 @@ func ffcv_reader_mmap(h C.int64_t, data *unsafe.Pointer, n *C.uint64_t, err **C.
 func ffcv_reader_read(h C.int64_t, sample C.uint64_t, f C.int32_t, col *unsafe.Pointer, colLen *C.uint64_t,
 	heap *unsafe.Pointer, heapLen *C.uint64_t, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	r, e := lookup[*beton.Reader](int64(h))
+	defer faultsPanic()()
+	r, done, e := acquire[*beton.Reader](int64(h))
+	defer done()
 	if e != nil {
 		return fail(err, e)
 	}

@@ -15,7 +15,8 @@ import (
 //export ffcv_verify
 func ffcv_verify(h C.int64_t, workers C.int32_t, out **C.char, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	r, e := lookup[*beton.Reader](int64(h))
+	r, done, e := acquire[*beton.Reader](int64(h))
+	defer done()
 	if e != nil {
 		return fail(err, e)
 	}
