@@ -12,7 +12,7 @@ DEB_DATA := mate-backgrounds lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 dat
 PYTEST_ARGS ?=
 CONFORMANCE_ARGS ?=
 
-.PHONY: all build deps venv wheel test test-go test-python conformance vet fuzz ffcv demo clean
+.PHONY: all build deps venv wheel test test-go test-python conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer clean
 
 all: build
 
@@ -94,6 +94,25 @@ ffcv: deps venv
 
 demo: deps venv build
 	PYTHONPATH=python $(PY) bench/demo.py
+
+# ffcv_go against DataLoader, FFCV 1.0, SPDL and DALI (CPU) on the fair setting
+# (a .beton that keeps the photos' size); BENCH_ARGS e.g. --max-resolution 256.
+# SPDL needs Debian's FFmpeg 5 libraries.
+BENCH_ARGS ?=
+bench-peers: deps venv build ffcv
+	@if ! dpkg -s libavdevice59 >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libavdevice59 libavfilter8 >/dev/null; fi
+	$(PY) -m pip install -q -r requirements-peers.txt
+	PYTHONPATH=python $(PY) bench/peers.py $(BENCH_ARGS)
+
+# Where the CPU time of one RandomResizedCrop goes (Huffman, IDCT+colour,
+# resize), Go kernels against SSE2 and AVX2, on bench/data/imagenet-like.
+bench-profile: deps venv
+	$(PY) bench/profile_rrc.py $(BENCH_ARGS)
+
+# Writer: ffcv_go's from_image_folder and from_indexed_dataset against FFCV's.
+bench-writer: deps venv build ffcv
+	PYTHONPATH=python $(PY) bench/writer.py $(BENCH_ARGS)
 
 clean:
 	rm -f $(LIB) $(basename $(LIB)).h

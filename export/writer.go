@@ -13,6 +13,7 @@ import (
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/imageenc"
 )
 
 type fieldSpec struct {
@@ -25,6 +26,7 @@ type fieldSpec struct {
 	SmartThreshold      int      `json:"smart_threshold"`
 	JPEGQuality         int      `json:"jpeg_quality"`
 	CompressProbability float64  `json:"compress_probability"`
+	KeepSourceJPEG      bool     `json:"keep_source_jpeg"`
 	// Custom (type 255) fields: their argument bytes and metadata column
 	// [size, alignment]; encoder is the type id of the built-in encoder to
 	// use (a subclass of a built-in field that keeps its encode), or 255
@@ -38,6 +40,7 @@ func (s fieldSpec) imageOptions(seed uint64) field.ImageOptions {
 	return field.ImageOptions{
 		WriteMode: s.WriteMode, MaxResolution: s.MaxResolution, SmartThreshold: s.SmartThreshold,
 		JPEGQuality: s.JPEGQuality, CompressProbability: s.CompressProbability, Seed: seed,
+		KeepSourceJPEG: s.KeepSourceJPEG,
 	}
 }
 
@@ -88,7 +91,7 @@ func ffcv_writer_create(path, specJSON *C.char, err **C.char) (ret C.int64_t) {
 		}
 		if enc.Type == field.Custom {
 			encs[i] = field.NewCustomEncoder(f.Name, custom[f.Name])
-		} else if encs[i], e = field.NewEncoder(enc, f.imageOptions(spec.Seed)); e != nil {
+		} else if encs[i], e = imageenc.NewEncoder(enc, f.imageOptions(spec.Seed)); e != nil {
 			return fail(err, fmt.Errorf("%w: field %q: %v", errArgument, f.Name, e))
 		}
 	}
@@ -123,7 +126,7 @@ func ffcv_writer_put(h C.int64_t, first, count C.uint64_t, values *C.ffcv_value,
 		for f := range vals {
 			c := &cv[k*w.nf+f]
 			v := field.Value{Int: int64(c.i), Float: float64(c.f), Width: int(c.width), Height: int(c.height),
-				Channels: int(c.channels), Encoded: c.encoded != 0, PtrOffset: int(c.ptr_offset)}
+				Channels: int(c.channels), Encoded: c.encoded == 1, PtrOffset: int(c.ptr_offset)}
 			if c.column_len > 0 {
 				if c.column == nil {
 					return fail(err, fmt.Errorf("sample %d, field %d: column: %w", uint64(first)+uint64(k), f, errNil))
@@ -136,6 +139,12 @@ func ffcv_writer_put(h C.int64_t, first, count C.uint64_t, values *C.ffcv_value,
 				}
 				// Copy: the caller's buffer is only valid during this call.
 				v.Data = append([]byte(nil), unsafe.Slice((*byte)(c.data), int(c.len))...)
+			}
+			if c.encoded == 2 { // a file path: the encoder reads it in its worker
+				v.Path, v.Data = string(v.Data), nil
+				if v.Path == "" {
+					return fail(err, fmt.Errorf("%w: sample %d, field %d: empty image path", errArgument, uint64(first)+uint64(k), f))
+				}
 			}
 			vals[f] = v
 		}

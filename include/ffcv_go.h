@@ -69,7 +69,8 @@ typedef struct {
   const void *data;   /* payload: bytes, JSON text (no NUL), array bytes, pixels or image file */
   uint64_t len;
   int32_t width, height, channels; /* raw image pixels, HWC uint8 */
-  int32_t encoded;    /* 1: data is an image file (JPEG, PNG, GIF) */
+  int32_t encoded;    /* 1: data is an image file (JPEG, PNG, GIF); 2: data is the
+                         UTF-8 path of one, read by the writer's worker */
   /* Custom fields (type 255, encoded by the field's Python encode()): the metadata
    * column bytes, and where in them the writer stores data's file offset (-1: no
    * heap data). */

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/imageenc"
 )
 
 const blobSize = 700_000 // two samples per 2 MiB page
@@ -30,7 +31,7 @@ func writeBlobs(t *testing.T, n int) *beton.Reader {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "blobs.beton")
 	descs := []field.Desc{{Type: field.Bytes, Name: "blob"}, {Type: field.Int, Name: "label"}}
-	enc, err := field.NewEncoder(descs[0], field.ImageOptions{})
+	enc, err := imageenc.NewEncoder(descs[0], field.ImageOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +277,7 @@ func TestOSSource(t *testing.T) {
 func TestProcessFieldOnAnotherPage(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "two.beton")
 	descs := []field.Desc{{Type: field.Bytes, Name: "a"}, {Type: field.Bytes, Name: "b"}}
-	enc, _ := field.NewEncoder(descs[0], field.ImageOptions{})
+	enc, _ := imageenc.NewEncoder(descs[0], field.ImageOptions{})
 	w, err := beton.Create(path, descs, []field.Encoder{enc, enc}, 4, beton.WriterOptions{PageSize: beton.MinPageSize, Workers: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -43,8 +43,9 @@ type Encoder interface {
 	Encode(v Value, sample uint64) (Encoded, error)
 }
 
-// NewEncoder returns the encoder for a built-in field.
-func NewEncoder(d Desc, opts ImageOptions) (Encoder, error) {
+// NewEncoder returns the encoder for a built-in field other than RGBImage,
+// whose encoder (image decoding, resizing, JPEG) is imageenc.NewEncoder.
+func NewEncoder(d Desc) (Encoder, error) {
 	switch d.Type {
 	case Int, Float:
 		return scalarEncoder{d.Type}, nil
@@ -57,7 +58,7 @@ func NewEncoder(d Desc, opts ImageOptions) (Encoder, error) {
 		}
 		return arrayEncoder{name: d.Name, size: n}, nil
 	case RGBImage:
-		return newImageEncoder(opts)
+		return nil, fmt.Errorf("field %q: RGBImage fields are encoded by package imageenc", d.Name)
 	}
 	return nil, fmt.Errorf("field %q: cannot write fields of type %v", d.Name, d.Type)
 }

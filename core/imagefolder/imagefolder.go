@@ -13,6 +13,7 @@ import (
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/imageenc"
 )
 
 // Extensions are the image file suffixes taken, as torchvision's IMG_EXTENSIONS.
@@ -91,7 +92,7 @@ type Options struct {
 // label: IntField) in a .beton at path. Files are read, decoded, resized and
 // encoded by the writer's worker goroutines.
 func (f *Folder) Write(path string, o Options) error {
-	enc, err := field.NewEncoder(field.Desc{Type: field.RGBImage, Name: "image"}, o.Image)
+	enc, err := imageenc.NewEncoder(field.Desc{Type: field.RGBImage, Name: "image"}, o.Image)
 	if err != nil {
 		return err
 	}

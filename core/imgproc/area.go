@@ -1,14 +1,18 @@
 package imgproc
 
 // prepareArea builds (or reuses) OpenCV's fractional INTER_AREA tables.
-func (r *Resizer) prepareArea(sw, sh, dw, dh, cn int, scaleX, scaleY float64) {
-	k := geomKey{mode: modeArea, sw: sw, sh: sh, dw: dw, dh: dh, cn: cn}
+// With flip the horizontal table is mirrored, so the output comes out flipped.
+func (r *Resizer) prepareArea(sw, sh, dw, dh, cn int, scaleX, scaleY float64, flip bool) {
+	k := geomKey{mode: modeArea, sw: sw, sh: sh, dw: dw, dh: dh, cn: cn, flip: flip}
 	if r.key == k {
 		return
 	}
 	r.key = geomKey{}
 	r.x.areaTaps(sw, dw, scaleX)
 	r.fx.from(&r.x, sw)
+	if flip {
+		r.fx.mirror()
+	}
 	r.y.areaTaps(sh, dh, scaleY)
 	r.key = k
 }

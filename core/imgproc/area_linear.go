@@ -44,15 +44,69 @@ func (t *linTab) build(ssize, dsize int, scale, inv float64) {
 	}
 }
 
-func (r *Resizer) prepareLinear(sw, sh, dw, dh, cn int, scaleX, scaleY, invX, invY float64) {
-	k := geomKey{mode: modeLinear, sw: sw, sh: sh, dw: dw, dh: dh, cn: cn}
+// With simd it also builds the C kernels' tables, the horizontal one
+// mirrored when flip is set.
+func (r *Resizer) prepareLinear(sw, sh, dw, dh, cn int, scaleX, scaleY, invX, invY float64, flip, simd bool) {
+	k := geomKey{mode: modeLinear, sw: sw, sh: sh, dw: dw, dh: dh, cn: cn, flip: flip}
+	if !simd {
+		k.mode = modeLinearGo // the C tables are not built
+	}
 	if r.key == k {
 		return
 	}
 	r.key = geomKey{}
 	r.lx.build(sw, dw, scaleX, invX)
 	r.ly.build(sh, dh, scaleY, invY)
+	if simd {
+		r.sx.fromX(&r.lx, sw, flip)
+		r.sy.fromY(&r.ly)
+	}
 	r.key = k
+}
+
+// linPairs is a linTab for the C kernels: index i reads source ofs[i] and
+// ofs[i]+1 with the int16 weights a[2i] and a[2i+1].
+type linPairs struct {
+	ofs []int32
+	a   []int16
+}
+
+func (p *linPairs) grow(n int) {
+	p.ofs = growI32(p.ofs, n)
+	if cap(p.a) < 2*n {
+		p.a = make([]int16, 2*n)
+	}
+	p.a = p.a[:2*n]
+}
+
+// fromX converts t (for a source sw >= 2 pixels wide), mirrored when flip is
+// set. OpenCV's edge copies (indexes from t.limit on read pixel sw-1 times
+// 2048) become the pair (sw-2, sw-1) with weights (0, 2048): the same
+// value, without a second kind of pixel.
+func (p *linPairs) fromX(t *linTab, sw int, flip bool) {
+	n := len(t.ofs)
+	p.grow(n)
+	for i := 0; i < n; i++ {
+		d := i
+		if flip {
+			d = n - 1 - i
+		}
+		s, a0, a1 := t.ofs[d], t.a0[d], t.a1[d]
+		if d >= t.limit {
+			s, a0, a1 = int32(sw-2), 0, coefScale
+		}
+		p.ofs[i], p.a[2*i], p.a[2*i+1] = s, int16(a0), int16(a1)
+	}
+}
+
+// fromY copies t's weights; the kernel clamps the rows itself.
+func (p *linPairs) fromY(t *linTab) {
+	n := len(t.ofs)
+	p.grow(n)
+	copy(p.ofs, t.ofs)
+	for i := 0; i < n; i++ {
+		p.a[2*i], p.a[2*i+1] = int16(t.a0[i]), int16(t.a1[i])
+	}
 }
 
 // linearRun is OpenCV's resizeGeneric_ with the fixed-point HResizeLinear /

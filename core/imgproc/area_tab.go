@@ -116,3 +116,15 @@ func (f *fixedTaps) from(t *taps, ssize int) {
 		copy(f.w[d*f.n+shift:], ws)
 	}
 }
+
+// mirror reverses the order of the destination indexes, so that filtering
+// with the table writes each row mirrored.
+func (f *fixedTaps) mirror() {
+	n, d := f.n, len(f.first)
+	for i, j := 0, d-1; i < j; i, j = i+1, j-1 {
+		f.first[i], f.first[j] = f.first[j], f.first[i]
+		for k := 0; k < n; k++ {
+			f.w[i*n+k], f.w[j*n+k] = f.w[j*n+k], f.w[i*n+k]
+		}
+	}
+}

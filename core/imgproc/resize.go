@@ -31,9 +31,12 @@ type Resizer struct {
 	fx   fixedTaps // x padded to a constant tap count
 	lx   linTab
 	ly   linTab
+	sx   linPairs // lx for the C kernels: mirrored when flipping, no edge case
+	sy   linPairs
 
 	fbuf  []float32 // one horizontally filtered row
 	fsum  []float32 // vertical accumulator
+	fwx   []float32 // horizontal weights laid out for the AVX2 kernel
 	ibuf  []int32   // integer row sums or fixed-point rows
 	ibuf2 []int32
 }
@@ -43,6 +46,7 @@ type resizeMode uint8
 const (
 	modeArea resizeMode = iota + 1
 	modeLinear
+	modeLinearGo
 	modeRegion
 )
 
@@ -51,13 +55,22 @@ type geomKey struct {
 	mode               resizeMode
 	sw, sh, dw, dh, cn int
 	region             RectF
+	flip               bool
 }
 
 // ResizeArea is the table-caching form of the package-level ResizeArea.
 func (r *Resizer) ResizeArea(dst []byte, dw, dh int, src []byte, sw, sh, srcStride, channels int) {
+	r.ResizeAreaFlip(dst, dw, dh, src, sw, sh, srcStride, channels, false)
+}
+
+// ResizeAreaFlip is ResizeArea followed, when flip is set, by a horizontal
+// mirror of the result. The mirror costs nothing on the common paths: the
+// horizontal weight table is built mirrored, so rows come out flipped.
+func (r *Resizer) ResizeAreaFlip(dst []byte, dw, dh int, src []byte, sw, sh, srcStride, channels int, flip bool) {
 	checkArgs("ResizeArea", dst, dw, dh, src, sw, sh, srcStride, channels)
 	if sw == dw && sh == dh {
 		copyRows(dst, src, dw*channels, srcStride, dh)
+		flipAfter(dst, dw, dh, channels, flip)
 		return
 	}
 	// The scale computation mirrors cv::resize exactly, including the
@@ -69,14 +82,52 @@ func (r *Resizer) ResizeArea(dst []byte, dw, dh int, src []byte, sw, sh, srcStri
 		ix, iy := math.Round(scaleX), math.Round(scaleY)
 		if math.Abs(scaleX-ix) < dblEpsilon && math.Abs(scaleY-iy) < dblEpsilon {
 			r.areaFast(dst, dw, dh, src, srcStride, channels, int(ix), int(iy))
+			flipAfter(dst, dw, dh, channels, flip)
 			return
 		}
-		r.prepareArea(sw, sh, dw, dh, channels, scaleX, scaleY)
-		r.areaRun(dst, dw, dh, src, srcStride, channels)
+		r.prepareArea(sw, sh, dw, dh, channels, scaleX, scaleY, flip)
+		r.runArea(dst, dw, dh, src, sw, srcStride, channels)
 		return
 	}
-	r.prepareLinear(sw, sh, dw, dh, channels, scaleX, scaleY, invX, invY)
+	simd := useSIMD(sw, channels)
+	r.prepareLinear(sw, sh, dw, dh, channels, scaleX, scaleY, invX, invY, flip, simd)
+	if simd {
+		r.linearRunSIMD(dst, dw, dh, src, sh, srcStride)
+		return
+	}
 	r.linearRun(dst, dw, dh, src, sh, srcStride, channels)
+	flipAfter(dst, dw, dh, channels, flip)
+}
+
+// useSIMD reports whether the C kernels handle a source sw pixels wide:
+// they do 3 channels, and read pixel pairs, so at least 2 pixels a row.
+func useSIMD(sw, channels int) bool { return haveSIMD && channels == 3 && sw >= 2 }
+
+// runArea runs the area tables prepared for the current geometry, mirrored
+// or not; the Go and C kernels give identical bytes.
+func (r *Resizer) runArea(dst []byte, dw, dh int, src []byte, sw, srcStride, channels int) {
+	if useSIMD(sw, channels) {
+		r.areaRunSIMD(dst, dw, dh, src, srcStride)
+		return
+	}
+	r.areaRun(dst, dw, dh, src, srcStride, channels)
+}
+
+// flipAfter mirrors the rows of a dw×dh image when flip is set, for the
+// paths whose tables cannot be mirrored.
+func flipAfter(img []byte, dw, dh, cn int, flip bool) {
+	if !flip {
+		return
+	}
+	rowLen := dw * cn
+	for y := 0; y < dh; y++ {
+		row := img[y*rowLen : (y+1)*rowLen]
+		for l, r := 0, dw-1; l < r; l, r = l+1, r-1 {
+			for c := 0; c < cn; c++ {
+				row[l*cn+c], row[r*cn+c] = row[r*cn+c], row[l*cn+c]
+			}
+		}
+	}
 }
 
 func checkArgs(fn string, dst []byte, dw, dh int, src []byte, sw, sh, srcStride, channels int) {

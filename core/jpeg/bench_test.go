@@ -1,12 +1,15 @@
 package jpeg
 
 import (
+	"fmt"
 	"image"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/ffcv-go/ffcv-go/core/imgproc"
+	"golang.org/x/sys/unix"
 )
 
 // rrcCrops draws n crops like torchvision's RandomResizedCrop (area 8-100%,
@@ -15,17 +18,24 @@ func rrcCrops(n, w, h int) []image.Rectangle {
 	r := rand.New(rand.NewPCG(11, 12))
 	var out []image.Rectangle
 	for len(out) < n {
-		area := float64(w*h) * (0.08 + 0.92*r.Float64())
-		ratio := math.Exp(math.Log(3.0/4) + r.Float64()*math.Log(16.0/9))
-		cw := int(math.Round(math.Sqrt(area * ratio)))
-		ch := int(math.Round(math.Sqrt(area / ratio)))
-		if cw < 1 || ch < 1 || cw > w || ch > h {
-			continue
+		if c := rrcCrop(r, w, h); !c.Empty() {
+			out = append(out, c)
 		}
-		x, y := r.IntN(w-cw+1), r.IntN(h-ch+1)
-		out = append(out, image.Rect(x, y, x+cw, y+ch))
 	}
 	return out
+}
+
+// rrcCrop is one try of RandomResizedCrop; empty when it does not fit.
+func rrcCrop(r *rand.Rand, w, h int) image.Rectangle {
+	area := float64(w*h) * (0.08 + 0.92*r.Float64())
+	ratio := math.Exp(math.Log(3.0/4) + r.Float64()*math.Log(16.0/9))
+	cw := int(math.Round(math.Sqrt(area * ratio)))
+	ch := int(math.Round(math.Sqrt(area / ratio)))
+	if cw < 1 || ch < 1 || cw > w || ch > h {
+		return image.Rectangle{}
+	}
+	x, y := r.IntN(w-cw+1), r.IntN(h-ch+1)
+	return image.Rect(x, y, x+cw, y+ch)
 }
 
 type benchCase struct {
@@ -113,4 +123,44 @@ func BenchmarkEncode(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkDecodeScale decodes a whole q90 photo at every DCT scale m/8, the
+// data behind chooseScale: the cost of a scale's IDCT against the pixels it
+// saves the colour conversion and the resize.
+func BenchmarkDecodeScale(b *testing.B) {
+	p := loadPhoto(b)
+	d := NewDecoder()
+	defer d.Close()
+	buf := make([]byte, p.w*p.h*3+64*p.h*3)
+	for m := 1; m <= 8; m++ {
+		b.Run(fmt.Sprintf("m=%d", m), func(b *testing.B) {
+			defer cpuPerOp(b)()
+			for b.Loop() {
+				d.g = _Ctype_ffj_geom{scale_num: _Ctype_int(m), cx1: -1}
+				if err := d.decode(p.jpeg, &d.g, buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// cpuPerOp reports the benchmark's CPU time per operation on its own thread
+// ("cpu-ns/op"), steadier than wall time on a busy machine. Use as
+// defer cpuPerOp(b)() before the loop.
+func cpuPerOp(b *testing.B) func() {
+	runtime.LockOSThread()
+	start := threadCPU()
+	return func() {
+		b.ReportMetric(float64(threadCPU()-start)/float64(b.N), "cpu-ns/op")
+		runtime.UnlockOSThread()
+	}
+}
+
+// threadCPU is the CPU time of the calling thread in nanoseconds.
+func threadCPU() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+	return ts.Nano()
 }

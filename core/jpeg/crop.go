@@ -17,7 +17,7 @@ import (
 // outW*outH*3 bytes), like decoding everything, cropping and calling
 // imgproc.ResizeArea, but faster:
 //
-//   - libjpeg scales the image by 1/2, 1/4 or 1/8 during the inverse DCT
+//   - libjpeg scales the image by 1/2, 3/8, 1/4 or 1/8 during the inverse DCT
 //     when the scaled crop still covers outW×outH (see chooseScale; 4:2:2
 //     and 4:4:0 files use 1/4 where 1/8 would give blocky colour);
 //   - only the iMCU columns and the rows under the crop are decoded, and
@@ -32,6 +32,13 @@ import (
 // some dimension) the result is identical to decode + crop + ResizeArea,
 // OpenCV's upscaling included.
 func (d *Decoder) DecodeCropResize(data []byte, crop image.Rectangle, outW, outH int, dst []byte) error {
+	return d.DecodeCropResizeFlip(data, crop, outW, outH, dst, false)
+}
+
+// DecodeCropResizeFlip is DecodeCropResize with the result mirrored
+// horizontally when flip is set; the resize writes the mirrored rows
+// directly, so flipping costs nothing.
+func (d *Decoder) DecodeCropResizeFlip(data []byte, crop image.Rectangle, outW, outH int, dst []byte, flip bool) error {
 	if outW <= 0 || outH <= 0 || outW > maxOutput || outH > maxOutput {
 		return fmt.Errorf("jpeg: bad output size %dx%d", outW, outH)
 	}
@@ -41,6 +48,18 @@ func (d *Decoder) DecodeCropResize(data []byte, crop image.Rectangle, outW, outH
 	if crop.Empty() || crop.Min.X < 0 || crop.Min.Y < 0 || crop.Max.X > maxDimension || crop.Max.Y > maxDimension {
 		return fmt.Errorf("jpeg: bad crop %v", crop)
 	}
+	buf, err := d.decodeRegion(data, crop, outW, outH)
+	if err != nil {
+		return err
+	}
+	d.resizeDecoded(dst, outW, outH, buf, crop, flip)
+	return nil
+}
+
+// decodeRegion decodes the part of data that crop needs, at the DCT scale
+// chooseScale picks for an outW×outH output, into d.scratch; d.g says where
+// the decoded pixels lie.
+func (d *Decoder) decodeRegion(data []byte, crop image.Rectangle, outW, outH int) ([]byte, error) {
 	m := chooseScale(crop.Dx(), crop.Dy(), outW, outH)
 	// Buffer bound. The C side may decode at 2/8 instead of 1/8 (see
 	// ffj_decode). The decoded span is ceil(size*m/8), plus one pixel of
@@ -59,35 +78,38 @@ func (d *Decoder) DecodeCropResize(data []byte, crop image.Rectangle, outW, outH
 		cx0:       C.int(crop.Min.X), cy0: C.int(crop.Min.Y),
 		cx1: C.int(crop.Max.X), cy1: C.int(crop.Max.Y),
 	}
-	if err := d.decode(data, g, buf); err != nil {
-		return err
-	}
-	m = int(g.scale_num)
+	return buf, d.decode(data, g, buf)
+}
+
+// resizeDecoded resizes the crop out of the pixels decodeRegion left in buf.
+func (d *Decoder) resizeDecoded(dst []byte, outW, outH int, buf []byte, crop image.Rectangle, flip bool) {
+	g := &d.g
+	m := int(g.scale_num)
 	bx, by := int(g.buf_x), int(g.buf_y)
 	w, h := int(g.buf_w), int(g.buf_h)
 	stride := w * 3
 	if m == 8 {
 		off := (crop.Min.Y-by)*stride + (crop.Min.X-bx)*3
-		d.rs.ResizeArea(dst, outW, outH, buf[off:], crop.Dx(), crop.Dy(), stride, 3)
-		return nil
+		d.rs.ResizeAreaFlip(dst, outW, outH, buf[off:], crop.Dx(), crop.Dy(), stride, 3, flip)
+		return
 	}
-	d.rs.ResizeAreaRegion(dst, outW, outH, buf, w, h, stride, 3, scaledRegion(crop, m, bx, by))
-	return nil
+	d.rs.ResizeAreaRegionFlip(dst, outW, outH, buf, w, h, stride, 3, scaledRegion(crop, m, bx, by), flip)
 }
 
 // maxOutput bounds the output size so that sizes never overflow.
 const maxOutput = 1 << 20
 
 // chooseScale returns the numerator m of the DCT scale factor m/8 to decode
-// a cw×ch crop that will be resized to ow×oh: the smallest of 1/8, 1/4, 1/2
-// for which the scaled crop still covers the output in both dimensions, so
-// the final resize only shrinks, or 8/8 when none does.
+// a cw×ch crop that will be resized to ow×oh: the smallest of 1/8, 1/4, 3/8
+// and 1/2 for which the scaled crop still covers the output in both
+// dimensions, so the final resize only shrinks, or 8/8 when none does.
 //
-// libjpeg-turbo also offers 3/8, 5/8, 6/8 and 7/8, but its IDCTs for those
-// are plain C, while 1/2, 1/4, 1/8 (and 1/1) have SIMD kernels; the extra
-// pixels of a coarser power-of-two step cost less than a slow IDCT.
+// libjpeg-turbo also offers 5/8, 6/8 and 7/8, but their IDCTs are plain C
+// and cost more than the SIMD 8/8 IDCT they would replace (on a 400×300
+// q90 photo: 5/8 1.0×, 6/8 1.3×, 7/8 1.6× the CPU time of 8/8, while 3/8
+// costs what 1/2 does; BenchmarkDecodeScale), so they never pay off.
 func chooseScale(cw, ch, ow, oh int) int {
-	for _, m := range []int{1, 2, 4} {
+	for _, m := range []int{1, 2, 3, 4} {
 		if cw*m >= 8*ow && ch*m >= 8*oh {
 			return m
 		}
@@ -98,7 +120,7 @@ func chooseScale(cw, ch, ow, oh int) int {
 // scaledRegion maps crop (full-resolution pixels) into the coordinates of a
 // decoded buffer whose first pixel is scaled pixel (bx, by) at scale m/8.
 // Scaled pixel j covers full-resolution [8j/m, 8(j+1)/m), so the mapping is
-// a plain multiplication, exact in float64 for m in {1, 2, 4}.
+// a plain multiplication, exact in float64 for m in {1, 2, 3, 4}.
 func scaledRegion(crop image.Rectangle, m, bx, by int) imgproc.RectF {
 	s := float64(m) / 8
 	return imgproc.RectF{

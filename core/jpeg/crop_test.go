@@ -18,7 +18,9 @@ func TestChooseScale(t *testing.T) {
 		{400, 300, 224, 224, 8}, // upscale in y
 		{447, 447, 224, 224, 8}, // 1/2 would give 223.5 < 224
 		{448, 448, 224, 224, 4}, // exactly covers at 1/2
-		{895, 895, 224, 224, 4},
+		{597, 597, 224, 224, 4}, // 3/8 would give 223.875
+		{598, 598, 224, 224, 3},
+		{895, 895, 224, 224, 3},
 		{896, 896, 224, 224, 2},
 		{1792, 1792, 224, 224, 1},
 		{5000, 5000, 224, 224, 1}, // 1/8 is the coarsest
@@ -151,6 +153,8 @@ func TestDecodeCropResizeScaled(t *testing.T) {
 		{cropCase{image.Rect(0, 0, 400, 300), 100, 75}, 2},
 		{cropCase{image.Rect(0, 0, 400, 300), 50, 37}, 1},
 		{cropCase{image.Rect(13, 7, 391, 297), 180, 140}, 4},
+		{cropCase{image.Rect(0, 0, 400, 300), 140, 100}, 3},
+		{cropCase{image.Rect(13, 7, 391, 297), 130, 100}, 3},
 		{cropCase{image.Rect(13, 7, 391, 297), 90, 70}, 2},
 		{cropCase{image.Rect(13, 7, 391, 297), 40, 30}, 1},
 		{cropCase{image.Rect(201, 151, 400, 300), 99, 74}, 4}, // bottom-right edge
@@ -274,6 +278,45 @@ func TestScaleRefinedBySubsampling(t *testing.T) {
 		}
 		if got := int(d.g.scale_num); got != tt.want {
 			t.Errorf("%s: decoded at %d/8, want %d/8", tt.name, got, tt.want)
+		}
+	}
+}
+
+// The flipped decode is exactly the mirror of the plain one at every scale
+// and on the upscaling path.
+func TestDecodeCropResizeFlip(t *testing.T) {
+	const w, h = 400, 300
+	src := gradient(w, h)
+	for i := range src {
+		src[i] ^= byte(i * 7) // texture, so a wrong mirror shows
+	}
+	enc := encodeT(t, src, w, h, 90, encodeOptions{subsample: true})
+	d := NewDecoder()
+	defer d.Close()
+	for _, c := range []cropCase{
+		{image.Rect(0, 0, 400, 300), 224, 224},   // grow in y
+		{image.Rect(10, 20, 390, 290), 150, 120}, // 1/1, shrink
+		{image.Rect(10, 20, 390, 290), 130, 100}, // 3/8
+		{image.Rect(10, 20, 390, 290), 90, 60},   // 1/4
+		{image.Rect(50, 50, 90, 70), 224, 224},   // big upscale
+		{image.Rect(5, 5, 229, 229), 224, 224},   // 1:1
+	} {
+		plain := make([]byte, c.ow*c.oh*3)
+		flipped := make([]byte, len(plain))
+		if err := d.DecodeCropResize(enc, c.r, c.ow, c.oh, plain); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.DecodeCropResizeFlip(enc, c.r, c.ow, c.oh, flipped, true); err != nil {
+			t.Fatal(err)
+		}
+		for y := 0; y < c.oh; y++ {
+			for x := 0; x < c.ow; x++ {
+				p := plain[(y*c.ow+x)*3 : (y*c.ow+x)*3+3]
+				q := flipped[(y*c.ow+c.ow-1-x)*3 : (y*c.ow+c.ow-1-x)*3+3]
+				if string(p) != string(q) {
+					t.Fatalf("%v: pixel (%d,%d) %v, mirrored %v", c, x, y, p, q)
+				}
+			}
 		}
 	}
 }

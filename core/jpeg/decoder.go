@@ -98,6 +98,20 @@ func (d *Decoder) Decode(data []byte, dst []byte) (w, h int, err error) {
 	return int(g.img_w), int(g.img_h), nil
 }
 
+// entropyDecode only Huffman-decodes the first rows of data at scale m/8,
+// for profiling the decoder.
+func (d *Decoder) entropyDecode(data []byte, m, rows int) error {
+	if err := d.check(data); err != nil {
+		return err
+	}
+	rc := C.ffj_entropy(d.c, bytePtr(data), C.ulong(len(data)), C.int(m), C.int(rows))
+	runtime.KeepAlive(d)
+	if rc != C.FFJ_OK {
+		return fmt.Errorf("jpeg: entropy decode: %s", d.message())
+	}
+	return nil
+}
+
 func (d *Decoder) check(data []byte) error {
 	if d.c == nil {
 		return errClosed

@@ -242,6 +242,28 @@ int ffj_decode(ffj_dec *d, const unsigned char *data, unsigned long len,
 	return FFJ_OK;
 }
 
+int ffj_entropy(ffj_dec *d, const unsigned char *data, unsigned long len, int scale_num, int rows) {
+	j_decompress_ptr c = &d->cinfo;
+	d->err.msg[0] = 0;
+	if (setjmp(d->err.jb))
+		return ffj_fail(c, FFJ_ERR_LIB);
+	jpeg_mem_src(c, data, len);
+	jpeg_read_header(c, TRUE);
+	c->out_color_space = JCS_RGB;
+	c->dct_method = JDCT_ISLOW;
+	c->scale_num = (unsigned)scale_num;
+	c->scale_denom = 8;
+	jpeg_start_decompress(c);
+	// Skipped rows are entropy-decoded only (libjpeg-turbo discards their
+	// coefficients without an IDCT).
+	if (rows > (int)c->output_height)
+		rows = (int)c->output_height;
+	jpeg_skip_scanlines(c, (JDIMENSION)rows);
+	jpeg_abort_decompress(c);
+	ffj_forget_src(c);
+	return FFJ_OK;
+}
+
 int ffj_header(ffj_dec *d, const unsigned char *data, unsigned long len,
                int *w, int *h) {
 	j_decompress_ptr c = &d->cinfo;

@@ -32,6 +32,10 @@ const char *ffj_msg(ffj_dec *d);
 int ffj_decode(ffj_dec *d, const unsigned char *data, unsigned long len,
                ffj_geom *g, unsigned char *out, size_t cap);
 
+// ffj_entropy entropy-decodes the first rows (at scale scale_num/8) of
+// data without the IDCT: the Huffman share of a decode, for profiling.
+int ffj_entropy(ffj_dec *d, const unsigned char *data, unsigned long len, int scale_num, int rows);
+
 int ffj_header(ffj_dec *d, const unsigned char *data, unsigned long len,
                int *w, int *h);
 

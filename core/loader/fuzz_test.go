@@ -10,6 +10,7 @@ import (
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/imageenc"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 )
 
@@ -94,7 +95,7 @@ func writeMixed(t testing.TB, dir string, n int) string {
 	}
 	encs := make([]field.Encoder, len(descs))
 	for i, d := range descs {
-		e, err := field.NewEncoder(d, field.ImageOptions{})
+		e, err := imageenc.NewEncoder(d, field.ImageOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

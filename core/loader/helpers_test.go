@@ -12,6 +12,7 @@ import (
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/imageenc"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 )
 
@@ -40,7 +41,7 @@ func blob(i, size int) []byte {
 // Int = i) to dir/name and returns the path.
 func writeImages(t testing.TB, dir, name string, n int, mode string) string {
 	t.Helper()
-	img, err := field.NewEncoder(field.Desc{Type: field.RGBImage}, field.ImageOptions{WriteMode: mode, JPEGQuality: 90})
+	img, err := imageenc.NewEncoder(field.Desc{Type: field.RGBImage}, field.ImageOptions{WriteMode: mode, JPEGQuality: 90})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func writeImages(t testing.TB, dir, name string, n int, mode string) string {
 func writeBlobs(t testing.TB, dir string, n, size int) string {
 	t.Helper()
 	descs := []field.Desc{{Type: field.Bytes, Name: "blob"}, {Type: field.Int, Name: "label"}}
-	bytesEnc, err := field.NewEncoder(descs[0], field.ImageOptions{})
+	bytesEnc, err := imageenc.NewEncoder(descs[0], field.ImageOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,6 +102,10 @@ type cropRGB struct {
 	oh, ow       int
 	scale, ratio [2]float64
 	center       float64
+	// A horizontal flip right after the crop is done by the resize (see
+	// fuseFlips): flipOp is its index, whose randomness decides, with flipP.
+	flipOp int
+	flipP  float64
 }
 
 func newCropRGB(random bool) factory {
@@ -165,8 +169,9 @@ func (d *cropRGB) Run(c *Ctx, op int, _, out []byte) error {
 		return fmt.Errorf("%w: empty %dx%d image", field.ErrData, im.w, im.h)
 	}
 	crop := d.rect(c.Rand(op), im.w, im.h)
+	flip := d.flipOp > 0 && c.Rand(d.flipOp).Float64() < d.flipP // the draw flip.Run makes
 	if im.mode == field.ModeJPEG {
-		if err := decoderOf(c).DecodeCropResize(c.Heap, crop, d.ow, d.oh, out); err != nil {
+		if err := decoderOf(c).DecodeCropResizeFlip(c.Heap, crop, d.ow, d.oh, out, flip); err != nil {
 			return fmt.Errorf("%w: %v", field.ErrData, err)
 		}
 		return nil
@@ -175,7 +180,31 @@ func (d *cropRGB) Run(c *Ctx, op int, _, out []byte) error {
 		return fmt.Errorf("%w: raw image has %d bytes, expected %d", field.ErrData, len(c.Heap), im.w*im.h*3)
 	}
 	src := imgproc.SubRect(c.Heap, im.w*3, 3, crop)
-	resizerOf(c).ResizeArea(out, d.ow, d.oh, src, crop.Dx(), crop.Dy(), im.w*3, 3)
+	resizerOf(c).ResizeAreaFlip(out, d.ow, d.oh, src, crop.Dx(), crop.Dy(), im.w*3, 3, flip)
+	return nil
+}
+
+// fuseFlips lets a crop decoder flip while it resizes: a flip_h right after
+// it becomes a no-op and the decoder draws the flip's random number itself
+// (same key, same value), so results are identical and the image is written
+// once. Op indexes are kept, so later operations draw what they did.
+func fuseFlips(ops []Op) {
+	for i := 0; i+1 < len(ops); i++ {
+		d, ok := ops[i].(*cropRGB)
+		f, isFlip := ops[i+1].(*flip)
+		if !ok || !isFlip || !f.horizontal || d.flipOp != 0 {
+			continue
+		}
+		d.flipOp, d.flipP = i+1, f.p
+		ops[i+1] = fusedFlip{sameImage{}}
+	}
+}
+
+// fusedFlip stands in for a flip done by the decoder before it.
+type fusedFlip struct{ sameImage }
+
+func (fusedFlip) Run(_ *Ctx, _ int, in, out []byte) error {
+	copyIfNeeded(out, in)
 	return nil
 }
 

@@ -224,6 +224,7 @@ func Build(r *beton.Reader, f int, ops []json.RawMessage) (*Program, error) {
 	}
 	p.Out = in
 	p.SampleOut = p.specs[len(p.specs)-1]
+	fuseFlips(p.ops)
 	p.planDirect()
 	return p, nil
 }

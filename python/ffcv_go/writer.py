@@ -6,7 +6,7 @@ is the same whatever the number of workers, and it appears atomically.
 """
 import json
 import os
-from concurrent.futures import ThreadPoolExecutor, ProcessPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -83,11 +83,25 @@ class DatasetWriter:
         return False
 
     def from_indexed_dataset(self, dataset, indices=None, chunksize=100, shuffle_indices=False,
-                             pool=None, pool_workers=None):
+                             pool="auto", pool_workers=None):
         """Writes dataset[i] for i in indices (all by default) as samples 0, 1, ...
 
-        Each item must be a tuple with one value per field. pool='thread' or
-        'process' fetches items in parallel (pool_workers of them).
+        Each item must be a tuple with one value per field. Items are fetched
+        in parallel (pool_workers of them, default: every CPU) and written in
+        index order, so the file is the same for any pool and worker count:
+
+        - pool='auto' (default): items that take under 0.1 ms each are
+          fetched on this thread; slower ones in forked processes (FFCV's
+          choice, right for Python-heavy datasets), or threads where fork is
+          unavailable;
+        - pool='process' / 'thread' / None: processes, threads (best when
+          items release the GIL: file reads, decoders) or this thread.
+
+        A torchvision ImageFolder (any DatasetFolder with its default loader
+        and no transforms) written to (RGBImageField, IntField) skips Python
+        entirely: its file paths go to the Go encoder, which reads and
+        decodes the images in its own threads (DCT-scaled when
+        max_resolution is at least 2x smaller than a JPEG).
         """
         if indices is None:
             indices = np.arange(len(dataset))
@@ -95,8 +109,14 @@ class DatasetWriter:
         if shuffle_indices:
             indices = indices.copy()
             np.random.shuffle(indices)
-        items = _fetch(dataset, indices, chunksize, pool, pool_workers)
-        self._write(len(indices), items, indices)
+        items = _path_items(dataset, indices, self.fields)
+        if items is None:
+            workers = int(pool_workers) if pool_workers else _cpu_count()
+            items = _fetch(dataset, indices, chunksize, pool, workers)
+        try:
+            self._write(len(indices), items, indices)
+        finally:
+            items.close()  # stops the pool now, also on errors
 
     def from_image_folder(self, root):
         """Writes an ImageFolder tree (class folders of images; labels by sorted
@@ -266,26 +286,134 @@ def _encode_custom(f, value, v, keep):
     v.column = col.ctypes.data if col.nbytes else None
     v.column_len = col.nbytes
 
+def _cpu_count():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
 
-def _get(args):
-    dataset, i = args
-    return dataset[int(i)]
+
+def _path_items(dataset, indices, fields):
+    """(path, label) items for a torchvision DatasetFolder whose items are
+    exactly its files loaded by the default loader, written to fields
+    (RGBImageField, IntField); None for anything else."""
+    kinds = [type(f).__name__ for f in fields.values()]
+    samples = getattr(dataset, "samples", None)
+    if kinds != ["RGBImageField", "IntField"] or not isinstance(samples, list) or len(samples) != len(dataset):
+        return None
+    try:
+        from torchvision.datasets import folder
+    except ImportError:
+        return None
+    if (not isinstance(dataset, folder.DatasetFolder)
+            or type(dataset).__getitem__ is not folder.DatasetFolder.__getitem__
+            or getattr(dataset, "loader", None) not in (folder.default_loader, folder.pil_loader)
+            or getattr(dataset, "transform", None) is not None
+            or getattr(dataset, "target_transform", None) is not None):
+        return None
+    if folder.default_loader is getattr(dataset, "loader", None):
+        from torchvision import get_image_backend
+        if get_image_backend() != "PIL":
+            return None
+    return ((_ImagePath(samples[i][0]), samples[i][1]) for i in indices)
+
+
+class _ImagePath(os.PathLike):
+    """An image file for the Go encoder to read."""
+    __slots__ = ("path",)
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+
+    def __fspath__(self):
+        return self.path
+
+
+def _get_chunk(dataset, idx):
+    return [dataset[i] for i in idx]
+
+
+_DATASET = None  # the dataset, in a fetch process (inherited through fork)
+
+
+def _init_process(dataset):
+    global _DATASET
+    _DATASET = dataset
+    # The Go runtime's SIGTERM handler is inherited but its threads are not:
+    # run in a forked child it can block forever. Pool.terminate() sends
+    # SIGTERM, so let the kernel handle it.
+    import signal
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _get_chunk_in_process(idx):
+    return _get_chunk(_DATASET, idx)
 
 
 def _fetch(dataset, indices, chunksize, pool, workers):
-    """Yields dataset[i] for i in indices, in order."""
-    if pool is None:
-        for i in indices:
-            yield dataset[int(i)]
-        return
-    executor = {"thread": ThreadPoolExecutor, "process": ProcessPoolExecutor}.get(pool)
-    if executor is None:
-        raise ValueError(f"pool {pool!r} must be None, 'thread' or 'process'")
-    with executor(max_workers=workers) as ex:
-        if pool == "process":
-            yield from ex.map(_get, ((dataset, i) for i in indices), chunksize=max(1, chunksize))
+    """Yields dataset[i] for i in indices, in order (see from_indexed_dataset
+    for pool). At most 4 chunks per worker are in flight, so memory stays
+    bounded when the encoder is the slower side."""
+    if pool not in ("auto", "process", "thread", None):
+        raise ValueError(f"pool {pool!r} must be 'auto', 'process', 'thread' or None")
+    indices = [int(i) for i in indices]
+    start = 0
+    if pool == "auto":
+        # Time a few items here: cheap ones are not worth a pool.
+        import time
+        t0 = time.perf_counter()
+        while start < len(indices) and start < 32 and time.perf_counter() - t0 < 0.2:
+            yield dataset[indices[start]]
+            start += 1
+        per_item = (time.perf_counter() - t0) / max(start, 1)
+        if start == len(indices) or per_item < 1e-4 or workers < 2:
+            pool = None
         else:
-            yield from ex.map(dataset.__getitem__, (int(i) for i in indices))
+            import multiprocessing
+            pool = "process" if "fork" in multiprocessing.get_all_start_methods() else "thread"
+    if pool is None:
+        for i in indices[start:]:
+            yield dataset[i]
+        return
+    chunksize = max(1, int(chunksize))
+    if pool == "thread":
+        chunksize = min(chunksize, 16)  # threads share the work finer
+    chunks = [indices[k:k + chunksize] for k in range(start, len(indices), chunksize)]
+    depth = 4 * max(1, workers)
+    from collections import deque
+    pending = deque()
+    if pool == "process":
+        # Forked here, at most 32 items in: before the first chunk of 64 reaches
+        # the Go writer, so no Go thread is inside C code (libjpeg) at fork time.
+        import multiprocessing
+        ctx = multiprocessing.get_context("fork")
+        ex = ctx.Pool(workers, initializer=_init_process, initargs=(dataset,))
+        submit = lambda idx: ex.apply_async(_get_chunk_in_process, (idx,))  # noqa: E731
+        result = lambda r: r.get()  # noqa: E731
+    else:
+        ex = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ffcv_go-fetch")
+        submit = lambda idx: ex.submit(_get_chunk, dataset, idx)  # noqa: E731
+        result = lambda r: r.result()  # noqa: E731
+    finished = False
+    try:
+        for idx in chunks:
+            pending.append(submit(idx))
+            if len(pending) >= depth:
+                yield from result(pending.popleft())
+        while pending:
+            yield from result(pending.popleft())
+        finished = True
+    finally:
+        if pool == "process":
+            if finished:
+                ex.close()  # workers exit on their own
+            else:
+                ex.terminate()
+            ex.join()
+        else:
+            for f in pending:
+                f.cancel()
+            ex.shutdown(wait=True)
 
 
 def _write_image_folder(writer, root, image_field, progress):

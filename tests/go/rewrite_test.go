@@ -10,6 +10,7 @@ import (
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/imageenc"
 )
 
 // valuesOf reads sample i of r back into writer input.
@@ -43,7 +44,7 @@ func TestRewriteIsByteIdentical(t *testing.T) {
 				encs := make([]field.Encoder, len(r.Fields))
 				for f, d := range r.Fields {
 					var err error
-					if encs[f], err = field.NewEncoder(d, field.ImageOptions{WriteMode: "raw", JPEGQuality: 90}); err != nil {
+					if encs[f], err = imageenc.NewEncoder(d, field.ImageOptions{WriteMode: "raw", JPEGQuality: 90}); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -79,7 +80,7 @@ func TestSmartModeMatchesFFCV(t *testing.T) {
 	_, want := openFixture(t, "images_smart_var")
 	modes, hs, ws := want["modes"].int64s(), want["heights"].int64s(), want["widths"].int64s()
 	pix := want["pixels_concat"].data
-	enc, err := field.NewEncoder(field.Desc{Type: field.RGBImage, Name: "image"},
+	enc, err := imageenc.NewEncoder(field.Desc{Type: field.RGBImage, Name: "image"},
 		field.ImageOptions{WriteMode: "smart", SmartThreshold: 4800, MaxResolution: 64, JPEGQuality: 90})
 	if err != nil {
 		t.Fatal(err)

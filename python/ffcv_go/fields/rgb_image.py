@@ -1,4 +1,6 @@
 """RGBImageField and its decoders (FFCV's ffcv.fields.rgb_image)."""
+import os
+
 import numpy as np
 
 from .base import Field, ARG_TYPE, _set_data
@@ -41,13 +43,20 @@ class RGBImageField(Field):
 
     write_mode: 'raw', 'jpg', 'smart' (JPEG when H*W*3 > smart_threshold) or
     'proportion' (JPEG with probability compress_probability). max_resolution
-    downscales (area) so the longer side fits. Accepts PIL images and uint8
-    arrays (H, W), (H, W, 1), (H, W, 3) or (H, W, 4); grayscale becomes RGB.
+    downscales (area) so the longer side fits. Accepts PIL images, uint8
+    arrays (H, W), (H, W, 1), (H, W, 3) or (H, W, 4) (grayscale becomes RGB),
+    image files as bytes, and paths (os.PathLike) of image files, which the
+    Go encoder reads and decodes in its own threads.
+
+    keep_source_jpeg (not in FFCV, off by default): a JPEG file given as
+    bytes or by path that needs no resize and is to be stored as JPEG is
+    stored byte for byte after checking that it decodes cleanly, instead of
+    being decoded and re-encoded. Writing then costs one decode per image.
     """
     TYPE_ID = 2
 
     def __init__(self, write_mode="raw", max_resolution=None, smart_threshold=None,
-                 jpeg_quality=90, compress_probability=0.5):
+                 jpeg_quality=90, compress_probability=0.5, keep_source_jpeg=False):
         if write_mode not in ("raw", "jpg", "smart", "proportion"):
             raise ValueError(f"RGBImageField: write_mode {write_mode!r} must be 'raw', 'jpg', 'smart' or 'proportion'")
         if max_resolution is not None and int(max_resolution) < 1:
@@ -66,6 +75,7 @@ class RGBImageField(Field):
         self.smart_threshold = smart_threshold
         self.jpeg_quality = int(jpeg_quality)
         self.proportion = None if compress_probability is None else float(compress_probability)
+        self.keep_source_jpeg = bool(keep_source_jpeg)
 
     @property
     def metadata_type(self):
@@ -88,9 +98,13 @@ class RGBImageField(Field):
     def _spec(self):
         return {"write_mode": self.write_mode, "max_resolution": int(self.max_resolution or 0),
                 "smart_threshold": int(self.smart_threshold or 0), "jpeg_quality": self.jpeg_quality,
-                "compress_probability": self.proportion or 0.0}
+                "compress_probability": self.proportion or 0.0, "keep_source_jpeg": self.keep_source_jpeg}
 
     def _value(self, value, v, keep):
+        if isinstance(value, os.PathLike):
+            v.encoded = 2  # a file the Go encoder reads itself
+            _set_data(v, os.fsencode(value), keep)
+            return
         if isinstance(value, (bytes, bytearray, memoryview)):
             v.encoded = 1  # an image file
             _set_data(v, value, keep)

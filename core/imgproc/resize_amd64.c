@@ -1,0 +1,39 @@
+// SIMD resize kernels for 3-channel images: an SSE2 variant (the x86-64
+// floor) and the same code compiled for AVX2; Go picks one at run time.
+#include <stdint.h>
+#include <string.h>
+#include <immintrin.h>
+
+#include "resize_amd64.h"
+
+#define KSUF _sse2
+#include "resize_kern.h"
+#undef KSUF
+
+#pragma GCC push_options
+#pragma GCC target("avx2")
+#define KSUF _avx2
+#define KAVX2 1
+#include "resize_kern.h"
+#undef KAVX2
+#undef KSUF
+#pragma GCC pop_options
+
+void ffr_area_run(int avx2, uint8_t *dst, int dw, int dh, const uint8_t *src, long stride,
+                  const int32_t *xfirst, const float *xw, int xn,
+                  const int32_t *yfirst, const int32_t *yoff, const float *yw,
+                  float *buf, float *sum, float *wx) {
+	if (avx2)
+		area_run_avx2(dst, dw, dh, src, stride, xfirst, xw, xn, yfirst, yoff, yw, buf, sum, wx);
+	else
+		area_run_sse2(dst, dw, dh, src, stride, xfirst, xw, xn, yfirst, yoff, yw, buf, sum, wx);
+}
+
+void ffr_linear_run(int avx2, uint8_t *dst, int dw, int dh, const uint8_t *src, int sh, long stride,
+                    const int32_t *xofs, const int16_t *xa, const int32_t *yofs, const int16_t *ya,
+                    int32_t *r0, int32_t *r1) {
+	if (avx2)
+		linear_run_avx2(dst, dw, dh, src, sh, stride, xofs, xa, yofs, ya, r0, r1);
+	else
+		linear_run_sse2(dst, dw, dh, src, sh, stride, xofs, xa, yofs, ya, r0, r1);
+}
