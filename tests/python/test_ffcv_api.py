@@ -75,9 +75,12 @@ def test_transform_signatures_match_ffcv():
     }
     for name, sig in expect.items():
         assert str(inspect.signature(getattr(T, name).__init__)) == sig, name
-    assert str(inspect.signature(RGBImageField.__init__)) == (
-        "(self, write_mode='raw', max_resolution=None, smart_threshold=None, jpeg_quality=90, "
-        "compress_probability=0.5)")
+    # FFCV's parameters first; ffcv_go's own (keep_source_jpeg) come after, with defaults.
+    params = list(inspect.signature(RGBImageField.__init__).parameters.values())
+    assert [(p.name, p.default) for p in params[:6]] == [
+        ("self", inspect.Parameter.empty), ("write_mode", "raw"), ("max_resolution", None),
+        ("smart_threshold", None), ("jpeg_quality", 90), ("compress_probability", 0.5)]
+    assert all(p.default is not inspect.Parameter.empty for p in params[6:])
 
 
 # ---- custom fields (Field.encode, type 255) ----------------------------------------
