@@ -216,3 +216,67 @@ func ffcv_loader_stats(h C.int64_t, out **C.char, err **C.char) (ret C.int64_t) 
 	}
 	return 0
 }
+
+// tailProgram is a handle on built-in operations that run on batches a
+// Python stage produced, with the randomness of the loader they belong to.
+type tailProgram struct {
+	l *loader.Loader
+	p *pipeline.Program
+}
+
+type tailSpec struct {
+	Field int               `json:"field"`
+	In    pipeline.Spec     `json:"in"`
+	Ops   []json.RawMessage `json:"ops"`
+}
+
+//export ffcv_loader_tail
+func ffcv_loader_tail(h C.int64_t, specJSON *C.char, out **C.char, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	l, e := lookup[fileLoader](int64(h))
+	if e != nil {
+		return fail(err, e)
+	}
+	var spec tailSpec
+	if e := parseSpec(specJSON, &spec); e != nil {
+		return fail(err, e)
+	}
+	if _, _, _, e := dlType(spec.In.DType); e != nil {
+		return fail(err, fmt.Errorf("%w: tail input: %v", errArgument, e))
+	}
+	p, e := pipeline.BuildTail(l.r, spec.Field, spec.In, spec.Ops)
+	if e != nil {
+		return fail(err, fmt.Errorf("%w: %v", errArgument, e))
+	}
+	b, _ := json.Marshal(p.Out)
+	if e := putString(out, string(b)); e != nil {
+		return fail(err, e)
+	}
+	return C.int64_t(handles.add(tailProgram{l.Loader, p}))
+}
+
+//export ffcv_tail_run
+func ffcv_tail_run(h C.int64_t, epoch, batch C.uint64_t, ids *C.uint64_t, n C.uint64_t,
+	in unsafe.Pointer, inLen C.uint64_t, out unsafe.Pointer, outLen C.uint64_t, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	t, e := lookup[tailProgram](int64(h))
+	if e != nil {
+		return fail(err, e)
+	}
+	idv, e := cArray((*uint64)(unsafe.Pointer(ids)), uint64(n), "ids")
+	if e != nil {
+		return fail(err, e)
+	}
+	src, e := cArray((*byte)(in), uint64(inLen), "in")
+	if e != nil {
+		return fail(err, e)
+	}
+	dst, e := cArray((*byte)(out), uint64(outLen), "out")
+	if e != nil {
+		return fail(err, e)
+	}
+	if e := t.l.RunTail(t.p, uint64(epoch), int(batch), idv, src, dst); e != nil {
+		return fail(err, e)
+	}
+	return 0
+}

@@ -137,6 +137,17 @@ int64_t ffcv_loader_start(int64_t loader, uint64_t epoch, uint64_t start_batch,
  * end of the epoch. */
 int64_t ffcv_iter_next(int64_t iter, ffcv_DLManagedTensor **tensors, int32_t max_tensors,
                        char **err);
+/* Compiles built-in operations that follow a Python stage of the loader's
+ * pipeline. spec_json: {"field": f, "in": {"shape": [...], "dtype": "|u1"},
+ * "ops": [{op, key, ...args}]} (key: the op's index among the pipeline's
+ * built-in operations, the key of its randomness). *out: the per-sample output
+ * {"shape", "dtype"}. Returns a handle; close it with ffcv_close. */
+int64_t ffcv_loader_tail(int64_t loader, const char *spec_json, char **out, char **err);
+/* Runs a tail program on batch `batch` of `epoch`: n samples with sample ids
+ * `ids`, contiguous inputs in (in_len bytes) -> outputs out (out_len bytes),
+ * with the random draws the loader's workers would make at those positions. */
+int64_t ffcv_tail_run(int64_t tail, uint64_t epoch, uint64_t batch, const uint64_t *ids, uint64_t n,
+                      const void *in, uint64_t in_len, void *out, uint64_t out_len, char **err);
 /* Loader counters as JSON: samples_skipped, peak_resident_pages, slots, ... */
 int64_t ffcv_loader_stats(int64_t loader, char **out, char **err);
 

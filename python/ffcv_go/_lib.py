@@ -111,6 +111,8 @@ def _load():
         "ffcv_loader_start": (i64, [i64, u64, u64, ctypes.POINTER(u64), u64, i32, err]),
         "ffcv_iter_next": (i64, [i64, ctypes.POINTER(ctypes.POINTER(_DLManagedTensor)), i32, err]),
         "ffcv_loader_stats": (i64, [i64, out_str, err]),
+        "ffcv_loader_tail": (i64, [i64, cp, out_str, err]),
+        "ffcv_tail_run": (i64, [i64, u64, u64, ctypes.POINTER(u64), u64, vp, u64, vp, u64, err]),
     }
     for table, required in ((sigs, True), (optional, False)):
         for name, (res, args) in table.items():
