@@ -23,7 +23,8 @@ type outputSpec struct {
 }
 
 type loaderSpec struct {
-	Path             string            `json:"path"`
+	Reader           int64             `json:"reader"` // an open reader's handle, or
+	Path             string            `json:"path"`   // a file to open
 	Custom           map[string][2]int `json:"custom"`
 	BatchSize        int               `json:"batch_size"`
 	NumWorkers       int               `json:"num_workers"`
@@ -41,7 +42,7 @@ type loaderSpec struct {
 	Outputs          []outputSpec      `json:"outputs"`
 }
 
-// fileLoader is a loader with the reader it owns.
+// fileLoader is a loader with the reader it holds a reference to.
 type fileLoader struct {
 	*loader.Loader
 	r *beton.Reader
@@ -49,7 +50,7 @@ type fileLoader struct {
 
 func (l fileLoader) Close() error {
 	l.Loader.Close()
-	return l.r.Close()
+	return releaseReader(l.r)
 }
 
 // fileIter is an iterator handle.
@@ -65,17 +66,26 @@ func ffcv_loader_create(specJSON *C.char, indices *C.uint64_t, nIndices C.uint64
 	if e := parseSpec(specJSON, &spec); e != nil {
 		return fail(err, e)
 	}
-	custom := map[string]field.Column{}
-	for k, v := range spec.Custom {
-		custom[k] = field.Column{Size: v[0], Align: v[1]}
+	var r *beton.Reader
+	var e error
+	if spec.Reader != 0 {
+		// The file the caller has open: opened and mapped once.
+		if r, e = lookupReader(spec.Reader); e != nil {
+			return fail(err, e)
+		}
+	} else {
+		custom := map[string]field.Column{}
+		for k, v := range spec.Custom {
+			custom[k] = field.Column{Size: v[0], Align: v[1]}
+		}
+		if r, e = beton.Open(spec.Path, custom); e != nil {
+			return fail(err, e)
+		}
 	}
-	r, e := beton.Open(spec.Path, custom)
-	if e != nil {
-		return fail(err, e)
-	}
+	retainReader(r)
 	l, e := buildLoader(r, &spec, indices, nIndices)
 	if e != nil {
-		r.Close()
+		releaseReader(r)
 		return fail(err, e)
 	}
 	return C.int64_t(handles.add(fileLoader{l, r}))

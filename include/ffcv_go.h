@@ -67,9 +67,18 @@ int64_t ffcv_live_objects(void);
 /* Opens a .beton file. custom_json: {"field name": [column size, column alignment], ...}
  * for custom fields (type_id 255), or NULL. Returns a reader handle. */
 int64_t ffcv_reader_open(const char *path, const char *custom_json, char **err);
+/* JSON list of the fields of the file at path [{name, type_id, shape, dtype, args_hex}],
+ * from its header and descriptors only (to learn the custom fields' layouts before
+ * ffcv_reader_open). *out is freed with ffcv_free. */
+int64_t ffcv_file_fields(const char *path, char **out, char **err);
 /* JSON description: num_samples, page_size, alloc_table_ptr, metadata_offset, row_size,
  * fields [{name, type_id, offset, size, shape, dtype, args_hex}]. *out is freed with ffcv_free. */
 int64_t ffcv_reader_info(int64_t reader, char **out, char **err);
+/* The allocation index: distinct allocation pointers, sorted, with the size the
+ * reader resolves for each (an empty allocation sharing its pointer with the next
+ * loses to it). Writes up to cap entries into ptrs and sizes (both NULL: count
+ * only); returns the count. */
+int64_t ffcv_reader_allocs(int64_t reader, uint64_t *ptrs, uint64_t *sizes, uint64_t cap, char **err);
 /* The mapped file: valid until the reader is closed. */
 int64_t ffcv_reader_mmap(int64_t reader, void **data, uint64_t *len, char **err);
 /* Field `field` of sample `sample`: its metadata column and heap bytes (NULL/0 for

@@ -92,6 +92,8 @@ def _load():
         "ffcv_live_objects": (i64, []),
         "ffcv_reader_open": (i64, [cp, cp, err]),
         "ffcv_reader_info": (i64, [i64, out_str, err]),
+        "ffcv_file_fields": (i64, [cp, out_str, err]),
+        "ffcv_reader_allocs": (i64, [i64, ctypes.POINTER(u64), ctypes.POINTER(u64), u64, err]),
         "ffcv_reader_mmap": (i64, [i64, ctypes.POINTER(vp), ctypes.POINTER(u64), err]),
         "ffcv_reader_read": (i64, [i64, u64, i32, ctypes.POINTER(vp), ctypes.POINTER(u64),
                                    ctypes.POINTER(vp), ctypes.POINTER(u64), err]),

@@ -31,6 +31,11 @@ class OrderOption(enum.Enum):
 ORDER_TYPE = OrderOption
 ORDER_MAP = {o: o.value for o in OrderOption}
 
+# As FFCV: FFCV_DEFAULT_CACHE_PROCESS=1 in the environment makes the process
+# cache the default (os_cache=False).
+DEFAULT_PROCESS_CACHE = int(os.environ.get("FFCV_DEFAULT_CACHE_PROCESS", "0"))
+DEFAULT_OS_CACHE = not DEFAULT_PROCESS_CACHE
+
 
 def _cpu_count():
     try:
@@ -58,7 +63,7 @@ class Loader:
     (process cache bound), max_batch_memory (bytes of batches you may hold).
     """
 
-    def __init__(self, fname, batch_size, num_workers=-1, os_cache=True, order=OrderOption.SEQUENTIAL,
+    def __init__(self, fname, batch_size, num_workers=-1, os_cache=DEFAULT_OS_CACHE, order=OrderOption.SEQUENTIAL,
                  distributed=False, seed=None, indices=None, pipelines={}, custom_fields={},
                  drop_last=True, batches_ahead=3, recompile=False, order_kwargs={},
                  on_error="raise", max_resident_pages=0, max_batch_memory=0):
@@ -108,14 +113,16 @@ class Loader:
             raise ValueError(f"seed {seed!r} must be a non-negative integer (as numpy's default_rng needs)")
         self.seed = int(seed)
         self._order_cls = order_cls
-        self.traversal_order = order_cls(self)
+        # Custom orders get order_kwargs; the built-in ones read theirs (window_pages).
+        self.traversal_order = order_cls(self) if hasattr(order_cls, "_go_name") else \
+            order_cls(self, **self.order_kwargs)
 
         self._outputs, self._field_names = self._plan_outputs(pipelines)
         self._closed = False
         self._compiled = {}  # id(custom operation) -> its compiled code
         self._builds = weakref.WeakSet()  # every build still in use by an iterator
         self._build = None
-        self._build_epoch()  # so bad pipelines fail here, and len() is known
+        self._build_epoch(recompile=True)  # so bad pipelines fail here, and len() is known
         self._length = self._build.length
         self.next_epoch = 0
         self._resume_batch = 0
@@ -142,7 +149,16 @@ class Loader:
                 continue
             outputs.append((i, name, self._with_decoder(name, list(ops) if ops is not None else None)))
         for out_name, spec in pipelines.items():
-            if isinstance(spec, PipelineSpec):
+            if isinstance(spec, PipelineSpec) and isinstance(spec.source, Operation):
+                # The output of an operation of another pipeline, then more: the
+                # shared prefix is run again (same keys, so the same values).
+                found = [(f, ops[:k + 1]) for f, _, ops in outputs for k, op in enumerate(ops) if op is spec.source]
+                if len(found) != 1:
+                    raise ValueError(f"PipelineSpec {out_name!r}: its source {spec.source!r} is "
+                                     f"{'in no' if not found else 'in more than one'} pipeline")
+                fidx, prefix = found[0]
+                outputs.append((fidx, out_name, prefix + list(spec.transforms)))
+            elif isinstance(spec, PipelineSpec):
                 if spec.source not in names:
                     raise ValueError(f"PipelineSpec {out_name!r}: no field {spec.source!r} in {self.fname}")
                 ops = ([spec.decoder] if spec.decoder is not None else []) + list(spec.transforms)
@@ -160,13 +176,13 @@ class Loader:
             return ops
         return [field.get_decoder_class()()] + ops
 
-    def _build_epoch(self):
+    def _build_epoch(self, recompile=False):
         """Re-derives every operation's state for the coming epoch, as FFCV
         does each iter(): a changed decoder output_size or attribute takes
-        effect. The Go side is rebuilt only when what it runs changed."""
+        effect. The Go side is rebuilt only when what it runs changed, or
+        when recompile (then custom code is compiled again too)."""
         if self._closed:
             raise ValueError(f"{self.fname}: the loader is closed")
-        recompile = bool(self.recompile)
         metadata = self.reader.metadata
         plans = []
         for fidx, name, ops in self._outputs:
@@ -175,7 +191,7 @@ class Loader:
                                      self._stage_maker(metadata[f"f{fidx}"], recompile)))
         signature = json.dumps([p.go_signature() for p in plans])
         old = self._build
-        if old is not None and old.signature == signature:
+        if old is not None and old.signature == signature and not recompile:
             old.adopt(plans)  # same Go programs: only the Python stages are new
             return old
         build = _Build(self, plans, signature)
@@ -196,14 +212,6 @@ class Loader:
             return st
         return make
 
-    def _custom_layouts(self):
-        out = {}
-        for name, h in self.reader.handlers.items():
-            if type(h).TYPE_ID == 255 or name in self.custom_fields:
-                mt = np.dtype(h.metadata_type)
-                out[name] = [mt.itemsize, mt.alignment]
-        return out or None
-
     @property
     def _memory_read(self):
         """FFCV's memory_read(address, storage_state) for custom operations:
@@ -219,6 +227,26 @@ class Loader:
         out = np.empty(n, dtype=np.uint64)
         _lib.call("ffcv_loader_order", handle, epoch, out.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)), n)
         return out
+
+    @property
+    def code(self):
+        """What runs the epochs (FFCV's compiled epoch function): the same
+        object while nothing is rebuilt, a new one per iter() with recompile=True."""
+        return self._build
+
+    def generate_code(self):
+        """Plans and builds the pipelines again now (FFCV's generate_code)."""
+        self._build_epoch(recompile=True)
+
+    def next_traversal_order(self):
+        """The sample order of the next epoch (this rank's)."""
+        return self.traversal_order.sample_order(self.next_epoch)
+
+    @property
+    def first_traversal_order(self):
+        if getattr(self, "_first_order", None) is None:
+            self._first_order = np.asarray(self.traversal_order.sample_order(0))
+        return self._first_order
 
     @property
     def _go_outputs(self):
@@ -241,7 +269,7 @@ class Loader:
         elif self._order_cls is Random and self.seed + epoch >= 2**64:
             # Beyond the Go side's uint64 seeds: numpy takes any integer.
             order = np.random.default_rng(self.seed + epoch).permutation(self.indices)
-        it = EpochIterator(self, self._build_epoch(), epoch, start, order, per_rank)
+        it = EpochIterator(self, self._build_epoch(recompile=self.recompile), epoch, start, order, per_rank)
         self._current = weakref.ref(it)
         return it
 
@@ -321,14 +349,15 @@ class _Build:
         self.signature = signature
         outputs = [{"field": p.field, "ops": p.go_ops} for p in plans if p.go_ops is not None]
         spec = {
-            "path": loader.fname, "batch_size": loader.batch_size, "num_workers": loader.num_workers,
+            "reader": loader.reader._mapping.handle,  # the file is opened and mapped once
+            "batch_size": loader.batch_size, "num_workers": loader.num_workers,
             "batches_ahead": loader.batches_ahead, "drop_last": loader.drop_last, "seed": loader.seed,
             "order": getattr(loader._order_cls, "_go_name", None) or "sequential",
             "rank": loader.rank, "world": loader.world_size, "os_cache": loader.os_cache,
             "max_resident_pages": loader._max_resident_pages,
             "quasi_window": int(loader.order_kwargs.get("window_pages", 0)),
             "skip_errors": loader.on_error == "skip", "max_batch_memory": loader._max_batch_memory,
-            "custom": loader._custom_layouts(), "outputs": outputs,
+            "outputs": outputs,
         }
         if loader._all_samples:
             ptr, n = None, 0  # the Go side enumerates them itself

@@ -27,10 +27,7 @@ class MemoryContext:
 class MemoryManager:
     def __init__(self, reader):
         self.reader = reader
-        table = reader.alloc_table
-        order = np.argsort(table["ptr"], kind="stable")
-        self.ptrs = np.ascontiguousarray(table["ptr"][order])
-        self.sizes = np.ascontiguousarray(table["size"][order])
+        self.ptrs, self.sizes = reader._alloc_index()  # the Go reader's lookup, not a second one
 
     def schedule_epoch(self, batches):
         return MemoryContext(self, batches)

@@ -54,6 +54,8 @@ class PyStage:
         else:
             self.kind = "custom"
             self.state, self.query = op.declare_state_and_memory(state)
+            self.shared_query = op.declare_shared_memory(state)
+            self.init_shared = op.generate_code_for_shared_state()
             code = op.generate_code()
             self.with_indices = bool(getattr(code, "with_indices", False))
             if compiled is None:
@@ -74,18 +76,23 @@ class PyStage:
             return self.op._apply(x, ctx)
         if self.decoder is not None:
             indices = ctx.indices.numpy()
-            out = self.code(indices, self._alloc(len(indices)), *self.decoder)
+            out = self.code(indices, self._alloc(self.query, len(indices)), *self.decoder)
             return torch.from_numpy(np.asarray(out))
         inp = x.numpy() if self.jit_in and isinstance(x, torch.Tensor) else x
-        dst = self._alloc(len(x))
+        dst = self._alloc(self.query, len(x))
         args = (inp, dst, ctx.indices.numpy()) if self.with_indices else (inp, dst)
+        if self.shared_query is not None or self.init_shared is not None:
+            shared = self._alloc(self.shared_query, len(x))
+            if self.init_shared is not None:
+                self.init_shared(shared)
+            args += (shared,)
         out = self.code(*args)
         if self.state.jit_mode or isinstance(out, np.ndarray):
             out = torch.from_numpy(np.asarray(out))
         return out
 
-    def _alloc(self, n):
-        q = self.query
+    @staticmethod
+    def _alloc(q, n):
         if q is None:
             return None
         if isinstance(q, (list, tuple)):
@@ -140,9 +147,11 @@ def _plan(field_index, name, ops, field, metadata, memory_read, compiled_stage):
         if isinstance(op, torch.nn.Module):
             op = ModuleWrapper(op)
         op.accept_field(field)
-        # Only custom code reads memory itself.
-        op.accept_globals(metadata, None if _builtin(op) else memory_read())
-        if index == 0 and not _builtin(op):  # a custom decoder reads its samples in Python
+        # Only code run in Python reads memory itself: custom operations, and
+        # built-in decoders of fields whose layout Go does not know.
+        in_go = _builtin(op) and (index > 0 or op._go_spec(state) is not None)
+        op.accept_globals(metadata, None if in_go else memory_read())
+        if index == 0 and not in_go:  # a decoder reading its samples in Python
             stage = compiled_stage(op, state, 0, decoder=True)
             plan.steps.append(stage)
             state = go_state = stage.state
