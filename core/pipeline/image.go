@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -30,8 +29,8 @@ type imageRef struct {
 }
 
 func imageOf(col []byte) imageRef {
-	return imageRef{col[field.RGBModeOff], int(binary.LittleEndian.Uint16(col[field.RGBWidthOff:])),
-		int(binary.LittleEndian.Uint16(col[field.RGBHeightOff:]))}
+	m := field.ParseRGBMeta(col)
+	return imageRef{m.Mode, m.Width, m.Height}
 }
 
 func decoderOf(c *Ctx) *jpeg.Decoder {
