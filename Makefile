@@ -11,7 +11,7 @@ DEB_PACKAGES := libturbojpeg0-dev libjpeg62-turbo-dev
 DEB_DATA := mate-backgrounds lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 dataset-fashion-mnist
 PYTEST_ARGS ?=
 
-.PHONY: all build deps venv test test-go test-python vet fuzz ffcv demo clean
+.PHONY: all build deps venv test test-go test-python conformance vet fuzz ffcv demo clean
 
 all: build
 
@@ -61,7 +61,12 @@ fuzz: deps
 test-python: deps venv build
 	PYTHONPATH=python $(PY) -m pytest -q tests/python $(PYTEST_ARGS)
 
-test: deps venv build vet test-go fuzz test-python
+# FFCV 1.0.2's own test suite (from its PyPI sdist, cached in build/conformance)
+# with every `ffcv` import resolved to ffcv_go; see tests/conformance/run.py.
+conformance: deps venv build
+	$(PY) tests/conformance/run.py $(PYTEST_ARGS)
+
+test: deps venv build vet test-go fuzz test-python conformance
 
 # Optional: FFCV 1.0 itself in .venv, for tests/python/test_ffcv_compat.py and the
 # benchmark's FFCV column (both skip it otherwise). Builds against Debian's OpenCV.

@@ -7,6 +7,7 @@ package main
 import "C"
 
 import (
+	"encoding/hex"
 	"fmt"
 	"unsafe"
 
@@ -24,6 +25,13 @@ type fieldSpec struct {
 	SmartThreshold      int      `json:"smart_threshold"`
 	JPEGQuality         int      `json:"jpeg_quality"`
 	CompressProbability float64  `json:"compress_probability"`
+	// Custom (type 255) fields: their argument bytes and metadata column
+	// [size, alignment]; encoder is the type id of the built-in encoder to
+	// use (a subclass of a built-in field that keeps its encode), or 255
+	// when values come encoded by the field's Python encode().
+	ArgsHex string `json:"args_hex"`
+	Column  [2]int `json:"column"`
+	Encoder int    `json:"encoder"`
 }
 
 func (s fieldSpec) imageOptions(seed uint64) field.ImageOptions {
@@ -62,16 +70,30 @@ func ffcv_writer_create(path, specJSON *C.char, err **C.char) (ret C.int64_t) {
 	}
 	descs := make([]field.Desc, len(spec.Fields))
 	encs := make([]field.Encoder, len(spec.Fields))
+	custom := map[string]field.Column{}
 	for i, f := range spec.Fields {
 		descs[i] = field.Desc{Type: field.Type(f.TypeID), Name: f.Name, Shape: f.Shape, DType: f.DType}
-		if _, e := descs[i].MarshalBinary(); e != nil {
-			return fail(err, e)
+		enc := descs[i]
+		if descs[i].Type == field.Custom {
+			args, e := hex.DecodeString(f.ArgsHex)
+			if e != nil {
+				return fail(err, fmt.Errorf("%w: field %q: args_hex: %v", errArgument, f.Name, e))
+			}
+			descs[i] = field.Desc{Type: field.Custom, Name: f.Name, Args: args}
+			custom[f.Name] = field.Column{Size: f.Column[0], Align: f.Column[1]}
+			enc.Type = field.Type(f.Encoder)
 		}
-		if encs[i], e = field.NewEncoder(descs[i], f.imageOptions(spec.Seed)); e != nil {
+		if _, e := descs[i].MarshalBinary(); e != nil {
+			return fail(err, fmt.Errorf("%w: %v", errArgument, e))
+		}
+		if enc.Type == field.Custom {
+			encs[i] = field.NewCustomEncoder(f.Name, custom[f.Name])
+		} else if encs[i], e = field.NewEncoder(enc, f.imageOptions(spec.Seed)); e != nil {
 			return fail(err, fmt.Errorf("%w: field %q: %v", errArgument, f.Name, e))
 		}
 	}
-	w, e := beton.Create(p, descs, encs, spec.NumSamples, beton.WriterOptions{PageSize: spec.PageSize, Workers: spec.NumWorkers})
+	w, e := beton.Create(p, descs, encs, spec.NumSamples,
+		beton.WriterOptions{PageSize: spec.PageSize, Workers: spec.NumWorkers, Custom: custom})
 	if e != nil {
 		return fail(err, e)
 	}
@@ -100,7 +122,13 @@ func ffcv_writer_put(h C.int64_t, first, count C.uint64_t, values *C.ffcv_value,
 		for f := range vals {
 			c := &cv[k*w.nf+f]
 			v := field.Value{Int: int64(c.i), Float: float64(c.f), Width: int(c.width), Height: int(c.height),
-				Channels: int(c.channels), Encoded: c.encoded != 0}
+				Channels: int(c.channels), Encoded: c.encoded != 0, PtrOffset: int(c.ptr_offset)}
+			if c.column_len > 0 {
+				if c.column == nil {
+					return fail(err, fmt.Errorf("sample %d, field %d: column: %w", uint64(first)+uint64(k), f, errNil))
+				}
+				v.Column = append([]byte(nil), unsafe.Slice((*byte)(c.column), int(c.column_len))...)
+			}
 			if c.len > 0 {
 				if c.data == nil {
 					return fail(err, fmt.Errorf("sample %d, field %d: data: %w", uint64(first)+uint64(k), f, errNil))

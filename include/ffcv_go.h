@@ -47,6 +47,12 @@ typedef struct {
   uint64_t len;
   int32_t width, height, channels; /* raw image pixels, HWC uint8 */
   int32_t encoded;    /* 1: data is an image file (JPEG, PNG, GIF) */
+  /* Custom fields (type 255, encoded by the field's Python encode()): the metadata
+   * column bytes, and where in them the writer stores data's file offset (-1: no
+   * heap data). */
+  const void *column;
+  uint64_t column_len;
+  int64_t ptr_offset;
 } ffcv_value;
 
 #ifndef FFCV_GO_TYPES_ONLY /* the Go side includes the types only */
@@ -159,6 +165,22 @@ int64_t ffcv_tail_run(int64_t tail, uint64_t epoch, uint64_t batch, const uint64
                       const void *in, uint64_t in_len, void *out, uint64_t out_len, char **err);
 /* Loader counters as JSON: samples_skipped, peak_resident_pages, slots, ... */
 int64_t ffcv_loader_stats(int64_t loader, char **out, char **err);
+
+/* ---- FFCV's libffcv helpers ---- */
+
+/* Copies n bytes from src to dst. */
+int64_t ffcv_memcpy(void *src, void *dst, uint64_t n, char **err);
+/* Decodes the JPEG data[0:n] (src_w x src_h) into dst as RGB: the crop_w x crop_h
+ * rectangle at (off_x, off_y) when crop is non-zero (else the whole image), scaled
+ * by num/den (size rounded up), mirrored when flip is non-zero. */
+int64_t ffcv_imdecode(void *data, uint64_t n, void *dst, uint64_t dst_len,
+                      int64_t src_h, int64_t src_w, int64_t crop_h, int64_t crop_w,
+                      int64_t off_x, int64_t off_y, int64_t num, int64_t den,
+                      int32_t crop, int32_t flip, char **err);
+/* Area-resizes rows [r0, r1) and columns [c0, c1) of the src_h x src_w RGB image
+ * src into the dst_h x dst_w RGB image dst. */
+int64_t ffcv_resize_crop(void *src, int64_t src_h, int64_t src_w, int64_t r0, int64_t r1,
+                         int64_t c0, int64_t c1, void *dst, int64_t dst_h, int64_t dst_w, char **err);
 
 #endif /* FFCV_GO_TYPES_ONLY */
 

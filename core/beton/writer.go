@@ -65,6 +65,8 @@ type result struct {
 type WriterOptions struct {
 	PageSize uint64 // 0: DefaultPageSize
 	Workers  int    // < 1: number of CPUs
+	// Custom gives the metadata column of each custom (type 255) field, by name.
+	Custom map[string]field.Column
 }
 
 // Create starts writing numSamples samples with the given fields to path.
@@ -95,7 +97,7 @@ func Create(path string, fields []field.Desc, encoders []field.Encoder, numSampl
 		}
 		descs = append(descs, b...)
 	}
-	layout, err := field.NewLayout(fields, nil)
+	layout, err := field.NewLayout(fields, opts.Custom)
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,11 @@ type Value struct {
 	Encoded bool
 	// Path names an image file the encoder reads itself (in its worker).
 	Path string
+	// Column is a custom field's metadata column, encoded by its Python
+	// encode(); Data is then its heap bytes, whose file offset goes at
+	// PtrOffset in Column (no heap bytes when PtrOffset < 0).
+	Column    []byte
+	PtrOffset int
 }
 
 // Encoded is one field's contribution to a sample: its metadata column with
@@ -55,6 +60,32 @@ func NewEncoder(d Desc, opts ImageOptions) (Encoder, error) {
 		return newImageEncoder(opts)
 	}
 	return nil, fmt.Errorf("field %q: cannot write fields of type %v", d.Name, d.Type)
+}
+
+// NewCustomEncoder returns the encoder of a custom field whose values come
+// encoded already (Value.Column, Value.Data, Value.PtrOffset) into col.
+func NewCustomEncoder(name string, col Column) Encoder {
+	return customEncoder{name: name, size: col.Size}
+}
+
+type customEncoder struct {
+	name string
+	size int
+}
+
+func (e customEncoder) Encode(v Value, _ uint64) (Encoded, error) {
+	if len(v.Column) != e.size {
+		return Encoded{}, fmt.Errorf("%w: field %q: metadata column has %d bytes, the field's metadata type %d",
+			ErrData, e.name, len(v.Column), e.size)
+	}
+	if v.PtrOffset < 0 {
+		return Encoded{Column: v.Column}, nil
+	}
+	if v.PtrOffset+8 > e.size {
+		return Encoded{}, fmt.Errorf("%w: field %q: heap pointer at byte %d of a %d-byte metadata column",
+			ErrData, e.name, v.PtrOffset, e.size)
+	}
+	return Encoded{Column: v.Column, Heap: v.Data, HasHeap: true, PtrOffset: v.PtrOffset}, nil
 }
 
 // NewIntEncoder returns the IntField encoder.

@@ -600,14 +600,16 @@ func (r *replaceLabel) Run(c *Ctx, _ int, in, out []byte) error {
 	return nil
 }
 
-// poison blends the listed samples with a mask: clip((1-alpha)·x + alpha·mask).
+// poison blends the listed samples with a mask: clip((1-alpha)·x + alpha·mask),
+// alpha one value, or one per pixel (FFCV's H×W alpha array, alphaMap).
 type poison struct {
 	sameImage
-	mask   []float32
-	alpha  float32
-	ids    map[uint64]bool
-	lo, hi float32
-	spec   Spec
+	mask     []float32
+	alpha    float32
+	alphaMap []float32
+	ids      map[uint64]bool
+	lo, hi   float32
+	spec     Spec
 }
 
 func newPoison(_ Env, raw json.RawMessage) (Op, error) {
@@ -615,13 +617,14 @@ func newPoison(_ Env, raw json.RawMessage) (Op, error) {
 		Mask    []float32  `json:"mask"`
 		Shape   []int      `json:"mask_shape"`
 		Alpha   float32    `json:"alpha"`
+		Map     []float32  `json:"alpha_map"`
 		Indices []uint64   `json:"indices"`
 		Clamp   [2]float32 `json:"clamp"`
 	}
 	if err := parse(raw, &a); err != nil {
 		return nil, err
 	}
-	p := &poison{mask: a.Mask, alpha: a.Alpha, ids: map[uint64]bool{}, lo: a.Clamp[0], hi: a.Clamp[1]}
+	p := &poison{mask: a.Mask, alpha: a.Alpha, alphaMap: a.Map, ids: map[uint64]bool{}, lo: a.Clamp[0], hi: a.Clamp[1]}
 	for _, i := range a.Indices {
 		p.ids[i] = true
 	}
@@ -635,6 +638,10 @@ func (p *poison) Out(in Spec) (Spec, error) {
 	if len(p.mask) != in.Bytes() {
 		return in, fmt.Errorf("mask has %d values, the images %v", len(p.mask), in.Shape)
 	}
+	if p.alphaMap != nil && len(p.alphaMap)*in.Shape[2] != in.Bytes() {
+		return in, fmt.Errorf("alpha has %d values, one per pixel of the images %v needs %d",
+			len(p.alphaMap), in.Shape, in.Bytes()/in.Shape[2])
+	}
 	return in, nil
 }
 
@@ -643,8 +650,16 @@ func (p *poison) Run(c *Ctx, _ int, in, out []byte) error {
 	if !p.ids[c.Sample] {
 		return nil
 	}
+	channels := len(out)
+	if p.alphaMap != nil {
+		channels = len(out) / len(p.alphaMap)
+	}
 	for i, v := range out {
-		f := (1-p.alpha)*float32(v) + p.alpha*p.mask[i]
+		alpha := p.alpha
+		if p.alphaMap != nil {
+			alpha = p.alphaMap[i/channels]
+		}
+		f := (1-alpha)*float32(v) + alpha*p.mask[i]
 		out[i] = clipU8(float64(min(max(f, p.lo), p.hi)))
 	}
 	return nil

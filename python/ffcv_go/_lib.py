@@ -73,6 +73,9 @@ class Value(ctypes.Structure):
         ("height", ctypes.c_int32),
         ("channels", ctypes.c_int32),
         ("encoded", ctypes.c_int32),
+        ("column", ctypes.c_void_p),
+        ("column_len", ctypes.c_uint64),
+        ("ptr_offset", ctypes.c_int64),
     ]
 
 
@@ -115,6 +118,9 @@ def _load():
         "ffcv_loader_stats": (i64, [i64, out_str, err]),
         "ffcv_loader_tail": (i64, [i64, cp, out_str, err]),
         "ffcv_tail_run": (i64, [i64, u64, u64, ctypes.POINTER(u64), u64, vp, u64, vp, u64, err]),
+        "ffcv_memcpy": (i64, [vp, vp, u64, err]),
+        "ffcv_imdecode": (i64, [vp, u64, vp, u64] + [i64] * 8 + [i32, i32, err]),
+        "ffcv_resize_crop": (i64, [vp] + [i64] * 6 + [vp, i64, i64, err]),
     }
     for table, required in ((sigs, True), (optional, False)):
         for name, (res, args) in table.items():
@@ -129,6 +135,15 @@ def _load():
 
 lib = _load()
 version = lib.ffcv_version().decode()
+
+
+def c_function(name, restype, argtypes):
+    """A ctypes function object of its own for library function name, for
+    callers that numba compiles (FFCV's libffcv helpers): its argument types
+    are numba's (pointers as c_void_p, so err is passed as 0)."""
+    fn = getattr(ctypes.CDLL(_PATH), name)
+    fn.restype, fn.argtypes = restype, argtypes
+    return fn
 
 
 def _take_string(p):

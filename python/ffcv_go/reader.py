@@ -75,7 +75,11 @@ class Reader:
             raw = np.frombuffer(bytes.fromhex(f.get("args_hex", "")), dtype=np.uint8)
             if raw.size == 1024:
                 args = raw.view(ARG_TYPE)[0]
-            return cls.from_binary(args)
+            handler = cls.from_binary(args)
+            # Stored as a custom field: the Go decoders do not know its
+            # layout, so built-in decoders read it in Python (see decoders.py).
+            handler._custom_stored = True
+            return handler
         cls = self.custom_handlers.get(f["name"]) or TYPE_ID_HANDLER[f["type_id"]]
         if f["type_id"] in (4, 6):
             from .fields.ndarray import NDArrayField, TorchTensorField

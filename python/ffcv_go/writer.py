@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor, ProcessPoolExecutor
 import numpy as np
 
 from . import _lib
-from .fields.base import Field
+from .fields.base import Field, _set_data
 
 MiB = 1 << 20
 
@@ -49,10 +49,11 @@ class DatasetWriter:
         self.num_workers = int(num_workers)
         self.progress = progress
         self._specs = []
+        self._python_encoded = []  # fields whose own encode() writes them
         for name, f in self.fields.items():
-            spec = {"name": name, "type_id": f.TYPE_ID}
-            spec.update(f._spec())
+            spec, own = _field_spec(name, f)
             self._specs.append(spec)
+            self._python_encoded.append(own)
 
     def __enter__(self):
         return self
@@ -111,7 +112,10 @@ class DatasetWriter:
                 vals = (_lib.Value * nf)()
                 for k, ((name, f), value) in enumerate(zip(fields, item)):
                     try:
-                        f._value(value, vals[k], keep)
+                        if self._python_encoded[k]:
+                            _encode_custom(f, value, vals[k], keep)
+                        else:
+                            f._value(value, vals[k], keep)
                     except (TypeError, ValueError, OverflowError) as e:
                         raise type(e)(f"dataset item {source_ids[pos]}, field {name!r}: {e}") from None
                 chunk.append(vals)
@@ -144,6 +148,77 @@ class DatasetWriter:
             for j in range(nf):
                 flat[k * nf + j] = vals[j]
         _lib.call("ffcv_writer_put", handle, first, len(chunk), flat, context=self.fname)
+
+
+def _builtin_base(f):
+    """The built-in field class f is (or derives from), or None."""
+    from .fields import TYPE_ID_HANDLER
+    builtins = set(TYPE_ID_HANDLER.values())
+    return next((c for c in type(f).__mro__ if c in builtins), None)
+
+
+def _field_spec(name, f):
+    """The Go writer's spec of field f, and whether f's own encode() makes
+    its values.
+
+    As in FFCV, only the built-in classes themselves get their type id; any
+    other Field (a subclass included) is written as type 255 with its
+    to_binary() arguments and read back through custom_fields. A subclass
+    that keeps its built-in encode() is still encoded by the Go writer."""
+    base = _builtin_base(f)
+    if base is not None and type(f) is base:
+        spec = {"name": name, "type_id": f.TYPE_ID}
+        spec.update(f._spec())
+        return spec, False
+    mt = np.dtype(f.metadata_type)
+    args = np.asarray(f.to_binary())
+    raw = args.tobytes()
+    if len(raw) != 1024:
+        raise ValueError(f"field {name!r}: to_binary() gives {len(raw)} bytes, a field descriptor holds 1024")
+    spec = {"name": name, "type_id": 255, "args_hex": raw.hex(), "column": [mt.itemsize, mt.alignment]}
+    if base is not None and type(f).encode is base.encode:
+        if mt != np.dtype(base.metadata_type.fget(f)):
+            raise ValueError(f"field {name!r}: {type(f).__name__} changes the metadata type of {base.__name__} "
+                             "but not its encode()")
+        spec.update(f._spec())
+        spec["encoder"] = base.TYPE_ID
+        return spec, False
+    spec["encoder"] = 255
+    return spec, True
+
+
+# What malloc hands a custom encode() as the heap pointer: the writer finds
+# it in the metadata column and replaces it by the real file offset.
+_PTR_TOKEN = 0x7FC0_FFC6_0A11_0C8D
+
+
+def _encode_custom(f, value, v, keep):
+    """Runs FFCV's f.encode(destination, value, malloc) into writer value v."""
+    dest = np.zeros(1, dtype=f.metadata_type)
+    heap = []
+
+    def malloc(size):
+        if heap:
+            raise ValueError(f"{type(f).__name__}.encode called malloc twice; ffcv_go stores one heap "
+                             "allocation per field and sample")
+        buf = np.zeros(int(size), dtype=np.uint8)
+        heap.append(buf)
+        return _PTR_TOKEN, buf
+
+    f.encode(dest, value, malloc)
+    col = dest.view(np.uint8).reshape(-1).copy()
+    v.ptr_offset = -1
+    if heap:
+        at = col.tobytes().find(_PTR_TOKEN.to_bytes(8, "little"))
+        if at < 0:
+            raise ValueError(f"{type(f).__name__}.encode allocated memory with malloc but did not store the "
+                             "pointer it returned in the metadata")
+        col[at:at + 8] = 0
+        v.ptr_offset = at
+        _set_data(v, heap[0], keep)
+    keep.append(col)
+    v.column = col.ctypes.data if col.nbytes else None
+    v.column_len = col.nbytes
 
 
 def _get(args):

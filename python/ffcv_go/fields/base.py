@@ -34,6 +34,14 @@ class Field(ABC):
     def get_decoder_class(self):
         """The default decoder Operation class."""
 
+    def encode(self, destination, field, malloc):
+        """FFCV's encoding protocol, used for custom fields (written with type
+        id 255): store ``field`` into ``destination`` (a 1-element array of
+        ``metadata_type``); ``ptr, buffer = malloc(size)`` gives heap memory
+        to fill and the pointer to store in the metadata. ffcv_go allows one
+        malloc per field and sample."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement encode()")
+
     # Used by the writer: a dict of options for the Go encoder.
     def _spec(self) -> dict:
         raise TypeError(f"{type(self).__name__} is a custom field: ffcv_go cannot write it")

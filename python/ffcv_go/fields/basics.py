@@ -26,6 +26,9 @@ class IntField(Field):
     def _spec(self):
         return {}
 
+    def encode(self, destination, field, malloc):
+        destination[0] = field
+
     def _value(self, value, v, keep):
         if isinstance(value, (str, bytes, bytearray)):
             raise TypeError(f"IntField needs an integer, got {type(value).__name__}")
@@ -64,6 +67,9 @@ class FloatField(Field):
 
     def _spec(self):
         return {}
+
+    def encode(self, destination, field, malloc):
+        destination[0] = field
 
     def _value(self, value, v, keep):
         if isinstance(value, (str, bytes, bytearray)):

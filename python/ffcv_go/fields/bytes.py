@@ -26,14 +26,27 @@ class BytesField(Field):
     def _spec(self):
         return {}
 
+    def encode(self, destination, field, malloc):
+        field = _as_bytes(field)
+        ptr, buffer = malloc(field.size)
+        buffer[:] = field
+        destination["ptr"] = ptr
+        destination["size"] = field.size
+
     def _value(self, value, v, keep):
-        if isinstance(value, np.ndarray):
-            if value.dtype != np.uint8:
-                raise TypeError(f"BytesField needs uint8 data, got an array of {value.dtype}")
-            value = np.ascontiguousarray(value).reshape(-1)
-        elif not isinstance(value, (bytes, bytearray, memoryview)):
-            raise TypeError(f"BytesField needs bytes or a uint8 array, got {type(value).__name__}")
-        _set_data(v, value, keep)
+        _set_data(v, _as_bytes(value), keep)
+
+
+def _as_bytes(value):
+    """The bytes of value (bytes, or any numpy array, as FFCV stores its
+    buffer) as a flat uint8 array."""
+    if isinstance(value, np.ndarray):
+        if value.dtype.hasobject:
+            raise TypeError(f"BytesField needs plain data, got an array of {value.dtype}")
+        return np.ascontiguousarray(value).reshape(-1).view(np.uint8)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return np.frombuffer(value, dtype=np.uint8)
+    raise TypeError(f"BytesField needs bytes or a numpy array, got {type(value).__name__}")
 
 
 from .decoders import BytesDecoder  # noqa: E402,F401  (FFCV's module path)

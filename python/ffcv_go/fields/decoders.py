@@ -29,6 +29,8 @@ class _Decoder(Operation):
         super().accept_field(field)
 
     def _go_spec(self, previous_state=None):
+        if getattr(getattr(self, "field", None), "_custom_stored", False):
+            return None  # a custom (type 255) field: decoded by generate_code in Python
         return {"op": self._go_name}
 
 

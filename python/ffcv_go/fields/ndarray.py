@@ -52,10 +52,12 @@ class NDArrayField(Field):
     def metadata_type(self):
         return np.dtype("<u8")
 
-    @classmethod
-    def from_binary(cls, binary):
+    @staticmethod
+    def from_binary(binary):
+        # An NDArrayField, also for subclasses (which may take other
+        # constructor arguments), as FFCV does.
         dtype, shape = _parse_array_args(binary)
-        return cls(dtype, shape)
+        return NDArrayField(dtype, shape)
 
     def to_binary(self):
         return _array_args(self.dtype, self.shape)
@@ -67,14 +69,28 @@ class NDArrayField(Field):
     def _spec(self):
         return {"shape": list(self.shape), "dtype": self.dtype.descr[0][1]}
 
+    def encode(self, destination, field, malloc):
+        destination[0], data_region = malloc(self.element_size)
+        data_region[:] = self._checked(field).reshape(-1).view("<u1")
+
     def _value(self, value, v, keep):
+        _set_data(v, self._checked(value), keep)
+
+    def _checked(self, value):
+        """value as an array of the field's shape: any array (or numpy scalar)
+        of the field's dtype with as many elements is reshaped, as FFCV does."""
+        if isinstance(value, np.generic):
+            value = np.asarray(value)
         if not isinstance(value, np.ndarray):
             raise TypeError(f"NDArrayField needs a numpy array, got {type(value).__name__}")
         if value.dtype != self.dtype:
             raise TypeError(f"NDArrayField of {self.dtype} got an array of {value.dtype}")
         if value.shape != self.shape:
-            raise ValueError(f"NDArrayField of shape {self.shape} got an array of shape {value.shape}")
-        _set_data(v, value, keep)
+            if value.size != int(np.prod(self.shape)):
+                raise ValueError(f"NDArrayField of shape {self.shape} got an array of shape {value.shape} "
+                                 f"({value.size} elements, not {int(np.prod(self.shape))})")
+            value = value.reshape(self.shape)
+        return value
 
 
 class TorchTensorField(NDArrayField):
@@ -98,11 +114,18 @@ class TorchTensorField(NDArrayField):
         from .decoders import NDArrayDecoder
         return NDArrayDecoder
 
+    def encode(self, destination, field, malloc):
+        super().encode(destination, _to_numpy(field), malloc)
+
     def _value(self, value, v, keep):
-        import torch
-        if isinstance(value, torch.Tensor):
-            value = value.detach().cpu().numpy()
-        super()._value(value, v, keep)
+        super()._value(_to_numpy(value), v, keep)
+
+
+def _to_numpy(value):
+    import torch
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().numpy()
+    return value
 
 
 from .decoders import NDArrayDecoder  # noqa: E402,F401  (FFCV's module path)

@@ -27,13 +27,18 @@ class RGBImageField(Field):
             raise ValueError(f"RGBImageField: max_resolution {max_resolution} must be positive")
         if not 1 <= int(jpeg_quality) <= 100:
             raise ValueError(f"RGBImageField: jpeg_quality {jpeg_quality} must be in [1, 100]")
-        if not 0 <= float(compress_probability) <= 1:
+        # FFCV reads compress_probability only in 'proportion' mode, so None
+        # (ffcv-imagenet's default) is fine elsewhere.
+        if compress_probability is None:
+            if write_mode == "proportion":
+                raise ValueError("RGBImageField: write_mode 'proportion' needs a compress_probability in [0, 1]")
+        elif not 0 <= float(compress_probability) <= 1:
             raise ValueError(f"RGBImageField: compress_probability {compress_probability} must be in [0, 1]")
         self.write_mode = write_mode
         self.max_resolution = max_resolution
         self.smart_threshold = smart_threshold
         self.jpeg_quality = int(jpeg_quality)
-        self.proportion = float(compress_probability)
+        self.proportion = None if compress_probability is None else float(compress_probability)
 
     @property
     def metadata_type(self):
@@ -49,10 +54,14 @@ class RGBImageField(Field):
     def get_decoder_class(self):
         return SimpleRGBImageDecoder
 
+    def encode(self, destination, field, malloc):
+        raise NotImplementedError("RGBImageField is encoded by the Go writer only: a subclass that overrides "
+                                  "encode() cannot call RGBImageField.encode")
+
     def _spec(self):
         return {"write_mode": self.write_mode, "max_resolution": int(self.max_resolution or 0),
                 "smart_threshold": int(self.smart_threshold or 0), "jpeg_quality": self.jpeg_quality,
-                "compress_probability": self.proportion}
+                "compress_probability": self.proportion or 0.0}
 
     def _value(self, value, v, keep):
         if isinstance(value, (bytes, bytearray, memoryview)):
@@ -99,6 +108,36 @@ class SimpleRGBImageDecoder(_ImageDecoder):
 
     def _go_spec(self, previous_state=None):
         return {"op": "rgb_simple"}
+
+    def generate_code(self):
+        """FFCV's protocol, for code that drives the decoder by hand
+        (accept_globals, then Compiler.compile(generate_code())): decodes with
+        the Go library through ffcv_go.libffcv. The Loader runs rgb_simple in
+        Go instead."""
+        from ..libffcv import imdecode, memcpy
+        from ..pipeline.compiler import Compiler
+        mem_read = self.memory_read
+        if mem_read is None:
+            raise ValueError("SimpleRGBImageDecoder.generate_code needs accept_globals(metadata, memory_read) first")
+        imdecode_c = Compiler.compile(imdecode)
+        memcpy_c = Compiler.compile(memcpy)
+        my_range = Compiler.get_iterator()
+        jpg = IMAGE_MODES["jpg"]
+
+        def decode(batch_indices, destination, metadata, storage_state):
+            for dst_ix in my_range(len(batch_indices)):
+                field = metadata[batch_indices[dst_ix]]
+                image_data = mem_read(field["data_ptr"], storage_state)
+                height, width = field["height"], field["width"]
+                if field["mode"] == jpg:
+                    imdecode_c(image_data, destination[dst_ix], height, width, height, width, 0, 0, 1, 1,
+                               False, False)
+                else:
+                    memcpy_c(image_data, destination[dst_ix])
+            return destination[:len(batch_indices)]
+
+        decode.is_parallel = True
+        return decode
 
 
 class _ResizedCropDecoder(_ImageDecoder):

@@ -200,15 +200,26 @@ class Poison(Transform):
     def __init__(self, mask, alpha, indices, clamp=(0, 255)):
         super().__init__()
         self.mask = np.asarray(mask, dtype=np.float32)
-        self.alpha = float(alpha)
+        # alpha: FFCV's H×W array (one weight per pixel), or one number.
+        a = np.asarray(alpha, dtype=np.float32)
+        if a.ndim not in (0, 2):
+            raise ValueError(f"Poison: alpha must be an H×W array or a number, got shape {a.shape}")
+        if a.ndim == 2 and (self.mask.ndim != 3 or a.shape != self.mask.shape[:2]):
+            raise ValueError(f"Poison: alpha of shape {a.shape} does not match the mask's {self.mask.shape}")
+        self.alpha = float(a) if a.ndim == 0 else a
         self.indices = np.asarray(indices, dtype=np.int64).reshape(-1)
         self.clamp = (float(clamp[0]), float(clamp[1]))
 
     def _go_spec(self, state):
         if not _is_cpu_image(state) or tuple(self.mask.shape) != tuple(state.shape):
             return None
-        return {"op": "poison", "mask": self.mask.reshape(-1).tolist(), "alpha": self.alpha,
-                "indices": self.indices.tolist(), "clamp": list(self.clamp)}
+        spec = {"op": "poison", "mask": self.mask.reshape(-1).tolist(), "indices": self.indices.tolist(),
+                "clamp": list(self.clamp)}
+        if isinstance(self.alpha, np.ndarray):
+            spec["alpha_map"] = self.alpha.reshape(-1).tolist()
+        else:
+            spec["alpha"] = self.alpha
+        return spec
 
 
 

@@ -1,0 +1,128 @@
+package main
+
+// The three helpers of FFCV's ffcv.libffcv module (memcpy, imdecode,
+// resize_crop), served by the same Go code the loader runs, so programs and
+// custom operations that call them get our decoder and resizer.
+
+/*
+#include <stdint.h>
+*/
+import "C"
+
+import (
+	"fmt"
+	"image"
+	"unsafe"
+
+	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/imgproc"
+	"github.com/ffcv-go/ffcv-go/core/jpeg"
+)
+
+// ffcv_memcpy copies n bytes from src to dst (FFCV's my_memcpy).
+//
+//export ffcv_memcpy
+func ffcv_memcpy(src, dst unsafe.Pointer, n C.uint64_t, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	s, e := cArray((*byte)(src), uint64(n), "source")
+	if e != nil {
+		return fail(err, e)
+	}
+	d, e := cArray((*byte)(dst), uint64(n), "destination")
+	if e != nil {
+		return fail(err, e)
+	}
+	copy(d, s)
+	return 0
+}
+
+// ffcv_imdecode decodes the JPEG in data into dst (dstLen bytes), as FFCV's
+// imdecode: the cropW×cropH rectangle at (offX, offY) when crop is set (else
+// the whole srcW×srcH image), scaled by num/den, mirrored when flip is set.
+// At scale 1 the pixels are exact; other scales are area-resized.
+//
+//export ffcv_imdecode
+func ffcv_imdecode(data unsafe.Pointer, n C.uint64_t, dst unsafe.Pointer, dstLen C.uint64_t,
+	srcH, srcW, cropH, cropW, offX, offY, num, den C.int64_t, crop, flip C.int32_t, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	in, e := cArray((*byte)(data), uint64(n), "source")
+	if e != nil {
+		return fail(err, e)
+	}
+	out, e := cArray((*byte)(dst), uint64(dstLen), "destination")
+	if e != nil {
+		return fail(err, e)
+	}
+	d := jpeg.NewDecoder()
+	defer d.Close()
+	w, h, e := d.DecodeConfig(in)
+	if e != nil {
+		return fail(err, fmt.Errorf("%w: %v", field.ErrData, e))
+	}
+	if int64(w) != int64(srcW) || int64(h) != int64(srcH) {
+		return fail(err, fmt.Errorf("%w: the JPEG is %dx%d (width x height), not %dx%d", errArgument, w, h, srcW, srcH))
+	}
+	r := image.Rect(0, 0, w, h)
+	if crop != 0 {
+		r = image.Rect(int(offX), int(offY), int(offX+cropW), int(offY+cropH))
+		if r.Empty() || !r.In(image.Rect(0, 0, w, h)) {
+			return fail(err, fmt.Errorf("%w: crop %v is not inside the %dx%d image", errArgument, r, w, h))
+		}
+	}
+	if num <= 0 || den <= 0 {
+		return fail(err, fmt.Errorf("%w: scale %d/%d must be positive", errArgument, num, den))
+	}
+	// TurboJPEG's TJSCALED: ceil(size * num / den).
+	ow := int((int64(r.Dx())*int64(num) + int64(den) - 1) / int64(den))
+	oh := int((int64(r.Dy())*int64(num) + int64(den) - 1) / int64(den))
+	if need := ow * oh * 3; len(out) < need {
+		return fail(err, fmt.Errorf("%w: destination has %d bytes, the %dx%d result needs %d", errArgument, len(out), ow, oh, need))
+	}
+	switch {
+	case ow == w && oh == h:
+		_, _, e = d.Decode(in, out)
+	case ow == r.Dx() && oh == r.Dy():
+		full := make([]byte, w*h*3)
+		if _, _, e = d.Decode(in, full); e == nil {
+			imgproc.Crop(out[:0], full, w*3, 3, r)
+		}
+	default:
+		e = d.DecodeCropResize(in, r, ow, oh, out)
+	}
+	if e != nil {
+		return fail(err, fmt.Errorf("%w: %v", field.ErrData, e))
+	}
+	if flip != 0 {
+		imgproc.FlipHorizontal(out, ow, oh, 3)
+	}
+	return 0
+}
+
+// ffcv_resize_crop resizes rows [r0, r1) and columns [c0, c1) of the
+// srcH×srcW RGB image src into the dstH×dstW image dst with area
+// interpolation (OpenCV's INTER_AREA), as FFCV's resize_crop.
+//
+//export ffcv_resize_crop
+func ffcv_resize_crop(src unsafe.Pointer, srcH, srcW, r0, r1, c0, c1 C.int64_t,
+	dst unsafe.Pointer, dstH, dstW C.int64_t, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	if srcH <= 0 || srcW <= 0 || dstH <= 0 || dstW <= 0 {
+		return fail(err, fmt.Errorf("%w: image sizes %dx%d -> %dx%d must be positive", errArgument, srcH, srcW, dstH, dstW))
+	}
+	r := image.Rect(int(c0), int(r0), int(c1), int(r1))
+	if r.Empty() || !r.In(image.Rect(0, 0, int(srcW), int(srcH))) {
+		return fail(err, fmt.Errorf("%w: rows [%d, %d) and columns [%d, %d) are not inside the %dx%d image",
+			errArgument, r0, r1, c0, c1, srcH, srcW))
+	}
+	s, e := cArray((*byte)(src), uint64(srcH*srcW*3), "source")
+	if e != nil {
+		return fail(err, e)
+	}
+	d, e := cArray((*byte)(dst), uint64(dstH*dstW*3), "destination")
+	if e != nil {
+		return fail(err, e)
+	}
+	stride := int(srcW) * 3
+	imgproc.ResizeArea(d, int(dstW), int(dstH), imgproc.SubRect(s, stride, 3, r), r.Dx(), r.Dy(), stride, 3)
+	return 0
+}
