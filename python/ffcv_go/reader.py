@@ -77,7 +77,7 @@ class Reader:
                 args = raw.view(ARG_TYPE)[0]
             handler = cls.from_binary(args)
             # Stored as a custom field: the Go decoders do not know its
-            # layout, so built-in decoders read it in Python (see decoders.py).
+            # layout, so built-in decoders read it in Python (see fields/base.py, _Decoder).
             handler._custom_stored = True
             return handler
         cls = self.custom_handlers.get(f["name"]) or TYPE_ID_HANDLER[f["type_id"]]
