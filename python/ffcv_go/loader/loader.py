@@ -118,9 +118,11 @@ class Loader:
             order_cls(self, **self.order_kwargs)
 
         self._outputs, self._field_names = self._plan_outputs(pipelines)
-        self._closed = False
+        # Builds still in use; closed with the loader, at close() or when the
+        # loader is collected or the interpreter exits (then no new one starts).
+        self._builds = _Builds()
+        self._finalizer = weakref.finalize(self, self._builds.close)
         self._compiled = {}  # id(custom operation) -> its compiled code
-        self._builds = weakref.WeakSet()  # every build still in use by an iterator
         self._build = None
         self._build_epoch(recompile=True)  # so bad pipelines fail here, and len() is known
         self._length = self._build.length
@@ -181,7 +183,7 @@ class Loader:
         does each iter(): a changed decoder output_size or attribute takes
         effect. The Go side is rebuilt only when what it runs changed, or
         when recompile (then custom code is compiled again too)."""
-        if self._closed:
+        if self._builds.closed:
             raise ValueError(f"{self.fname}: the loader is closed")
         metadata = self.reader.metadata
         plans = []
@@ -323,9 +325,7 @@ class Loader:
 
     def close(self):
         """Stops every iterator and frees the loader; batches you hold stay valid."""
-        self._closed = True
-        for build in list(self._builds):
-            build.close()
+        self._finalizer()
 
     def __enter__(self):
         return self
@@ -403,6 +403,22 @@ class _Build:
 
     def close(self):
         self._finalizer()
+
+
+class _Builds:
+    """The loader's builds still in use (by the loader or its iterators)."""
+
+    def __init__(self):
+        self.closed = False
+        self._set = weakref.WeakSet()
+
+    def add(self, build):
+        self._set.add(build)
+
+    def close(self):
+        self.closed = True
+        for build in list(self._set):
+            build.close()
 
 
 class _Pinned:
