@@ -4,7 +4,8 @@ from .base import _Decoder  # noqa: F401  (the base of the scalar/array/bytes de
 from .basics import IntDecoder, FloatDecoder
 from .bytes import BytesDecoder
 from .ndarray import NDArrayDecoder
-from .rgb_image import SimpleRGBImageDecoder, RandomResizedCropRGBImageDecoder, CenterCropRGBImageDecoder
+from .rgb_image import (SimpleRGBImageDecoder, ResizedCropRGBImageDecoder, RandomResizedCropRGBImageDecoder,
+                        CenterCropRGBImageDecoder)
 
 __all__ = ["IntDecoder", "FloatDecoder", "NDArrayDecoder", "BytesDecoder", "SimpleRGBImageDecoder",
-           "RandomResizedCropRGBImageDecoder", "CenterCropRGBImageDecoder"]
+           "ResizedCropRGBImageDecoder", "RandomResizedCropRGBImageDecoder", "CenterCropRGBImageDecoder"]

@@ -96,7 +96,7 @@ class PyStage:
         if q is None:
             return None
         if isinstance(q, (list, tuple)):
-            return [_one(x, n) for x in q]
+            return tuple(_one(x, n) for x in q)
         return _one(q, n)
 
 
