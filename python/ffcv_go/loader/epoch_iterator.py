@@ -68,11 +68,10 @@ class EpochIterator:
                 item = self._pump.get()
             else:
                 item = self._source.produce_or_failure()
-            self.batch += 1
             if item is None:
-                self.batch -= 1
                 self.close()
                 raise StopIteration
+            self.batch += 1  # a failed batch counts too: the epoch goes on after it
             if isinstance(item, _Failure):
                 raise item.error  # its traceback still shows where user code raised
             ids, outputs = item

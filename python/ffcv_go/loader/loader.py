@@ -3,7 +3,6 @@ import ctypes
 import enum
 import json
 import os
-import threading
 import warnings
 import weakref
 
@@ -11,7 +10,6 @@ import numpy as np
 import torch
 
 from .. import _lib
-from ..fields.base import Field
 from ..pipeline import PipelineSpec
 from ..pipeline.operation import Operation
 from ..pipeline.pipeline import PyStage, GoTail, plan_output
