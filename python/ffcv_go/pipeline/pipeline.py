@@ -53,6 +53,7 @@ class PyStage:
             self.code = None
         else:
             self.kind = "custom"
+            self.keep_numpy = False  # set on a pipeline's last stage when it ends in jit mode, as FFCV
             self.state, self.query = op.declare_state_and_memory(state)
             self.shared_query = op.declare_shared_memory(state)
             self.init_shared = op.generate_code_for_shared_state()
@@ -77,7 +78,7 @@ class PyStage:
         if self.decoder is not None:
             indices = ctx.indices.numpy()
             out = self.code(indices, self._alloc(self.query, len(indices)), *self.decoder)
-            return torch.from_numpy(np.asarray(out))
+            return np.asarray(out) if self.keep_numpy else torch.from_numpy(np.asarray(out))
         inp = x.numpy() if self.jit_in and isinstance(x, torch.Tensor) else x
         dst = self._alloc(self.query, len(x))
         args = (inp, dst, ctx.indices.numpy()) if self.with_indices else (inp, dst)
@@ -87,6 +88,8 @@ class PyStage:
                 self.init_shared(shared)
             args += (shared,)
         out = self.code(*args)
+        if self.keep_numpy:
+            return np.asarray(out)
         if self.state.jit_mode or isinstance(out, np.ndarray):
             out = torch.from_numpy(np.asarray(out))
         return out
@@ -202,6 +205,9 @@ def _plan(field_index, name, ops, field, metadata, memory_read, compiled_stage):
         plan.steps.append(compiled_stage(m, go_state, mi))
         go_state = plan.steps[-1].state
     plan.state = state
+    last = plan.steps[-1] if plan.steps else None
+    if isinstance(last, PyStage) and last.kind == "custom" and last.state.jit_mode:
+        last.keep_numpy = True  # FFCV hands out what jit-mode custom code returns: numpy arrays
     return plan
 
 
