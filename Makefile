@@ -11,7 +11,7 @@ DEB_PACKAGES := libturbojpeg0-dev libjpeg62-turbo-dev
 DEB_DATA := mate-backgrounds lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 dataset-fashion-mnist
 PYTEST_ARGS ?=
 
-.PHONY: all build deps venv test test-go test-python conformance vet fuzz ffcv demo clean
+.PHONY: all build deps venv wheel test test-go test-python conformance vet fuzz ffcv demo clean
 
 all: build
 
@@ -39,13 +39,27 @@ $(VENV)/.installed: requirements-dev.txt requirements-extra.txt
 
 venv: $(VENV)/.installed
 
+$(VENV)/.wheel-tools: requirements-wheel.txt $(VENV)/.installed
+	$(PY) -m pip install -q -r requirements-wheel.txt
+	touch $@
+
+# dist/ffcv_go-<version>-py3-none-manylinux_<glibc>_x86_64.whl: the Go library
+# (loaded with ctypes, so one wheel serves every CPython 3) with libjpeg-turbo
+# bundled by auditwheel (soname rewritten with patchelf). Installing it needs
+# neither Go nor system libraries.
+wheel: deps venv $(VENV)/.wheel-tools
+	rm -rf build/lib build/bdist.* build/wheel dist/ffcv_go-*.whl
+	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w build/wheel .
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/auditwheel repair -w dist build/wheel/ffcv_go-*.whl
+	rm -rf build/lib build/bdist.* build/wheel
+
 vet:
 	test -z "$$(gofmt -l core export tests/go)" || { gofmt -l core export tests/go; exit 1; }
 	go vet ./...
 
 test-go: deps
 	go test -count=1 ./...
-	go test -count=1 -race ./core/beton ./core/cache ./core/loader ./core/pipeline ./core/order
+	go test -count=1 -race ./core/beton ./core/cache ./core/loader ./core/pipeline ./core/order ./export
 
 # Every fuzz target for a short, bounded time (FUZZTIME each).
 FUZZTIME ?= 10s
@@ -58,7 +72,7 @@ fuzz: deps
 	    echo "  $$(grep -o "execs: [0-9]*" /tmp/fuzz.log | tail -1) $$(tail -1 /tmp/fuzz.log)"; \
 	  done; done
 
-test-python: deps venv build
+test-python: deps venv build wheel
 	PYTHONPATH=python $(PY) -m pytest -q tests/python $(PYTEST_ARGS)
 
 # FFCV 1.0.2's own test suite (from its PyPI sdist, cached in build/conformance)
@@ -82,4 +96,5 @@ demo: deps venv build
 
 clean:
 	rm -f $(LIB) $(basename $(LIB)).h
+	rm -rf build dist
 	go clean -cache -testcache

@@ -39,4 +39,19 @@ class BinaryDistribution(Distribution):
         return True
 
 
-setup(cmdclass={"build_py": BuildGo}, distclass=BinaryDistribution)
+try:
+    from setuptools.command.bdist_wheel import bdist_wheel
+except ImportError:  # setuptools < 70.1
+    from wheel.bdist_wheel import bdist_wheel
+
+
+class Py3Wheel(bdist_wheel):
+    """Tags the wheel py3-none-<platform>: the library is loaded with ctypes,
+    not imported as an extension, so one wheel serves every CPython 3."""
+
+    def get_tag(self):
+        _, _, plat = super().get_tag()
+        return "py3", "none", plat
+
+
+setup(cmdclass={"build_py": BuildGo, "bdist_wheel": Py3Wheel}, distclass=BinaryDistribution)

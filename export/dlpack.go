@@ -4,18 +4,27 @@ package main
 #cgo CFLAGS: -I${SRCDIR}/../include
 #define FFCV_GO_TYPES_ONLY
 #include <stdlib.h>
+#include <unistd.h>
 #include "ffcv_go.h"
 
 extern void ffcvGoRelease(uint64_t key);
 
+// The process that loaded the library: the Go runtime does not survive fork.
+static pid_t ffcv_loaded_pid;
+__attribute__((constructor)) static void ffcv_record_pid(void) { ffcv_loaded_pid = getpid(); }
+
 // The deleter torch calls when the last view of a tensor dies: free the C
-// structs, then give the batch reference back to Go.
+// structs, then give the batch reference back to Go. In a forked child (a
+// tensor inherited from the parent) there is no Go runtime to call, and the
+// batch is the parent's: only the C structs are freed.
 static void ffcv_deleter(ffcv_DLManagedTensor *self) {
 	uint64_t key = (uint64_t)(uintptr_t)self->manager_ctx;
 	free(self->dl_tensor.shape);
 	free(self);
-	ffcvGoRelease(key);
+	if (getpid() == ffcv_loaded_pid) ffcvGoRelease(key);
 }
+
+static void ffcv_delete_tensor(ffcv_DLManagedTensor *t) { t->deleter(t); }
 
 static ffcv_DLManagedTensor *ffcv_new_tensor(void *data, int32_t ndim, uint8_t code, uint8_t bits, uint64_t key) {
 	static char empty;
@@ -92,13 +101,33 @@ func dlType(dtype string) (code, bits uint8, extra int, err error) {
 	return 0, 0, 0, fmt.Errorf("dtype %q has no DLPack equivalent", dtype)
 }
 
-// exportBatch turns the outputs of b into DLManagedTensors written to out.
-// The dtypes were checked when the loader was built.
-func exportBatch(b *loader.Batch, specs []pipeline.Spec, out []*C.ffcv_DLManagedTensor) {
-	b.Share(len(specs))
+// tensorAllocFails, when set (by tests), makes the header allocation of
+// tensor k fail as if C were out of memory.
+var tensorAllocFails func(k int) bool
+
+// exportBatch turns the outputs of b into DLManagedTensors written to out,
+// each holding one reference to the batch; the iterator's own hold is
+// released. On failure (even a panic) every tensor already made is deleted
+// and out is cleared, so nothing is owed and nothing leaks.
+func exportBatch(b *loader.Batch, specs []pipeline.Spec, out []*C.ffcv_DLManagedTensor) (err error) {
 	defer b.Release() // the iterator's own hold
+	made := 0
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("internal error: exporting batch %d: %v", b.Index, r)
+		}
+		if err != nil {
+			for k := 0; k < made; k++ {
+				C.ffcv_delete_tensor(out[k])
+				out[k] = nil
+			}
+		}
+	}()
 	for k, s := range specs {
-		code, bits, extra, _ := dlType(s.DType)
+		code, bits, extra, err := dlType(s.DType)
+		if err != nil {
+			return fmt.Errorf("output %d: %w", k, err)
+		}
 		shape := append([]int{b.N}, s.Shape...)
 		if extra > 0 {
 			shape = append(shape, extra)
@@ -107,14 +136,22 @@ func exportBatch(b *loader.Batch, specs []pipeline.Spec, out []*C.ffcv_DLManaged
 		if len(b.Bufs[k]) > 0 {
 			data = unsafe.Pointer(unsafe.SliceData(b.Bufs[k]))
 		}
-		t := C.ffcv_new_tensor(data, C.int32_t(len(shape)), C.uint8_t(code), C.uint8_t(bits), C.uint64_t(addTensorRef(b)))
-		if t == nil {
-			panic("out of memory for a tensor header")
+		b.Share(1)
+		key := addTensorRef(b)
+		var t *C.ffcv_DLManagedTensor
+		if tensorAllocFails == nil || !tensorAllocFails(k) {
+			t = C.ffcv_new_tensor(data, C.int32_t(len(shape)), C.uint8_t(code), C.uint8_t(bits), C.uint64_t(key))
 		}
+		if t == nil {
+			releaseTensorRef(key)
+			return fmt.Errorf("batch %d, output %d: out of memory for a tensor header", b.Index, k)
+		}
+		out[k] = t
+		made++
 		dims := unsafe.Slice((*C.int64_t)(unsafe.Pointer(t.dl_tensor.shape)), len(shape))
 		for i, d := range shape {
 			dims[i] = C.int64_t(d)
 		}
-		out[k] = t
 	}
+	return nil
 }

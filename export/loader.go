@@ -53,15 +53,22 @@ func (l fileLoader) Close() error {
 	return releaseReader(l.r)
 }
 
+// stop ends the loader's epochs before ffcv_close waits for calls in flight.
+func (l fileLoader) stop() { l.Loader.Close() }
+
 // fileIter is an iterator handle.
 type fileIter struct {
 	*loader.Iterator
 	specs []pipeline.Spec
 }
 
+// stop makes a blocked ffcv_iter_next return before ffcv_close waits for it.
+func (it fileIter) stop() { it.Iterator.Close() }
+
 //export ffcv_loader_create
 func ffcv_loader_create(specJSON *C.char, indices *C.uint64_t, nIndices C.uint64_t, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
+	defer faultsPanic()()
 	var spec loaderSpec
 	if e := parseSpec(specJSON, &spec); e != nil {
 		return fail(err, e)
@@ -70,7 +77,10 @@ func ffcv_loader_create(specJSON *C.char, indices *C.uint64_t, nIndices C.uint64
 	var e error
 	if spec.Reader != 0 {
 		// The file the caller has open: opened and mapped once.
-		if r, e = lookupReader(spec.Reader); e != nil {
+		var done func()
+		r, done, e = acquireReader(spec.Reader)
+		defer done()
+		if e != nil {
 			return fail(err, e)
 		}
 	} else {
@@ -132,7 +142,8 @@ type outputInfo struct {
 //export ffcv_loader_info
 func ffcv_loader_info(h C.int64_t, out **C.char, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	l, e := lookup[fileLoader](int64(h))
+	l, done, e := acquire[fileLoader](int64(h))
+	defer done()
 	if e != nil {
 		return fail(err, e)
 	}
@@ -154,7 +165,8 @@ func ffcv_loader_info(h C.int64_t, out **C.char, err **C.char) (ret C.int64_t) {
 //export ffcv_loader_order
 func ffcv_loader_order(h C.int64_t, epoch C.uint64_t, out *C.uint64_t, capacity C.uint64_t, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	l, e := lookup[fileLoader](int64(h))
+	l, done, e := acquire[fileLoader](int64(h))
+	defer done()
 	if e != nil {
 		return fail(err, e)
 	}
@@ -171,7 +183,9 @@ func ffcv_loader_order(h C.int64_t, epoch C.uint64_t, out *C.uint64_t, capacity 
 func ffcv_loader_start(h C.int64_t, epoch, startBatch C.uint64_t, order *C.uint64_t, nOrder C.uint64_t,
 	perRank C.int32_t, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	l, e := lookup[fileLoader](int64(h))
+	defer faultsPanic()()
+	l, done, e := acquire[fileLoader](int64(h))
+	defer done()
 	if e != nil {
 		return fail(err, e)
 	}
@@ -195,7 +209,8 @@ func ffcv_loader_start(h C.int64_t, epoch, startBatch C.uint64_t, order *C.uint6
 //export ffcv_iter_next
 func ffcv_iter_next(h C.int64_t, tensors **C.ffcv_DLManagedTensor, maxTensors C.int32_t, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	it, e := lookup[fileIter](int64(h))
+	it, done, e := acquire[fileIter](int64(h))
+	defer done()
 	if e != nil {
 		return fail(err, e)
 	}
@@ -209,14 +224,17 @@ func ffcv_iter_next(h C.int64_t, tensors **C.ffcv_DLManagedTensor, maxTensors C.
 	if b == nil {
 		return 0
 	}
-	exportBatch(b, it.specs, unsafe.Slice(tensors, len(it.specs)))
+	if e := exportBatch(b, it.specs, unsafe.Slice(tensors, len(it.specs))); e != nil {
+		return fail(err, e)
+	}
 	return C.int64_t(len(it.specs))
 }
 
 //export ffcv_loader_stats
 func ffcv_loader_stats(h C.int64_t, out **C.char, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	l, e := lookup[fileLoader](int64(h))
+	l, done, e := acquire[fileLoader](int64(h))
+	defer done()
 	if e != nil {
 		return fail(err, e)
 	}
@@ -243,7 +261,8 @@ type tailSpec struct {
 //export ffcv_loader_tail
 func ffcv_loader_tail(h C.int64_t, specJSON *C.char, out **C.char, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	l, e := lookup[fileLoader](int64(h))
+	l, done, e := acquire[fileLoader](int64(h))
+	defer done()
 	if e != nil {
 		return fail(err, e)
 	}
@@ -269,7 +288,8 @@ func ffcv_loader_tail(h C.int64_t, specJSON *C.char, out **C.char, err **C.char)
 func ffcv_tail_run(h C.int64_t, epoch, batch C.uint64_t, ids *C.uint64_t, n C.uint64_t,
 	in unsafe.Pointer, inLen C.uint64_t, out unsafe.Pointer, outLen C.uint64_t, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	t, e := lookup[tailProgram](int64(h))
+	t, done, e := acquire[tailProgram](int64(h))
+	defer done()
 	if e != nil {
 		return fail(err, e)
 	}

@@ -17,6 +17,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"runtime/debug"
+	"strings"
 	"unsafe"
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
@@ -36,15 +38,19 @@ func ffcv_version() *C.char { return cVersion }
 //export ffcv_free
 func ffcv_free(p unsafe.Pointer) { C.free(p) }
 
+//export ffcv_abi_version
+func ffcv_abi_version() C.int64_t { return C.FFCV_GO_ABI_VERSION }
+
 // Error classes, returned as negative codes so callers can raise the right
-// exception type (see python/ffcv_go/_lib.py).
+// exception type. The header defines them; python/ffcv_go/_lib.py mirrors
+// them and its tests check both against it.
 const (
-	codeInternal = -1 // a bug or an unexpected condition
-	codeArgument = -2 // bad arguments or spec
-	codeFormat   = -3 // malformed or corrupt file
-	codeIO       = -4 // operating system error
-	codeNotFound = -5 // no such file
-	codeData     = -6 // a sample's content cannot be used (bad image, wrong size, ...)
+	codeInternal = C.FFCV_ERR_INTERNAL
+	codeArgument = C.FFCV_ERR_ARGUMENT
+	codeFormat   = C.FFCV_ERR_FORMAT
+	codeIO       = C.FFCV_ERR_IO
+	codeNotFound = C.FFCV_ERR_NOT_FOUND
+	codeData     = C.FFCV_ERR_DATA
 )
 
 // errArgument marks errors about the caller's arguments.
@@ -71,9 +77,21 @@ func fail(err **C.char, e error) C.int64_t {
 	return codeInternal
 }
 
+// faultsPanic makes a fault on mapped memory (a file truncated while open) a
+// panic that guard recovers, for the rest of the calling export:
+// defer faultsPanic()() after guard.
+func faultsPanic() func() {
+	old := debug.SetPanicOnFault(true)
+	return func() { debug.SetPanicOnFault(old) }
+}
+
 // guard turns a panic into an error return; defer it first in every export.
 func guard(err **C.char, ret *C.int64_t) {
 	if r := recover(); r != nil {
+		if _, fault := r.(interface{ Addr() uintptr }); fault {
+			*ret = fail(err, fmt.Errorf("%w: memory fault reading a mapped file (truncated or replaced while in use?): %v", beton.ErrFormat, r))
+			return
+		}
 		*ret = fail(err, fmt.Errorf("internal error: %v", r))
 	}
 }
@@ -112,8 +130,14 @@ func parseSpec(specJSON *C.char, v any) error {
 	if err != nil {
 		return err
 	}
-	if err := json.Unmarshal([]byte(s), v); err != nil {
+	// Unknown keys are errors: a misspelt option must not silently keep its default.
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("%w: spec: %v", errArgument, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("%w: spec: trailing data after the JSON object", errArgument)
 	}
 	return nil
 }
@@ -130,7 +154,7 @@ func putString(out **C.char, s string) error {
 //export ffcv_close
 func ffcv_close(h C.int64_t, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	obj, e := handles.remove(int64(h))
+	obj, e := handles.remove(int64(h), nil)
 	if e != nil {
 		return fail(err, e)
 	}

@@ -108,7 +108,8 @@ type readerInfo struct {
 //export ffcv_reader_info
 func ffcv_reader_info(h C.int64_t, out **C.char, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	r, e := lookupReader(int64(h))
+	r, done, e := acquireReader(int64(h))
+	defer done()
 	if e != nil {
 		return fail(err, e)
 	}
@@ -132,7 +133,8 @@ func ffcv_reader_info(h C.int64_t, out **C.char, err **C.char) (ret C.int64_t) {
 //export ffcv_reader_mmap
 func ffcv_reader_mmap(h C.int64_t, data *unsafe.Pointer, n *C.uint64_t, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	r, e := lookupReader(int64(h))
+	r, done, e := acquireReader(int64(h))
+	defer done()
 	if e != nil {
 		return fail(err, e)
 	}
@@ -148,7 +150,9 @@ func ffcv_reader_mmap(h C.int64_t, data *unsafe.Pointer, n *C.uint64_t, err **C.
 func ffcv_reader_read(h C.int64_t, sample C.uint64_t, f C.int32_t, col *unsafe.Pointer, colLen *C.uint64_t,
 	heap *unsafe.Pointer, heapLen *C.uint64_t, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	r, e := lookupReader(int64(h))
+	defer faultsPanic()()
+	r, done, e := acquireReader(int64(h))
+	defer done()
 	if e != nil {
 		return fail(err, e)
 	}
@@ -167,10 +171,10 @@ func ffcv_reader_read(h C.int64_t, sample C.uint64_t, f C.int32_t, col *unsafe.P
 	return 0
 }
 
-// lookupReader returns the reader behind a reader handle.
-func lookupReader(h int64) (*beton.Reader, error) {
-	r, err := lookup[readerHandle](h)
-	return r.Reader, err
+// acquireReader returns the reader behind a reader handle (see acquire).
+func acquireReader(h int64) (*beton.Reader, func(), error) {
+	r, done, err := acquire[readerHandle](h)
+	return r.Reader, done, err
 }
 
 // ffcv_file_fields describes the fields of the file at path (header and
@@ -207,7 +211,8 @@ func ffcv_file_fields(path *C.char, out **C.char, err **C.char) (ret C.int64_t) 
 //export ffcv_reader_allocs
 func ffcv_reader_allocs(h C.int64_t, ptrs, sizes *C.uint64_t, capacity C.uint64_t, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	r, e := lookupReader(int64(h))
+	r, done, e := acquireReader(int64(h))
+	defer done()
 	if e != nil {
 		return fail(err, e)
 	}

@@ -14,7 +14,8 @@ import (
 //export ffcv_verify
 func ffcv_verify(h C.int64_t, workers C.int32_t, out **C.char, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	r, e := lookupReader(int64(h))
+	r, done, e := acquireReader(int64(h))
+	defer done()
 	if e != nil {
 		return fail(err, e)
 	}

@@ -103,7 +103,8 @@ func ffcv_writer_create(path, specJSON *C.char, err **C.char) (ret C.int64_t) {
 //export ffcv_writer_put
 func ffcv_writer_put(h C.int64_t, first, count C.uint64_t, values *C.ffcv_value, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	w, e := lookup[fileWriter](int64(h))
+	w, done, e := acquire[fileWriter](int64(h))
+	defer done()
 	if e != nil {
 		return fail(err, e)
 	}
@@ -148,7 +149,8 @@ func ffcv_writer_put(h C.int64_t, first, count C.uint64_t, values *C.ffcv_value,
 //export ffcv_writer_progress
 func ffcv_writer_progress(h C.int64_t, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	w, e := lookup[fileWriter](int64(h))
+	w, done, e := acquire[fileWriter](int64(h))
+	defer done()
 	if e != nil {
 		return fail(err, e)
 	}
@@ -158,11 +160,11 @@ func ffcv_writer_progress(h C.int64_t, err **C.char) (ret C.int64_t) {
 //export ffcv_writer_finish
 func ffcv_writer_finish(h C.int64_t, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	if _, e := lookup[fileWriter](int64(h)); e != nil {
+	w, e := take[fileWriter](int64(h))
+	if e != nil {
 		return fail(err, e)
 	}
-	obj, _ := handles.remove(int64(h))
-	if e := obj.(fileWriter).Writer.Close(); e != nil {
+	if e := w.Writer.Close(); e != nil {
 		return fail(err, e)
 	}
 	return 0
@@ -171,10 +173,10 @@ func ffcv_writer_finish(h C.int64_t, err **C.char) (ret C.int64_t) {
 //export ffcv_writer_abort
 func ffcv_writer_abort(h C.int64_t, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	if _, e := lookup[fileWriter](int64(h)); e != nil {
+	w, e := take[fileWriter](int64(h))
+	if e != nil {
 		return fail(err, e)
 	}
-	obj, _ := handles.remove(int64(h))
-	obj.(fileWriter).Abort()
+	w.Abort()
 	return 0
 }

@@ -9,8 +9,18 @@
  *    with ffcv_free. On success *err is left untouched.
  *  - Calls may block (ffcv_iter_next, ffcv_writer_put); they never call back
  *    into the caller except through DLPack deleters.
- *  - Go panics are recovered at this boundary and reported as errors.
+ *  - Go panics are recovered at this boundary and reported as errors
+ *    (FFCV_ERR_INTERNAL); in a DLPack deleter, which cannot fail, they are
+ *    reported on stderr.
  *  - Handles are checked: a stale, closed or wrong-kind handle is an error.
+ *    Every call holds a reference to its handle while it runs: ffcv_close from
+ *    another thread first stops the object (a blocked ffcv_iter_next returns),
+ *    then waits for the calls in flight before freeing it, so a concurrent
+ *    close never unmaps memory under a running call.
+ *  - JSON arguments reject keys they do not declare (FFCV_ERR_ARGUMENT).
+ *  - The Go runtime does not survive fork(): a child process must not call
+ *    this library (use the 'spawn' start method). DLPack deleters run in a
+ *    forked child only free their C structs.
  */
 #ifndef FFCV_GO_H
 #define FFCV_GO_H
@@ -20,6 +30,19 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Version of this ABI: raised whenever a signature, a struct, an error code or
+ * a JSON key changes meaning. Callers compare it with ffcv_abi_version(). */
+#define FFCV_GO_ABI_VERSION 2
+
+/* Error codes: every call that can fail returns one of these (negative), with
+ * a message in *err. */
+#define FFCV_ERR_INTERNAL  (-1) /* a bug or an unexpected condition */
+#define FFCV_ERR_ARGUMENT  (-2) /* bad arguments, spec or handle */
+#define FFCV_ERR_FORMAT    (-3) /* malformed, truncated or corrupt file */
+#define FFCV_ERR_IO        (-4) /* operating system error */
+#define FFCV_ERR_NOT_FOUND (-5) /* no such file */
+#define FFCV_ERR_DATA      (-6) /* a sample's content cannot be used (bad image, wrong size, ...) */
 
 /* ---- DLPack (v0.8 ABI), declared here so no other header is needed ---- */
 typedef struct { int32_t device_type; int32_t device_id; } ffcv_DLDevice;      /* 1 = CPU */
@@ -61,9 +84,13 @@ typedef struct {
 
 /* Library version string; static, do not free. */
 const char *ffcv_version(void);
+/* FFCV_GO_ABI_VERSION of the header the library was built with. */
+int64_t ffcv_abi_version(void);
 /* Frees a string or buffer returned by this library. NULL is fine. */
 void ffcv_free(void *p);
-/* Closes any handle (reader, writer, loader, iterator). Closing twice is an error. */
+/* Closes any handle (reader, writer, loader, iterator). Closing twice is an error.
+ * Closing a writer handle abandons the write, as ffcv_writer_abort does. Closing a
+ * reader invalidates the map ffcv_reader_mmap and ffcv_reader_read returned. */
 int64_t ffcv_close(int64_t handle, char **err);
 /* Number of live handles and of batch slots held by callers (for leak checks). */
 int64_t ffcv_live_objects(void);
@@ -133,8 +160,8 @@ int64_t ffcv_write_image_folder(const char *root, const char *path, const char *
  * indices (may be NULL) restricts and orders the samples. */
 int64_t ffcv_loader_create(const char *spec_json, const uint64_t *indices, uint64_t n_indices,
                            char **err);
-/* JSON: {"length": batches per epoch, "outputs": [{"shape": [...], "dtype": "<f4",
- * "slot_bytes": N}], "samples": n, "page_of_sample"?: ...}. */
+/* JSON: {"length": batches per epoch, "samples": n, "outputs": [{"shape": [...],
+ * "dtype": "<f4", "slot_bytes": N}]}. */
 int64_t ffcv_loader_info(int64_t loader, char **out, char **err);
 /* This rank's sample order for an epoch: writes up to cap ids into out (may be
  * NULL), returns the count. */
@@ -149,7 +176,9 @@ int64_t ffcv_loader_start(int64_t loader, uint64_t epoch, uint64_t start_batch,
  * batch's sample ids (int64), into tensors (capacity max_tensors); the caller owns
  * them and must call each one's deleter (torch.from_dlpack does). The batch memory
  * is reused only after every deleter ran. Returns the number of tensors, 0 at the
- * end of the epoch. */
+ * end of the epoch. On an error no tensor is written and none is owed. A sample
+ * whose memory faults (the file was truncated or replaced while mapped) is an
+ * error naming the file and sample. */
 int64_t ffcv_iter_next(int64_t iter, ffcv_DLManagedTensor **tensors, int32_t max_tensors,
                        char **err);
 /* Compiles built-in operations that follow a Python stage of the loader's

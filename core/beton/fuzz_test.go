@@ -15,7 +15,7 @@ import (
 func FuzzReader(f *testing.F) {
 	dir := os.Getenv("FFCV_FIXTURES")
 	if dir == "" {
-		dir = "../../../shared/fixtures/ffcv-1.0"
+		dir = "../../tests/fixtures/ffcv-1.0"
 	}
 	for _, name := range []string{"scalars", "arrays", "images_raw_var", "images_jpg_var"} {
 		if b, err := os.ReadFile(filepath.Join(dir, name+".beton")); err == nil {

@@ -1,7 +1,9 @@
 package cache
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
@@ -125,6 +127,10 @@ func (p *Process) load(num int64, pg *page) {
 		return
 	}
 	if _, err := p.r.ReadAt(pg.buf[:end-start], int64(start)); err != nil {
+		if errors.Is(err, io.EOF) {
+			// The header said the page is there: the file shrank while open.
+			err = fmt.Errorf("%w: the file ends early (truncated while in use?)", beton.ErrFormat)
+		}
 		pg.err = fmt.Errorf("read page %d: %w", num, err)
 	}
 }

@@ -148,6 +148,7 @@ func (it *Iterator) stopped() bool {
 // schedule creates batches in order, at most BatchesAhead+1 beyond the
 // consumer, acquiring their samples' pages and queueing decode jobs.
 func (it *Iterator) schedule(start int) {
+	panicOnFault()
 	defer it.wg.Done()
 	defer close(it.jobs)
 	bs := it.l.cfg.BatchSize
@@ -176,14 +177,15 @@ func (it *Iterator) schedule(start int) {
 		lo := 0
 		for pos := 0; pos < bt.n; pos++ {
 			id := it.order[b*bs+pos]
-			ok, err := it.src.TryAcquire(id)
+			var ok bool
+			err := it.guarded(id, func() (e error) { ok, e = it.src.TryAcquire(id); return e })
 			if err == nil && !ok {
 				// Out of cache room: let workers finish what is held first.
 				if pos > lo {
 					it.queue(job{bt, lo, pos})
 					lo = pos
 				}
-				err = it.src.Acquire(id)
+				err = it.guarded(id, func() error { return it.src.Acquire(id) })
 			}
 			if err != nil {
 				if it.stopped() {
@@ -229,6 +231,7 @@ func (b *batch) fail(pos int, err error) {
 
 // work decodes jobs' samples into their slots.
 func (it *Iterator) work() {
+	panicOnFault()
 	defer it.wg.Done()
 	ctx := pipeline.NewCtx()
 	defer ctx.Close()
@@ -246,7 +249,7 @@ func (it *Iterator) work() {
 			if err := it.decode(ctx, scratch, j.b, pos, uint64(gpos), id); err != nil {
 				j.b.fail(pos, err)
 			}
-			it.src.Release(id)
+			it.release(id)
 		}
 		if j.b.pending.Add(-1) == 0 {
 			it.finish(j.b)
@@ -259,7 +262,7 @@ func (it *Iterator) work() {
 func (it *Iterator) drop(j job) {
 	for pos := j.lo; pos < j.hi; pos++ {
 		j.b.fail(pos, errStopped)
-		it.src.Release(it.order[j.b.index*it.l.cfg.BatchSize+pos])
+		it.release(it.order[j.b.index*it.l.cfg.BatchSize+pos])
 	}
 	if j.b.pending.Add(-1) == 0 {
 		it.finish(j.b)
@@ -271,14 +274,14 @@ func (it *Iterator) drop(j job) {
 func (it *Iterator) decode(ctx *pipeline.Ctx, scratch []pipeline.Scratch, b *batch, pos int, gpos, id uint64) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("internal error: %v", r)
+			err = sampleFailure(it.l.r.Path, id, r)
 		}
 	}()
 	ctx.Sample, ctx.Pos = id, gpos
 	for k, p := range it.l.progs {
 		col, heap, err := it.src.Read(id, p.Field)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: sample %d, field %q: %w", it.l.r.Path, id, it.l.r.Fields[p.Field].Name, err)
 		}
 		ctx.Col, ctx.Heap = col, heap
 		sz := p.SampleOut.Bytes()

@@ -26,7 +26,10 @@ func needType(env Env, types ...field.Type) error {
 
 // scalarDecoder copies the 8-byte column: Int → int64 (1,), Float → float64 (1,).
 func scalarDecoder(t field.Type, dtype string) factory {
-	return func(env Env, _ json.RawMessage) (Op, error) {
+	return func(env Env, raw json.RawMessage) (Op, error) {
+		if err := parse(raw, &noArgs{}); err != nil {
+			return nil, err
+		}
 		if err := needType(env, t); err != nil {
 			return nil, err
 		}
@@ -53,7 +56,10 @@ func (d copyDecoder) Run(c *Ctx, _ int, _, out []byte) error {
 	return nil
 }
 
-func newArrayDecoder(env Env, _ json.RawMessage) (Op, error) {
+func newArrayDecoder(env Env, raw json.RawMessage) (Op, error) {
+	if err := parse(raw, &noArgs{}); err != nil {
+		return nil, err
+	}
 	if err := needType(env, field.NDArray, field.TorchTensor); err != nil {
 		return nil, err
 	}
@@ -83,7 +89,10 @@ func newArrayDecoder(env Env, _ json.RawMessage) (Op, error) {
 // bytesDecoder pads each sample to the longest in the file with zeros.
 type bytesDecoder struct{ max int }
 
-func newBytesDecoder(env Env, _ json.RawMessage) (Op, error) {
+func newBytesDecoder(env Env, raw json.RawMessage) (Op, error) {
+	if err := parse(raw, &noArgs{}); err != nil {
+		return nil, err
+	}
 	if err := needType(env, field.Bytes, field.JSON); err != nil {
 		return nil, err
 	}

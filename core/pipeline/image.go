@@ -44,7 +44,10 @@ func resizerOf(c *Ctx) *imgproc.Resizer {
 // simpleRGB decodes whole images, which must all have one size.
 type simpleRGB struct{ w, h int }
 
-func newSimpleRGB(env Env, _ json.RawMessage) (Op, error) {
+func newSimpleRGB(env Env, raw json.RawMessage) (Op, error) {
+	if err := parse(raw, &noArgs{}); err != nil {
+		return nil, err
+	}
 	if err := needType(env, field.RGBImage); err != nil {
 		return nil, err
 	}
@@ -102,10 +105,14 @@ type cropRGB struct {
 
 func newCropRGB(random bool) factory {
 	return func(env Env, raw json.RawMessage) (Op, error) {
+		d, err := parseCrop(random, raw)
+		if err != nil {
+			return nil, err
+		}
 		if err := needType(env, field.RGBImage); err != nil {
 			return nil, err
 		}
-		return parseCrop(random, raw)
+		return d, nil
 	}
 }
 

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -27,12 +28,26 @@ func init() {
 	register("poison", newPoison)
 }
 
+// parse decodes an operation's arguments into v, rejecting keys v does not
+// declare: a misspelt argument ("prob" for "p") must not silently fall back
+// to its zero value. The "op" key itself names the operation.
 func parse(raw json.RawMessage, v any) error {
-	if err := json.Unmarshal(raw, v); err != nil {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return fmt.Errorf("arguments: %w", err)
+	}
+	delete(m, "op")
+	args, _ := json.Marshal(m)
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("arguments: %w", err)
 	}
 	return nil
 }
+
+// noArgs is what operations without arguments parse, so extra keys are errors.
+type noArgs struct{}
 
 func needImage(in Spec) error {
 	if len(in.Shape) != 3 || in.DType != "|u1" {

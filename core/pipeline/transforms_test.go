@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -916,4 +917,29 @@ func (d fakeDecoder) Out(Spec) (Spec, error) { return d.spec, nil }
 func (d fakeDecoder) Run(_ *Ctx, _ int, _, out []byte) error {
 	copy(out, d.img)
 	return nil
+}
+
+// TestUnknownArgument: every operation rejects an argument it does not
+// declare ({"op": "flip_h", "prob": 1} must not silently never flip).
+func TestUnknownArgument(t *testing.T) {
+	raw := func(name string) json.RawMessage {
+		b, _ := json.Marshal(map[string]any{"op": name, "prob": 1})
+		return b
+	}
+	for name, mk := range registry {
+		t.Run(name, func(t *testing.T) {
+			_, err := mk(Env{}, raw(name))
+			if err == nil || !strings.Contains(err.Error(), `unknown field "prob"`) {
+				t.Fatalf("got %v, want an unknown-field error", err)
+			}
+		})
+	}
+	for name, mk := range batchRegistry {
+		t.Run(name, func(t *testing.T) {
+			_, err := mk(raw(name))
+			if err == nil || !strings.Contains(err.Error(), `unknown field "prob"`) {
+				t.Fatalf("got %v, want an unknown-field error", err)
+			}
+		})
+	}
 }

@@ -21,13 +21,41 @@ class SampleError(ValueError):
     """A sample's content cannot be written or decoded."""
 
 
+# These mirror include/ffcv_go.h (tests/python/test_abi.py checks them against it).
+ABI_VERSION = 2
+ERR_INTERNAL = -1
+ERR_ARGUMENT = -2
+ERR_FORMAT = -3
+ERR_IO = -4
+ERR_NOT_FOUND = -5
+ERR_DATA = -6
+
 _CODES = {
-    -2: ValueError,
-    -3: CorruptFileError,
-    -4: OSError,
-    -5: FileNotFoundError,
-    -6: SampleError,
+    ERR_ARGUMENT: ValueError,
+    ERR_FORMAT: CorruptFileError,
+    ERR_IO: OSError,
+    ERR_NOT_FOUND: FileNotFoundError,
+    ERR_DATA: SampleError,
 }
+
+# The process that loaded the library. The Go runtime does not survive fork():
+# its threads are gone in the child, where any call would hang.
+_PID = os.getpid()
+_FORK_MESSAGE = (
+    "ffcv_go cannot be used in a process forked from one that had loaded it (the Go runtime does not "
+    "survive fork). Start worker processes with the 'spawn' (or 'forkserver') method, e.g. "
+    "multiprocessing.set_start_method('spawn') or DataLoader(multiprocessing_context='spawn'), "
+    "and create Loaders and DatasetWriters inside them.")
+
+
+def forked():
+    """True in a child forked after the library was loaded."""
+    return os.getpid() != _PID
+
+
+def check_process():
+    if os.getpid() != _PID:
+        raise RuntimeError(_FORK_MESSAGE)
 
 
 class _DLDevice(ctypes.Structure):
@@ -79,17 +107,14 @@ class Value(ctypes.Structure):
     ]
 
 
-def _load():
-    if not os.path.exists(_PATH):
-        raise ImportError(
-            f"ffcv_go: the Go library {_PATH} is missing; build it with `make build` "
-            "(needs Go and libturbojpeg0-dev) or install the package with pip")
-    lib = ctypes.CDLL(_PATH)
+# Every function of include/ffcv_go.h: name -> (result, arguments).
+def _signatures():
     i64, u64, i32 = ctypes.c_int64, ctypes.c_uint64, ctypes.c_int32
     cp, vp, err = ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)
     out_str = ctypes.POINTER(ctypes.c_void_p)
-    sigs = {
+    return {
         "ffcv_version": (cp, []),
+        "ffcv_abi_version": (i64, []),
         "ffcv_free": (None, [vp]),
         "ffcv_close": (i64, [i64, err]),
         "ffcv_live_objects": (i64, []),
@@ -100,15 +125,13 @@ def _load():
         "ffcv_reader_mmap": (i64, [i64, ctypes.POINTER(vp), ctypes.POINTER(u64), err]),
         "ffcv_reader_read": (i64, [i64, u64, i32, ctypes.POINTER(vp), ctypes.POINTER(u64),
                                    ctypes.POINTER(vp), ctypes.POINTER(u64), err]),
+        "ffcv_verify": (i64, [i64, i32, out_str, err]),
         "ffcv_writer_create": (i64, [cp, cp, err]),
         "ffcv_writer_put": (i64, [i64, u64, u64, ctypes.POINTER(Value), err]),
         "ffcv_writer_progress": (i64, [i64, err]),
         "ffcv_writer_finish": (i64, [i64, err]),
         "ffcv_writer_abort": (i64, [i64, err]),
-    }
-    optional = {
         "ffcv_scan_image_folder": (i64, [cp, out_str, err]),
-        "ffcv_verify": (i64, [i64, i32, out_str, err]),
         "ffcv_write_image_folder": (i64, [cp, cp, cp, ctypes.POINTER(i64), err]),
         "ffcv_loader_create": (i64, [cp, ctypes.POINTER(u64), u64, err]),
         "ffcv_loader_info": (i64, [i64, out_str, err]),
@@ -122,14 +145,28 @@ def _load():
         "ffcv_imdecode": (i64, [vp, u64, vp, u64] + [i64] * 8 + [i32, i32, err]),
         "ffcv_resize_crop": (i64, [vp] + [i64] * 6 + [vp, i64, i64, err]),
     }
-    for table, required in ((sigs, True), (optional, False)):
-        for name, (res, args) in table.items():
-            fn = getattr(lib, name, None)
-            if fn is None:
-                if required:
-                    raise ImportError(f"ffcv_go: {_PATH} lacks {name}; rebuild it")
-                continue
-            fn.restype, fn.argtypes = res, args
+
+
+SIGNATURES = _signatures()
+
+
+def _load():
+    if not os.path.exists(_PATH):
+        raise ImportError(
+            f"ffcv_go: the Go library {_PATH} is missing; build it with `make build` "
+            "(needs Go and libturbojpeg0-dev) or install the package with pip")
+    lib = ctypes.CDLL(_PATH)
+    # A stale or foreign library must fail here, not at its first missing call.
+    missing = [name for name in SIGNATURES if not hasattr(lib, name)]
+    if missing:
+        raise ImportError(f"ffcv_go: {_PATH} lacks {', '.join(missing)}: it is stale; rebuild it (make build)")
+    for name, (res, args) in SIGNATURES.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = res, args
+    got = lib.ffcv_abi_version()
+    if got != ABI_VERSION:
+        raise ImportError(f"ffcv_go: {_PATH} has C ABI version {got}, this package needs {ABI_VERSION}; "
+                          "rebuild it (make build) or reinstall the package")
     return lib
 
 
@@ -158,6 +195,8 @@ def _take_string(p):
 
 def call(fn, *args, context=None):
     """Calls lib.fn(*args, &err) and raises on a negative result."""
+    if os.getpid() != _PID:
+        raise RuntimeError(_FORK_MESSAGE)
     err = ctypes.c_void_p()
     ret = getattr(lib, fn)(*args, ctypes.byref(err))
     if ret < 0:
@@ -176,11 +215,16 @@ def call_json(fn, *args, context=None):
 
 
 def close(handle):
+    """Closes a handle. In a forked child it does nothing: the handles are the
+    parent's, and finalizers running at the child's exit must not fail."""
+    if os.getpid() != _PID:
+        return
     call("ffcv_close", handle)
 
 
 def live_objects():
     """Handles and batch slots currently alive (for leak checks)."""
+    check_process()
     return lib.ffcv_live_objects()
 
 

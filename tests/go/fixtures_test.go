@@ -1,5 +1,5 @@
 // Package gotests holds integration tests across the core packages, run
-// against the files FFCV 1.0.1 wrote (shared/fixtures/ffcv-1.0).
+// against the files FFCV 1.0.1 wrote (tests/fixtures/ffcv-1.0).
 package gotests
 
 import (
@@ -18,7 +18,7 @@ import (
 func fixtureDir(t testing.TB) string {
 	dir := os.Getenv("FFCV_FIXTURES")
 	if dir == "" {
-		dir = "../../../shared/fixtures/ffcv-1.0"
+		dir = "../fixtures/ffcv-1.0"
 	}
 	if _, err := os.Stat(filepath.Join(dir, "scalars.beton")); err != nil {
 		t.Fatalf("fixtures not found (set FFCV_FIXTURES): %v", err)

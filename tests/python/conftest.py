@@ -1,8 +1,8 @@
 """Shared helpers for the ffcv_go Python test suite.
 
-Fixture files (written by FFCV 1.0.1) live in $FFCV_FIXTURES or, by default,
-../shared/fixtures/ffcv-1.0 next to the repository. They are required: a
-missing fixture directory fails the tests that need it.
+Fixture files (written by FFCV 1.0.1) live in tests/fixtures/ffcv-1.0 (or
+$FFCV_FIXTURES). They are required: a missing fixture fails the tests that
+need it.
 """
 import gc
 import json
@@ -15,7 +15,7 @@ import pytest
 
 MiB = 1 << 20
 
-FIXTURES = Path(os.environ.get("FFCV_FIXTURES") or Path(__file__).parents[2].parent / "shared/fixtures/ffcv-1.0")
+FIXTURES = Path(os.environ.get("FFCV_FIXTURES") or Path(__file__).parents[1] / "fixtures/ffcv-1.0")
 
 FIXTURE_NAMES = ["scalars", "arrays", "images_raw_fixed", "images_raw_var", "images_jpg_var",
                  "images_smart_var", "images_proportion_var", "pages_2mib"]

@@ -156,3 +156,54 @@ def test_train_imagenet_tiny_cuda(tmp_path):
     out = run_example("train_imagenet.py", "--data", folder, "--out-dir", betons, "--device", "cuda", *TINY_ARGS)
     result = _check_imagenet_run(out, betons, "cuda")
     assert result["amp"] is True  # float16 autocast + GradScaler, float16 NormalizeImage output
+
+
+# ---- train_imagenet_composer.py ---------------------------------------------------------
+
+COMPOSER_ARGS = ["--device", "cpu", "--arch", "tiny", "--res", 32, "--val-res", 32, "--write-max-res", 128]
+
+
+def _composer_result(out):
+    return json.loads(next(l for l in out.splitlines() if l.startswith("RESULT "))[len("RESULT "):])
+
+
+def test_train_imagenet_composer_tiny_cpu(tmp_path):
+    """Composer's Trainer with ProgressiveResizing, BlurPool, LabelSmoothing and ChannelsLast
+    on ffcv_go DataSpecs: 3 epochs of 4 batches, the size the model sees growing 16 -> 32 px."""
+    pytest.importorskip("composer")
+    folder = _tiny_folder(tmp_path)
+    out = run_example("train_imagenet_composer.py", "--data", folder, "--out-dir", tmp_path / "betons",
+                      "--epochs", 3, "--batch-size", 8, *COMPOSER_ARGS)
+    r = _composer_result(out)
+    assert r["algorithms"] == ["ProgressiveResizing", "BlurPool", "LabelSmoothing", "ChannelsLast"]
+    assert r["blurpool_layers"] > 0 and r["channels_last"] is True
+    assert r["world_size"] == 1 and r["loader_workers"] == len(os.sched_getaffinity(0))
+    # 32 training images -> 4 batches of 8 per epoch; 8 validation images after each epoch.
+    assert r["batches"] == 12 and [e["batches"] for e in r["epochs"]] == [4, 4, 4]
+    assert [v["samples_rank"] for v in r["val"]] == [8, 8, 8]
+    sizes = [e["first_size"] for e in r["epochs"]] + [r["epochs"][-1]["last_size"]]
+    assert sizes[0] == 16 and sizes[-1] == 32 and sizes == sorted(sizes)
+    assert all(math.isfinite(e["train_loss"]) for e in r["epochs"])
+
+
+def test_train_imagenet_composer_two_processes_cpu(tmp_path):
+    """Under torchrun, 2 CPU ranks (gloo): each loader takes its share of the cores
+    (LOCAL_WORLD_SIZE) and its shard of the data."""
+    pytest.importorskip("composer")
+    folder = _tiny_folder(tmp_path)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = run_command([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+                        "--master_addr", "127.0.0.1", "--master_port", str(port),
+                        str(EXAMPLES / "train_imagenet_composer.py"), "--data", str(folder),
+                        "--out-dir", str(tmp_path / "betons"), "--epochs", "2", "--batch-size", "4",
+                        *map(str, COMPOSER_ARGS)], timeout=240)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+    results = [json.loads(l[len("RESULT "):]) for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
+    assert len(results) == 1  # printed by rank 0 only
+    r = results[0]
+    assert r["world_size"] == 2 and r["loader_workers"] == max(1, len(os.sched_getaffinity(0)) // 2)
+    # 32 training images over 2 ranks -> 16 each = 4 batches of 4 per epoch; 8 val images -> 4 per rank.
+    assert r["batches"] == 8 and [v["samples_rank"] for v in r["val"]] == [4, 4]
+    assert r["epochs"][0]["first_size"] == 16 and r["epochs"][-1]["last_size"] == 32

@@ -28,6 +28,13 @@ How it fits Composer:
   uneven split count the few repeated samples.
 - Put ``ToDevice`` in the pipelines to have batches arrive on the GPU; Composer's
   own device move is then a no-op.
+- Composer's algorithms see our batches as a DataLoader's: ProgressiveResizing
+  rescales the images (batch item 0) after loading, LabelSmoothing the targets
+  (item 1) before the loss; extra outputs (e.g. an index field) ride along.
+  Decode at the full training resolution and let ProgressiveResizing shrink it:
+  one Loader then serves the whole run and checkpoints resume on the same batches.
+- One process per GPU (``composer -n 8``): with ``num_workers`` at its default
+  each process's loader takes cores // LOCAL_WORLD_SIZE threads, at least 1.
 """
 from composer.core import DataSpec
 from composer.utils import dist

@@ -42,6 +42,32 @@ def _cpu_count():
         return os.cpu_count() or 1
 
 
+def _default_workers(distributed):
+    """Worker threads when num_workers is left at its default (< 1 or None).
+
+    One process: every core in the affinity mask (FFCV's rule). Several loader
+    processes on one node (distributed=True, or LOCAL_WORLD_SIZE set as torchrun
+    and Composer's launcher do): each takes its share, cores // local world size,
+    at least 1, so that 8 ranks on a node do not run 8 x cores threads. The local
+    world size is LOCAL_WORLD_SIZE, else (distributed, single node assumed) the
+    world size.
+    """
+    cores = _cpu_count()
+    local = os.environ.get("LOCAL_WORLD_SIZE")
+    if local is not None and local.strip():
+        try:
+            procs = int(local)
+        except ValueError:
+            procs = 0
+        if procs < 1:
+            raise ValueError(f"LOCAL_WORLD_SIZE={local!r} is not a positive integer")
+    elif distributed:
+        procs = _dist_info(True)[1]
+    else:
+        return cores
+    return max(1, cores // procs)
+
+
 def _dist_info(distributed):
     if not distributed:
         return 0, 1
@@ -59,6 +85,8 @@ class Loader:
     the next epoch. Batches stay valid as long as you hold them. Extra
     arguments: on_error ('raise' or 'skip' bad samples), max_resident_pages
     (process cache bound), max_batch_memory (bytes of batches you may hold).
+    num_workers < 1 (the default): the process's cores, split between the
+    loader processes of a node when distributed (see ``_default_workers``).
     """
 
     def __init__(self, fname, batch_size, num_workers=-1, os_cache=DEFAULT_OS_CACHE, order=OrderOption.SEQUENTIAL,
@@ -73,7 +101,7 @@ class Loader:
         if on_error not in ("raise", "skip"):
             raise ValueError(f"on_error {on_error!r} must be 'raise' or 'skip'")
         self.batch_size = int(batch_size)
-        self.num_workers = _cpu_count() if num_workers is None or num_workers < 1 else int(num_workers)
+        self.num_workers = _default_workers(distributed) if num_workers is None or num_workers < 1 else int(num_workers)
         self.os_cache = bool(os_cache)
         self.distributed = bool(distributed)
         self.drop_last = bool(drop_last)

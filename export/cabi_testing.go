@@ -1,0 +1,139 @@
+package main
+
+// Go-typed wrappers for export_test.go, which drives the exported functions
+// directly (cgo is not allowed in test files). The linker drops them from the
+// library: nothing there calls them.
+
+/*
+#define FFCV_GO_TYPES_ONLY
+#include <stdlib.h>
+#include "ffcv_go.h"
+
+static void ffcv_test_delete(ffcv_DLManagedTensor *t) { t->deleter(t); }
+*/
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// cResult is what an export returned: its value and, if negative, its message.
+type cResult struct {
+	ret int64
+	msg string
+}
+
+func (r cResult) err() error {
+	if r.ret >= 0 {
+		return nil
+	}
+	return fmt.Errorf("code %d: %s", r.ret, r.msg)
+}
+
+func cCall(f func(err **C.char) C.int64_t) cResult {
+	var e *C.char
+	ret := int64(f(&e))
+	r := cResult{ret: ret}
+	if e != nil {
+		r.msg = C.GoString(e)
+		C.free(unsafe.Pointer(e))
+	}
+	return r
+}
+
+func cStr(s string) (*C.char, func()) {
+	p := C.CString(s)
+	return p, func() { C.free(unsafe.Pointer(p)) }
+}
+
+func testReaderOpen(path string) cResult {
+	p, free := cStr(path)
+	defer free()
+	return cCall(func(e **C.char) C.int64_t { return ffcv_reader_open(p, nil, e) })
+}
+
+// testReaderRead reads field f of sample i and returns its column's length
+// (the bytes themselves are valid only until the reader is closed).
+func testReaderRead(h int64, i uint64, f int) (int, cResult) {
+	var col, heap unsafe.Pointer
+	var colLen, heapLen C.uint64_t
+	r := cCall(func(e **C.char) C.int64_t {
+		return ffcv_reader_read(C.int64_t(h), C.uint64_t(i), C.int32_t(f), &col, &colLen, &heap, &heapLen, e)
+	})
+	return int(colLen), r
+}
+
+func testReaderReadNil(h int64) cResult {
+	return cCall(func(e **C.char) C.int64_t { return ffcv_reader_read(C.int64_t(h), 0, 0, nil, nil, nil, nil, e) })
+}
+
+func testClose(h int64) cResult {
+	return cCall(func(e **C.char) C.int64_t { return ffcv_close(C.int64_t(h), e) })
+}
+
+func testJSON(fn func(C.int64_t, **C.char, **C.char) C.int64_t, h int64) (string, cResult) {
+	var out *C.char
+	r := cCall(func(e **C.char) C.int64_t { return fn(C.int64_t(h), &out, e) })
+	if out == nil {
+		return "", r
+	}
+	defer C.free(unsafe.Pointer(out))
+	return C.GoString(out), r
+}
+
+func testLoaderCreate(spec string) cResult {
+	p, free := cStr(spec)
+	defer free()
+	return cCall(func(e **C.char) C.int64_t { return ffcv_loader_create(p, nil, 0, e) })
+}
+
+func testLoaderStart(h int64, epoch uint64) cResult {
+	return cCall(func(e **C.char) C.int64_t { return ffcv_loader_start(C.int64_t(h), C.uint64_t(epoch), 0, nil, 0, 0, e) })
+}
+
+// testTensor is a DLManagedTensor handed out by ffcv_iter_next.
+type testTensor struct{ t *C.ffcv_DLManagedTensor }
+
+func (t testTensor) shape() []int64 {
+	d := &t.t.dl_tensor
+	s := unsafe.Slice((*int64)(unsafe.Pointer(d.shape)), int(d.ndim))
+	return append([]int64(nil), s...)
+}
+
+func (t testTensor) bytes() []byte {
+	d := &t.t.dl_tensor
+	n := int64(d.dtype.bits / 8)
+	for _, s := range t.shape() {
+		n *= s
+	}
+	return unsafe.Slice((*byte)(d.data), n)
+}
+
+// free runs the tensor's deleter, as torch does.
+func (t testTensor) free() { C.ffcv_test_delete(t.t) }
+
+func testIterNext(h int64, room int) ([]testTensor, cResult) {
+	buf := make([]*C.ffcv_DLManagedTensor, room)
+	var p **C.ffcv_DLManagedTensor
+	if room > 0 {
+		p = &buf[0]
+	}
+	r := cCall(func(e **C.char) C.int64_t { return ffcv_iter_next(C.int64_t(h), p, C.int32_t(room), e) })
+	var out []testTensor
+	for k := 0; k < int(max(r.ret, 0)); k++ {
+		out = append(out, testTensor{buf[k]})
+	}
+	for k := int(max(r.ret, 0)); k < room; k++ {
+		if buf[k] != nil {
+			panic(fmt.Sprintf("tensor %d written beyond the returned count", k))
+		}
+	}
+	return out, r
+}
+
+func testRelease(key uint64) { ffcvGoRelease(C.uint64_t(key)) }
+
+func testLive() int64 { return int64(ffcv_live_objects()) }
+
+func testABIVersion() int64 { return int64(ffcv_abi_version()) }

@@ -1,0 +1,328 @@
+package main
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ffcv-go/ffcv-go/core/loader"
+)
+
+// The FFCV-written fixture: 257 samples of (label: int, value: float).
+var scalars = filepath.Join("..", "tests", "fixtures", "ffcv-1.0", "scalars.beton")
+
+func openScalars(t *testing.T) int64 {
+	t.Helper()
+	r := testReaderOpen(scalars)
+	if r.ret <= 0 {
+		t.Fatalf("open: %v", r.err())
+	}
+	return r.ret
+}
+
+func scalarsSpec(extra string) string {
+	return fmt.Sprintf(`{"path": %q, "batch_size": 16, "num_workers": 2, "batches_ahead": 2, "order": "sequential",
+		"world": 1, "os_cache": true, "outputs": [{"field": 0, "ops": [{"op": "int"}]},
+		{"field": 1, "ops": [{"op": "float"}]}]%s}`, scalars, extra)
+}
+
+// waitLive waits for the live-object count to return to want (deleters and
+// closes settle asynchronously in the pool).
+func waitLive(t *testing.T, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for testLive() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("live objects %d, want %d (tensor refs %d)", testLive(), want, len(tensorRefs.m))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestABIVersionIsTheHeaders(t *testing.T) {
+	if got := testABIVersion(); got != 2 {
+		t.Fatalf("ffcv_abi_version() = %d", got)
+	}
+}
+
+func TestBadHandles(t *testing.T) {
+	h := openScalars(t)
+	l := testLoaderCreate(scalarsSpec(""))
+	if l.ret <= 0 {
+		t.Fatal(l.err())
+	}
+	defer testClose(l.ret)
+	closed := openScalars(t)
+	testClose(closed)
+	cases := []struct {
+		name string
+		call func() cResult
+		code int64
+		msg  string
+	}{
+		{"read zero handle", func() cResult { _, r := testReaderRead(0, 0, 0); return r }, codeArgument, "invalid or closed handle 0"},
+		{"read negative handle", func() cResult { _, r := testReaderRead(-7, 0, 0); return r }, codeArgument, "invalid or closed handle -7"},
+		{"read closed handle", func() cResult { _, r := testReaderRead(closed, 0, 0); return r }, codeArgument, "invalid or closed"},
+		{"read a loader handle", func() cResult { _, r := testReaderRead(l.ret, 0, 0); return r }, codeArgument, "not a"},
+		{"read null outputs", func() cResult { return testReaderReadNil(h) }, codeArgument, "null pointer"},
+		{"read past the end", func() cResult { _, r := testReaderRead(h, 257, 0); return r }, codeArgument, ""},
+		{"close twice", func() cResult { return testClose(closed) }, codeArgument, "invalid or closed"},
+		{"iterate a reader", func() cResult { _, r := testIterNext(h, 4); return r }, codeArgument, "not a"},
+		{"unknown spec key", func() cResult { return testLoaderCreate(scalarsSpec(`, "bogus": 1`)) }, codeArgument, `unknown field "bogus"`},
+		{"unknown op argument", func() cResult {
+			return testLoaderCreate(strings.Replace(scalarsSpec(""), `{"op": "int"}`, `{"op": "int", "p": 1}`, 1))
+		}, codeArgument, `unknown field "p"`},
+		{"missing file", func() cResult { return testReaderOpen("/nonexistent.beton") }, codeNotFound, "nonexistent"},
+		{"not a beton", func() cResult { return testReaderOpen("export_test.go") }, codeFormat, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := c.call()
+			if c.name == "read past the end" { // an error of some class, with a message
+				if r.ret >= 0 || r.msg == "" {
+					t.Fatalf("got %+v", r)
+				}
+				return
+			}
+			if r.ret != c.code || !strings.Contains(r.msg, c.msg) {
+				t.Fatalf("got %d %q, want %d containing %q", r.ret, r.msg, c.code, c.msg)
+			}
+		})
+	}
+	if r := testClose(h); r.ret != 0 {
+		t.Fatal(r.err())
+	}
+}
+
+// TestReadMatchesFixture reads every sample's label column through the ABI.
+func TestReadMatchesFixture(t *testing.T) {
+	h := openScalars(t)
+	defer testClose(h)
+	info, r := testJSON(ffcv_reader_info, h)
+	if r.ret != 0 {
+		t.Fatal(r.err())
+	}
+	var ri readerInfo
+	if err := json.Unmarshal([]byte(info), &ri); err != nil || ri.NumSamples != 257 || len(ri.Fields) != 2 {
+		t.Fatalf("info %s: %v", info, err)
+	}
+	for i := uint64(0); i < ri.NumSamples; i++ {
+		n, r := testReaderRead(h, i, 0)
+		if r.ret != 0 || n != 8 {
+			t.Fatalf("sample %d: %v, %d bytes", i, r.err(), n)
+		}
+	}
+}
+
+// TestCloseWaitsForCallsInFlight: ffcv_close must not free an object while a
+// call holds it (it would unmap memory under ffcv_reader_read).
+func TestCloseWaitsForCallsInFlight(t *testing.T) {
+	h := openScalars(t)
+	_, done, err := acquire[any](h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan cResult)
+	go func() { closed <- testClose(h) }()
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case r := <-closed:
+		t.Fatalf("close returned %+v while a call held the handle", r)
+	default:
+	}
+	if _, r := testReaderRead(h, 0, 0); r.ret != codeArgument { // no new call starts on a closing handle
+		t.Fatalf("read on a closing handle: %+v", r)
+	}
+	done()
+	if r := <-closed; r.ret != 0 {
+		t.Fatal(r.err())
+	}
+}
+
+// TestConcurrentReadAndClose hammers one reader from many goroutines while
+// another closes it: every read succeeds with the right bytes or fails
+// cleanly with a closed-handle error (run with -race).
+func TestConcurrentReadAndClose(t *testing.T) {
+	for round := 0; round < 20; round++ {
+		h := openScalars(t)
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for g := 0; g < 8; g++ {
+			wg.Add(1)
+			go func(g int) {
+				defer wg.Done()
+				for i := uint64(0); i < 200; i++ {
+					_, r := testReaderRead(h, (i*7+uint64(g))%257, 0)
+					if r.ret == codeArgument && strings.Contains(r.msg, "invalid or closed") {
+						return
+					}
+					if r.ret != 0 {
+						errs <- r.err()
+						return
+					}
+				}
+			}(g)
+		}
+		time.Sleep(time.Duration(round%5) * time.Millisecond)
+		if r := testClose(h); r.ret != 0 {
+			t.Fatal(r.err())
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestLoaderThroughABI runs an epoch: batches in order, shapes, sample ids,
+// and every slot back once the tensors are deleted.
+func TestLoaderThroughABI(t *testing.T) {
+	base := testLive()
+	l := testLoaderCreate(scalarsSpec(""))
+	if l.ret <= 0 {
+		t.Fatal(l.err())
+	}
+	it := testLoaderStart(l.ret, 0)
+	if it.ret <= 0 {
+		t.Fatal(it.err())
+	}
+	if _, r := testIterNext(it.ret, 2); r.ret != codeArgument { // room for 2 of 3 tensors
+		t.Fatalf("short buffer: %+v", r)
+	}
+	var held []testTensor
+	seen := 0
+	for {
+		ts, r := testIterNext(it.ret, 3)
+		if r.ret < 0 {
+			t.Fatal(r.err())
+		}
+		if r.ret == 0 {
+			break
+		}
+		n := ts[2].shape()[0]
+		if got := ts[0].shape(); len(got) != 2 || got[0] != n || got[1] != 1 {
+			t.Fatalf("label shape %v", got)
+		}
+		ids := ts[2].bytes()
+		for k := int64(0); k < n; k++ {
+			if id := binary.LittleEndian.Uint64(ids[8*k:]); id != uint64(seen) {
+				t.Fatalf("sample id %d at position %d", id, seen)
+			}
+			seen++
+		}
+		held = append(held, ts...)
+	}
+	if seen != 257 {
+		t.Fatalf("%d samples, want 257", seen)
+	}
+	for _, ts := range held {
+		ts.free()
+	}
+	testClose(it.ret)
+	testClose(l.ret)
+	waitLive(t, base)
+}
+
+// TestFailedWrapLeaksNothing: when wrapping tensor k of a batch fails, the
+// tensors already made are deleted, no tensor is handed out, and the batch's
+// slot comes back (it used to stay referenced forever).
+func TestFailedWrapLeaksNothing(t *testing.T) {
+	defer func() { tensorAllocFails = nil }()
+	for _, failAt := range []int{0, 1, 2} {
+		t.Run(fmt.Sprint(failAt), func(t *testing.T) {
+			base, refs := testLive(), len(tensorRefs.m)
+			l := testLoaderCreate(scalarsSpec(""))
+			it := testLoaderStart(l.ret, 0)
+			tensorAllocFails = func(k int) bool { return k == failAt }
+			ts, r := testIterNext(it.ret, 3)
+			tensorAllocFails = nil
+			if r.ret != codeInternal || !strings.Contains(r.msg, "out of memory") || len(ts) != 0 {
+				t.Fatalf("got %+v, %d tensors", r, len(ts))
+			}
+			tensorRefs.Lock()
+			n := len(tensorRefs.m)
+			tensorRefs.Unlock()
+			if n != refs {
+				t.Fatalf("%d tensor references, want %d", n, refs)
+			}
+			ts, r = testIterNext(it.ret, 3) // the next batch still comes
+			if r.ret != 3 {
+				t.Fatal(r.err())
+			}
+			for _, x := range ts {
+				x.free()
+			}
+			testClose(it.ret)
+			testClose(l.ret)
+			waitLive(t, base)
+		})
+	}
+}
+
+// TestReleaseNeverPanics: the release runs inside torch's deleter; a bad or
+// repeated key, or a panic in the release, must not escape.
+func TestReleaseNeverPanics(t *testing.T) {
+	testRelease(1 << 60) // unknown key
+	tensorRefs.Lock()
+	tensorRefs.next++
+	key := tensorRefs.next
+	tensorRefs.m[key] = (*loader.Batch)(nil) // releasing it panics
+	tensorRefs.Unlock()
+	testRelease(key)
+	testRelease(key) // twice
+}
+
+// TestCloseUnblocksNext: closing an iterator (or its loader) from another
+// goroutine while ffcv_iter_next waits makes the call return, not hang.
+func TestCloseUnblocksNext(t *testing.T) {
+	for _, what := range []string{"iterator", "loader"} {
+		t.Run(what, func(t *testing.T) {
+			base := testLive()
+			l := testLoaderCreate(scalarsSpec(""))
+			it := testLoaderStart(l.ret, 0)
+			var held []testTensor
+			results := make(chan cResult, 1)
+			go func() {
+				for { // hold every batch: the pool runs dry and Next waits
+					ts, r := testIterNext(it.ret, 3)
+					if r.ret <= 0 {
+						results <- r
+						return
+					}
+					held = append(held, ts...)
+				}
+			}()
+			time.Sleep(100 * time.Millisecond)
+			target := it.ret
+			if what == "loader" {
+				target = l.ret
+			}
+			if r := testClose(target); r.ret != 0 {
+				t.Fatal(r.err())
+			}
+			select {
+			case r := <-results:
+				if r.ret > 0 {
+					t.Fatalf("got %+v", r)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("ffcv_iter_next still blocked after close")
+			}
+			for _, x := range held {
+				x.free()
+			}
+			if what == "loader" {
+				testClose(it.ret)
+			} else {
+				testClose(l.ret)
+			}
+			waitLive(t, base)
+		})
+	}
+}
