@@ -23,7 +23,8 @@ type outputSpec struct {
 }
 
 type loaderSpec struct {
-	Path             string            `json:"path"`
+	Reader           int64             `json:"reader"` // an open reader's handle, or
+	Path             string            `json:"path"`   // a file to open
 	Custom           map[string][2]int `json:"custom"`
 	BatchSize        int               `json:"batch_size"`
 	NumWorkers       int               `json:"num_workers"`
@@ -41,7 +42,7 @@ type loaderSpec struct {
 	Outputs          []outputSpec      `json:"outputs"`
 }
 
-// fileLoader is a loader with the reader it owns.
+// fileLoader is a loader with the reader it holds a reference to.
 type fileLoader struct {
 	*loader.Loader
 	r *beton.Reader
@@ -49,7 +50,7 @@ type fileLoader struct {
 
 func (l fileLoader) Close() error {
 	l.Loader.Close()
-	return l.r.Close()
+	return releaseReader(l.r)
 }
 
 // stop ends the loader's epochs before ffcv_close waits for calls in flight.
@@ -72,17 +73,29 @@ func ffcv_loader_create(specJSON *C.char, indices *C.uint64_t, nIndices C.uint64
 	if e := parseSpec(specJSON, &spec); e != nil {
 		return fail(err, e)
 	}
-	custom := map[string]field.Column{}
-	for k, v := range spec.Custom {
-		custom[k] = field.Column{Size: v[0], Align: v[1]}
+	var r *beton.Reader
+	var e error
+	if spec.Reader != 0 {
+		// The file the caller has open: opened and mapped once.
+		var done func()
+		r, done, e = acquireReader(spec.Reader)
+		defer done()
+		if e != nil {
+			return fail(err, e)
+		}
+	} else {
+		custom := map[string]field.Column{}
+		for k, v := range spec.Custom {
+			custom[k] = field.Column{Size: v[0], Align: v[1]}
+		}
+		if r, e = beton.Open(spec.Path, custom); e != nil {
+			return fail(err, e)
+		}
 	}
-	r, e := beton.Open(spec.Path, custom)
-	if e != nil {
-		return fail(err, e)
-	}
+	retainReader(r)
 	l, e := buildLoader(r, &spec, indices, nIndices)
 	if e != nil {
-		r.Close()
+		releaseReader(r)
 		return fail(err, e)
 	}
 	return C.int64_t(handles.add(fileLoader{l, r}))
@@ -227,6 +240,72 @@ func ffcv_loader_stats(h C.int64_t, out **C.char, err **C.char) (ret C.int64_t) 
 	}
 	b, _ := json.Marshal(l.Stats())
 	if e := putString(out, string(b)); e != nil {
+		return fail(err, e)
+	}
+	return 0
+}
+
+// tailProgram is a handle on built-in operations that run on batches a
+// Python stage produced, with the randomness of the loader they belong to.
+type tailProgram struct {
+	l *loader.Loader
+	p *pipeline.Program
+}
+
+type tailSpec struct {
+	Field int               `json:"field"`
+	In    pipeline.Spec     `json:"in"`
+	Ops   []json.RawMessage `json:"ops"`
+}
+
+//export ffcv_loader_tail
+func ffcv_loader_tail(h C.int64_t, specJSON *C.char, out **C.char, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	l, done, e := acquire[fileLoader](int64(h))
+	defer done()
+	if e != nil {
+		return fail(err, e)
+	}
+	var spec tailSpec
+	if e := parseSpec(specJSON, &spec); e != nil {
+		return fail(err, e)
+	}
+	if _, _, _, e := dlType(spec.In.DType); e != nil {
+		return fail(err, fmt.Errorf("%w: tail input: %v", errArgument, e))
+	}
+	p, e := pipeline.BuildTail(l.r, spec.Field, spec.In, spec.Ops)
+	if e != nil {
+		return fail(err, fmt.Errorf("%w: %v", errArgument, e))
+	}
+	b, _ := json.Marshal(p.Out)
+	if e := putString(out, string(b)); e != nil {
+		return fail(err, e)
+	}
+	return C.int64_t(handles.add(tailProgram{l.Loader, p}))
+}
+
+//export ffcv_tail_run
+func ffcv_tail_run(h C.int64_t, epoch, batch C.uint64_t, ids *C.uint64_t, n C.uint64_t,
+	in unsafe.Pointer, inLen C.uint64_t, out unsafe.Pointer, outLen C.uint64_t, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	t, done, e := acquire[tailProgram](int64(h))
+	defer done()
+	if e != nil {
+		return fail(err, e)
+	}
+	idv, e := cArray((*uint64)(unsafe.Pointer(ids)), uint64(n), "ids")
+	if e != nil {
+		return fail(err, e)
+	}
+	src, e := cArray((*byte)(in), uint64(inLen), "in")
+	if e != nil {
+		return fail(err, e)
+	}
+	dst, e := cArray((*byte)(out), uint64(outLen), "out")
+	if e != nil {
+		return fail(err, e)
+	}
+	if e := t.l.RunTail(t.p, uint64(epoch), int(batch), idv, src, dst); e != nil {
 		return fail(err, e)
 	}
 	return 0

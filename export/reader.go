@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
@@ -32,6 +33,39 @@ func parseCustom(s *C.char) (map[string]field.Column, error) {
 	return out, nil
 }
 
+// readerRefs counts the users of each open reader: its handle and the
+// loaders built on it. The file is unmapped when the last one lets go, so a
+// loader outlives the Python Reader it was made from.
+var readerRefs = struct {
+	sync.Mutex
+	n map[*beton.Reader]int
+}{n: map[*beton.Reader]int{}}
+
+func retainReader(r *beton.Reader) {
+	readerRefs.Lock()
+	readerRefs.n[r]++
+	readerRefs.Unlock()
+}
+
+func releaseReader(r *beton.Reader) error {
+	readerRefs.Lock()
+	readerRefs.n[r]--
+	last := readerRefs.n[r] <= 0
+	if last {
+		delete(readerRefs.n, r)
+	}
+	readerRefs.Unlock()
+	if last {
+		return r.Close()
+	}
+	return nil
+}
+
+// readerHandle is what a reader handle holds: closing it releases one reference.
+type readerHandle struct{ *beton.Reader }
+
+func (h readerHandle) Close() error { return releaseReader(h.Reader) }
+
 //export ffcv_reader_open
 func ffcv_reader_open(path, customJSON *C.char, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
@@ -47,7 +81,8 @@ func ffcv_reader_open(path, customJSON *C.char, err **C.char) (ret C.int64_t) {
 	if e != nil {
 		return fail(err, e)
 	}
-	return C.int64_t(handles.add(r))
+	retainReader(r)
+	return C.int64_t(handles.add(readerHandle{r}))
 }
 
 type fieldInfo struct {
@@ -73,7 +108,7 @@ type readerInfo struct {
 //export ffcv_reader_info
 func ffcv_reader_info(h C.int64_t, out **C.char, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	r, done, e := acquire[*beton.Reader](int64(h))
+	r, done, e := acquireReader(int64(h))
 	defer done()
 	if e != nil {
 		return fail(err, e)
@@ -98,7 +133,7 @@ func ffcv_reader_info(h C.int64_t, out **C.char, err **C.char) (ret C.int64_t) {
 //export ffcv_reader_mmap
 func ffcv_reader_mmap(h C.int64_t, data *unsafe.Pointer, n *C.uint64_t, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	r, done, e := acquire[*beton.Reader](int64(h))
+	r, done, e := acquireReader(int64(h))
 	defer done()
 	if e != nil {
 		return fail(err, e)
@@ -116,7 +151,7 @@ func ffcv_reader_read(h C.int64_t, sample C.uint64_t, f C.int32_t, col *unsafe.P
 	heap *unsafe.Pointer, heapLen *C.uint64_t, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
 	defer faultsPanic()()
-	r, done, e := acquire[*beton.Reader](int64(h))
+	r, done, e := acquireReader(int64(h))
 	defer done()
 	if e != nil {
 		return fail(err, e)
@@ -134,4 +169,65 @@ func ffcv_reader_read(h C.int64_t, sample C.uint64_t, f C.int32_t, col *unsafe.P
 		*heap, *heapLen = unsafe.Pointer(unsafe.SliceData(hp)), C.uint64_t(len(hp))
 	}
 	return 0
+}
+
+// acquireReader returns the reader behind a reader handle (see acquire).
+func acquireReader(h int64) (*beton.Reader, func(), error) {
+	r, done, err := acquire[readerHandle](h)
+	return r.Reader, done, err
+}
+
+// ffcv_file_fields describes the fields of the file at path (header and
+// descriptors only), so a caller can give the column layouts of its custom
+// fields to ffcv_reader_open.
+//
+//export ffcv_file_fields
+func ffcv_file_fields(path *C.char, out **C.char, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	p, e := goString(path, "path")
+	if e != nil {
+		return fail(err, e)
+	}
+	descs, e := beton.ReadDescs(p)
+	if e != nil {
+		return fail(err, e)
+	}
+	fields := []fieldInfo{}
+	for _, f := range descs {
+		fields = append(fields, fieldInfo{Name: f.Name, TypeID: int(f.Type), Shape: f.Shape, DType: f.DType,
+			ArgsHex: hex.EncodeToString(f.Args)})
+	}
+	b, _ := json.Marshal(fields)
+	if e := putString(out, string(b)); e != nil {
+		return fail(err, e)
+	}
+	return 0
+}
+
+// ffcv_reader_allocs writes the reader's allocation index (distinct pointers,
+// sorted, and their sizes as the Go reader resolves them) into ptrs and sizes,
+// up to capacity entries (both may be NULL to ask for the count).
+//
+//export ffcv_reader_allocs
+func ffcv_reader_allocs(h C.int64_t, ptrs, sizes *C.uint64_t, capacity C.uint64_t, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	r, done, e := acquireReader(int64(h))
+	defer done()
+	if e != nil {
+		return fail(err, e)
+	}
+	p, s, e := r.AllocIndex()
+	if e != nil {
+		return fail(err, fmt.Errorf("%s: %w", r.Path, e))
+	}
+	if ptrs != nil || sizes != nil {
+		dp, e1 := cArray((*uint64)(unsafe.Pointer(ptrs)), uint64(capacity), "ptrs")
+		ds, e2 := cArray((*uint64)(unsafe.Pointer(sizes)), uint64(capacity), "sizes")
+		if e1 != nil || e2 != nil {
+			return fail(err, fmt.Errorf("%w: ptrs and sizes need room for %d entries", errArgument, capacity))
+		}
+		copy(dp, p)
+		copy(ds, s)
+	}
+	return C.int64_t(len(p))
 }

@@ -8,14 +8,13 @@ import "C"
 import (
 	"encoding/json"
 
-	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/verify"
 )
 
 //export ffcv_verify
 func ffcv_verify(h C.int64_t, workers C.int32_t, out **C.char, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	r, done, e := acquire[*beton.Reader](int64(h))
+	r, done, e := acquireReader(int64(h))
 	defer done()
 	if e != nil {
 		return fail(err, e)

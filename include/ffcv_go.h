@@ -101,9 +101,18 @@ int64_t ffcv_live_objects(void);
 /* Opens a .beton file. custom_json: {"field name": [column size, column alignment], ...}
  * for custom fields (type_id 255), or NULL. Returns a reader handle. */
 int64_t ffcv_reader_open(const char *path, const char *custom_json, char **err);
+/* JSON list of the fields of the file at path [{name, type_id, shape, dtype, args_hex}],
+ * from its header and descriptors only (to learn the custom fields' layouts before
+ * ffcv_reader_open). *out is freed with ffcv_free. */
+int64_t ffcv_file_fields(const char *path, char **out, char **err);
 /* JSON description: num_samples, page_size, alloc_table_ptr, metadata_offset, row_size,
  * fields [{name, type_id, offset, size, shape, dtype, args_hex}]. *out is freed with ffcv_free. */
 int64_t ffcv_reader_info(int64_t reader, char **out, char **err);
+/* The allocation index: distinct allocation pointers, sorted, with the size the
+ * reader resolves for each (an empty allocation sharing its pointer with the next
+ * loses to it). Writes up to cap entries into ptrs and sizes (both NULL: count
+ * only); returns the count. */
+int64_t ffcv_reader_allocs(int64_t reader, uint64_t *ptrs, uint64_t *sizes, uint64_t cap, char **err);
 /* The mapped file: valid until the reader is closed. */
 int64_t ffcv_reader_mmap(int64_t reader, void **data, uint64_t *len, char **err);
 /* Field `field` of sample `sample`: its metadata column and heap bytes (NULL/0 for
@@ -173,6 +182,17 @@ int64_t ffcv_loader_start(int64_t loader, uint64_t epoch, uint64_t start_batch,
  * error naming the file and sample. */
 int64_t ffcv_iter_next(int64_t iter, ffcv_DLManagedTensor **tensors, int32_t max_tensors,
                        char **err);
+/* Compiles built-in operations that follow a Python stage of the loader's
+ * pipeline. spec_json: {"field": f, "in": {"shape": [...], "dtype": "|u1"},
+ * "ops": [{op, key, ...args}]} (key: the op's index among the pipeline's
+ * built-in operations, the key of its randomness). *out: the per-sample output
+ * {"shape", "dtype"}. Returns a handle; close it with ffcv_close. */
+int64_t ffcv_loader_tail(int64_t loader, const char *spec_json, char **out, char **err);
+/* Runs a tail program on batch `batch` of `epoch`: n samples with sample ids
+ * `ids`, contiguous inputs in (in_len bytes) -> outputs out (out_len bytes),
+ * with the random draws the loader's workers would make at those positions. */
+int64_t ffcv_tail_run(int64_t tail, uint64_t epoch, uint64_t batch, const uint64_t *ids, uint64_t n,
+                      const void *in, uint64_t in_len, void *out, uint64_t out_len, char **err);
 /* Loader counters as JSON: samples_skipped, peak_resident_pages, slots, ... */
 int64_t ffcv_loader_stats(int64_t loader, char **out, char **err);
 

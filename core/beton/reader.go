@@ -240,14 +240,40 @@ func (r *Reader) AllocSize(ptr uint64) (uint64, error) {
 		return 0, r.allocErr
 	}
 	i := sort.Search(len(r.allocPtrs), func(i int) bool { return r.allocPtrs[i] >= ptr })
-	// Zero-size allocations may share a pointer with the next one: prefer the
-	// non-empty allocation.
-	for ; i < len(r.allocPtrs) && r.allocPtrs[i] == ptr; i++ {
-		if r.allocSizes[i] > 0 || i+1 == len(r.allocPtrs) || r.allocPtrs[i+1] != ptr {
-			return r.allocSizes[i], nil
+	if i == len(r.allocPtrs) || r.allocPtrs[i] != ptr {
+		return 0, fmt.Errorf("%w: no allocation starts at byte %d", ErrFormat, ptr)
+	}
+	return r.allocSizes[r.pick(i)], nil
+}
+
+// pick chooses among the allocations starting where entry i (the first of
+// its pointer) does: zero-size allocations may share a pointer with the
+// next one, so the first non-empty one wins.
+func (r *Reader) pick(i int) int {
+	ptr := r.allocPtrs[i]
+	for ; i+1 < len(r.allocPtrs) && r.allocPtrs[i+1] == ptr; i++ {
+		if r.allocSizes[i] > 0 {
+			return i
 		}
 	}
-	return 0, fmt.Errorf("%w: no allocation starts at byte %d", ErrFormat, ptr)
+	return i
+}
+
+// AllocIndex returns every distinct allocation pointer, sorted, with the
+// size AllocSize gives it: the one lookup table for callers that search it
+// themselves (Python's memory_read).
+func (r *Reader) AllocIndex() (ptrs, sizes []uint64, err error) {
+	r.allocOnce.Do(r.indexAllocs)
+	if r.allocErr != nil {
+		return nil, nil, r.allocErr
+	}
+	for i := 0; i < len(r.allocPtrs); i++ {
+		if i > 0 && r.allocPtrs[i] == r.allocPtrs[i-1] {
+			continue
+		}
+		ptrs, sizes = append(ptrs, r.allocPtrs[i]), append(sizes, r.allocSizes[r.pick(i)])
+	}
+	return ptrs, sizes, nil
 }
 
 func (r *Reader) indexAllocs() {

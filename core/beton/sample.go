@@ -50,14 +50,12 @@ func (r *Reader) heapRef(d *field.Desc, col []byte) (ptr, size uint64, has bool,
 		n, err := d.ArrayBytes()
 		return binary.LittleEndian.Uint64(col), n, true, err
 	case field.RGBImage:
-		ptr = binary.LittleEndian.Uint64(col[field.RGBPtrOff:])
-		if col[field.RGBModeOff] == field.ModeJPEG {
-			size, err = r.AllocSize(ptr)
-			return ptr, size, true, err
+		m := field.ParseRGBMeta(col)
+		if m.Mode == field.ModeJPEG {
+			size, err = r.AllocSize(m.Ptr)
+			return m.Ptr, size, true, err
 		}
-		w := uint64(binary.LittleEndian.Uint16(col[field.RGBWidthOff:]))
-		h := uint64(binary.LittleEndian.Uint16(col[field.RGBHeightOff:]))
-		return ptr, w * h * 3, true, nil
+		return m.Ptr, uint64(m.Width) * uint64(m.Height) * 3, true, nil
 	}
 	return 0, 0, false, nil
 }

@@ -285,7 +285,7 @@ func (it *Iterator) decode(ctx *pipeline.Ctx, scratch []pipeline.Scratch, b *bat
 		}
 		ctx.Col, ctx.Heap = col, heap
 		sz := p.SampleOut.Bytes()
-		if err := p.Run(ctx, &scratch[k], b.slot.bufs[it.l.staged[k]][pos*sz:(pos+1)*sz]); err != nil {
+		if err := p.Run(ctx, &scratch[k], nil, b.slot.bufs[it.l.staged[k]][pos*sz:(pos+1)*sz]); err != nil {
 			return fmt.Errorf("%s: sample %d, field %q: %w", it.l.r.Path, id, it.l.r.Fields[p.Field].Name, err)
 		}
 	}

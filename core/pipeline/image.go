@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -30,8 +29,8 @@ type imageRef struct {
 }
 
 func imageOf(col []byte) imageRef {
-	return imageRef{col[field.RGBModeOff], int(binary.LittleEndian.Uint16(col[field.RGBWidthOff:])),
-		int(binary.LittleEndian.Uint16(col[field.RGBHeightOff:]))}
+	m := field.ParseRGBMeta(col)
+	return imageRef{m.Mode, m.Width, m.Height}
 }
 
 func decoderOf(c *Ctx) *jpeg.Decoder {
@@ -103,7 +102,8 @@ type cropRGB struct {
 	scale, ratio [2]float64
 	center       float64
 	// A horizontal flip right after the crop is done by the resize (see
-	// fuseFlips): flipOp is its index, whose randomness decides, with flipP.
+	// fuseFlips): flipOp is its randomness key, flipP its probability.
+	fused  bool
 	flipOp int
 	flipP  float64
 }
@@ -169,7 +169,7 @@ func (d *cropRGB) Run(c *Ctx, op int, _, out []byte) error {
 		return fmt.Errorf("%w: empty %dx%d image", field.ErrData, im.w, im.h)
 	}
 	crop := d.rect(c.Rand(op), im.w, im.h)
-	flip := d.flipOp > 0 && c.Rand(d.flipOp).Float64() < d.flipP // the draw flip.Run makes
+	flip := d.fused && c.Rand(d.flipOp).Float64() < d.flipP // the draw flip.Run makes
 	if im.mode == field.ModeJPEG {
 		if err := decoderOf(c).DecodeCropResizeFlip(c.Heap, crop, d.ow, d.oh, out, flip); err != nil {
 			return fmt.Errorf("%w: %v", field.ErrData, err)
@@ -187,15 +187,16 @@ func (d *cropRGB) Run(c *Ctx, op int, _, out []byte) error {
 // fuseFlips lets a crop decoder flip while it resizes: a flip_h right after
 // it becomes a no-op and the decoder draws the flip's random number itself
 // (same key, same value), so results are identical and the image is written
-// once. Op indexes are kept, so later operations draw what they did.
-func fuseFlips(ops []Op) {
+// once. keys are the ops' randomness keys (Program.keys), kept as they were,
+// so later operations draw what they did.
+func fuseFlips(ops []Op, keys []int) {
 	for i := 0; i+1 < len(ops); i++ {
 		d, ok := ops[i].(*cropRGB)
 		f, isFlip := ops[i+1].(*flip)
-		if !ok || !isFlip || !f.horizontal || d.flipOp != 0 {
+		if !ok || !isFlip || !f.horizontal || d.fused {
 			continue
 		}
-		d.flipOp, d.flipP = i+1, f.p
+		d.fused, d.flipOp, d.flipP = true, keys[i+1], f.p
 		ops[i+1] = fusedFlip{sameImage{}}
 	}
 }

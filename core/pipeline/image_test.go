@@ -56,7 +56,7 @@ func TestFuseFlipMatchesStages(t *testing.T) {
 				}
 			}
 			stages, fused := build(), build()
-			fuseFlips(fused)
+			fuseFlips(fused, []int{0, 1, 2})
 			if _, ok := fused[1].(fusedFlip); !ok {
 				t.Fatalf("%s: flip_h was not fused", dec.name)
 			}

@@ -115,6 +115,11 @@ type factory func(env Env, args json.RawMessage) (Op, error)
 
 var registry = map[string]factory{}
 
+// decoders are the operations that read a sample from the file: first in a
+// program, never in a tail.
+var decoders = map[string]bool{"int": true, "float": true, "ndarray": true, "bytes": true,
+	"rgb_simple": true, "rgb_rrc": true, "rgb_center": true}
+
 func register(name string, f factory) { registry[name] = f }
 
 // Names lists the registered operations.
@@ -135,12 +140,19 @@ type Program struct {
 	// produces (they differ only when there are batch operations).
 	SampleOut Spec
 	Out       Spec
-	ops       []Op
-	specs     []Spec // output of each op
-	names     []string
-	direct    int // first op writing straight into the output, computed by Build
-	batch     []BatchOp
-	bspecs    []Spec
+	// In is the input of a tail program (the zero Spec for one starting
+	// with a decoder).
+	In    Spec
+	ops   []Op
+	specs []Spec // output of each op
+	names []string
+	// keys[i] is op i's randomness key: its index among the built-in
+	// operations of the user's whole pipeline, so a Python stage inserted
+	// before it changes nothing it draws.
+	keys   []int
+	direct int // first op writing straight into the output, computed by Build
+	batch  []BatchOp
+	bspecs []Spec
 }
 
 // HasBatchOps reports whether the program ends with batch operations, which
@@ -170,23 +182,42 @@ func (p *Program) specOfBatchInput(k int) Spec {
 	return p.bspecs[k-1]
 }
 
-// Build compiles ops (each {"op": name, ...args}) for field f of r.
+// Build compiles ops (each {"op": name, "key"?: k, ...args}) for field f
+// of r: a decoder, then transforms.
 func Build(r *beton.Reader, f int, ops []json.RawMessage) (*Program, error) {
+	return build(r, f, Spec{}, ops)
+}
+
+// BuildTail compiles transforms (no decoder) that run on batches of in
+// produced elsewhere: the built-in operations that follow a Python stage.
+func BuildTail(r *beton.Reader, f int, in Spec, ops []json.RawMessage) (*Program, error) {
+	if in.DType == "" || len(in.DType) < 3 {
+		return nil, fmt.Errorf("tail program needs an input dtype")
+	}
+	return build(r, f, in, ops)
+}
+
+func build(r *beton.Reader, f int, in Spec, ops []json.RawMessage) (*Program, error) {
 	if f < 0 || f >= len(r.Fields) {
 		return nil, fmt.Errorf("field index %d out of range", f)
 	}
 	env := Env{Reader: r, Field: f, Desc: r.Fields[f]}
-	p := &Program{Field: f}
-	var in Spec
+	p := &Program{Field: f, In: in}
+	tail := in.DType != ""
 	for i, raw := range ops {
 		var head struct {
-			Op string `json:"op"`
+			Op  string `json:"op"`
+			Key *int   `json:"key"`
 		}
 		if err := json.Unmarshal(raw, &head); err != nil {
 			return nil, fmt.Errorf("field %q, operation %d: %w", env.Desc.Name, i, err)
 		}
+		key := len(p.ops)
+		if head.Key != nil {
+			key = *head.Key
+		}
 		if mkb, ok := batchRegistry[head.Op]; ok {
-			if len(p.ops) == 0 {
+			if len(p.ops) == 0 && !tail {
 				return nil, fmt.Errorf("field %q: %s needs a decoder before it", env.Desc.Name, head.Op)
 			}
 			op, err := mkb(raw)
@@ -216,18 +247,31 @@ func Build(r *beton.Reader, f int, ops []json.RawMessage) (*Program, error) {
 		if err != nil {
 			return nil, fmt.Errorf("field %q, %s: %w", env.Desc.Name, head.Op, err)
 		}
+		if isDecoder := decoders[head.Op]; isDecoder == (len(p.ops) > 0 || tail) {
+			if isDecoder {
+				return nil, fmt.Errorf("field %q: decoder %s must come first", env.Desc.Name, head.Op)
+			}
+			return nil, fmt.Errorf("field %q: %s needs a decoder before it", env.Desc.Name, head.Op)
+		}
 		p.ops, p.specs, p.names = append(p.ops, op), append(p.specs, out), append(p.names, head.Op)
+		p.keys = append(p.keys, key)
 		in = out
 	}
-	if len(p.ops) == 0 {
+	if len(p.ops) == 0 && !tail {
 		return nil, fmt.Errorf("field %q: empty pipeline (needs a decoder)", env.Desc.Name)
 	}
 	p.Out = in
-	p.SampleOut = p.specs[len(p.specs)-1]
-	fuseFlips(p.ops)
-	p.planDirect()
+	p.SampleOut = p.In
+	if len(p.specs) > 0 {
+		p.SampleOut = p.specs[len(p.specs)-1]
+		fuseFlips(p.ops, p.keys)
+		p.planDirect()
+	}
 	return p, nil
 }
+
+// HasSampleOps reports whether the program has per-sample operations.
+func (p *Program) HasSampleOps() bool { return len(p.ops) > 0 }
 
 // Scratch holds a worker's intermediate buffers for one program.
 type Scratch struct{ a, b []byte }
@@ -253,10 +297,10 @@ func (p *Program) planDirect() {
 }
 
 // Run runs the per-sample part for the sample in c, writing its output into
-// out (len SampleOut.Bytes()). Stages write into out directly when every later stage can
-// work in place, otherwise through the scratch buffers.
-func (p *Program) Run(c *Ctx, s *Scratch, out []byte) error {
-	var in []byte
+// out (len SampleOut.Bytes()). in is the sample's input for a tail program,
+// nil for one starting with a decoder. Stages write into out directly when
+// every later stage can work in place, otherwise through the scratch buffers.
+func (p *Program) Run(c *Ctx, s *Scratch, in, out []byte) error {
 	for i, op := range p.ops {
 		var dst []byte
 		switch {
@@ -269,7 +313,7 @@ func (p *Program) Run(c *Ctx, s *Scratch, out []byte) error {
 			s.b = grow(s.b, p.specs[i].Bytes())
 			dst = s.b
 		}
-		if err := op.Run(c, i, in, dst); err != nil {
+		if err := op.Run(c, p.keys[i], in, dst); err != nil {
 			return fmt.Errorf("%s: %w", p.names[i], err)
 		}
 		in = dst

@@ -37,6 +37,7 @@ func parse(raw json.RawMessage, v any) error {
 		return fmt.Errorf("arguments: %w", err)
 	}
 	delete(m, "op")
+	delete(m, "key") // the randomness key, read by Build
 	args, _ := json.Marshal(m)
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.DisallowUnknownFields()

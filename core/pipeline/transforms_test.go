@@ -909,6 +909,7 @@ func TestProgramRunMatchesStages(t *testing.T) {
 			t.Fatal(err)
 		}
 		p.ops, p.specs, p.names = append(p.ops, op), append(p.specs, out), append(p.names, fmt.Sprint(i))
+		p.keys = append(p.keys, i)
 		in = out
 	}
 	p.Out, p.SampleOut = in, in
@@ -918,7 +919,7 @@ func TestProgramRunMatchesStages(t *testing.T) {
 		c := NewCtx()
 		c.Seed, c.Pos = 4, pos
 		got := make([]byte, p.Out.Bytes())
-		if err := p.Run(c, &s, got); err != nil {
+		if err := p.Run(c, &s, nil, got); err != nil {
 			t.Fatal(err)
 		}
 		var cur []byte

@@ -3,7 +3,6 @@
 package verify
 
 import (
-	"encoding/binary"
 	"fmt"
 	"runtime"
 	"sort"
@@ -76,8 +75,9 @@ func check(r *beton.Reader, d *jpeg.Decoder, buf *[]byte, i uint64, f int) (err 
 	if err != nil || r.Fields[f].Type != field.RGBImage {
 		return err
 	}
-	w, h := int(binary.LittleEndian.Uint16(col[field.RGBWidthOff:])), int(binary.LittleEndian.Uint16(col[field.RGBHeightOff:]))
-	if col[field.RGBModeOff] != field.ModeJPEG {
+	m := field.ParseRGBMeta(col)
+	w, h := m.Width, m.Height
+	if m.Mode != field.ModeJPEG {
 		return nil // raw: Read checked that w*h*3 bytes lie in the heap
 	}
 	jw, jh, err := d.DecodeConfig(heap)

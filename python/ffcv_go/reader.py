@@ -60,23 +60,14 @@ class Reader:
         self.alloc_table = self._buffer[info["alloc_table_ptr"]:].view(ALLOC_TABLE_TYPE)
 
     def _open_with_custom(self):
-        # Custom handlers' metadata types may depend on their args: read the
-        # descriptors raw first, then reopen with the column layouts.
-        data = np.fromfile(self.file_name, dtype=np.uint8, count=24)
-        if data.size < 24:
-            raise _lib.CorruptFileError(f"{self.file_name}: shorter than the 24-byte header")
-        num_fields = int(data[2:4].view("<u2")[0])
-        raw = np.fromfile(self.file_name, dtype=np.uint8, count=24 + 1041 * num_fields)[24:]
+        # Custom handlers' metadata types may depend on their args: the Go
+        # core describes the fields first, then opens with their layouts.
+        fields = _lib.call_json("ffcv_file_fields", self.file_name.encode())
         layouts = {}
-        for k in range(num_fields):
-            d = raw[1041 * k:1041 * (k + 1)]
-            if d.size < 1041:
-                break
-            name = d[1:17].tobytes().split(b"\0")[0].decode("ascii", "replace")
-            if d[0] == 255 and name in self.custom_handlers:
-                field = self.custom_handlers[name].from_binary(d[17:].view(ARG_TYPE)[0])
-                mt = np.dtype(field.metadata_type)
-                layouts[name] = [mt.itemsize, mt.alignment]
+        for f in fields:
+            if f["type_id"] == 255 and f["name"] in self.custom_handlers:
+                mt = np.dtype(self._make_handler(f).metadata_type)
+                layouts[f["name"]] = [mt.itemsize, mt.alignment]
         return _lib.call("ffcv_reader_open", self.file_name.encode(), _custom_json(self.custom_handlers, layouts))
 
     def _make_handler(self, f):
@@ -88,7 +79,7 @@ class Reader:
                 args = raw.view(ARG_TYPE)[0]
             handler = cls.from_binary(args)
             # Stored as a custom field: the Go decoders do not know its
-            # layout, so built-in decoders read it in Python (see decoders.py).
+            # layout, so built-in decoders read it in Python (see fields/base.py, _Decoder).
             handler._custom_stored = True
             return handler
         cls = self.custom_handlers.get(f["name"]) or TYPE_ID_HANDLER[f["type_id"]]
@@ -121,6 +112,16 @@ class Reader:
             return None
         start = heap.value - self._buffer.ctypes.data
         return self._buffer[start:start + heap_len.value]
+
+    def _alloc_index(self):
+        """(pointers, sizes): every distinct allocation, sorted, sized as the
+        Go reader resolves it; the table Python's memory_read searches."""
+        n = _lib.call("ffcv_reader_allocs", self._handle, None, None, 0, context=self.file_name)
+        ptrs, sizes = np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.uint64)
+        p64 = ctypes.POINTER(ctypes.c_uint64)
+        _lib.call("ffcv_reader_allocs", self._handle, ptrs.ctypes.data_as(p64), sizes.ctypes.data_as(p64), n,
+                  context=self.file_name)
+        return ptrs, sizes
 
     def verify(self, num_workers=-1):
         """Reads every sample, decoding images fully; returns the problems

@@ -3,7 +3,10 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
+from ..pipeline.operation import Operation
+
 ARG_TYPE = np.dtype([("", "<u1", 1024)])  # raw descriptor arguments
+BUILTIN_TYPE_IDS = range(7)  # Float, Int, RGBImage, Bytes, NDArray, JSON, TorchTensor
 
 
 class Field(ABC):
@@ -59,3 +62,27 @@ def _set_data(v, buf, keep):
     keep.append(arr)
     v.len = arr.nbytes
     v.data = arr.ctypes.data if arr.nbytes else None
+
+
+class _Decoder(Operation):
+    """The base of the built-in decoders of scalar, array and bytes fields:
+    run in Go; generate_code is FFCV's protocol, used to decode a field stored
+    as a custom one, or by code that drives decoders by hand."""
+    _go_name = None
+
+    def _field_classes(self):
+        """The field kinds this decoder reads (subclasses included)."""
+        return ()
+
+    def accept_field(self, field):
+        kinds = self._field_classes()
+        builtin = isinstance(field, Field) and type(field).TYPE_ID in BUILTIN_TYPE_IDS
+        if kinds and builtin and not isinstance(field, kinds):
+            raise TypeError(f"{type(self).__name__} cannot decode a {type(field).__name__} "
+                            f"(it decodes {' or '.join(k.__name__ for k in kinds)})")
+        super().accept_field(field)
+
+    def _go_spec(self, previous_state=None):
+        if getattr(getattr(self, "field", None), "_custom_stored", False):
+            return None  # a custom (type 255) field: decoded by generate_code in Python
+        return {"op": self._go_name}

@@ -1,7 +1,10 @@
 """IntField and FloatField: scalars stored in the metadata column."""
 import numpy as np
 
-from .base import Field, ARG_TYPE
+from .base import Field, ARG_TYPE, _Decoder
+from ..pipeline.allocation_query import AllocationQuery
+from ..pipeline.compiler import Compiler
+from ..pipeline.state import State
 
 
 class IntField(Field):
@@ -20,7 +23,6 @@ class IntField(Field):
         return np.zeros(1, dtype=ARG_TYPE)[0]
 
     def get_decoder_class(self):
-        from .decoders import IntDecoder
         return IntDecoder
 
     def _spec(self):
@@ -65,7 +67,6 @@ class FloatField(Field):
         return np.zeros(1, dtype=ARG_TYPE)[0]
 
     def get_decoder_class(self):
-        from .decoders import FloatDecoder
         return FloatDecoder
 
     def _spec(self):
@@ -83,4 +84,34 @@ class FloatField(Field):
             raise TypeError(f"FloatField needs a number, got {type(value).__name__}") from None
 
 
-from .decoders import IntDecoder, FloatDecoder  # noqa: E402,F401  (FFCV's module path)
+class IntDecoder(_Decoder):
+    """IntField → int64 (B, 1)."""
+    _go_name = "int"
+
+    def _field_classes(self):
+        return (IntField,)
+
+    def declare_state_and_memory(self, previous_state):
+        return (State(previous_state.jit_mode, previous_state.device, (1,), np.dtype("<i8")),
+                AllocationQuery((1,), np.dtype("<i8")))
+
+    def generate_code(self):
+        my_range = Compiler.get_iterator()
+
+        def decoder(indices, destination, metadata, storage_state):
+            for ix in my_range(indices.shape[0]):
+                destination[ix] = metadata[indices[ix]]
+            return destination[:len(indices)]
+        return decoder
+
+
+class FloatDecoder(IntDecoder):
+    """FloatField → float64 (B, 1)."""
+    _go_name = "float"
+
+    def _field_classes(self):
+        return (FloatField,)
+
+    def declare_state_and_memory(self, previous_state):
+        return (State(previous_state.jit_mode, previous_state.device, (1,), np.dtype("<f8")),
+                AllocationQuery((1,), np.dtype("<f8")))

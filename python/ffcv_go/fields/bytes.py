@@ -1,7 +1,10 @@
 """BytesField: a variable-length byte string per sample."""
 import numpy as np
 
-from .base import Field, ARG_TYPE, _set_data
+from .base import Field, ARG_TYPE, _set_data, _Decoder
+from ..pipeline.allocation_query import AllocationQuery
+from ..pipeline.compiler import Compiler
+from ..pipeline.state import State
 
 
 class BytesField(Field):
@@ -23,7 +26,6 @@ class BytesField(Field):
         return np.zeros(1, dtype=ARG_TYPE)[0]
 
     def get_decoder_class(self):
-        from .decoders import BytesDecoder
         return BytesDecoder
 
     def _spec(self):
@@ -52,4 +54,27 @@ def _as_bytes(value):
     raise TypeError(f"BytesField needs bytes or a numpy array, got {type(value).__name__}")
 
 
-from .decoders import BytesDecoder  # noqa: E402,F401  (FFCV's module path)
+class BytesDecoder(_Decoder):
+    """BytesField / JSONField → uint8 (B, longest sample in the file), zero tail."""
+    _go_name = "bytes"
+
+    def _field_classes(self):
+        return (BytesField,)
+
+    def declare_state_and_memory(self, previous_state):
+        max_size = int(self.metadata["size"].max()) if self.metadata is not None and len(self.metadata) else 0
+        return (State(previous_state.jit_mode, previous_state.device, (max_size,), np.dtype("u1")),
+                AllocationQuery((max_size,), np.dtype("u1")))
+
+    def generate_code(self):
+        my_range = Compiler.get_iterator()
+        mem_read = self.memory_read
+
+        def decoder(indices, destination, metadata, storage_state):
+            for ix in my_range(indices.shape[0]):
+                m = metadata[indices[ix]]
+                data = mem_read(m["ptr"], storage_state)
+                destination[ix, :data.shape[0]] = data
+                destination[ix, data.shape[0]:] = 0
+            return destination[:len(indices)]
+        return decoder

@@ -3,7 +3,10 @@ import json
 
 import numpy as np
 
-from .base import Field, ARG_TYPE, _set_data
+from .base import Field, ARG_TYPE, _set_data, _Decoder
+from ..pipeline.allocation_query import AllocationQuery
+from ..pipeline.compiler import Compiler
+from ..pipeline.state import State
 
 _MAX_DIMS = 32
 
@@ -63,7 +66,6 @@ class NDArrayField(Field):
         return _array_args(self.dtype, self.shape)
 
     def get_decoder_class(self):
-        from .decoders import NDArrayDecoder
         return NDArrayDecoder
 
     def _spec(self):
@@ -111,7 +113,6 @@ class TorchTensorField(NDArrayField):
         return cls(torch.from_numpy(np.empty(0, dtype=dtype)).dtype, shape)
 
     def get_decoder_class(self):
-        from .decoders import NDArrayDecoder
         return NDArrayDecoder
 
     def encode(self, destination, field, malloc):
@@ -128,4 +129,26 @@ def _to_numpy(value):
     return value
 
 
-from .decoders import NDArrayDecoder  # noqa: E402,F401  (FFCV's module path)
+class NDArrayDecoder(_Decoder):
+    """NDArrayField / TorchTensorField → (B, *shape) of the field's dtype."""
+    _go_name = "ndarray"
+
+    def _field_classes(self):
+        return (NDArrayField,)
+
+    def declare_state_and_memory(self, previous_state):
+        f = self.field
+        return (State(previous_state.jit_mode, previous_state.device, f.shape, f.dtype),
+                AllocationQuery(f.shape, f.dtype))
+
+    def generate_code(self):
+        my_range = Compiler.get_iterator()
+        mem_read = self.memory_read
+        dtype, shape = self.field.dtype, self.field.shape
+
+        def decoder(indices, destination, metadata, storage_state):
+            for ix in my_range(indices.shape[0]):
+                data = mem_read(metadata[indices[ix]], storage_state)
+                destination[ix] = data.view(dtype).reshape(shape)
+            return destination[:len(indices)]
+        return decoder

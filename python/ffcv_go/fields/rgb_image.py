@@ -192,17 +192,74 @@ class SimpleRGBImageDecoder(_ImageDecoder):
         return decode
 
 
-class _ResizedCropDecoder(_ImageDecoder):
+class ResizedCropRGBImageDecoder(_ImageDecoder):
+    """A crop of each image, area-resized to output_size (FFCV's base of the
+    RRC and centre-crop decoders). The built-in subclasses crop in Go. A
+    subclass giving its own ``get_crop_generator`` (a function
+    (height, width, scale, ratio) -> (row, col, h, w)) is decoded in Python
+    by ``generate_code``, with the Go library's JPEG decoder and resizer."""
+
     def __init__(self, output_size):
         super().__init__()
         if len(output_size) != 2 or min(output_size) < 1:
             raise ValueError(f"output_size {output_size} must be (height, width), positive")
         self.output_size = (int(output_size[0]), int(output_size[1]))
 
+    @property
+    def get_crop_generator(self):
+        raise NotImplementedError(f"{type(self).__name__} gives no get_crop_generator")
+
+    def _own_crop(self):
+        """Whether a subclass replaced the crop of the built-in decoder it extends."""
+        builtin = next(c for c in type(self).__mro__ if c.__module__ == __name__)
+        return type(self).get_crop_generator is not builtin.get_crop_generator
+
     def declare_state_and_memory(self, previous_state):
         shape = (*self.output_size, 3)
-        return (State(previous_state.jit_mode, previous_state.device, shape, np.dtype("u1")),
-                AllocationQuery(shape, np.dtype("u1")))
+        state = State(previous_state.jit_mode, previous_state.device, shape, np.dtype("u1"))
+        if self._go_spec() is not None:
+            return state, AllocationQuery(shape, np.dtype("u1"))
+        # Decoded in Python: room for the largest whole image too, as FFCV.
+        most = int(self.metadata["width"].max()) * int(self.metadata["height"].max()) * 3 \
+            if len(self.metadata) else 0
+        return state, (AllocationQuery(shape, np.dtype("u1")), AllocationQuery((most,), np.dtype("u1")))
+
+    def generate_code(self):
+        from ..libffcv import imdecode, resize_crop
+        from ..pipeline.compiler import Compiler
+        mem_read = self.memory_read
+        if mem_read is None:
+            raise ValueError(f"{type(self).__name__}.generate_code needs accept_globals(metadata, memory_read) first")
+        imdecode_c, resize_crop_c = Compiler.compile(imdecode), Compiler.compile(resize_crop)
+        get_crop_c = Compiler.compile(self.get_crop_generator)
+        my_range = Compiler.get_iterator()
+        jpg = IMAGE_MODES["jpg"]
+        # The generator gets (height, width, scale, ratio) as FFCV passes them:
+        # tuples as arrays, a centre crop's scale None and ratio a float.
+        scale, ratio = getattr(self, "scale", None), getattr(self, "ratio", None)
+        scale = np.array(scale) if isinstance(scale, tuple) else scale
+        ratio = np.array(ratio) if isinstance(ratio, tuple) else ratio
+
+        def decode(batch_indices, my_storage, metadata, storage_state):
+            destination, temp_storage = my_storage
+            for dst_ix in my_range(len(batch_indices)):
+                field = metadata[batch_indices[dst_ix]]
+                image_data = mem_read(field["data_ptr"], storage_state)
+                height, width = np.uint32(field["height"]), np.uint32(field["width"])
+                if field["mode"] == jpg:
+                    whole = temp_storage[dst_ix][:3 * height * width].reshape(height, width, 3)
+                    imdecode_c(image_data, whole, height, width, height, width, 0, 0, 1, 1, False, False)
+                else:
+                    whole = image_data.reshape(height, width, 3)
+                i, j, h, w = get_crop_c(height, width, scale, ratio)
+                resize_crop_c(whole, i, i + h, j, j + w, destination[dst_ix])
+            return destination[:len(batch_indices)]
+
+        decode.is_parallel = True
+        return decode
+
+
+_ResizedCropDecoder = ResizedCropRGBImageDecoder
 
 
 class RandomResizedCropRGBImageDecoder(_ResizedCropDecoder):
@@ -215,6 +272,8 @@ class RandomResizedCropRGBImageDecoder(_ResizedCropDecoder):
             raise ValueError(f"bad scale {scale} or ratio {ratio}")
 
     def _go_spec(self, previous_state=None):
+        if self._own_crop():
+            return None
         return {"op": "rgb_rrc", "size": list(self.output_size), "scale": list(self.scale), "ratio": list(self.ratio)}
 
 
@@ -228,4 +287,6 @@ class CenterCropRGBImageDecoder(_ResizedCropDecoder):
         self.ratio = float(ratio)
 
     def _go_spec(self, previous_state=None):
+        if self._own_crop():
+            return None
         return {"op": "rgb_center", "size": list(self.output_size), "ratio": self.ratio}

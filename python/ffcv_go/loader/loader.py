@@ -3,7 +3,6 @@ import ctypes
 import enum
 import json
 import os
-import threading
 import warnings
 import weakref
 
@@ -11,15 +10,14 @@ import numpy as np
 import torch
 
 from .. import _lib
-from ..fields.base import Field
 from ..pipeline import PipelineSpec
 from ..pipeline.operation import Operation
-from ..pipeline.state import State, initial_state
+from ..pipeline.pipeline import PyStage, GoTail, plan_output
 from ..reader import Reader
 from ..traversal_order import TraversalOrder, Sequential, Random, QuasiRandom
-from ..transforms._base import BatchContext, Transform, numpy_dtype
-from ..transforms.image import NormalizeImage
-from ..transforms.ops import ToTensor, ToTorchImage, ToDevice, ModuleWrapper
+from ..transforms.ops import ToTensor
+from ..transforms._base import torch_dtype
+from .epoch_iterator import EpochIterator
 
 
 class OrderOption(enum.Enum):
@@ -30,6 +28,11 @@ class OrderOption(enum.Enum):
 
 ORDER_TYPE = OrderOption
 ORDER_MAP = {o: o.value for o in OrderOption}
+
+# As FFCV: FFCV_DEFAULT_CACHE_PROCESS=1 in the environment makes the process
+# cache the default (os_cache=False).
+DEFAULT_PROCESS_CACHE = int(os.environ.get("FFCV_DEFAULT_CACHE_PROCESS", "0"))
+DEFAULT_OS_CACHE = not DEFAULT_PROCESS_CACHE
 
 
 def _cpu_count():
@@ -75,57 +78,6 @@ def _dist_info(distributed):
     raise RuntimeError("distributed=True needs torch.distributed initialised or RANK/WORLD_SIZE set")
 
 
-class _Stage:
-    """A Python-side stage of one output: a built-in transform, a custom op,
-    or (decoder=True) a custom decoder reading the samples itself."""
-
-    def __init__(self, op, state, index, decoder=None):
-        self.op, self.index = op, index
-        self.decoder = decoder  # (metadata column, storage state) for decoders
-        if isinstance(op, Transform):
-            self.kind = "builtin"
-            self.state, _ = op.declare_state_and_memory(state)
-            self.query = None
-        else:
-            self.kind = "custom"
-            self.state, self.query = op.declare_state_and_memory(state)
-            from ..pipeline.compiler import Compiler
-            code = op.generate_code()
-            self.with_indices = bool(getattr(code, "with_indices", False))
-            self.code = Compiler.compile(code)
-        self.jit_in = state.jit_mode
-
-    def run(self, x, ctx):
-        if self.kind == "builtin":
-            return self.op._apply(x, ctx)
-        if self.decoder is not None:
-            indices = ctx.indices.numpy()
-            out = self.code(indices, self._alloc(len(indices)), *self.decoder)
-            return torch.from_numpy(np.asarray(out))
-        inp = x.numpy() if self.jit_in and isinstance(x, torch.Tensor) else x
-        dst = self._alloc(len(x))
-        args = (inp, dst, ctx.indices.numpy()) if self.with_indices else (inp, dst)
-        out = self.code(*args)
-        if self.state.jit_mode or isinstance(out, np.ndarray):
-            out = torch.from_numpy(np.asarray(out))
-        return out
-
-    def _alloc(self, n):
-        q = self.query
-        if q is None:
-            return None
-        if isinstance(q, (list, tuple)):
-            return [self._one(x, n) for x in q]
-        return self._one(q, n)
-
-    @staticmethod
-    def _one(q, n):
-        if isinstance(q.dtype, torch.dtype) or (q.device is not None and torch.device(q.device).type != "cpu"):
-            from ..transforms._base import torch_dtype
-            return torch.empty((n, *q.shape), dtype=torch_dtype(q.dtype), device=q.device or "cpu")
-        return np.empty((n, *q.shape), dtype=np.dtype(q.dtype))
-
-
 class Loader:
     """Iterates over a .beton file in batches of torch tensors.
 
@@ -137,7 +89,7 @@ class Loader:
     loader processes of a node when distributed (see ``_default_workers``).
     """
 
-    def __init__(self, fname, batch_size, num_workers=-1, os_cache=True, order=OrderOption.SEQUENTIAL,
+    def __init__(self, fname, batch_size, num_workers=-1, os_cache=DEFAULT_OS_CACHE, order=OrderOption.SEQUENTIAL,
                  distributed=False, seed=None, indices=None, pipelines={}, custom_fields={},
                  drop_last=True, batches_ahead=3, recompile=False, order_kwargs={},
                  on_error="raise", max_resident_pages=0, max_batch_memory=0):
@@ -187,10 +139,19 @@ class Loader:
             raise ValueError(f"seed {seed!r} must be a non-negative integer (as numpy's default_rng needs)")
         self.seed = int(seed)
         self._order_cls = order_cls
-        self.traversal_order = order_cls(self)
+        # Custom orders get order_kwargs; the built-in ones read theirs (window_pages).
+        self.traversal_order = order_cls(self) if hasattr(order_cls, "_go_name") else \
+            order_cls(self, **self.order_kwargs)
 
         self._outputs, self._field_names = self._plan_outputs(pipelines)
-        self._create()
+        # Builds still in use; closed with the loader, at close() or when the
+        # loader is collected or the interpreter exits (then no new one starts).
+        self._builds = _Builds()
+        self._finalizer = weakref.finalize(self, self._builds.close)
+        self._compiled = {}  # id(custom operation) -> its compiled code
+        self._build = None
+        self._build_epoch(recompile=True)  # so bad pipelines fail here, and len() is known
+        self._length = self._build.length
         self.next_epoch = 0
         self._resume_batch = 0
         self._current = None
@@ -216,7 +177,16 @@ class Loader:
                 continue
             outputs.append((i, name, self._with_decoder(name, list(ops) if ops is not None else None)))
         for out_name, spec in pipelines.items():
-            if isinstance(spec, PipelineSpec):
+            if isinstance(spec, PipelineSpec) and isinstance(spec.source, Operation):
+                # The output of an operation of another pipeline, then more: the
+                # shared prefix is run again (same keys, so the same values).
+                found = [(f, ops[:k + 1]) for f, _, ops in outputs for k, op in enumerate(ops) if op is spec.source]
+                if len(found) != 1:
+                    raise ValueError(f"PipelineSpec {out_name!r}: its source {spec.source!r} is "
+                                     f"{'in no' if not found else 'in more than one'} pipeline")
+                fidx, prefix = found[0]
+                outputs.append((fidx, out_name, prefix + list(spec.transforms)))
+            elif isinstance(spec, PipelineSpec):
                 if spec.source not in names:
                     raise ValueError(f"PipelineSpec {out_name!r}: no field {spec.source!r} in {self.fname}")
                 ops = ([spec.decoder] if spec.decoder is not None else []) + list(spec.transforms)
@@ -234,104 +204,41 @@ class Loader:
             return ops
         return [field.get_decoder_class()()] + ops
 
-    def _create(self):
-        spec_outputs = []
-        self._stages = []
+    def _build_epoch(self, recompile=False):
+        """Re-derives every operation's state for the coming epoch, as FFCV
+        does each iter(): a changed decoder output_size or attribute takes
+        effect. The Go side is rebuilt only when what it runs changed, or
+        when recompile (then custom code is compiled again too)."""
+        if self._builds.closed:
+            raise ValueError(f"{self.fname}: the loader is closed")
         metadata = self.reader.metadata
-        for k, (fidx, name, ops) in enumerate(self._outputs):
+        plans = []
+        for fidx, name, ops in self._outputs:
             field = self.reader.handlers[self.reader.field_names[fidx]]
-            go_ops, python_ops = self._split(ops, field, metadata[f"f{fidx}"])
-            if go_ops:
-                spec_outputs.append({"field": fidx, "ops": go_ops})
-            self._stages.append((fidx, name, len(spec_outputs) - 1 if go_ops else None, python_ops))
-        spec = {
-            "path": self.fname, "batch_size": self.batch_size, "num_workers": self.num_workers,
-            "batches_ahead": self.batches_ahead, "drop_last": self.drop_last, "seed": self.seed,
-            "order": self._order_cls._go_name if hasattr(self._order_cls, "_go_name") and self._order_cls._go_name
-            else "sequential",
-            "rank": self.rank, "world": self.world_size, "os_cache": self.os_cache,
-            "max_resident_pages": self._max_resident_pages,
-            "quasi_window": int(self.order_kwargs.get("window_pages", 0)),
-            "skip_errors": self.on_error == "skip", "max_batch_memory": self._max_batch_memory,
-            "custom": self._custom_layouts(), "outputs": spec_outputs,
-        }
-        if self._all_samples:
-            ptr, n = None, 0  # the Go side enumerates them itself
-        else:
-            idx = np.ascontiguousarray(self.indices, dtype=np.uint64)
-            ptr, n = idx.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)), idx.size
-        handle = _lib.call("ffcv_loader_create", json.dumps(spec).encode(), ptr, n, context=self.fname)
-        self._handle = handle
-        self._pinned = _Pinned()
-        self._finalizer = weakref.finalize(self, _close_loader, handle, self._pinned)
-        info = _lib.call_json("ffcv_loader_info", handle)
-        self._length = info["length"]
-        self._go_outputs = info["outputs"] or []  # none when every field is decoded in Python or dropped
-        # Python-side stages, starting from the Go part's output, or from a
-        # custom decoder where Go has no part.
-        self._py = []
-        for fidx, name, go, ops in self._stages:
-            stages = []
-            if go is None:
-                st = _Stage(ops[0], initial_state(), 0,
-                            decoder=(metadata[f"f{fidx}"], self.reader._buffer))
-                stages.append(st)
-                state, ops = st.state, ops[1:]
-            else:
-                o = info["outputs"][go]
-                state = State(jit_mode=True, device=torch.device("cpu"), shape=tuple(o["shape"]),
-                              dtype=np.dtype(o["dtype"]))
-            for j, op in enumerate(ops, start=len(stages)):
-                if isinstance(op, torch.nn.Module):
-                    op = ModuleWrapper(op)
-                if isinstance(op, Operation) and not isinstance(op, Transform):
-                    op.accept_field(self.reader.handlers[self.reader.field_names[fidx]])
-                st = _Stage(op, state, j)
-                stages.append(st)
-                state = st.state
-            self._py.append((go, stages))
+            plans.append(plan_output(fidx, name, ops, field, metadata[f"f{fidx}"], lambda: self._memory_read,
+                                     self._stage_maker(metadata[f"f{fidx}"], recompile)))
+        signature = json.dumps([p.go_signature() for p in plans])
+        old = self._build
+        if old is not None and old.signature == signature and not recompile:
+            old.adopt(plans)  # same Go programs: only the Python stages are new
+            return old
+        build = _Build(self, plans, signature)
+        self._builds.add(build)
+        self._build = build
+        return build
 
-    def _split(self, ops, field, metadata):
-        """Splits a pipeline into the ops fused in Go (their specs) and the ops
-        run in Python afterwards. No-op markers (ToTensor, and ToTorchImage
-        before a Go-run NormalizeImage) are stepped over so more of the
-        pipeline runs in Go; they are applied in Python after it, in order."""
-        state = initial_state()
-        go_ops, deferred = [], []
-        i = 0
-        while i < len(ops):
-            op = ops[i]
-            if isinstance(op, torch.nn.Module) or not isinstance(op, Operation):
-                break
-            op.accept_field(field)
-            # Only custom code reads memory itself; building the compiled
-            # reader (numba) for built-ins would only slow Loader() down.
-            op.accept_globals(metadata, None if _builtin(op) and op._go_spec(state) is not None
-                              else self._memory_read)
-            nxt = ops[i + 1] if i + 1 < len(ops) else None
-            if go_ops and (isinstance(op, ToTensor) or _cpu_device(op) or (
-                    isinstance(op, ToTorchImage) and isinstance(nxt, NormalizeImage) and nxt._go_spec(state))):
-                deferred.append(op)
-                i += 1
-                continue
-            go = op._go_spec(state)
-            if go is None:
-                break
-            state, _ = op.declare_state_and_memory(state)
-            go_ops.append(go)
-            i += 1
-            # Batch operations end the Go part unless more batch operations follow.
-            if getattr(op, "_batch", False) and not getattr(nxt, "_batch", False):
-                break
-        return go_ops, deferred + list(ops[i:])
-
-    def _custom_layouts(self):
-        out = {}
-        for name, h in self.reader.handlers.items():
-            if type(h).TYPE_ID == 255 or name in self.custom_fields:
-                mt = np.dtype(h.metadata_type)
-                out[name] = [mt.itemsize, mt.alignment]
-        return out or None
+    def _stage_maker(self, column, recompile):
+        """Makes PyStages, compiling a custom operation's code once unless
+        recompile (FFCV's Loader(recompile=True) compiles every epoch)."""
+        def make(op, state, index, decoder=False):
+            key = id(op)
+            compiled = None if recompile else self._compiled.get(key)
+            st = PyStage(op, state, index, decoder=(column, self.reader._buffer) if decoder else None,
+                         compiled=compiled)
+            if st.kind == "custom":
+                self._compiled[key] = st.code
+            return st
+        return make
 
     @property
     def _memory_read(self):
@@ -343,10 +250,35 @@ class Loader:
         return self._reader_fn
 
     def _go_order(self, epoch):
-        n = _lib.call("ffcv_loader_order", self._handle, epoch, None, 0)
+        handle = self._build.handle
+        n = _lib.call("ffcv_loader_order", handle, epoch, None, 0)
         out = np.empty(n, dtype=np.uint64)
-        _lib.call("ffcv_loader_order", self._handle, epoch, out.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)), n)
+        _lib.call("ffcv_loader_order", handle, epoch, out.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)), n)
         return out
+
+    @property
+    def code(self):
+        """What runs the epochs (FFCV's compiled epoch function): the same
+        object while nothing is rebuilt, a new one per iter() with recompile=True."""
+        return self._build
+
+    def generate_code(self):
+        """Plans and builds the pipelines again now (FFCV's generate_code)."""
+        self._build_epoch(recompile=True)
+
+    def next_traversal_order(self):
+        """The sample order of the next epoch (this rank's)."""
+        return self.traversal_order.sample_order(self.next_epoch)
+
+    @property
+    def first_traversal_order(self):
+        if getattr(self, "_first_order", None) is None:
+            self._first_order = np.asarray(self.traversal_order.sample_order(0))
+        return self._first_order
+
+    @property
+    def _go_outputs(self):
+        return self._build.go_outputs
 
     # ---- iterating --------------------------------------------------------------
 
@@ -365,7 +297,7 @@ class Loader:
         elif self._order_cls is Random and self.seed + epoch >= 2**64:
             # Beyond the Go side's uint64 seeds: numpy takes any integer.
             order = np.random.default_rng(self.seed + epoch).permutation(self.indices)
-        it = _EpochIterator(self, epoch, start, order, per_rank)
+        it = EpochIterator(self, self._build_epoch(recompile=self.recompile), epoch, start, order, per_rank)
         self._current = weakref.ref(it)
         return it
 
@@ -393,7 +325,7 @@ class Loader:
     @property
     def stats(self):
         """Counters: samples_skipped, peak_resident_pages, pages_read, slots, slots_grown."""
-        return _lib.call_json("ffcv_loader_stats", self._handle)
+        return _lib.call_json("ffcv_loader_stats", self._build.handle)
 
     def filter(self, field_name, condition):
         """A new Loader over the samples whose decoded field_name satisfies condition."""
@@ -428,98 +360,96 @@ class Loader:
         self.close()
 
 
-def _cpu_device(op):
-    """ToDevice('cpu') changes nothing for CPU batches: a no-op marker."""
-    return isinstance(op, ToDevice) and op.device.type == "cpu"
-
-
-def _builtin(op):
-    from ..fields import decoders, rgb_image
-    return isinstance(op, (Transform, decoders._Decoder, rgb_image._ImageDecoder))
-
-
 def _is_decoder(op, field):
     from ..fields import decoders
     from ..fields import rgb_image
     return isinstance(op, (decoders._Decoder, rgb_image._ImageDecoder)) or isinstance(op, field.get_decoder_class())
 
 
-class _EpochIterator:
-    """One epoch. Its number is fixed by iter(loader); the Go side starts on
-    the first next(), so an iterator made only to test iterability (as
-    Lightning does) costs no decoding."""
+class _Build:
+    """The Go side of one epoch's plans: a Go loader running every output's
+    per-sample program, and a handle per GoTail. Epochs whose plans run the
+    same Go programs share a build; iterators keep theirs alive."""
 
-    def __init__(self, loader, epoch, start, order, per_rank):
-        self.loader, self.epoch, self.batch = loader, epoch, start
-        self.finished = False
-        self._order = None if order is None else np.ascontiguousarray(order, dtype=np.uint64)
-        self._per_rank = per_rank
-        self._handle = None
-        self._finalizer = None
-        self._nout = len(loader._go_outputs) + 1
-        self._buf = (_lib.DLManagedTensorPtr * self._nout)()
-        # Threads may share an iterator: one next() at a time, so the epoch
-        # starts once and no two calls share self._buf (a tensor wrapped twice
-        # would be freed twice).
-        self._lock = threading.Lock()
+    def __init__(self, loader, plans, signature):
+        self.signature = signature
+        outputs = [{"field": p.field, "ops": p.go_ops} for p in plans if p.go_ops is not None]
+        spec = {
+            "reader": loader.reader._mapping.handle,  # the file is opened and mapped once
+            "batch_size": loader.batch_size, "num_workers": loader.num_workers,
+            "batches_ahead": loader.batches_ahead, "drop_last": loader.drop_last, "seed": loader.seed,
+            "order": getattr(loader._order_cls, "_go_name", None) or "sequential",
+            "rank": loader.rank, "world": loader.world_size, "os_cache": loader.os_cache,
+            "max_resident_pages": loader._max_resident_pages,
+            "quasi_window": int(loader.order_kwargs.get("window_pages", 0)),
+            "skip_errors": loader.on_error == "skip", "max_batch_memory": loader._max_batch_memory,
+            "outputs": outputs,
+        }
+        if loader._all_samples:
+            ptr, n = None, 0  # the Go side enumerates them itself
+        else:
+            idx = np.ascontiguousarray(loader.indices, dtype=np.uint64)
+            ptr, n = idx.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)), idx.size
+        self.handle = _lib.call("ffcv_loader_create", json.dumps(spec).encode(), ptr, n, context=loader.fname)
+        self.pinned = _Pinned()
+        self.tails = []
+        self._finalizer = weakref.finalize(self, _close_build, self.handle, self.tails, self.pinned)
+        info = _lib.call_json("ffcv_loader_info", self.handle)
+        self.length = info["length"]
+        self.go_outputs = info["outputs"] or []  # none when every field is decoded in Python or dropped
+        self.plans = []
+        self.adopt(plans, fname=loader.fname)
 
-    def _start(self):
-        order = self._order
-        n = 0 if order is None else len(order)
-        ptr = None if order is None else order.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64))
-        self._handle = _lib.call("ffcv_loader_start", self.loader._handle, self.epoch, self.batch, ptr, n,
-                                 self._per_rank, context=self.loader.fname)
-        self._finalizer = weakref.finalize(self, _close_quietly, self._handle)
-        self._order = None
-
-    def __iter__(self):
-        return self
-
-    def __len__(self):
-        return len(self.loader) - self.batch
-
-    def __next__(self):
-        with self._lock:
-            return self._next()
-
-    def _next(self):
-        if self.finished:
-            raise StopIteration
-        if self._handle is None:
-            self._start()
-        try:
-            n = _lib.call("ffcv_iter_next", self._handle, self._buf, self._nout, context=self.loader.fname)
-        except BaseException:
-            self.batch += 1
-            raise
-        if n == 0:
-            self.close()
-            raise StopIteration
-        tensors = [_lib.tensor_from_dlpack(self._buf[k]) for k in range(n)]
-        ids = tensors.pop()
-        self.loader._last_ids = ids
-        outputs = []
-        loader = self.loader
-        for k, (go, stages) in enumerate(loader._py):
-            x, pin = None, None
-            if go is not None:
-                x = tensors[go]
-                pin = _pinner(loader._pinned, x.data_ptr(), loader._go_outputs[go]["slot_bytes"])
-            for st in stages:
-                x = st.run(x, BatchContext(ids, loader.seed, self.epoch, self.batch, (k, st.index), pin))
-            outputs.append(x)
-        self.batch += 1
-        return tuple(outputs)
+    def adopt(self, plans, fname=None):
+        """Takes plans whose Go part equals this build's, making (first time)
+        or reusing the Go handle of each GoTail."""
+        tails = [s for p in plans for s in p.steps if isinstance(s, GoTail)]
+        old = [s for p in self.plans for s in p.steps if isinstance(s, GoTail)]
+        for k, tail in enumerate(tails):
+            if k < len(old):
+                tail.handle, tail.out_shape, tail.out_dtype = old[k].handle, old[k].out_shape, old[k].out_dtype
+            else:
+                out = ctypes.c_void_p()
+                tail.handle = _lib.call("ffcv_loader_tail", self.handle, json.dumps(tail.spec()).encode(),
+                                        ctypes.byref(out), context=fname)
+                self.tails.append(tail.handle)
+                info = json.loads(_lib._take_string(out.value))
+                tail.out_shape = tuple(info["shape"])
+                tail.out_dtype = torch_dtype(np.dtype(info["dtype"]))
+            tail.in_dtype = torch_dtype(np.dtype(tail.in_state.dtype))
+        n = 0
+        for p in plans:  # the Go loader's outputs are the plans with a Go program, in order
+            p.go_index = None
+            if p.go_ops is not None:
+                p.go_index, n = n, n + 1
+        self.plans = plans
+        # Python stages (custom code, modules, GPU copies, Go tails) run on a
+        # thread of their own; views and casts right on the training thread.
+        self.python_steps = any(not getattr(s, "light", False) for p in plans for s in p.steps)
 
     def close(self):
-        self.finished = True
-        if self._finalizer is not None:
-            self._finalizer()
+        self._finalizer()
+
+
+class _Builds:
+    """The loader's builds still in use (by the loader or its iterators)."""
+
+    def __init__(self):
+        self.closed = False
+        self._set = weakref.WeakSet()
+
+    def add(self, build):
+        self._set.add(build)
+
+    def close(self):
+        self.closed = True
+        for build in list(self._set):
+            build.close()
 
 
 class _Pinned:
     """Slot buffers page-locked with cudaHostRegister, unregistered before the
-    loader (and so the memory) goes away."""
+    Go loader (and so the memory) goes away."""
 
     def __init__(self):
         self.ptrs = set()
@@ -539,22 +469,10 @@ class _Pinned:
             self.ptrs.clear()
 
 
-def _pinner(pinned, base, size):
-    def pin(x):
-        if x.data_ptr() == base:  # still the loader's memory, not a copy
-            pinned.pin(base, size)
-    return pin
-
-
-def _close_loader(handle, pinned):
+def _close_build(handle, tails, pinned):
     try:
         pinned.unpin_all()
     finally:
+        for t in tails:
+            _lib.close(t)
         _lib.close(handle)
-
-
-def _close_quietly(handle):
-    try:
-        _lib.close(handle)
-    except Exception:
-        pass

@@ -43,9 +43,7 @@ class MemoryManager:
     def __init__(self, reader):
         self.reader = reader
         table = reader.alloc_table
-        order = np.argsort(table["ptr"], kind="stable")
-        self.ptrs = np.ascontiguousarray(table["ptr"][order])
-        self.sizes = np.ascontiguousarray(table["size"][order])
+        self.ptrs, self.sizes = reader._alloc_index()  # the Go reader's lookup, not a second one
         self.ptr_to_size = dict(zip(self.ptrs, self.sizes))
         pages = table["ptr"] >> np.uint64(int(np.log2(reader.page_size)))
         self.sample_to_pages = defaultdict(set)

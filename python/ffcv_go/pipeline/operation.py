@@ -34,6 +34,15 @@ class Operation(ABC):
     def declare_state_and_memory(self, previous_state: State) -> Tuple[State, Optional[AllocationQuery]]:
         raise NotImplementedError
 
+    def declare_shared_memory(self, previous_state: State) -> Optional[AllocationQuery]:
+        """Memory for state shared by the samples of a batch (FFCV protocol);
+        passed to generate_code()'s function as its last argument."""
+        return None
+
+    def generate_code_for_shared_state(self) -> Optional[Callable]:
+        """A function that fills the shared memory before each batch, or None."""
+        return None
+
     # Built-in operations return {"op": name, ...params} for the Go program;
     # None means the operation runs in Python.
     def _go_spec(self, previous_state: State):

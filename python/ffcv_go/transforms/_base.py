@@ -28,16 +28,10 @@ class BatchContext:
         # loader memory (before an asynchronous host-to-device copy).
         self.pin = pin
 
-    def generator(self, device="cpu"):
-        """A torch generator that depends only on (seed, epoch, batch, stage)."""
-        g = torch.Generator(device=device)
-        g.manual_seed(hash((self.seed, self.epoch, self.batch, self.stage)) & (2**63 - 1))
-        return g
-
 
 class Transform(Operation):
-    """A built-in transform: fused into the Go program when ``_go_spec`` gives
-    one, else applied by ``_apply`` to the batch tensor in Python."""
+    """A built-in transform: run in Go when ``_go_spec`` gives a spec; the
+    tensor-level ones (ToTensor, ToDevice, View, ...) by ``_apply`` instead."""
 
     def generate_code(self):
         apply = self._apply
@@ -51,6 +45,11 @@ class Transform(Operation):
 
     def _apply(self, x, ctx):
         raise NotImplementedError
+
+    def _runs_in_python(self, state):
+        """Whether ``_apply`` may run this op on a batch in state (where Go
+        cannot): tensor-level ops always, Go ops never."""
+        return type(self)._apply is not Transform._apply
 
 
 def replace_state(state, **kw):

@@ -1,6 +1,9 @@
-"""Image and label transforms. Each runs fused in Go when it directly follows
-the decoder or other Go-run operations on the CPU, and as the torch code in
-``_apply`` otherwise (e.g. after a custom operation or on a GPU tensor)."""
+"""Image and label transforms. Each is implemented once, in Go: the loader
+runs it in the per-sample program, or on the batch when it follows a Python
+stage (see ffcv_go.pipeline.pipeline). The Python classes only describe them
+(``_go_spec``) and declare their output state. Two have a torch path:
+NormalizeImage on a GPU tensor (as FFCV's does) and MixupToOneHot (FFCV's is
+torch only)."""
 import numpy as np
 import torch
 
@@ -9,21 +12,6 @@ from ._base import Transform, replace_state, torch_dtype
 
 def _is_cpu_image(state):
     return state.jit_mode and state.shape is not None and len(state.shape) == 3 and np.dtype(state.dtype) == np.uint8
-
-
-def _hwc(x):
-    """View a batch as (B, H, W, C) whatever its layout (NCHW views are permuted back)."""
-    if x.dim() == 4 and x.shape[-1] not in (1, 3, 4) and x.shape[1] in (1, 3, 4):
-        return x.permute(0, 2, 3, 1), True
-    return x, False
-
-
-def _unhwc(x, permuted):
-    return x.permute(0, 3, 1, 2) if permuted else x
-
-
-def _coin(ctx, n, p, device):
-    return torch.rand(n, generator=ctx.generator(), device="cpu").to(device) < p
 
 
 class _RandomImage(Transform):
@@ -41,11 +29,6 @@ class RandomHorizontalFlip(_RandomImage):
     def _spec(self):
         return {"op": "flip_h", "p": self.flip_prob}
 
-    def _apply(self, x, ctx):
-        x, perm = _hwc(x)
-        m = _coin(ctx, len(x), self.flip_prob, x.device)
-        out = torch.where(m[:, None, None, None], x.flip(2), x)
-        return _unhwc(out, perm)
 
 
 class RandomVerticalFlip(_RandomImage):
@@ -58,10 +41,6 @@ class RandomVerticalFlip(_RandomImage):
     def _spec(self):
         return {"op": "flip_v", "p": self.flip_prob}
 
-    def _apply(self, x, ctx):
-        x, perm = _hwc(x)
-        m = _coin(ctx, len(x), self.flip_prob, x.device)
-        return _unhwc(torch.where(m[:, None, None, None], x.flip(1), x), perm)
 
 
 class RandomTranslate(_RandomImage):
@@ -74,18 +53,6 @@ class RandomTranslate(_RandomImage):
     def _spec(self):
         return {"op": "translate", "padding": self.padding, "fill": list(self.fill)}
 
-    def _apply(self, x, ctx):
-        x, perm = _hwc(x)
-        n, h, w, c = x.shape
-        p = self.padding
-        big = torch.empty((n, h + 2 * p, w + 2 * p, c), dtype=x.dtype, device=x.device)
-        big[:] = torch.tensor(self.fill, dtype=x.dtype, device=x.device)
-        big[:, p:p + h, p:p + w] = x
-        g = ctx.generator()
-        ys = torch.randint(0, 2 * p + 1, (n,), generator=g)
-        xs = torch.randint(0, 2 * p + 1, (n,), generator=g)
-        out = torch.stack([big[i, ys[i]:ys[i] + h, xs[i]:xs[i] + w] for i in range(n)]) if n else x
-        return _unhwc(out, perm)
 
 
 class Cutout(_RandomImage):
@@ -98,22 +65,6 @@ class Cutout(_RandomImage):
     def _spec(self):
         return {"op": "cutout", "size": self.crop_size, "fill": list(self.fill)}
 
-    def _apply(self, x, ctx):
-        x, perm = _hwc(x)
-        x = x.clone()
-        n, h, w, _ = x.shape
-        s = self.crop_size
-        g = ctx.generator()
-        fill = torch.tensor(self.fill, dtype=x.dtype, device=x.device)
-        for i in range(n):
-            y0 = int(torch.randint(0, h - s + 1, (1,), generator=g))
-            x0 = int(torch.randint(0, w - s + 1, (1,), generator=g))
-            x[i, y0:y0 + s, x0:x0 + s] = fill
-        return _unhwc(x, perm)
-
-
-def _gray(x):
-    return 0.299 * x[..., 0] + 0.587 * x[..., 1] + 0.114 * x[..., 2]
 
 
 class _Blend(_RandomImage):
@@ -126,24 +77,6 @@ class _Blend(_RandomImage):
     def _spec(self):
         return {"op": self._kind, "magnitude": self.magnitude, "p": self.p}
 
-    def _apply(self, x, ctx):
-        x, perm = _hwc(x)
-        n = len(x)
-        g = ctx.generator()
-        apply = torch.rand(n, generator=g) < self.p
-        lo = max(0.0, 1 - self.magnitude)
-        f = (lo + torch.rand(n, generator=g, dtype=torch.float64) * (1 + self.magnitude - lo)).to(x.device)
-        xf = x.double()
-        if self._kind == "brightness":
-            other = torch.zeros_like(xf)
-        elif self._kind == "contrast":
-            other = _gray(xf).mean(dim=(1, 2))[:, None, None, None].expand_as(xf)
-        else:
-            other = _gray(xf)[..., None].expand_as(xf)
-        f = f[:, None, None, None]
-        out = (f * xf + (1 - f) * other).clamp(0, 255).to(x.dtype)
-        out = torch.where(apply.to(x.device)[:, None, None, None], out, x)
-        return _unhwc(out, perm)
 
 
 class RandomBrightness(_Blend):
@@ -171,11 +104,6 @@ class RandomGrayscale(_RandomImage):
     def _spec(self):
         return {"op": "grayscale", "p": self.p}
 
-    def _apply(self, x, ctx):
-        x, perm = _hwc(x)
-        m = _coin(ctx, len(x), self.p, x.device)
-        g = _gray(x.double()).clamp(0, 255).to(x.dtype)[..., None].expand_as(x)
-        return _unhwc(torch.where(m[:, None, None, None], g, x), perm)
 
 
 class RandomSolarization(_RandomImage):
@@ -188,10 +116,6 @@ class RandomSolarization(_RandomImage):
     def _spec(self):
         return {"op": "solarize", "threshold": self.threshold, "p": self.p}
 
-    def _apply(self, x, ctx):
-        m = _coin(ctx, len(x), self.p, x.device)
-        sol = torch.where(x >= self.threshold, 255 - x, x)
-        return torch.where(m.view(-1, *([1] * (x.dim() - 1))), sol, x)
 
 
 class RandomCrop(_RandomImage):
@@ -209,20 +133,6 @@ class RandomCrop(_RandomImage):
     def _spec(self):
         return {"op": "random_crop", "size": list(self.size), "padding": self.padding}
 
-    def _apply(self, x, ctx):
-        x, perm = _hwc(x)
-        n, h, w, c = x.shape
-        p = self.padding
-        big = torch.zeros((n, h + 2 * p, w + 2 * p, c), dtype=x.dtype, device=x.device)
-        big[:, p:p + h, p:p + w] = x
-        g = ctx.generator()
-        th, tw = self.size
-        out = []
-        for i in range(n):
-            top = int(torch.randint(0, h + 2 * p - th + 1, (1,), generator=g))
-            left = int(torch.randint(0, w + 2 * p - tw + 1, (1,), generator=g))
-            out.append(big[i, top:top + th, left:left + tw])
-        return _unhwc(torch.stack(out) if out else x[:, :th, :tw], perm)
 
 
 class NormalizeImage(Transform):
@@ -252,6 +162,9 @@ class NormalizeImage(Transform):
             return None
         return {"op": "normalize", "mean": self.mean.tolist(), "std": self.std.tolist(), "dtype": dt.str}
 
+    def _runs_in_python(self, state):
+        return torch.device(state.device).type != "cpu"  # the GPU path; on the CPU, Go
+
     def _apply(self, x, ctx):
         dt = torch_dtype(self.type)
         c = len(self.mean)
@@ -278,9 +191,6 @@ class ReplaceLabel(Transform):
             return {"op": "replace_label", "indices": self.indices.tolist(), "label": self.new_label}
         return None
 
-    def _apply(self, x, ctx):
-        m = torch.from_numpy(np.isin(ctx.indices.numpy(), self.indices)).to(x.device)
-        return torch.where(m.view(-1, *([1] * (x.dim() - 1))), torch.full_like(x, self.new_label), x)
 
 
 class Poison(Transform):
@@ -311,27 +221,6 @@ class Poison(Transform):
             spec["alpha"] = self.alpha
         return spec
 
-    def _apply(self, x, ctx):
-        m = torch.from_numpy(np.isin(ctx.indices.numpy(), self.indices)).to(x.device)
-        mask = torch.from_numpy(self.mask).to(x.device)
-        alpha = self.alpha
-        if isinstance(alpha, np.ndarray):
-            alpha = torch.from_numpy(alpha).to(x.device)[..., None]  # HWC images, as the mask
-        mixed = ((1 - alpha) * x.float() + alpha * mask).clamp(*self.clamp).to(x.dtype)
-        return torch.where(m.view(-1, 1, 1, 1), mixed, x)
-
-
-def _mix_lambdas(ctx, alpha, same_lambda, n):
-    """lam ~ Beta(alpha, alpha) per sample (or one per batch), as X / (X + Y)
-    with X, Y ~ Gamma(alpha) drawn from the batch's generator."""
-    g = ctx.generator()
-    conc = torch.full((n,), float(alpha))
-    gx = torch._standard_gamma(conc, generator=g)
-    gy = torch._standard_gamma(conc, generator=g)
-    lam = gx / (gx + gy)
-    if same_lambda and n:
-        lam[:] = lam[0]
-    return lam.double()
 
 
 class ImageMixup(Transform):
@@ -348,12 +237,6 @@ class ImageMixup(Transform):
             return None
         return {"op": "image_mixup", "alpha": self.alpha, "same_lambda": self.same_lambda}
 
-    def _apply(self, x, ctx):
-        lam = _mix_lambdas(ctx, self.alpha, self.same_lambda, len(x)).to(x.device)
-        shape = (-1,) + (1,) * (x.dim() - 1)
-        prev = torch.roll(x, 1, 0)
-        out = lam.view(shape) * x.double() + (1 - lam.view(shape)) * prev.double()
-        return out.clamp(0, 255).to(x.dtype) if not x.is_floating_point() else out.to(x.dtype)
 
 
 class LabelMixup(Transform):
@@ -373,10 +256,6 @@ class LabelMixup(Transform):
             return {"op": "label_mixup", "alpha": self.alpha, "same_lambda": self.same_lambda}
         return None
 
-    def _apply(self, x, ctx):
-        y = x.reshape(len(x), -1)[:, 0].float()
-        lam = _mix_lambdas(ctx, self.alpha, self.same_lambda, len(x)).float().to(x.device)
-        return torch.stack([y, torch.roll(y, 1, 0), lam], dim=1)
 
 
 class MixupToOneHot(Transform):
@@ -409,36 +288,5 @@ class RandomResizedCrop(_RandomImage):
     def _spec(self):
         return {"op": "rrc", "size": list(self.size), "scale": list(self.scale), "ratio": list(self.ratio)}
 
-    def _apply(self, x, ctx):
-        import torchvision.transforms.v2.functional as F
-        import math
-        x, perm = _hwc(x)
-        g = ctx.generator()
-        n, h, w, _ = x.shape
-        out = []
-        for i in range(n):
-            top, left, ch, cw = _rrc_params(g, h, w, self.scale, self.ratio)
-            crop = x[i, top:top + ch, left:left + cw].permute(2, 0, 1)
-            out.append(F.resize(crop, list(self.size), antialias=True).permute(1, 2, 0))
-        return _unhwc(torch.stack(out), perm)
 
 
-def _rrc_params(g, h, w, scale, ratio):
-    import math
-    area = h * w
-    log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
-    for _ in range(10):
-        target = area * (scale[0] + float(torch.rand(1, generator=g)) * (scale[1] - scale[0]))
-        aspect = math.exp(log_ratio[0] + float(torch.rand(1, generator=g)) * (log_ratio[1] - log_ratio[0]))
-        cw, ch = int(round(math.sqrt(target * aspect))), int(round(math.sqrt(target / aspect)))
-        if 0 < cw <= w and 0 < ch <= h:
-            top = int(float(torch.rand(1, generator=g)) * (h - ch + 1))
-            left = int(float(torch.rand(1, generator=g)) * (w - cw + 1))
-            return top, left, ch, cw
-    in_ratio = w / h
-    cw, ch = w, h
-    if in_ratio < ratio[0]:
-        ch = int(round(w / ratio[0]))
-    elif in_ratio > ratio[1]:
-        cw = int(round(h * ratio[1]))
-    return (h - ch) // 2, (w - cw) // 2, ch, cw

@@ -15,7 +15,13 @@ class TraversalOrder(ABC):
 
     @property
     def indices(self):
-        return self.loader.indices
+        """The loader's samples, unless a subclass assigned its own."""
+        own = self.__dict__.get("_indices")
+        return self.loader.indices if own is None else own
+
+    @indices.setter
+    def indices(self, value):
+        self._indices = value
 
     @abstractmethod
     def sample_order(self, epoch):

@@ -1,0 +1,217 @@
+"""One epoch of a Loader (FFCV's ffcv.loader.epoch_iterator).
+
+A batch's way: ``_Source.produce`` waits on Go for the next batch
+(``ffcv_iter_next``: the per-sample programs ran in Go workers), wraps its
+memory as tensors (DLPack), then runs each output's steps after the Go
+program: Python stages, and built-in operations that follow them (back into
+Go with ``ffcv_tail_run``). When an output has such steps, a loader-owned
+thread (``_Pump``) calls produce ``batches_ahead`` batches ahead, so the
+training thread only receives finished batches; otherwise ``__next__`` calls
+it directly.
+"""
+import ctypes
+import queue
+import threading
+import weakref
+
+import numpy as np
+import torch
+
+from .. import _lib
+from ..pipeline.pipeline import GoTail
+from ..transforms._base import BatchContext
+
+
+class EpochIterator:
+    """One epoch. Its number is fixed by iter(loader); the work starts on the
+    first next(), so an iterator made only to test iterability (as Lightning
+    does) costs no decoding."""
+
+    def __init__(self, loader, build, epoch, start, order, per_rank):
+        self.loader, self.epoch, self.batch = loader, epoch, start
+        self.finished = False
+        self._build = build
+        self._order = None if order is None else np.ascontiguousarray(order, dtype=np.uint64)
+        self._per_rank = per_rank
+        self._source = None
+        self._pump = None
+        self._finalizer = None
+        # Threads may share an iterator: one next() at a time, so the epoch
+        # starts once and batches are handed out once each.
+        self._lock = threading.Lock()
+
+    def _start(self):
+        order = self._order
+        n = 0 if order is None else len(order)
+        ptr = None if order is None else order.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64))
+        handle = _lib.call("ffcv_loader_start", self._build.handle, self.epoch, self.batch, ptr, n,
+                           self._per_rank, context=self.loader.fname)
+        self._order = None
+        self._source = _Source(self._build, handle, self.loader.seed, self.epoch, self.batch, self.loader.fname)
+        if self._build.python_steps:
+            self._pump = _Pump(self._source, self.loader.batches_ahead)
+        self._finalizer = weakref.finalize(self, _close_epoch, handle, self._pump)
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return len(self.loader) - self.batch
+
+    def __next__(self):
+        with self._lock:
+            if self.finished:
+                raise StopIteration
+            if self._source is None:
+                self._start()
+            if self._pump is not None:
+                item = self._pump.get()
+            else:
+                item = self._source.produce_or_failure()
+            if item is None:
+                self.close()
+                raise StopIteration
+            self.batch += 1  # a failed batch counts too: the epoch goes on after it
+            if isinstance(item, _Failure):
+                raise item.error  # its traceback still shows where user code raised
+            ids, outputs = item
+            self.loader._last_ids = ids
+            return outputs
+
+    def close(self):
+        self.finished = True
+        if self._finalizer is not None:
+            self._finalizer()
+
+
+class _Failure:
+    def __init__(self, error):
+        self.error = error
+
+
+class _Source:
+    """Makes the epoch's batches, one per produce(), in order. It holds no
+    reference to its EpochIterator, so an abandoned iterator is collected
+    (and its thread stopped) even while a thread runs produce."""
+
+    def __init__(self, build, handle, seed, epoch, batch, fname):
+        self.build, self.handle, self.seed, self.epoch, self.batch = build, handle, seed, epoch, batch
+        self.fname = fname
+        self.nout = len(build.go_outputs) + 1
+        self.buf = (_lib.DLManagedTensorPtr * self.nout)()
+
+    def produce_or_failure(self):
+        try:
+            return self.produce()
+        except BaseException as e:  # noqa: B902 - handed to the consumer as is
+            self.batch += 1
+            return _Failure(e)
+
+    def produce(self):
+        """(sample ids, outputs) of the next batch, or None at the end."""
+        n = _lib.call("ffcv_iter_next", self.handle, self.buf, self.nout, context=self.fname)
+        if n == 0:
+            return None
+        tensors = [_lib.tensor_from_dlpack(self.buf[k]) for k in range(n)]
+        ids = tensors.pop()
+        batch, build = self.batch, self.build
+        outputs = []
+        for k, plan in enumerate(build.plans):
+            x, pin = None, None
+            if plan.go_index is not None:
+                x = tensors[plan.go_index]
+                pin = _pinner(build.pinned, x.data_ptr(), build.go_outputs[plan.go_index]["slot_bytes"])
+            for st in plan.steps:
+                if isinstance(st, GoTail):
+                    x = _run_tail(st, x, self.epoch, batch, ids)
+                else:
+                    x = st.run(x, BatchContext(ids, self.seed, self.epoch, batch, (k, st.index), pin))
+            outputs.append(x)
+        self.batch += 1
+        return ids, tuple(outputs)
+
+
+def _run_tail(tail, x, epoch, batch, ids):
+    """Built-in operations after a Python stage: Go runs them on the batch,
+    drawing what its workers would have drawn at these positions."""
+    if not isinstance(x, torch.Tensor):
+        x = torch.from_numpy(np.asarray(x))
+    want = tuple(tail.in_state.shape)
+    if x.device.type != "cpu" or tuple(x.shape[1:]) != want or x.dtype != tail.in_dtype:
+        raise ValueError(f"{tail.after}: expected a CPU batch of {want} {tail.in_dtype} samples for the "
+                         f"built-in operations after it, got {tuple(x.shape)} {x.dtype} on {x.device}")
+    x = x.contiguous()
+    out = torch.empty((len(x), *tail.out_shape), dtype=tail.out_dtype)
+    ids = ids.contiguous()
+    _lib.call("ffcv_tail_run", tail.handle, epoch, batch, ctypes.cast(ids.data_ptr(), ctypes.POINTER(ctypes.c_uint64)),
+              len(ids), x.data_ptr(), x.numel() * x.element_size(), out.data_ptr(),
+              out.numel() * out.element_size())
+    return out
+
+
+class _Pump:
+    """The loader-owned thread of one epoch: it waits on Go (ctypes releases
+    the GIL meanwhile) and runs the Python stages, up to `ahead` batches
+    ahead of the training thread."""
+
+    def __init__(self, source, ahead):
+        self.queue = queue.Queue(maxsize=max(1, ahead))
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(source,), name="ffcv_go-stages", daemon=True)
+        self.thread.start()
+
+    def _run(self, source):
+        while not self.stop.is_set():
+            item = source.produce_or_failure()
+            while not self.stop.is_set():
+                try:
+                    self.queue.put(item, timeout=0.05)
+                    break
+                except queue.Full:
+                    pass
+            if item is None:
+                return
+            del item
+
+    def get(self):
+        while True:
+            try:
+                return self.queue.get(timeout=0.1)
+            except queue.Empty:
+                if not self.thread.is_alive() and self.queue.empty():
+                    return _Failure(RuntimeError("the loader's stage thread stopped"))
+
+    def close(self):
+        self.stop.set()
+
+    def join(self):
+        if threading.current_thread() is not self.thread:
+            self.thread.join()
+        self.drain()
+
+    def drain(self):
+        while True:
+            try:
+                self.queue.get_nowait()
+            except queue.Empty:
+                return
+
+
+def _close_epoch(handle, pump):
+    """Stops the epoch: the thread first (closing the Go iterator wakes it if
+    it waits there), then frees what it had made ahead."""
+    if pump is not None:
+        pump.close()
+    try:
+        _lib.close(handle)
+    except Exception:
+        pass
+    if pump is not None:
+        pump.join()
+
+
+def _pinner(pinned, base, size):
+    def pin(x):
+        if x.data_ptr() == base:  # still the loader's memory, not a copy
+            pinned.pin(base, size)
+    return pin

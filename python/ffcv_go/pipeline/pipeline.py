@@ -1,0 +1,232 @@
+"""One loader output's operations, planned for an epoch (FFCV's ffcv.pipeline.pipeline).
+
+``plan_output`` walks the operations once, declaring each one's state as FFCV
+does, and splits them into
+
+- ``go_ops``: the decoder and the built-in operations right after it, which the
+  loader's Go workers run per sample straight into batch memory;
+- ``steps``: what runs after that, in order, on whole batches: a ``PyStage``
+  (custom operation, torch module, ToDevice, tensor-layout op) or a ``GoTail``
+  (built-in operations that follow a Python stage: the same Go code, run on
+  the batch the stage produced).
+
+Every built-in operation runs in Go wherever it sits, under the key it would
+have without Python stages (its index among the pipeline's built-in
+operations), so a Python stage inserted anywhere changes no random draw.
+Layout-only markers (ToTensor, ToTorchImage, ToDevice('cpu')) are moved past
+the built-in operations that follow them, which keeps those in one Go program.
+"""
+import numpy as np
+import torch
+
+from .state import State, initial_state
+
+__all__ = ["plan_output", "OutputPlan", "PyStage", "GoTail"]
+
+
+class GoTail:
+    """Built-in operations run by Go on a batch a Python stage produced."""
+
+    def __init__(self, field, in_state):
+        self.field, self.in_state, self.ops = field, in_state, []
+        self.handle = None  # set by the loader's build: ffcv_loader_tail
+        self.out_shape = self.out_dtype = None
+
+    def spec(self):
+        st = self.in_state
+        return {"field": self.field, "in": {"shape": list(st.shape), "dtype": np.dtype(st.dtype).str},
+                "ops": self.ops}
+
+
+class PyStage:
+    """A stage run in Python on the batch: a built-in tensor op (its
+    ``_apply``), a custom operation's compiled code, or a custom decoder
+    reading its samples itself (decoder: (metadata column, file buffer))."""
+
+    def __init__(self, op, state, index, decoder=None, compiled=None):
+        from ..transforms._base import Transform
+        self.op, self.index, self.decoder = op, index, decoder
+        self.jit_in = state.jit_mode
+        if isinstance(op, Transform):
+            self.kind = "builtin"
+            self.state, self.query = op.declare_state_and_memory(state)[0], None
+            self.code = None
+        else:
+            self.kind = "custom"
+            self.keep_numpy = False  # set on a pipeline's last stage when it ends in jit mode, as FFCV
+            self.state, self.query = op.declare_state_and_memory(state)
+            self.shared_query = op.declare_shared_memory(state)
+            self.init_shared = op.generate_code_for_shared_state()
+            code = op.generate_code()
+            self.with_indices = bool(getattr(code, "with_indices", False))
+            if compiled is None:
+                from .compiler import Compiler
+                compiled = Compiler.compile(code)
+            self.code = compiled
+
+    @property
+    def light(self):
+        """A tensor-layout op (a view or cast): not worth a thread."""
+        from ..transforms.ops import ToTensor, ToTorchImage, ToDevice, Convert, Squeeze
+        op = self.op
+        return isinstance(op, (ToTensor, ToTorchImage, Convert, Squeeze)) or \
+            (isinstance(op, ToDevice) and op.device.type == "cpu")
+
+    def run(self, x, ctx):
+        if self.kind == "builtin":
+            return self.op._apply(x, ctx)
+        if self.decoder is not None:
+            indices = ctx.indices.numpy()
+            out = self.code(indices, self._alloc(self.query, len(indices)), *self.decoder)
+            return np.asarray(out) if self.keep_numpy else torch.from_numpy(np.asarray(out))
+        inp = x.numpy() if self.jit_in and isinstance(x, torch.Tensor) else x
+        dst = self._alloc(self.query, len(x))
+        args = (inp, dst, ctx.indices.numpy()) if self.with_indices else (inp, dst)
+        if self.shared_query is not None or self.init_shared is not None:
+            shared = self._alloc(self.shared_query, len(x))
+            if self.init_shared is not None:
+                self.init_shared(shared)
+            args += (shared,)
+        out = self.code(*args)
+        if self.keep_numpy:
+            return np.asarray(out)
+        if self.state.jit_mode or isinstance(out, np.ndarray):
+            out = torch.from_numpy(np.asarray(out))
+        return out
+
+    @staticmethod
+    def _alloc(q, n):
+        if q is None:
+            return None
+        if isinstance(q, (list, tuple)):
+            return tuple(_one(x, n) for x in q)
+        return _one(q, n)
+
+
+def _one(q, n):
+    if isinstance(q.dtype, torch.dtype) or (q.device is not None and torch.device(q.device).type != "cpu"):
+        from ..transforms._base import torch_dtype
+        return torch.empty((n, *q.shape), dtype=torch_dtype(q.dtype), device=q.device or "cpu")
+    return np.empty((n, *q.shape), dtype=np.dtype(q.dtype))
+
+
+class OutputPlan:
+    """go_ops: the per-sample Go program (None for a custom decoder);
+    steps: PyStage/GoTail after it; state: the output's final state."""
+
+    def __init__(self, field, name):
+        self.field, self.name = field, name
+        self.go_ops, self.steps, self.state = None, [], None
+
+    def go_signature(self):
+        """What the Go side is built from: equal signatures share a build."""
+        return {"field": self.field, "ops": self.go_ops,
+                "tails": [s.spec() for s in self.steps if isinstance(s, GoTail)]}
+
+
+def plan_output(field_index, name, ops, field, metadata, memory_read, compiled_stage):
+    try:
+        return _plan(field_index, name, ops, field, metadata, memory_read, compiled_stage)
+    except (TypeError, ValueError) as e:
+        if f'"{name}"' in str(e):
+            raise
+        raise type(e)(f'output "{name}": {e}') from e
+
+
+def _plan(field_index, name, ops, field, metadata, memory_read, compiled_stage):
+    """Plans one output. memory_read() gives FFCV's memory_read for custom
+    operations; compiled_stage(op, state, index, decoder) returns a PyStage,
+    reusing compiled code where the loader allows."""
+    from ..transforms._base import Transform, numpy_dtype
+    from ..transforms.ops import ToTensor, ToTorchImage, ToDevice, ModuleWrapper
+    plan = OutputPlan(field_index, name)
+    state = initial_state()   # the state the user's pipeline has reached
+    go_state = state          # the same, before the markers not applied yet
+    markers = []              # (index, op) moved past the built-in ops after them
+    segment = None            # the Go op list being filled: go_ops or a tail's ops
+    key = 0
+    chw = False  # batches are (B, C, H, W) views: Go ops, which need (H, W, C), cannot follow
+    for index, op in enumerate(ops):
+        if isinstance(op, torch.nn.Module):
+            op = ModuleWrapper(op)
+        op.accept_field(field)
+        # Only code run in Python reads memory itself: custom operations, and
+        # built-in decoders of fields whose layout Go does not know.
+        in_go = _builtin(op) and (index > 0 or op._go_spec(state) is not None)
+        op.accept_globals(metadata, None if in_go else memory_read())
+        if index == 0 and not in_go:  # a decoder reading its samples in Python
+            stage = compiled_stage(op, state, 0, decoder=True)
+            plan.steps.append(stage)
+            state = go_state = stage.state
+            continue
+        if index > 0 and (isinstance(op, (ToTensor, ToTorchImage)) or
+                          (isinstance(op, ToDevice) and op.device.type == "cpu")):
+            markers.append((index, op))
+            state = op.declare_state_and_memory(state)[0]
+            continue
+        spec = op._go_spec(_as_go_input(go_state, numpy_dtype)) if _builtin(op) and not chw else None
+        if spec is not None:
+            if segment is None or (segment and _is_batch_spec(segment[-1]) and not getattr(op, "_batch", False)):
+                if index == 0:
+                    segment = plan.go_ops = []
+                else:
+                    if go_state.shape is None:
+                        raise ValueError(f"{name!r}: {type(op).__name__} (operation {index}) follows a "
+                                         f"stage that declares no shape")
+                    tail = GoTail(field_index, _as_go_input(go_state, numpy_dtype))
+                    tail.after = f"{name!r}, operation {index - 1} ({type(ops[index - 1]).__name__})"
+                    plan.steps.append(tail)
+                    segment = tail.ops
+            spec = dict(spec, key=key)
+            key += 1
+            segment.append(spec)
+            go_state = op.declare_state_and_memory(go_state)[0]
+            state = go_state
+            for _, m in markers:
+                state = m.declare_state_and_memory(state)[0]
+            continue
+        if not isinstance(op, Transform) or op._runs_in_python(go_state):
+            # A Python stage: the markers before it apply first, as written.
+            for mi, m in markers:
+                plan.steps.append(compiled_stage(m, go_state, mi))
+                go_state = plan.steps[-1].state
+                chw = chw or isinstance(m, ToTorchImage)
+            markers.clear()
+            stage = compiled_stage(op, go_state, index)
+            plan.steps.append(stage)
+            state = go_state = stage.state
+            segment = None
+            continue
+        raise ValueError(f"{name!r}: {type(op).__name__} (operation {index}) runs in Go on "
+                         f"(H, W, C) uint8 CPU batches; here its input is shape {go_state.shape}, "
+                         f"dtype {go_state.dtype}, device {go_state.device}. "
+                         f"Put it before ToTorchImage/ToDevice.")
+    for mi, m in markers:
+        plan.steps.append(compiled_stage(m, go_state, mi))
+        go_state = plan.steps[-1].state
+    plan.state = state
+    last = plan.steps[-1] if plan.steps else None
+    if isinstance(last, PyStage) and last.kind == "custom" and last.state.jit_mode:
+        last.keep_numpy = True  # FFCV hands out what jit-mode custom code returns: numpy arrays
+    return plan
+
+
+def _as_go_input(state, numpy_dtype):
+    """The state as Go sees a CPU batch: numpy dtype, whatever the container."""
+    if state.device is not None and torch.device(state.device).type != "cpu":
+        return state
+    try:
+        dt = numpy_dtype(state.dtype)
+    except TypeError:
+        return state
+    return State(jit_mode=True, device=torch.device("cpu"), shape=state.shape, dtype=dt)
+
+
+def _is_batch_spec(spec):
+    return spec["op"] in ("image_mixup", "label_mixup")
+
+
+def _builtin(op):
+    from ..fields import decoders, rgb_image
+    from ..transforms._base import Transform
+    return isinstance(op, (Transform, decoders._Decoder, rgb_image._ImageDecoder))
