@@ -22,6 +22,11 @@ from ..pipeline.pipeline import GoTail
 from ..transforms._base import BatchContext
 
 
+# Threads that called next() on an iterator (or run its stages); the loader
+# lets them leave before the interpreter exits (loader._close_at_exit).
+iterating_threads = weakref.WeakSet()
+
+
 class EpochIterator:
     """One epoch. Its number is fixed by iter(loader); the work starts on the
     first next(), so an iterator made only to test iterability (as Lightning
@@ -59,6 +64,7 @@ class EpochIterator:
         return len(self.loader) - self.batch
 
     def __next__(self):
+        iterating_threads.add(threading.current_thread())
         with self._lock:
             if self.finished:
                 raise StopIteration
@@ -158,6 +164,7 @@ class _Pump:
         self.queue = queue.Queue(maxsize=max(1, ahead))
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, args=(source,), name="ffcv_go-stages", daemon=True)
+        iterating_threads.add(self.thread)
         self.thread.start()
 
     def _run(self, source):

@@ -1,4 +1,5 @@
 """Loader: batches of torch tensors from a .beton file (FFCV's ffcv.loader.Loader)."""
+import atexit
 import ctypes
 import enum
 import json
@@ -17,7 +18,7 @@ from ..reader import Reader
 from ..traversal_order import TraversalOrder, Sequential, Random, QuasiRandom
 from ..transforms.ops import ToTensor
 from ..transforms._base import torch_dtype
-from .epoch_iterator import EpochIterator
+from .epoch_iterator import EpochIterator, iterating_threads
 
 
 class OrderOption(enum.Enum):
@@ -148,6 +149,7 @@ class Loader:
         # loader is collected or the interpreter exits (then no new one starts).
         self._builds = _Builds()
         self._finalizer = weakref.finalize(self, self._builds.close)
+        _live_loaders.add(self)
         self._compiled = {}  # id(custom operation) -> its compiled code
         self._build = None
         self._build_epoch(recompile=True)  # so bad pipelines fail here, and len() is known
@@ -364,6 +366,25 @@ def _is_decoder(op, field):
     from ..fields import decoders
     from ..fields import rgb_image
     return isinstance(op, (decoders._Decoder, rgb_image._ImageDecoder)) or isinstance(op, field.get_decoder_class())
+
+
+_live_loaders = weakref.WeakSet()
+
+
+@atexit.register
+def _close_at_exit(timeout=1.0):
+    """Closes every loader, then gives the threads that iterated one a moment
+    to leave: a daemon thread still freeing batch tensors once the interpreter
+    finalizes is stopped inside torch's tensor destructor, which aborts the
+    process ("terminate called without an active exception")."""
+    import threading
+    import time
+    for loader in list(_live_loaders):
+        loader.close()
+    deadline = time.monotonic() + timeout
+    for t in list(iterating_threads):
+        if t is not threading.current_thread():
+            t.join(max(0.0, deadline - time.monotonic()))
 
 
 class _Build:

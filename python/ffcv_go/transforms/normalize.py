@@ -1,13 +1,11 @@
 """NormalizeImage (FFCV's module path; defined in image.py)."""
-import numpy as np
-import torch
-
+from ._base import torch_dtype
 from .image import NormalizeImage  # noqa: F401
 
 
 def ch_dtype_from_numpy(dtype):
     """The torch dtype of a numpy dtype."""
-    return torch.from_numpy(np.zeros((), dtype=dtype)).dtype
+    return torch_dtype(dtype)
 
 
 __all__ = ["NormalizeImage", "ch_dtype_from_numpy"]
