@@ -132,16 +132,7 @@ CUDA_TESTS = {
 # FFCV tests that fail today, each with the reason; they run as non-strict
 # xfails so the count stays honest while the work lands. Empty this as they
 # pass (an XPASS in the summary says which can go).
-KNOWN_FAILURES = {
-    "test_basic_pipeline.py::test_multiple_epoch_doesnt_recompile":
-        "Loader.code (FFCV's compiled epoch function, kept across iter()) does not exist yet: "
-        "the loader rebuild of issue 11",
-    "test_basic_pipeline.py::test_multiple_epoch_does_recompile":
-        "Loader.code renewed per iter() with recompile=True: the loader rebuild of issue 11",
-    "test_custom_field.py::test_string_field":
-        "a pipeline without ToTensor yields numpy arrays in FFCV; the ffcv_go Loader always yields "
-        "torch tensors (cap.tobytes() fails): the loader rebuild of issue 11",
-}
+KNOWN_FAILURES = {}
 
 
 def pytest_collection_modifyitems(config, items):
