@@ -197,3 +197,13 @@ def resources():
 def rss_bytes():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.fixture
+def no_jit():
+    """Runs custom operations as plain Python (FFCV's Compiler.set_enabled(False))."""
+    from ffcv_go.pipeline.compiler import Compiler
+    was = Compiler.is_enabled
+    Compiler.set_enabled(False)
+    yield
+    Compiler.set_enabled(was)

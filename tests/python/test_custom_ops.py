@@ -14,13 +14,6 @@ from ffcv_go.pipeline.state import State
 from ffcv_go.fields.decoders import IntDecoder, NDArrayDecoder
 
 
-@pytest.fixture
-def no_jit():
-    """Runs custom operations as plain Python (FFCV's Compiler.set_enabled(False))."""
-    was = Compiler.is_enabled
-    Compiler.set_enabled(False)
-    yield
-    Compiler.set_enabled(was)
 
 
 class AddIndex(Operation):

@@ -17,7 +17,7 @@ from ffcv_go.fields.decoders import IntDecoder
 from ffcv_go.fields.rgb_image import CenterCropRGBImageDecoder, RandomResizedCropRGBImageDecoder
 from ffcv_go.loader import OrderOption
 from ffcv_go.memory_managers import OSCacheManager
-from ffcv_go.pipeline import Compiler, PipelineSpec
+from ffcv_go.pipeline import PipelineSpec
 from ffcv_go.pipeline.allocation_query import AllocationQuery
 from ffcv_go.pipeline.operation import Operation
 from ffcv_go.reader import Reader
@@ -32,12 +32,6 @@ def images():
     return fixture_file("images_jpg_var")[0]
 
 
-@pytest.fixture
-def no_jit():
-    was = Compiler.is_enabled
-    Compiler.set_enabled(False)
-    yield
-    Compiler.set_enabled(was)
 
 
 def test_code_is_kept_unless_recompile(images):

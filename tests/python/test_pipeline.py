@@ -13,7 +13,6 @@ from ffcv_go import Loader, _lib
 from ffcv_go.fields.decoders import IntDecoder
 from ffcv_go.fields.rgb_image import CenterCropRGBImageDecoder, RandomResizedCropRGBImageDecoder
 from ffcv_go.loader import OrderOption
-from ffcv_go.pipeline import Compiler
 from ffcv_go.pipeline.operation import Operation
 from ffcv_go.transforms import (Cutout, ImageMixup, LabelMixup, NormalizeImage, RandomBrightness, RandomContrast,
                                 RandomHorizontalFlip, RandomResizedCrop, RandomSaturation, RandomTranslate,
@@ -27,12 +26,6 @@ def images():
     return path
 
 
-@pytest.fixture
-def no_jit():
-    was = Compiler.is_enabled
-    Compiler.set_enabled(False)
-    yield
-    Compiler.set_enabled(was)
 
 
 class Noop(Operation):
