@@ -22,15 +22,17 @@ def torch_dtype(dtype):
     if isinstance(dtype, torch.dtype):
         return dtype
     d = np.dtype(dtype)
-    if d.newbyteorder("=") not in _TORCH_OF_NUMPY or not d.isnative:
-        raise TypeError(f"no torch dtype for numpy dtype {d}")
+    if not d.isnative:
+        raise ValueError(f"numpy dtype {d} is not in native byte order: torch cannot hold it")
+    if d not in _TORCH_OF_NUMPY:
+        raise ValueError(f"no torch dtype for numpy dtype {d}")
     return _TORCH_OF_NUMPY[d]
 
 
 def numpy_dtype(dtype):
     if isinstance(dtype, torch.dtype):
         if dtype not in _NUMPY_OF_TORCH:
-            raise TypeError(f"no numpy dtype for torch dtype {dtype}")
+            raise ValueError(f"no numpy dtype for torch dtype {dtype}")
         return _NUMPY_OF_TORCH[dtype]
     return np.dtype(dtype)
 
