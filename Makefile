@@ -51,7 +51,7 @@ $(VENV)/.wheel-tools: requirements-wheel.txt $(VENV)/.installed
 wheel: deps venv $(VENV)/.wheel-tools
 	rm -rf build/lib build/bdist.* build/wheel dist/ffcv_go-*.whl
 	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w build/wheel .
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/auditwheel repair -w dist build/wheel/ffcv_go-*.whl
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m auditwheel repair -w dist build/wheel/ffcv_go-*.whl
 	rm -rf build/lib build/bdist.* build/wheel
 
 vet:

