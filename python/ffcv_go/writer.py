@@ -91,12 +91,11 @@ class DatasetWriter:
         index order, so the file is the same for any pool and worker count:
 
         - pool='auto' (default): items that take under 0.1 ms each are
-          fetched on this thread; slower ones by threads. Image datasets
-          spend their time in file reads and decoders, which release the
-          GIL, and processes would pickle every decoded image back (twice
-          as slow as threads on a PIL ImageFolder, bench/writer.py);
-        - pool='process' / 'thread' / None: processes (for datasets whose
-          items are pure Python that holds the GIL), threads, or this thread.
+          fetched on this thread; slower ones in forked processes (FFCV's
+          choice, right for Python-heavy datasets), or threads where fork is
+          unavailable;
+        - pool='process' / 'thread' / None: processes, threads (best when
+          items release the GIL: file reads, decoders) or this thread.
 
         A torchvision ImageFolder (any DatasetFolder with its default loader
         and no transforms) written to (RGBImageField, IntField) skips Python
@@ -367,7 +366,11 @@ def _fetch(dataset, indices, chunksize, pool, workers):
             yield dataset[indices[start]]
             start += 1
         per_item = (time.perf_counter() - t0) / max(start, 1)
-        pool = None if start == len(indices) or per_item < 1e-4 or workers < 2 else "thread"
+        if start == len(indices) or per_item < 1e-4 or workers < 2:
+            pool = None
+        else:
+            import multiprocessing
+            pool = "process" if "fork" in multiprocessing.get_all_start_methods() else "thread"
     if pool is None:
         for i in indices[start:]:
             yield dataset[i]
