@@ -81,8 +81,10 @@ func ffcv_write_image_folder(root, path, specJSON *C.char, progress *C.int64_t, 
 			}
 		}()
 	}
-	e = f.Write(p, imagefolder.Options{
-		Image: spec.Image.imageOptions(spec.Seed), PageSize: spec.PageSize, Workers: spec.NumWorkers, Progress: &done,
+	e = writeTo(p, func(p string) error {
+		return f.Write(p, imagefolder.Options{
+			Image: spec.Image.imageOptions(spec.Seed), PageSize: spec.PageSize, Workers: spec.NumWorkers, Progress: &done,
+		})
 	})
 	close(stop)
 	<-stopped

@@ -24,6 +24,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/loader"
+	"github.com/ffcv-go/ffcv-go/core/remote"
 )
 
 func main() {}
@@ -62,9 +63,12 @@ func fail(err **C.char, e error) C.int64_t {
 		*err = C.CString(e.Error())
 	}
 	var pe *fs.PathError
+	var re *remote.Error
 	switch {
 	case errors.Is(e, fs.ErrNotExist):
 		return codeNotFound
+	case errors.As(e, &re): // a request to S3 or an HTTP server failed for good
+		return codeIO
 	case errors.Is(e, beton.ErrFormat):
 		return codeFormat
 	case errors.Is(e, errArgument), errors.Is(e, errNil), errors.Is(e, field.ErrNoHandler):

@@ -14,6 +14,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/imageenc"
+	"github.com/ffcv-go/ffcv-go/core/remote"
 )
 
 type fieldSpec struct {
@@ -52,13 +53,22 @@ type writerSpec struct {
 	Fields     []fieldSpec `json:"fields"`
 }
 
-// fileWriter is a beton.Writer with the field count the C side needs.
+// fileWriter is a beton.Writer with the field count the C side needs, and
+// the upload its file goes to when the destination is an s3:// URL.
 type fileWriter struct {
 	*beton.Writer
 	nf int
+	up *upload
 }
 
-func (w fileWriter) Close() error { w.Abort(); return nil }
+func (w fileWriter) Close() error { w.abort(); return nil }
+
+func (w fileWriter) abort() {
+	w.Abort()
+	if w.up != nil {
+		w.up.abort()
+	}
+}
 
 //export ffcv_writer_create
 func ffcv_writer_create(path, specJSON *C.char, err **C.char) (ret C.int64_t) {
@@ -95,12 +105,22 @@ func ffcv_writer_create(path, specJSON *C.char, err **C.char) (ret C.int64_t) {
 			return fail(err, fmt.Errorf("%w: field %q: %v", errArgument, f.Name, e))
 		}
 	}
+	var up *upload
+	if remote.IsURL(p) {
+		if up, e = beginUpload(p); e != nil {
+			return fail(err, e)
+		}
+		p = up.local
+	}
 	w, e := beton.Create(p, descs, encs, spec.NumSamples,
 		beton.WriterOptions{PageSize: spec.PageSize, Workers: spec.NumWorkers, Custom: custom})
 	if e != nil {
+		if up != nil {
+			up.abort()
+		}
 		return fail(err, e)
 	}
-	return C.int64_t(handles.add(fileWriter{w, len(descs)}))
+	return C.int64_t(handles.add(fileWriter{w, len(descs), up}))
 }
 
 //export ffcv_writer_put
@@ -173,7 +193,11 @@ func ffcv_writer_finish(h C.int64_t, err **C.char) (ret C.int64_t) {
 	if e != nil {
 		return fail(err, e)
 	}
-	if e := w.Writer.Close(); e != nil {
+	e = w.Writer.Close()
+	if w.up != nil {
+		e = w.up.finish(e)
+	}
+	if e != nil {
 		return fail(err, e)
 	}
 	return 0
@@ -186,6 +210,6 @@ func ffcv_writer_abort(h C.int64_t, err **C.char) (ret C.int64_t) {
 	if e != nil {
 		return fail(err, e)
 	}
-	w.Abort()
+	w.abort()
 	return 0
 }
