@@ -77,7 +77,7 @@ func ffcv_reader_open(path, customJSON *C.char, err **C.char) (ret C.int64_t) {
 	if e != nil {
 		return fail(err, e)
 	}
-	r, e := beton.Open(p, custom)
+	r, e := openPath(p, custom)
 	if e != nil {
 		return fail(err, e)
 	}
@@ -141,7 +141,10 @@ func ffcv_reader_mmap(h C.int64_t, data *unsafe.Pointer, n *C.uint64_t, err **C.
 	if data == nil || n == nil {
 		return fail(err, errNil)
 	}
-	d := r.Data()
+	d, e := r.Data()
+	if e != nil {
+		return fail(err, e)
+	}
 	*data, *n = unsafe.Pointer(unsafe.SliceData(d)), C.uint64_t(len(d))
 	return 0
 }
