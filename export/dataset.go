@@ -7,6 +7,7 @@ package main
 import "C"
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -18,12 +19,31 @@ import (
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/remote"
 )
 
 // openPath opens the one .beton file p names for reading. Every open of a
-// dataset file goes through here: the place for other kinds of paths.
+// dataset file goes through here: a local file is mapped; an s3:// or
+// http(s):// URL is read with range requests (its heap pages only through
+// the process cache).
 func openPath(p string, custom map[string]field.Column) (*beton.Reader, error) {
-	return beton.Open(p, custom)
+	if !remote.IsURL(p) {
+		return beton.Open(p, custom)
+	}
+	opts, err := remoteOptions()
+	if err != nil {
+		return nil, err
+	}
+	o, err := remote.Open(context.Background(), p, opts)
+	if err != nil {
+		return nil, err
+	}
+	r, err := beton.OpenAt(o.URL(), o, o.Size(), custom)
+	if err != nil {
+		o.Close()
+		return nil, err
+	}
+	return r, nil
 }
 
 // expandPaths turns what names a dataset into its files, in order: a
@@ -35,6 +55,10 @@ func expandPaths(specs []string) ([]string, error) {
 	}
 	var out []string
 	for _, s := range specs {
+		if remote.IsURL(s) { // one object; a presigned URL's '?' is no glob
+			out = append(out, s)
+			continue
+		}
 		if st, err := os.Stat(s); err == nil && st.IsDir() {
 			m, err := filepath.Glob(filepath.Join(s, "*.beton"))
 			if err != nil {

@@ -72,7 +72,7 @@ func fail(err **C.char, e error) C.int64_t {
 	case errors.Is(e, beton.ErrFormat):
 		return codeFormat
 	case errors.Is(e, errArgument), errors.Is(e, errNil), errors.Is(e, field.ErrNoHandler),
-		errors.Is(e, beton.ErrShards), errors.Is(e, beton.ErrNotMapped):
+		errors.Is(e, beton.ErrShards), errors.Is(e, beton.ErrNotMapped), errors.Is(e, remote.ErrBadURL):
 		return codeArgument
 	case errors.As(e, &pe):
 		return codeIO

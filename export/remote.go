@@ -1,5 +1,10 @@
 package main
 
+/*
+extern char **environ;
+*/
+import "C"
+
 import (
 	"context"
 	"fmt"
@@ -7,15 +12,51 @@ import (
 	"path"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/ffcv-go/ffcv-go/core/remote"
 )
+
+// syncEnv copies the process's current AWS_* and FFCV_GO_REMOTE_* variables
+// into Go's environment, which Go copied once when the library was loaded:
+// credentials or an endpoint set later (os.environ in Python, setenv in C)
+// reach only the C environment, where the AWS SDK would not see them.
+func syncEnv() {
+	relevant := func(kv string) bool {
+		return strings.HasPrefix(kv, "AWS_") || strings.HasPrefix(kv, "FFCV_GO_REMOTE_")
+	}
+	var vars []string
+	for p := C.environ; p != nil && *p != nil; p = (**C.char)(unsafe.Add(unsafe.Pointer(p), unsafe.Sizeof(p))) {
+		if kv := C.GoString(*p); relevant(kv) {
+			vars = append(vars, kv)
+		}
+	}
+	want := map[string]string{}
+	for _, kv := range vars {
+		k, v, _ := strings.Cut(kv, "=")
+		want[k] = v
+	}
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); relevant(kv) {
+			if _, ok := want[k]; !ok {
+				os.Unsetenv(k)
+			}
+		}
+	}
+	for k, v := range want {
+		if cur, ok := os.LookupEnv(k); !ok || cur != v {
+			os.Setenv(k, v)
+		}
+	}
+}
 
 // remoteOptions reads the request settings of s3:// and http(s):// files
 // from the environment (FFCV_GO_REMOTE_IN_FLIGHT, _ATTEMPTS, _BACKOFF and
 // _TIMEOUT, the last two in seconds); unset ones keep remote's defaults.
 func remoteOptions() (remote.Options, error) {
+	syncEnv()
 	var o remote.Options
 	for _, v := range []struct {
 		name    string

@@ -317,6 +317,10 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 	return r.src.ReadAt(p, off)
 }
 
+// Source is what ReadAt reads: the file, a remote object (OpenAt), or the
+// joined shards' reader.
+func (r *Reader) Source() io.ReaderAt { return r.src }
+
 // NumSamples is the number of samples in the file.
 func (r *Reader) NumSamples() uint64 { return r.Header.NumSamples }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ffcv-go/ffcv-go/core/cache"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
+	"github.com/ffcv-go/ffcv-go/core/remote"
 )
 
 // Iterator runs one epoch. Next returns batches in order; Close (or reaching
@@ -20,6 +21,7 @@ type Iterator struct {
 	nb     int
 	src    cache.Source
 	seed   uint64
+	io0    remote.Stats // the remote counters when the epoch started
 	stop   chan struct{}
 	jobs   chan job
 	wg     sync.WaitGroup
@@ -95,6 +97,7 @@ func (l *Loader) Start(epoch uint64, startBatch int, ord []uint64, perRank bool)
 		return nil, fmt.Errorf("start batch %d out of range [0, %d]", startBatch, it.nb)
 	}
 	it.cond = sync.NewCond(&it.mu)
+	it.io0 = remoteStats(l.r)
 	if l.cfg.OSCache {
 		o, err := cache.NewOS(l.r)
 		if err != nil {
@@ -449,8 +452,14 @@ func (it *Iterator) Close() error {
 			}
 		}
 		it.l.pages.Add(st.PagesRead)
+		rq := remoteStats(it.l.r).Sub(it.io0)
 		it.l.mu.Lock()
 		delete(it.l.iters, it)
+		if len(it.l.epochs) >= maxEpochStats {
+			it.l.epochs = it.l.epochs[1:]
+		}
+		it.l.epochs = append(it.l.epochs, EpochStats{Epoch: it.epoch, PagesRead: st.PagesRead,
+			Requests: rq.Requests, BytesFetched: rq.Bytes, Retries: rq.Retries})
 		it.l.mu.Unlock()
 	})
 	return nil

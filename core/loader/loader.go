@@ -14,6 +14,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/cache"
 	"github.com/ffcv-go/ffcv-go/core/order"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
+	"github.com/ffcv-go/ffcv-go/core/remote"
 )
 
 var errStopped = errors.New("iterator closed")
@@ -53,6 +54,7 @@ type Loader struct {
 	mu      sync.Mutex
 	iters   map[*Iterator]struct{}
 	closed  bool
+	epochs  []EpochStats // under mu
 	skipped atomic.Uint64
 	peak    atomic.Int64
 	pages   atomic.Uint64
@@ -201,23 +203,71 @@ func (l *Loader) Distribute(global []uint64) []uint64 {
 	return order.Distribute(global, l.cfg.Rank, l.cfg.World)
 }
 
-// Stats are a loader's counters.
+// Stats are a loader's counters. Requests, BytesFetched and Retries count
+// the requests to remote files (s3://, http(s)://) since they were opened,
+// the open's own included; Epochs has what each epoch (each iterator, when
+// closed) read, most recent last, at most maxEpochStats of them.
 type Stats struct {
-	SamplesSkipped    uint64 `json:"samples_skipped"`
-	PeakResidentPages int64  `json:"peak_resident_pages"`
-	PagesRead         uint64 `json:"pages_read"`
-	Slots             int    `json:"slots"`
-	SlotsGrown        int    `json:"slots_grown"`
+	SamplesSkipped    uint64       `json:"samples_skipped"`
+	PeakResidentPages int64        `json:"peak_resident_pages"`
+	PagesRead         uint64       `json:"pages_read"`
+	Slots             int          `json:"slots"`
+	SlotsGrown        int          `json:"slots_grown"`
+	Requests          uint64       `json:"requests"`
+	BytesFetched      uint64       `json:"bytes_fetched"`
+	Retries           uint64       `json:"retries"`
+	PeakInFlight      int64        `json:"peak_in_flight"`
+	Epochs            []EpochStats `json:"epochs"`
 }
+
+// EpochStats is what one epoch read: pages loaded by the process cache and,
+// for remote files, the requests (retries included), body bytes and retries
+// that took. Exact when epochs run one at a time; concurrent iterators over
+// one remote file each count the other's requests too.
+type EpochStats struct {
+	Epoch        uint64 `json:"epoch"`
+	PagesRead    uint64 `json:"pages_read"`
+	Requests     uint64 `json:"requests"`
+	BytesFetched uint64 `json:"bytes_fetched"`
+	Retries      uint64 `json:"retries"`
+}
+
+const maxEpochStats = 1000
 
 // Stats returns the counters.
 func (l *Loader) Stats() Stats {
+	rq := remoteStats(l.r)
+	l.mu.Lock()
+	epochs := append([]EpochStats{}, l.epochs...)
+	l.mu.Unlock()
 	l.pool.mu.Lock()
 	defer l.pool.mu.Unlock()
 	return Stats{
 		SamplesSkipped: l.skipped.Load(), PeakResidentPages: l.peak.Load(), PagesRead: l.pages.Load(),
 		Slots: l.pool.total, SlotsGrown: l.pool.grown,
+		Requests: rq.Requests, BytesFetched: rq.Bytes, Retries: rq.Retries, PeakInFlight: rq.PeakInFlight,
+		Epochs: epochs,
 	}
+}
+
+// remoteStats sums the request counters of r's remote objects: r's own
+// source, or its shards'. Local files have none.
+func remoteStats(r *beton.Reader) remote.Stats {
+	readers := r.Shards()
+	if readers == nil {
+		readers = []*beton.Reader{r}
+	}
+	var s remote.Stats
+	for _, x := range readers {
+		if o, ok := x.Source().(*remote.Object); ok {
+			st := o.Stats()
+			s.Requests += st.Requests
+			s.Bytes += st.Bytes
+			s.Retries += st.Retries
+			s.PeakInFlight = max(s.PeakInFlight, st.PeakInFlight)
+		}
+	}
+	return s
 }
 
 // Close stops every iterator and frees the slots nobody holds; held slots are

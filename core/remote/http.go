@@ -33,7 +33,7 @@ func newHTTPClient(inFlight int) *http.Client {
 // also proves that the server honours ranges.
 func openHTTP(ctx context.Context, o *Object, rawURL string) (getter, int64, error) {
 	if _, err := url.Parse(rawURL); err != nil {
-		return nil, 0, fmt.Errorf("%s: %w", o.url, unwrapURLError(err))
+		return nil, 0, fmt.Errorf("%s: %w: %v", o.url, ErrBadURL, unwrapURLError(err))
 	}
 	g := &httpGetter{client: newHTTPClient(o.opts.MaxInFlight), url: rawURL}
 	var size int64

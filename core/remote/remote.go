@@ -116,6 +116,9 @@ func (e *Error) Unwrap() []error {
 	return errs
 }
 
+// ErrBadURL is wrapped by errors about a URL that cannot name an object.
+var ErrBadURL = errors.New("bad URL")
+
 // IsURL tells whether name is read by this package rather than from disk.
 func IsURL(name string) bool {
 	for _, p := range []string{"s3://", "http://", "https://"} {
@@ -198,7 +201,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Object, error) {
 	case hasScheme(rawURL, "http://"), hasScheme(rawURL, "https://"):
 		o.tr, o.size, err = openHTTP(ctx, o, rawURL)
 	default:
-		err = fmt.Errorf("%s: not an s3://, http:// or https:// URL", o.url)
+		err = fmt.Errorf("%s: %w: not an s3://, http:// or https:// URL", o.url, ErrBadURL)
 	}
 	if err != nil {
 		o.stop()

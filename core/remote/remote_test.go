@@ -221,11 +221,11 @@ func TestFlakyLosesNothing(t *testing.T) {
 	data := blob(3<<20, 4)
 	var p atomic.Pointer[[]byte]
 	p.Store(&data)
-	f := newFlaky(serveBytes(&p), 0.2, 500*time.Millisecond)
+	f := newFlaky(serveBytes(&p), 0.2, time.Second)
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 	opts := fast
-	opts.Timeout = 200 * time.Millisecond
+	opts.Timeout = 500 * time.Millisecond
 	opts.Attempts = 12
 	o, err := Open(context.Background(), srv.URL+"/data.beton", opts)
 	if err != nil {
@@ -398,12 +398,12 @@ func TestS3(t *testing.T) {
 		target, _ := url.Parse(endpoint)
 		rp := httputil.NewSingleHostReverseProxy(target)
 		rp.ErrorLog = log.New(io.Discard, "", 0) // cancelled stalls are the point
-		f := newFlaky(rp, 0.2, 700*time.Millisecond)
+		f := newFlaky(rp, 0.2, 1500*time.Millisecond)
 		proxy := httptest.NewServer(f)
 		defer proxy.Close()
 		t.Setenv("AWS_ENDPOINT_URL", proxy.URL)
 		opts := fast
-		opts.Timeout, opts.Attempts, opts.ChunkSize = 300*time.Millisecond, 12, 64<<10
+		opts.Timeout, opts.Attempts, opts.ChunkSize = time.Second, 12, 64<<10
 		o, err := Open(ctx, "s3://remote-test/dir/data.beton", opts)
 		if err != nil {
 			t.Fatal(err)

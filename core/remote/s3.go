@@ -18,17 +18,18 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/logging"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 // ParseS3 splits s3://bucket/key.
 func ParseS3(rawURL string) (bucket, key string, err error) {
 	if !hasScheme(rawURL, "s3://") {
-		return "", "", fmt.Errorf("%s: not an s3:// URL", Redact(rawURL))
+		return "", "", fmt.Errorf("%s: %w: not an s3:// URL", Redact(rawURL), ErrBadURL)
 	}
 	bucket, key, _ = strings.Cut(rawURL[len("s3://"):], "/")
 	if bucket == "" || key == "" {
-		return "", "", fmt.Errorf("%s: an S3 URL needs a bucket and a key: s3://bucket/key", Redact(rawURL))
+		return "", "", fmt.Errorf("%s: %w: an S3 URL needs a bucket and a key: s3://bucket/key", Redact(rawURL), ErrBadURL)
 	}
 	return bucket, key, nil
 }
@@ -49,6 +50,7 @@ func newS3Client(ctx context.Context, inFlight int) (*s3.Client, error) {
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
 	}
+	cfg.Logger = logging.Nop{} // errors come back to the caller; nothing goes to stderr
 	hc := awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
 		t.MaxIdleConnsPerHost = inFlight
 		t.DisableCompression = true

@@ -120,6 +120,11 @@ class Loader:
         self.rank, self.world_size = _dist_info(self.distributed)
 
         self.reader = Reader(self.fname, custom_handlers=self.custom_fields)
+        if not self.reader._info["mapped"]:
+            # s3:// and http(s):// files have no OS page cache to lean on: their
+            # pages always go through the process cache (os_cache=True, FFCV's
+            # default, is overridden rather than refused).
+            self.os_cache = False
         n = self.reader.num_samples
         self._all_samples = indices is None
         self._indices = None
@@ -328,7 +333,10 @@ class Loader:
 
     @property
     def stats(self):
-        """Counters: samples_skipped, peak_resident_pages, pages_read, slots, slots_grown."""
+        """Counters: samples_skipped, peak_resident_pages, pages_read, slots, slots_grown;
+        for s3:// and http(s):// files requests, bytes_fetched, retries and
+        peak_in_flight since the file was opened; and epochs, one entry per
+        finished epoch: {epoch, pages_read, requests, bytes_fetched, retries}."""
         return _lib.call_json("ffcv_loader_stats", self._build.handle)
 
     def filter(self, field_name, condition):
