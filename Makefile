@@ -60,7 +60,7 @@ vet:
 
 test-go: deps
 	go test -count=1 ./...
-	go test -count=1 -race ./core/beton ./core/cache ./core/loader ./core/pipeline ./core/order ./export
+	go test -count=1 -race ./core/beton ./core/cache ./core/loader ./core/pipeline ./core/order ./core/remote ./export
 
 # Every fuzz target for a short, bounded time (FUZZTIME each).
 FUZZTIME ?= 10s
