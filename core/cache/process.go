@@ -9,34 +9,46 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/beton"
 )
 
-// Process is the process cache: heap pages are read with pread into buffers
-// the loader owns, ahead of use (the scheduler acquires samples in epoch order
-// while workers are still decoding earlier ones), at most maxResident at a
-// time. A page is dropped as soon as its last use in the planned order is
-// done; pages still needed later are kept while there is room.
+// Process is the process cache: heap pages are read with pread (or range
+// requests, for remote files) into buffers the loader owns, ahead of use, at
+// most maxResident at a time. Reads start when the scheduler acquires a
+// sample (in epoch order, while workers are still decoding earlier ones) and,
+// for files without a map (remote ones), while there is free room, for the
+// next pages of the planned order: the scheduler's own lead is short (its
+// decode queue fills first), and remote reads need many in flight to hide
+// their latency. Local files keep the short lead: the kernel reads ahead for
+// pread. A page is dropped as soon
+// as its last use in the planned order is done; pages still needed later are
+// kept while there is room.
 type Process struct {
 	r           *beton.Reader
 	maxResident int
 
-	mu        sync.Mutex
-	cond      *sync.Cond
-	pages     map[int64]*page
-	remaining map[int64]int // uses left in the plan
-	free      [][]byte
-	stats     Stats
-	closed    bool
+	mu         sync.Mutex
+	cond       *sync.Cond
+	pages      map[int64]*page
+	remaining  map[int64]int // uses left in the plan
+	plan       []uint64      // the planned order
+	cursor     int           // plan position of the next sample the scheduler acquires
+	scan       int           // plan positions before this were considered for read-ahead
+	readsAhead bool          // beyond the scheduler (files without a map)
+	free       [][]byte
+	stats      Stats
+	closed     bool
 }
 
 type page struct {
 	buf    []byte
 	refs   int
+	ahead  bool // read ahead and not acquired yet
 	loaded chan struct{}
 	err    error
 }
 
 // NewProcess opens a process cache over r keeping at most maxResident pages.
 func NewProcess(r *beton.Reader, maxResident int) (*Process, error) {
-	p := &Process{r: r, maxResident: max(maxResident, 1), pages: map[int64]*page{}, remaining: map[int64]int{}}
+	p := &Process{r: r, maxResident: max(maxResident, 1), pages: map[int64]*page{}, remaining: map[int64]int{},
+		readsAhead: !r.Mapped()}
 	p.cond = sync.NewCond(&p.mu)
 	return p, nil
 }
@@ -51,6 +63,8 @@ func (p *Process) Plan(order []uint64) {
 	}
 	p.mu.Lock()
 	p.remaining = rem
+	p.plan, p.cursor, p.scan = order, 0, 0
+	p.readAhead()
 	p.mu.Unlock()
 }
 
@@ -76,7 +90,9 @@ func (p *Process) acquire(i uint64, wait bool) (bool, error) {
 		}
 		if pg, ok := p.pages[num]; ok {
 			pg.refs++
+			pg.ahead = false
 			p.remaining[num]--
+			p.advance(i)
 			return true, nil
 		}
 		if len(p.pages) < p.maxResident || p.evictIdle() {
@@ -87,27 +103,72 @@ func (p *Process) acquire(i uint64, wait bool) (bool, error) {
 		}
 		p.cond.Wait()
 	}
-	pg := &page{refs: 1, loaded: make(chan struct{})}
+	p.start(num, 1)
+	p.remaining[num]--
+	p.advance(i)
+	return true, nil
+}
+
+// start begins reading page num with refs holders; called with mu held.
+func (p *Process) start(num int64, refs int) {
+	pg := &page{refs: refs, ahead: refs == 0, loaded: make(chan struct{})}
 	if n := len(p.free); n > 0 {
 		pg.buf, p.free = p.free[n-1], p.free[:n-1]
 	} else {
 		pg.buf = make([]byte, p.r.PageSize())
 	}
 	p.pages[num] = pg
-	p.remaining[num]--
 	p.stats.PeakResidentPages = max(p.stats.PeakResidentPages, len(p.pages))
 	p.stats.PagesRead++
 	go p.load(num, pg)
-	return true, nil
 }
 
-// evictIdle drops one resident page nobody holds; called with mu held.
+// advance moves the cursor past sample i, the scheduler's latest, and reads
+// ahead from there; called with mu held.
+func (p *Process) advance(i uint64) {
+	if p.cursor < len(p.plan) && p.plan[p.cursor] == i {
+		p.cursor++
+	}
+	p.readAhead()
+}
+
+// readAhead starts reading the pages of the planned order after the cursor
+// that are not resident, while there is free room (it never evicts), and
+// marks resident ones it passes as needed soon; called with mu held.
+func (p *Process) readAhead() {
+	if !p.readsAhead {
+		return
+	}
+	p.scan = max(p.scan, p.cursor)
+	for ; p.scan < len(p.plan) && len(p.pages) < p.maxResident; p.scan++ {
+		num := PageOf(p.r, p.plan[p.scan])
+		if num < 0 {
+			continue
+		}
+		if pg := p.pages[num]; pg == nil {
+			p.start(num, 0)
+		} else if pg.refs == 0 {
+			pg.ahead = true // kept for this use: evict others first
+		}
+	}
+}
+
+// evictIdle drops one resident page nobody holds, preferring a page kept for
+// a later use over one read ahead for the next samples; called with mu held.
 func (p *Process) evictIdle() bool {
+	victim, vpg := int64(-1), (*page)(nil)
 	for num, pg := range p.pages {
 		if pg.refs == 0 {
-			p.drop(num, pg)
-			return true
+			if !pg.ahead {
+				p.drop(num, pg)
+				return true
+			}
+			victim, vpg = num, pg
 		}
+	}
+	if vpg != nil {
+		p.drop(victim, vpg)
+		return true
 	}
 	return false
 }
@@ -176,6 +237,7 @@ func (p *Process) Release(i uint64) {
 	pg.refs--
 	if pg.refs == 0 && p.remaining[num] <= 0 {
 		p.drop(num, pg)
+		p.readAhead()
 	}
 	p.cond.Broadcast()
 }

@@ -328,3 +328,57 @@ func TestProcessFieldOnAnotherPage(t *testing.T) {
 		t.Fatalf("field a of sample 0: %v", err)
 	}
 }
+
+// TestProcessReadsAheadWithoutMap: over a file read through ReadAt only (as
+// remote files are), the cache starts reading the planned order's pages
+// while it has room, before the scheduler asks; every page is still read
+// once and the bound holds. A mapped file keeps the scheduler's lead only.
+func TestProcessReadsAheadWithoutMap(t *testing.T) {
+	const n = 12 // 6 pages
+	mapped := writeBlobs(t, n)
+	f, err := os.Open(mapped.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := f.Stat()
+	unmapped, err := beton.OpenAt(mapped.Path, f, st.Size(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unmapped.Close()
+	reversed := seq(n)
+	slices.Reverse(reversed)
+	for _, c := range []struct {
+		name      string
+		r         *beton.Reader
+		max       int
+		order     []uint64
+		afterPlan int // pages resident after Plan, before any Acquire
+		pagesRead uint64
+	}{
+		{"unmapped sequential", unmapped, 3, seq(n), 3, 6},
+		{"unmapped reversed", unmapped, 4, reversed, 4, 6},
+		{"unmapped room for all", unmapped, 10, seq(n), 6, 6},
+		{"mapped", mapped, 3, seq(n), 0, 6},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newProcess(t, c.r, c.max, c.order)
+			if got := resident(p); got != c.afterPlan {
+				t.Fatalf("%d pages resident after Plan, want %d", got, c.afterPlan)
+			}
+			for _, i := range c.order {
+				if err := p.Acquire(i); err != nil {
+					t.Fatal(err)
+				}
+				if got := resident(p); got > c.max {
+					t.Fatalf("%d pages resident, bound %d", got, c.max)
+				}
+				checkRead(t, p, i)
+				p.Release(i)
+			}
+			if got := p.Stats().PagesRead; got != c.pagesRead {
+				t.Fatalf("%d pages read, want %d", got, c.pagesRead)
+			}
+		})
+	}
+}

@@ -174,9 +174,9 @@ class Proxy:
     timeout, or a body cut short. fail(handler) -> True makes that request
     a 503 too."""
 
-    def __init__(self, target, every=0, stall=0.0):
+    def __init__(self, target, every=0, stall=0.0, delay=0.0):
         self.target = target.split("://", 1)[1]
-        self.every, self.stall, self.fail = every, stall, None
+        self.every, self.stall, self.fail, self.delay = every, stall, None, delay
         self.n, self.lock = 0, threading.Lock()
         self.counts = {"ok": 0, "503": 0, "stall": 0, "cut": 0}
         proxy = self
@@ -214,6 +214,7 @@ class Proxy:
             return
         if kind == "stall":
             time.sleep(self.stall)
+        time.sleep(self.delay)
         conn = http.client.HTTPConnection(self.target, timeout=30)
         conn.putrequest(h.command, h.path, skip_host=True, skip_accept_encoding=True)
         for k, v in h.headers.items():  # Host too: S3 signatures cover it
@@ -294,6 +295,39 @@ def test_resident_pages_bound_refetches(s3, paged_file, remote_paged):
     assert e["pages_read"] > len(set(sample_pages(paged_file).tolist())), e
     assert e["requests"] == e["pages_read"], e
     assert st["peak_resident_pages"] <= 3 and 1 <= st["peak_in_flight"] <= 3, st
+
+
+def test_page_reads_overlap(s3, moto, paged_file, remote_paged, monkeypatch):
+    """Over a slow link (every response 0.2 s late) pages are fetched several
+    at a time, ahead of the workers, never more than the in-flight bound."""
+    proxy = Proxy(moto["endpoint"], delay=0.2)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
+    monkeypatch.setenv("FFCV_GO_REMOTE_IN_FLIGHT", "3")
+    try:
+        ld = paged_loader(remote_paged, OrderOption.SEQUENTIAL, batch_size=10)
+        assert same_batches(collect(ld), collect(paged_loader(paged_file, OrderOption.SEQUENTIAL, batch_size=10)))
+        assert 2 <= ld.stats["peak_in_flight"] <= 3, ld.stats
+    finally:
+        proxy.close()
+
+
+def test_shards_on_s3(s3, paged_file, tmp_path):
+    """Shards written to S3 and read back as one dataset (a list of URLs):
+    the batches of the same rows in one local file; stats add up the shards."""
+    for k, (a, b) in enumerate([(0, 50), (50, N)]):
+        DatasetWriter(f"s3://{BUCKET}/shards/part-{k}.beton", fields(), num_workers=2, progress=False
+                      ).from_indexed_dataset(FnDataset(b - a, lambda i, a=a: (paged_blob(a + i), a + i)))
+    urls = [f"s3://{BUCKET}/shards/part-{k}.beton" for k in range(2)]
+    for order in (OrderOption.SEQUENTIAL, OrderOption.QUASI_RANDOM):
+        ld = paged_loader(urls, order)
+        got = collect(ld)
+        assert sorted(int(i) for b in got for i in np.asarray(b[1]).reshape(-1)) == list(range(N))
+        for b in got:
+            check_paged_batch(*b)
+        if order == OrderOption.SEQUENTIAL:
+            assert same_batches(got, collect(paged_loader(paged_file, order)))
+        e = ld.stats["epochs"][-1]
+        assert e["requests"] == e["pages_read"] > 0 and e["bytes_fetched"] > 0, e
 
 
 def test_flaky_server_loses_nothing(s3, moto, paged_file, remote_paged, monkeypatch):
