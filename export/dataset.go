@@ -55,6 +55,18 @@ func expandPaths(specs []string) ([]string, error) {
 	}
 	var out []string
 	for _, s := range specs {
+		if remote.IsS3Pattern(s) { // s3://bucket/dir/ or s3://bucket/train-*.beton
+			opts, err := remoteOptions()
+			if err != nil {
+				return nil, err
+			}
+			m, err := remote.Glob(context.Background(), s, opts)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, m...)
+			continue
+		}
 		if remote.IsURL(s) { // one object; a presigned URL's '?' is no glob
 			out = append(out, s)
 			continue

@@ -421,6 +421,45 @@ func TestS3(t *testing.T) {
 		}
 	})
 
+	t.Run("glob", func(t *testing.T) {
+		for _, k := range []string{"shards/a-0.beton", "shards/a-1.beton", "shards/b-0.beton", "shards/notes.txt", "shards/sub/a-2.beton"} {
+			putObject(t, "remote-test", k, []byte("x"))
+		}
+		for _, c := range []struct{ pattern, want, err string }{
+			{"s3://remote-test/shards/", "a-0 a-1 b-0", ""},
+			{"s3://remote-test/shards/a-*.beton", "a-0 a-1", ""},
+			{"s3://remote-test/shards/?-0.beton", "a-0 b-0", ""},
+			{"s3://remote-test/shards/*/a-*.beton", "sub/a-2", ""},
+			{"s3://remote-test/shards/z*", "", "matches no object"},
+			{"s3://remote-test/shards/[", "", "bad URL"},
+			{"s3://no-such-bucket/x/", "", "HTTP 404 NoSuchBucket"},
+		} {
+			if !IsS3Pattern(c.pattern) {
+				t.Fatalf("IsS3Pattern(%q) = false", c.pattern)
+			}
+			got, err := Glob(ctx, c.pattern, fast)
+			if c.err != "" {
+				checkErr(t, err, c.err, nil)
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, u := range got {
+				names = append(names, strings.TrimSuffix(strings.TrimPrefix(u, "s3://remote-test/shards/"), ".beton"))
+			}
+			if strings.Join(names, " ") != c.want {
+				t.Fatalf("Glob(%q) = %v, want %s", c.pattern, got, c.want)
+			}
+		}
+		for _, u := range []string{"s3://b/k.beton", "s3://bucket", "https://h/a*.beton", "/local/*.beton"} {
+			if IsS3Pattern(u) {
+				t.Fatalf("IsS3Pattern(%q) = true", u)
+			}
+		}
+	})
+
 	t.Run("upload", func(t *testing.T) {
 		dir := t.TempDir()
 		for _, c := range []struct {

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"sort"
 	"strings"
 	"sync"
@@ -351,4 +353,77 @@ func (u *Upload) abortLocked() error {
 		}
 		return 204, "", false, nil
 	}, u.fail("abort upload", 0, 0))
+}
+
+// IsS3Pattern tells whether rawURL names several S3 objects for Glob: a
+// "directory" (ending in /) or a key with glob characters (* ? [).
+func IsS3Pattern(rawURL string) bool {
+	if !hasScheme(rawURL, "s3://") {
+		return false
+	}
+	bucket, key, slash := strings.Cut(rawURL[len("s3://"):], "/")
+	return bucket != "" && slash && (key == "" || strings.HasSuffix(key, "/") || strings.ContainsAny(key, "*?["))
+}
+
+// Glob lists the objects an S3 pattern names, sorted: for
+// s3://bucket/dir/ the *.beton objects directly under dir/, for a key with
+// glob characters the keys path.Match accepts (* stops at /). No match is an
+// fs.ErrNotExist error.
+func Glob(ctx context.Context, pattern string, opts Options) ([]string, error) {
+	opts = opts.withDefaults()
+	red := Redact(pattern)
+	bucket, key, _ := strings.Cut(pattern[len("s3://"):], "/")
+	if bucket == "" {
+		return nil, fmt.Errorf("%s: %w: no bucket", red, ErrBadURL)
+	}
+	match := key + "*.beton" // a directory
+	if !strings.HasSuffix(key, "/") && key != "" {
+		match = key
+	}
+	if _, err := path.Match(match, ""); err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", red, ErrBadURL, err)
+	}
+	prefix := match[:strings.IndexAny(match, "*?[")]
+	client, err := newS3Client(ctx, opts.MaxInFlight)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", red, err)
+	}
+	var (
+		out   []string
+		token *string
+		count counters
+		sem   = make(chan struct{}, 1)
+	)
+	for {
+		var page *s3.ListObjectsV2Output
+		err := retry(ctx, opts, &count, sem, func(ctx context.Context) (int, string, bool, error) {
+			var err error
+			page, err = client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix, ContinuationToken: token})
+			if err != nil {
+				return s3Failure(err)
+			}
+			return 200, "", false, nil
+		}, func(status int, code string, attempts int, err error) error {
+			return &Error{URL: red, Op: "list", Status: status, Code: code, Attempts: attempts, Err: err}
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range page.Contents {
+			if k := aws.ToString(o.Key); !strings.HasSuffix(k, "/") {
+				if ok, _ := path.Match(match, k); ok {
+					out = append(out, "s3://"+bucket+"/"+k)
+				}
+			}
+		}
+		if !aws.ToBool(page.IsTruncated) || page.NextContinuationToken == nil {
+			break
+		}
+		token = page.NextContinuationToken
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: %w: the pattern matches no object", red, fs.ErrNotExist)
+	}
+	sort.Strings(out)
+	return out, nil
 }

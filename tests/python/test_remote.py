@@ -318,8 +318,13 @@ def test_shards_on_s3(s3, paged_file, tmp_path):
         DatasetWriter(f"s3://{BUCKET}/shards/part-{k}.beton", fields(), num_workers=2, progress=False
                       ).from_indexed_dataset(FnDataset(b - a, lambda i, a=a: (paged_blob(a + i), a + i)))
     urls = [f"s3://{BUCKET}/shards/part-{k}.beton" for k in range(2)]
-    for order in (OrderOption.SEQUENTIAL, OrderOption.QUASI_RANDOM):
-        ld = paged_loader(urls, order)
+    # A "directory" and a glob are listed (ListObjectsV2), sorted.
+    assert Reader(f"s3://{BUCKET}/shards/").file_names == urls
+    assert Reader(f"s3://{BUCKET}/shards/part-*.beton").file_names == urls
+    with pytest.raises(FileNotFoundError, match="matches no object"):
+        Reader(f"s3://{BUCKET}/shards/train-*.beton")
+    for order, src in ((OrderOption.SEQUENTIAL, urls), (OrderOption.QUASI_RANDOM, f"s3://{BUCKET}/shards/")):
+        ld = paged_loader(src, order)
         got = collect(ld)
         assert sorted(int(i) for b in got for i in np.asarray(b[1]).reshape(-1)) == list(range(N))
         for b in got:
