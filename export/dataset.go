@@ -46,9 +46,9 @@ func openPath(p string, custom map[string]field.Column) (*beton.Reader, error) {
 	return r, nil
 }
 
-// expandPaths turns what names a dataset into its files, in order: a
+// expandPaths turns what names a dataset into its files, in order: a local
 // directory gives its *.beton files and a glob the files it matches, both
-// sorted; anything else is a file.
+// sorted; anything else (a file, a URL) is itself.
 func expandPaths(specs []string) ([]string, error) {
 	if len(specs) == 0 {
 		return nil, fmt.Errorf("%w: no paths given", errArgument)
@@ -67,11 +67,9 @@ func expandPaths(specs []string) ([]string, error) {
 			out = append(out, m...)
 			continue
 		}
-		if remote.IsURL(s) { // one object; a presigned URL's '?' is no glob
-			out = append(out, s)
-			continue
-		}
-		if st, err := os.Stat(s); err == nil && st.IsDir() {
+		if strings.Contains(s, "://") {
+			out = append(out, s) // a URL: openPath's business, '?' and all
+		} else if st, err := os.Stat(s); err == nil && st.IsDir() {
 			m, err := filepath.Glob(filepath.Join(s, "*.beton"))
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", s, err)

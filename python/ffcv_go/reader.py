@@ -28,7 +28,7 @@ class Reader:
 
     def __init__(self, fname, custom_handlers={}):
         specs = [os.fspath(p) for p in fname] if isinstance(fname, (list, tuple)) else [os.fspath(fname)]
-        self.file_name = specs[0] if len(specs) == 1 else ", ".join(specs)
+        self.file_name = ", ".join(specs) if len(specs) <= 2 else f"{specs[0]} … {specs[-1]} ({len(specs)} paths)"
         self.custom_handlers = dict(custom_handlers)
         # Directories and globs are expanded once, by the Go core; every error
         # of the open names the file already.

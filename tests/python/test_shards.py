@@ -145,3 +145,20 @@ def test_bad_shards(dataset, tmp_path):
     blobs = write(tmp_path / "blobs.beton", {"image": BytesField(), "label": IntField()}, [(b"x", 1)])
     with pytest.raises(ValueError, match=r'blobs\.beton: field 0 is "image" \(BytesField\)'):
         Reader([whole, str(blobs)])
+
+
+class TopLeft(RandomResizedCropRGBImageDecoder):
+    """An FFCV-style subclass with its own crop: decoded in Python through memory_read."""
+
+    @property
+    def get_crop_generator(self):
+        def crop(height, width, scale, ratio):
+            return 0, 0, height // 2, width // 2
+        return crop
+
+
+def test_python_decoder_reads_shards(dataset):
+    whole, parts_dir, _ = dataset
+    kw = dict(batch_size=8, drop_last=False, pipelines={"image": [TopLeft((12, 12))], "label": None})
+    want, got = collect(Loader(whole, **kw)), collect(Loader(parts_dir, **kw))
+    assert len(want) == 8 and same_batches(want, got)
