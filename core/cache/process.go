@@ -253,9 +253,9 @@ func (p *Process) Stats() Stats {
 func (p *Process) Close() {
 	p.mu.Lock()
 	p.closed = true
-	for num, pg := range p.pages {
-		p.drop(num, pg)
-	}
+	// Not drop: a read still in flight (a stalled server) must not hold up
+	// the end of an epoch, and nothing is recycled after Close.
+	clear(p.pages)
 	p.free = nil
 	p.cond.Broadcast()
 	p.mu.Unlock()

@@ -382,3 +382,55 @@ func TestProcessReadsAheadWithoutMap(t *testing.T) {
 		})
 	}
 }
+
+// stallingFile blocks ReadAt of heap pages, [from, to), until release is
+// closed, as a stalled server would.
+type stallingFile struct {
+	f        *os.File
+	from, to int64
+	release  chan struct{}
+}
+
+func (s stallingFile) ReadAt(p []byte, off int64) (int, error) {
+	if off >= s.from && off < s.to {
+		<-s.release
+	}
+	return s.f.ReadAt(p, off)
+}
+
+// TestProcessCloseDoesNotWaitForReads: ending an epoch early returns while
+// page reads are still stalled.
+func TestProcessCloseDoesNotWaitForReads(t *testing.T) {
+	mapped := writeBlobs(t, 6)
+	f, err := os.Open(mapped.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	release := make(chan struct{})
+	defer close(release)
+	start, _, err := mapped.PageRange(uint64(PageOf(mapped, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := beton.OpenAt(mapped.Path, stallingFile{f, int64(start), int64(mapped.Header.AllocTablePtr), release}, st.Size(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewProcess(r, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Plan(seq(6))
+	if err := p.Acquire(0); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { p.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close waited for stalled reads")
+	}
+}
