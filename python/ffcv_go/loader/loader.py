@@ -131,8 +131,10 @@ class Loader:
         if not (isinstance(order_cls, type) and issubclass(order_cls, TraversalOrder)):
             raise ValueError(f"order {order!r} must be an OrderOption or a TraversalOrder subclass")
         if seed is None:
-            if self.distributed and order_cls is Random:
-                warnings.warn("distributed RANDOM order without a seed: using seed 0 so ranks agree")
+            if self.distributed and order_cls in (Random, QuasiRandom):
+                # Every rank must draw the same global order (a random seed per
+                # process would overlap the ranks' shares).
+                warnings.warn(f"distributed {order_cls.__name__} order without a seed: using seed 0 so ranks agree")
                 seed = 0
             else:
                 seed = int(np.random.randint(0, 2**31 - 1))
