@@ -378,6 +378,12 @@ class Loader:
         if self._resume_batch >= len(self):
             self.next_epoch, self._resume_batch = self.next_epoch + 1, 0
 
+    def _next_epoch_length(self):
+        """Batches the next iter() yields (a resumed epoch's rest)."""
+        if self._elastic is not None and self._elastic["epoch"] == self.next_epoch:
+            return self._elastic["length"]
+        return len(self) - self._resume_batch
+
     # ---- elastic resume (core/order/elastic.go does the work) -------------------
 
     def _num_indices(self):
