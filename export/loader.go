@@ -151,8 +151,9 @@ func ffcv_loader_info(h C.int64_t, out **C.char, err **C.char) (ret C.int64_t) {
 	info := struct {
 		Length  int          `json:"length"`
 		Samples int          `json:"samples"`
+		Layout  order.Layout `json:"layout"`
 		Outputs []outputInfo `json:"outputs"`
-	}{Length: l.Len(l.NumSamples()), Samples: l.NumSamples()}
+	}{Length: l.Len(l.NumSamples()), Samples: l.NumSamples(), Layout: l.Layout()}
 	for k, s := range l.Outputs() {
 		info.Outputs = append(info.Outputs, outputInfo{s.Shape, s.DType, l.SlotBytes()[k]})
 	}
@@ -222,11 +223,12 @@ func ffcv_loader_elastic(h C.int64_t, specJSON *C.char, global *C.uint64_t, nGlo
 			return fail(err, fmt.Errorf("%w: %v", errArgument, e))
 		}
 	}
-	var ord []uint64
+	var ord, rest []uint64
 	if len(spec.Stages) > 0 {
-		if ord, e = l.Resume(g, spec.Stages); e != nil {
+		if rest, e = order.Remaining(g, spec.Stages); e != nil {
 			return fail(err, fmt.Errorf("%w: %v", errArgument, e))
 		}
+		ord = l.Resume(rest)
 		dst, e := cArray((*uint64)(unsafe.Pointer(out)), uint64(capacity), "out")
 		if e != nil || len(dst) < len(ord) {
 			return fail(err, fmt.Errorf("%w: out: room for %d ids, %d needed", errArgument, capacity, len(ord)))
@@ -235,7 +237,7 @@ func ffcv_loader_elastic(h C.int64_t, specJSON *C.char, global *C.uint64_t, nGlo
 	}
 	b, _ := json.Marshal(map[string]any{
 		"fingerprint": fmt.Sprintf("%016x", order.Fingerprint(g)), "samples": len(g), "window": window,
-		"layout": l.Layout(),
+		"remaining": len(rest),
 	})
 	if e := putString(info, string(b)); e != nil {
 		return fail(err, e)

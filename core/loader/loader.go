@@ -208,15 +208,11 @@ func (l *Loader) Layout() order.Layout {
 	return order.Strided
 }
 
-// Resume is this rank's list for the rest of an epoch whose global order
-// is global and of which earlier runs took stages (see order.Remaining),
-// cut with the loader's world size, batch size and drop_last.
-func (l *Loader) Resume(global []uint64, stages []order.Stage) ([]uint64, error) {
-	rest, err := order.Remaining(global, stages)
-	if err != nil {
-		return nil, err
-	}
-	return order.Resume(rest, l.cfg.Rank, l.cfg.World, l.cfg.BatchSize, l.cfg.DropLast), nil
+// Resume is this rank's list of rest, what earlier runs left of an epoch
+// (see order.Remaining), cut with the loader's world size, batch size and
+// drop_last.
+func (l *Loader) Resume(rest []uint64) []uint64 {
+	return order.Resume(rest, l.cfg.Rank, l.cfg.World, l.cfg.BatchSize, l.cfg.DropLast)
 }
 
 // Distribute takes this rank's share of a global order: strided as
