@@ -3,7 +3,7 @@ package order
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/fnv"
+	"hash/crc64"
 )
 
 // Layout is how a run cuts an epoch's order into the lists of its ranks.
@@ -148,14 +148,20 @@ func batches(n, batchSize int, dropLast bool) int {
 	return (n + batchSize - 1) / batchSize
 }
 
-// Fingerprint identifies an order (64-bit FNV-1a of its ids): a resumed
-// run checks that it rebuilt the epoch order the saving run had.
+// Fingerprint identifies an order (CRC-64/ECMA of its ids, little-endian):
+// a resumed run checks that it rebuilt the epoch order the saving run had.
 func Fingerprint(global []uint64) uint64 {
-	h := fnv.New64a()
-	var b [8]byte
-	for _, id := range global {
-		binary.LittleEndian.PutUint64(b[:], id)
-		h.Write(b[:])
+	h := crc64.New(crcTable)
+	buf := make([]byte, 8*min(len(global), 1<<16))
+	for len(global) > 0 {
+		k := min(len(global), len(buf)/8)
+		for i, id := range global[:k] {
+			binary.LittleEndian.PutUint64(buf[8*i:], id)
+		}
+		h.Write(buf[:8*k])
+		global = global[k:]
 	}
 	return h.Sum64()
 }
+
+var crcTable = crc64.MakeTable(crc64.ECMA)
