@@ -287,6 +287,50 @@ def test_lightning_two_epochs(betons):
     assert np.mean(model.losses[-3:]) < np.mean(model.losses[:3])  # it learns
 
 
+def test_lightning_ddp_checkpoint_resumes_on_fewer_devices(betons, tmp_path):
+    """Lightning DDP on 2 CPU processes (gloo) checkpoints mid-epoch; a run on
+    1 device resumes it: the rest of the epoch, each sample once, nothing
+    trained before the checkpoint again."""
+    pl = _lightning()
+    import multiprocessing
+    from lightning.pytorch.callbacks import ModelCheckpoint
+    from lightning.pytorch.strategies import DDPStrategy
+    from ffcv_go.integrations.lightning import FFCVDataModule
+    import _lightning_ddp
+    train, _ = betons
+
+    def run(devices, **kw):
+        dm = FFCVDataModule(train, batch_size=BATCH // 2, train_pipelines=pipelines(), seed=SEED,
+                            loader_kwargs={"num_workers": 1})
+        model = _lightning_ddp.IdRecorder(str(tmp_path), NUM_CLASSES)
+        ckpt_path = kw.pop("ckpt_path", None)
+        args = dict(_trainer_kwargs(), devices=devices, enable_checkpointing=bool(kw.get("callbacks")))
+        if devices > 1:
+            # forkserver: workers fork from a server that imported torch and
+            # Lightning once, and load the Go library themselves.
+            multiprocessing.set_forkserver_preload(["torch", "lightning.pytorch", "numpy"])
+            args["strategy"] = DDPStrategy(start_method="forkserver", process_group_backend="gloo")
+        pl.Trainer(max_epochs=1, **args, **kw).fit(model, datamodule=dm, ckpt_path=ckpt_path)
+        return [np.load(tmp_path / f"ids_world{devices}_rank{r}.npy") for r in range(devices)]
+
+    saved = run(2, callbacks=[ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=2, save_top_k=-1)])
+    ckpt = tmp_path / "epoch=0-step=2.ckpt"
+    state = torch.load(ckpt, weights_only=False)["loops"]["fit_loop"]["state_dict"]["combined_loader"][0]
+    assert (state["epoch"], state["batch"], state["world"]) == (0, 2, 2), state
+    taken = np.concatenate([rows[rows[:, 0] < 2, 1] for rows in saved])
+    assert len(taken) == 2 * 2 * (BATCH // 2) and len(set(taken.tolist())) == len(taken)
+    # DDP's two ranks: torch's permutation (seed SEED + epoch 0), strided.
+    g = torch.Generator()
+    g.manual_seed(SEED)
+    perm = torch.randperm(N_TRAIN, generator=g).numpy()
+    assert set(taken.tolist()) == set(perm[:len(taken)].tolist())
+    (rest,) = run(1, ckpt_path=str(ckpt))
+    rest = rest[:, 1]
+    left = N_TRAIN - len(taken)
+    assert len(rest) == left // (BATCH // 2) * (BATCH // 2)  # drop_last: whole batches
+    assert len(set(rest.tolist())) == len(rest) and not set(rest.tolist()) & set(taken.tolist())
+
+
 def test_lightning_datamodule_shards_by_trainer_rank(betons):
     _lightning()
     from ffcv_go.integrations.lightning import FFCVDataModule
