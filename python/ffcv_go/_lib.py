@@ -217,6 +217,8 @@ def call(fn, *args, context=None):
     ret = getattr(lib, fn)(*args, ctypes.byref(err))
     if ret < 0:
         msg = _take_string(err.value) or f"{fn} failed"
+        if isinstance(context, (list, tuple)):  # a sharded dataset's files
+            context = ", ".join(map(str, context))
         if context and context not in msg:  # most messages name the file already
             msg = f"{context}: {msg}"
         raise _CODES.get(ret, RuntimeError)(msg)

@@ -246,3 +246,34 @@ def test_gloo_save_at_4_resume_at_2_8_and_1(paged_file, tmp_path, monkeypatch):
                          indices=subset(), drop_last=drop, pipelines={"blob": None})
             one.load_state_dict(state)
             check_rest(taken, [ids(list(one))], 1, bs, drop)
+
+
+
+@pytest.mark.parametrize("order", ORDERS, ids=lambda o: o.name)
+def test_resume_across_shards(tmp_path, monkeypatch, order):
+    """A sharded dataset is one dataset for elastic resume too: saved at
+    world 4, resumed at 3, each of the 153 samples of 3 shards once."""
+    from conftest import FnDataset, write
+    from ffcv_go.fields import IntField
+    sizes = [50, 51, 52]
+    paths = [str(write(tmp_path / f"s{k}.beton", {"index": IntField()},
+                       FnDataset(n, lambda i, base=sum(sizes[:k]): (base + i,)))) for k, n in enumerate(sizes)]
+
+    def make(rank, world):
+        monkeypatch.setenv("RANK", str(rank))
+        monkeypatch.setenv("WORLD_SIZE", str(world))
+        return Loader(paths, batch_size=4, num_workers=1, order=order, distributed=True, seed=SEED, drop_last=False)
+
+    taken, states, its = [], [], []
+    for r in range(4):
+        loader = make(r, 4)
+        its.append(iter(loader))
+        taken.append(ids([next(its[-1]) for _ in range(3)]))
+        states.append(json.loads(json.dumps(loader.state_dict())))
+    assert all(s == states[0] for s in states)
+    rests = []
+    for r in range(3):
+        loader = make(r, 3)
+        loader.load_state_dict(states[0])
+        rests.append(ids(list(loader)))
+    check_rest(np.concatenate(taken), rests, 3, 4, False, all_ids=set(range(sum(sizes))))
