@@ -93,6 +93,7 @@ def write_shards(dataset, fields, out_dir, rows_per_shard, *, prefix="shard", pa
     ctx = dataset.context.execution_options
     order = ctx.preserve_order
     ctx.preserve_order = True  # rows in the dataset's order, not completion order
+    bundles = None
     try:
         blocks, have, row = [], 0, 0  # blocks not yet in a task: [ref, first row used, rows]
         shard = 0
@@ -120,7 +121,8 @@ def write_shards(dataset, fields, out_dir, rows_per_shard, *, prefix="shard", pa
                 _wait(ray, pending, written, 1)
 
         columns_checked = False
-        for bundle in dataset.iter_internal_ref_bundles():
+        bundles = dataset.iter_internal_ref_bundles()
+        for bundle in bundles:
             for entry in bundle.blocks:
                 n = entry.metadata.num_rows
                 if n is None:
@@ -136,16 +138,19 @@ def write_shards(dataset, fields, out_dir, rows_per_shard, *, prefix="shard", pa
         if have:
             launch(have)
         while pending:
-            _wait(ray, pending, written, len(pending))
+            _wait(ray, pending, written, 1)  # one at a time: the first failure stops the rest
     except BaseException:
         for ref in pending:
             ray.cancel(ref)
-        ray.wait(list(pending), num_returns=len(pending), timeout=60)
+        if pending:  # let cancelled tasks stop (and remove their temporary files)
+            ray.wait(list(pending), num_returns=len(pending), timeout=60)
         for p in written:
             if os.path.exists(p):
                 os.remove(p)
         raise
     finally:
+        if bundles is not None and hasattr(bundles, "close"):
+            bundles.close()  # stops the dataset's execution if we stopped early
         ctx.preserve_order = order
         _remove_leftovers(out_dir, prefix)
     return written

@@ -180,14 +180,15 @@ def photo_jpegs(photo_folder):
     return [p.read_bytes() for p in sorted(Path(photo_folder).rglob("*.jpg"))]
 
 
-@pytest.mark.parametrize("mode, max_resolution", [("jpg", 160), ("raw", None)])
-def test_image_folder_through_ray(tmp_path, photo_folder, mode, max_resolution):
+@pytest.mark.parametrize("image", [{"write_mode": "jpg", "max_resolution": 160},
+                                   {"write_mode": "jpg", "keep_source_jpeg": True},
+                                   {"write_mode": "raw"}])
+def test_image_folder_through_ray(tmp_path, photo_folder, image):
     """JPEG bytes read by Ray tasks and encoded in the shard tasks give the
     files the Go-native ImageFolder path writes from the same photos."""
     torchvision = pytest.importorskip("torchvision")
     folder = torchvision.datasets.ImageFolder(str(photo_folder))
-    flds = lambda: {"image": RGBImageField(write_mode=mode, max_resolution=max_resolution),  # noqa: E731
-                    "label": IntField()}
+    flds = lambda: {"image": RGBImageField(**image), "label": IntField()}  # noqa: E731
     ds = read_image_folder(photo_folder, override_num_blocks=5)
     paths = write_shards(ds, flds(), tmp_path / "out", rows_per_shard=10, page_size=2 * MiB, num_workers=2)
     assert len(paths) == 3
