@@ -4,6 +4,9 @@ Same photos, same fields (RGBImageField jpg q90 at --max-resolution, IntField):
 
 - single process: DatasetWriter.from_image_folder (Go threads read, decode,
   resize and encode; --num-cpus threads) writes one file;
+- single process, same shards: DatasetWriter.from_indexed_dataset of
+  torchvision's ImageFolder, one shard after the other (the Go-native path);
+  Ray's shards must be byte-identical to these (checked);
 - Ray: ffcv_go.ray.read_image_folder (Ray tasks read the JPEG bytes) then
   write_shards (one task per shard of --rows-per-shard rows, each writer with
   one Go thread) on a local cluster, ray.init(num_cpus=--num-cpus). Run
@@ -18,6 +21,8 @@ time. Markdown to stdout and bench/results/ray_shards.md.
     PYTHONPATH=python .venv/bin/python bench/ray_shards.py --num-images 5000 --rows-per-shard 500
 """
 import argparse
+import glob
+import hashlib
 import os
 import shutil
 import sys
@@ -33,6 +38,11 @@ def fields(max_res):
     from ffcv_go.fields import IntField, RGBImageField
     return {"image": RGBImageField(write_mode="jpg", max_resolution=max_res or None, jpeg_quality=90),
             "label": IntField()}
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def measure(name, fn, mon, n):
@@ -74,7 +84,7 @@ def main(argv=None):
 
     import ray
     from ffcv_go import DatasetWriter
-    from ffcv_go.ray import read_image_folder, write_shards
+    from ffcv_go.ray import read_image_folder, shard_name, write_shards
 
     machine = harness.machine_info()
     mon = TreeMonitor()
@@ -92,6 +102,24 @@ def main(argv=None):
         rows.append(measure("single process: DatasetWriter.from_image_folder", one_process, mon, n))
         os.remove(single)
 
+        import torchvision
+        folder = torchvision.datasets.ImageFolder(root)
+        local = os.path.join(work, "local")
+        os.makedirs(local)
+
+        def one_process_shards():
+            paths = []
+            for k, first in enumerate(range(0, n, a.rows_per_shard)):
+                paths.append(os.path.join(local, shard_name(k)))
+                DatasetWriter(paths[-1], fields(a.max_resolution), num_workers=a.num_cpus,
+                              progress=False).from_indexed_dataset(
+                    folder, indices=range(first, min(n, first + a.rows_per_shard)))
+            return paths
+
+        rows.append(measure("single process, same shards: from_indexed_dataset(ImageFolder)",
+                            one_process_shards, mon, n))
+        expect = [digest(p) for p in sorted(glob.glob(os.path.join(local, "*.beton")))]
+
         t0 = time.perf_counter()
         ray.init(num_cpus=a.num_cpus, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
         ray.data.DataContext.get_current().enable_progress_bars = False
@@ -107,6 +135,9 @@ def main(argv=None):
 
                 label = "first run (starts workers)" if k == 0 else f"run {k + 1}"
                 rows.append(measure(f"Ray write_shards, {label}", through_ray, mon, n))
+                got = [digest(p) for p in sorted(glob.glob(os.path.join(out, "*.beton")))]
+                if got != expect:
+                    raise RuntimeError("Ray's shards differ from the single-process shards")
                 shutil.rmtree(out)
         finally:
             ray.shutdown()

@@ -23,6 +23,7 @@ import re
 from .writer import MiB, DatasetWriter
 
 SHARD_DIGITS = 5
+FILES_PER_BLOCK = 100  # read_image_folder's default block size
 
 
 def shard_name(k, prefix="shard"):
@@ -162,13 +163,16 @@ def read_image_folder(root, *, override_num_blocks=None):
     DatasetWriter.from_image_folder list them): rows {"image": the file's
     bytes, "label": int}. Files are read by Ray tasks, and nothing is
     decoded: write_shards' tasks decode and encode. root must be visible to
-    every node."""
+    every node. override_num_blocks: Ray blocks (default: one per
+    FILES_PER_BLOCK files; one per file costs a Ray task each)."""
     import ray
     from . import _lib
 
     root = os.path.abspath(os.fspath(root))
     listing = _lib.call_json("ffcv_scan_image_folder", root.encode(), context=root)
     items = [{"path": p, "label": label} for p, label in zip(listing["files"], listing["labels"])]
+    if override_num_blocks is None:
+        override_num_blocks = -(-len(items) // FILES_PER_BLOCK)
     return ray.data.from_items(items, override_num_blocks=override_num_blocks).map_batches(
         _read_files, batch_format="numpy")
 
