@@ -69,7 +69,11 @@ def write_shards(dataset, fields, out_dir, rows_per_shard, *, prefix="shard", pa
     for name, value in (("num_cpus", num_cpus), ("max_in_flight", max_in_flight)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real) or value <= 0):
             raise ValueError(f"{name} must be positive, got {value!r}")
-    out_dir = os.path.abspath(os.fspath(out_dir))
+    out_dir = os.fspath(out_dir)
+    if "://" in str(out_dir):
+        raise ValueError(f"out_dir {out_dir!r}: write_shards writes to a directory every node sees "
+                         "(a shared file system), not a URL")
+    out_dir = os.path.abspath(out_dir)
     # Validates fields, page_size and num_workers here rather than in every task.
     DatasetWriter(os.path.join(out_dir, shard_name(0, prefix)), fields, page_size=page_size,
                   num_workers=num_workers, progress=False)
@@ -238,39 +242,45 @@ class _ShardError(Exception):
 
 
 class _Rows:
-    """A shard's rows, indexed by their dataset row numbers, so the writer's
+    """A shard's rows, read from its blocks as the writer asks for them (in
+    order: it fetches with pool=None), so a task holds one row at a time
+    besides its blocks; indexed by dataset row number, so the writer's
     errors name the row."""
 
-    def __init__(self, rows, first):
-        self.rows, self.first = rows, first
+    def __init__(self, blocks, slices, names, first):
+        self.first, self.next = first, first
+        self.n = sum(end - start for start, end in slices)
+        self._rows = self._iter(blocks, slices, names)
 
-    def __len__(self):
-        return len(self.rows)
-
-    def __getitem__(self, i):
-        return self.rows[i - self.first]
-
-
-def _write_shard(path, fields, writer_args, shard, first_row, slices, *blocks):
-    """A Ray task: writes rows slices[j] of blocks[j] (in order) to path."""
-    from ray.data.block import BlockAccessor
-
-    names = list(fields)
-    n = sum(end - start for start, end in slices)
-    rows = []
-    try:
+    def _iter(self, blocks, slices, names):
+        from ray.data.block import BlockAccessor
         for block, (start, end) in zip(blocks, slices):
             part = BlockAccessor.for_block(BlockAccessor.for_block(block).slice(start, end, copy=False))
             for r in part.iter_rows(public_row_format=True):
                 try:
-                    rows.append(tuple(r[n] for n in names))
+                    yield tuple(r[n] for n in names)
                 except KeyError as e:
-                    raise ValueError(f"row {first_row + len(rows)} has no column {e.args[0]!r} "
+                    raise ValueError(f"dataset row {self.next - 1} has no column {e.args[0]!r} "
                                      f"(columns: {list(r.keys())})") from None
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if i != self.next:
+            raise IndexError(f"rows are read in order: asked for {i}, next is {self.next}")
+        self.next += 1
+        return next(self._rows)
+
+
+def _write_shard(path, fields, writer_args, shard, first_row, slices, *blocks):
+    """A Ray task: writes rows slices[j] of blocks[j] (in order) to path."""
+    rows = _Rows(blocks, slices, list(fields), first_row)
+    try:
         DatasetWriter(path, fields, progress=False, **writer_args).from_indexed_dataset(
-            _Rows(rows, first_row), indices=range(first_row, first_row + n), pool=None)
+            rows, indices=range(first_row, first_row + len(rows)), pool=None)
     except Exception as e:
-        raise _ShardError(_annotate(e, shard, path, first_row, n)) from None
+        raise _ShardError(_annotate(e, shard, path, first_row, len(rows))) from None
 
 
 def _annotate(e, shard, path, first_row, n):

@@ -134,6 +134,7 @@ def test_rows_per_shard_edges(tmp_path):
     ({"fields": {"label": "int"}}, TypeError, "not a Field"),
     ({"fields": {"label": IntField(), "nope": IntField()}}, ValueError, r"\['nope'\] are not columns"),
     ({"dataset": [{"label": 1}]}, TypeError, "ray.data.Dataset"),
+    ({"out_dir": "s3://bucket/shards"}, ValueError, "shared file system"),
 ])
 def test_bad_arguments(tmp_path, kwargs, error, match):
     args = {"dataset": ray.data.from_items([{"label": i} for i in range(5)]), "fields": {"label": IntField()},
