@@ -88,7 +88,7 @@ func ffcv_loader_create(specJSON *C.char, indices *C.uint64_t, nIndices C.uint64
 		for k, v := range spec.Custom {
 			custom[k] = field.Column{Size: v[0], Align: v[1]}
 		}
-		if r, e = beton.Open(spec.Path, custom); e != nil {
+		if r, e = openPath(spec.Path, custom); e != nil {
 			return fail(err, e)
 		}
 	}

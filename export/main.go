@@ -67,7 +67,8 @@ func fail(err **C.char, e error) C.int64_t {
 		return codeNotFound
 	case errors.Is(e, beton.ErrFormat):
 		return codeFormat
-	case errors.Is(e, errArgument), errors.Is(e, errNil), errors.Is(e, field.ErrNoHandler):
+	case errors.Is(e, errArgument), errors.Is(e, errNil), errors.Is(e, field.ErrNoHandler),
+		errors.Is(e, beton.ErrShards), errors.Is(e, beton.ErrNotMapped):
 		return codeArgument
 	case errors.As(e, &pe):
 		return codeIO

@@ -77,7 +77,7 @@ func ffcv_reader_open(path, customJSON *C.char, err **C.char) (ret C.int64_t) {
 	if e != nil {
 		return fail(err, e)
 	}
-	r, e := beton.Open(p, custom)
+	r, e := openPath(p, custom)
 	if e != nil {
 		return fail(err, e)
 	}
@@ -103,6 +103,13 @@ type readerInfo struct {
 	MetadataOffset uint64      `json:"metadata_offset"`
 	RowSize        int         `json:"row_size"`
 	Fields         []fieldInfo `json:"fields"`
+	Mapped         bool        `json:"mapped"` // heap bytes can be read through the map
+	Shards         []shardInfo `json:"shards"` // the files, in order (one for a single file)
+}
+
+type shardInfo struct {
+	Path       string `json:"path"`
+	NumSamples uint64 `json:"num_samples"`
 }
 
 //export ffcv_reader_info
@@ -116,6 +123,13 @@ func ffcv_reader_info(h C.int64_t, out **C.char, err **C.char) (ret C.int64_t) {
 	info := readerInfo{
 		NumSamples: r.NumSamples(), PageSize: r.PageSize(), AllocTablePtr: r.Header.AllocTablePtr,
 		NumAllocs: r.NumAllocs(), MetadataOffset: r.MetadataOffset(), RowSize: r.Layout.RowSize,
+		Mapped: r.Mapped(), Shards: []shardInfo{{r.Path, r.NumSamples()}},
+	}
+	if shards := r.Shards(); shards != nil {
+		info.Shards = info.Shards[:0]
+		for _, s := range shards {
+			info.Shards = append(info.Shards, shardInfo{s.Path, s.NumSamples()})
+		}
 	}
 	for i, f := range r.Fields {
 		info.Fields = append(info.Fields, fieldInfo{
@@ -141,7 +155,10 @@ func ffcv_reader_mmap(h C.int64_t, data *unsafe.Pointer, n *C.uint64_t, err **C.
 	if data == nil || n == nil {
 		return fail(err, errNil)
 	}
-	d := r.Data()
+	d, e := r.Data()
+	if e != nil {
+		return fail(err, e)
+	}
 	*data, *n = unsafe.Pointer(unsafe.SliceData(d)), C.uint64_t(len(d))
 	return 0
 }

@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/ffcv-go/ffcv-go/core/verify"
 )
@@ -18,6 +19,9 @@ func ffcv_verify(h C.int64_t, workers C.int32_t, out **C.char, err **C.char) (re
 	defer done()
 	if e != nil {
 		return fail(err, e)
+	}
+	if _, e := r.Data(); e != nil {
+		return fail(err, fmt.Errorf("verify reads through the memory map: %w", e))
 	}
 	problems := verify.File(r, int(workers), nil)
 	if problems == nil {

@@ -101,19 +101,32 @@ int64_t ffcv_live_objects(void);
 /* Opens a .beton file. custom_json: {"field name": [column size, column alignment], ...}
  * for custom fields (type_id 255), or NULL. Returns a reader handle. */
 int64_t ffcv_reader_open(const char *path, const char *custom_json, char **err);
+/* Opens a dataset: paths_json is a JSON list of paths, directories (their *.beton
+ * files, sorted) and globs (sorted matches). One file is read as ffcv_reader_open
+ * does; several are shards with one set of fields read as one dataset, sample
+ * indices in shard order. Returns a reader handle. */
+int64_t ffcv_dataset_open(const char *paths_json, const char *custom_json, char **err);
+/* The files paths_json (as for ffcv_dataset_open) names, as a JSON list in *out
+ * (freed with ffcv_free). Returns their count. */
+int64_t ffcv_dataset_paths(const char *paths_json, char **out, char **err);
 /* JSON list of the fields of the file at path [{name, type_id, shape, dtype, args_hex}],
  * from its header and descriptors only (to learn the custom fields' layouts before
  * ffcv_reader_open). *out is freed with ffcv_free. */
 int64_t ffcv_file_fields(const char *path, char **out, char **err);
 /* JSON description: num_samples, page_size, alloc_table_ptr, metadata_offset, row_size,
- * fields [{name, type_id, offset, size, shape, dtype, args_hex}]. *out is freed with ffcv_free. */
+ * fields [{name, type_id, offset, size, shape, dtype, args_hex}], mapped (heap bytes
+ * readable through the map), shards [{path, num_samples}]. *out is freed with ffcv_free. */
 int64_t ffcv_reader_info(int64_t reader, char **out, char **err);
 /* The allocation index: distinct allocation pointers, sorted, with the size the
  * reader resolves for each (an empty allocation sharing its pointer with the next
  * loses to it). Writes up to cap entries into ptrs and sizes (both NULL: count
  * only); returns the count. */
 int64_t ffcv_reader_allocs(int64_t reader, uint64_t *ptrs, uint64_t *sizes, uint64_t cap, char **err);
-/* The mapped file: valid until the reader is closed. */
+/* The metadata and allocation tables (NULL when empty): valid until the reader is closed. */
+int64_t ffcv_reader_tables(int64_t reader, void **meta, uint64_t *meta_len, void **allocs,
+                           uint64_t *allocs_len, char **err);
+/* The mapped file (shards: their address space, each file at its base): valid until
+ * the reader is closed. Fails for a reader without a map. */
 int64_t ffcv_reader_mmap(int64_t reader, void **data, uint64_t *len, char **err);
 /* Field `field` of sample `sample`: its metadata column and heap bytes (NULL/0 for
  * Int/Float), as pointers into the map, bounds-checked against the file. */

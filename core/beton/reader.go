@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -16,24 +17,46 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/field"
 )
 
-// Reader gives read access to a .beton file through a read-only memory map.
-// Open validates the header, descriptors and table bounds; rows and heap
-// pointers are checked when they are read, so opening a file of any size is
-// cheap. A Reader is safe for concurrent use.
+// ErrNotMapped is returned for heap bytes of a reader that has no memory map
+// (OpenAt, or shards not all mapped): they are read only through ReadAt,
+// i.e. by the process cache.
+var ErrNotMapped = errors.New("not memory-mapped: heap bytes are read only through the process cache (os_cache=False)")
+
+// Reader gives read access to a .beton dataset: one file through a
+// read-only memory map (Open), one file through an io.ReaderAt (OpenAt), or
+// several shards read as one (Join). Opening validates the header,
+// descriptors and table bounds and holds the metadata and allocation tables;
+// rows and heap pointers are checked when they are read, so opening a file of
+// any size is cheap. A Reader is safe for concurrent use.
 type Reader struct {
 	Path   string
 	Header Header
 	Fields []field.Desc
 	Layout field.Layout
 
-	data       []byte   // the whole file, mapped
-	file       *os.File // kept open: the process cache reads this file, even if path is replaced
-	metaOff    uint64   // M0
-	heapOff    uint64   // first byte after the metadata table
+	data    []byte       // the whole address space, mapped; nil: heap bytes only through ReadAt
+	meta    []byte       // the metadata table
+	allocs  []byte       // the allocation table
+	src     io.ReaderAt  // heap pages for ReadAt: the file, a remote object, the shards
+	file    *os.File     // the mapped file (Open), kept open: ReadAt reads it even if the path is replaced
+	size    uint64       // bytes of the address space (one file: its size)
+	metaOff uint64       // M0
+	spans   []span       // where each file's heap lies, by base; one for a single file
+	shards  []*Reader    // Join's shards, owned
+	starts  []uint64     // Join: the first sample of each shard
+	release func() error // frees data, the tables and src
+
 	allocOnce  sync.Once
 	allocPtrs  []uint64 // allocation pointers, sorted, built on first lookup
 	allocSizes []uint64
 	allocErr   error
+}
+
+// span is one file's place in a reader's address space.
+type span struct {
+	base      uint64 // the file's byte 0
+	heapStart uint64 // first byte after its metadata table
+	heapEnd   uint64 // its allocation table: the end of its heap
 }
 
 // Open maps path and validates its structure. custom gives the metadata
@@ -43,21 +66,19 @@ func Open(path string, custom map[string]field.Column) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := f.Stat()
+	r, err := openFile(path, f, custom)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	r, err := openFile(path, f, st, custom)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	r.file = f
 	return r, nil
 }
 
-func openFile(path string, f *os.File, st os.FileInfo, custom map[string]field.Column) (*Reader, error) {
+func openFile(path string, f *os.File, custom map[string]field.Column) (*Reader, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
 	if st.IsDir() {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: syscall.EISDIR}
 	}
@@ -74,17 +95,140 @@ func openFile(path string, f *os.File, st os.FileInfo, custom map[string]field.C
 		unix.Munmap(data)
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	r.src, r.file = f, f
+	r.release = func() error {
+		err := unix.Munmap(data)
+		f.Close()
+		return err
+	}
 	return r, nil
 }
 
-// newReader validates data as a .beton image; it does not own data on error.
+// newReader validates data as a whole .beton image, which the reader then
+// points into; it does not own data.
 func newReader(path string, data []byte, custom map[string]field.Column) (*Reader, error) {
-	h, err := parseHeader(data)
+	view := func(off, n uint64) ([]byte, error) { return data[off : off+n : off+n], nil }
+	r, err := parse(path, data, uint64(len(data)), view, custom)
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{Path: path, Header: h, data: data}
-	size := uint64(len(data))
+	r.data = data
+	return r, nil
+}
+
+// prefixSize is how much OpenAt reads first: the header and, for any usual
+// file, every field descriptor and a small metadata table, in one request.
+const prefixSize = 64 << 10
+
+// OpenAt reads the .beton file of size bytes behind src (named name in
+// errors): the header and descriptors, the metadata table and the
+// allocation table are read into memory with a few ReadAt calls and
+// validated as Open does. Heap bytes are read only through ReadAt (the
+// process cache); Heap, Read and Data return ErrNotMapped. Close closes src
+// if it is an io.Closer.
+func OpenAt(name string, src io.ReaderAt, size int64, custom map[string]field.Column) (*Reader, error) {
+	if size < HeaderSize {
+		return nil, fmt.Errorf("%s: %w: %d bytes is shorter than the %d-byte header", name, ErrFormat, size, HeaderSize)
+	}
+	prefix := make([]byte, min(uint64(size), prefixSize))
+	if err := readFull(src, prefix, 0); err != nil {
+		return nil, fmt.Errorf("%s: read the header: %w", name, err)
+	}
+	h, err := parseHeader(prefix)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if descEnd := uint64(HeaderSize) + uint64(h.NumFields)*field.DescriptorSize; descEnd > uint64(len(prefix)) && descEnd <= uint64(size) {
+		// Thousands of fields: read the rest of the descriptors.
+		more := make([]byte, descEnd)
+		copy(more, prefix)
+		if err := readFull(src, more[len(prefix):], int64(len(prefix))); err != nil {
+			return nil, fmt.Errorf("%s: read the field descriptors: %w", name, err)
+		}
+		prefix = more
+	}
+	var tables [][]byte
+	free := func() {
+		for _, b := range tables {
+			freeMem(b)
+		}
+	}
+	read := func(off, n uint64) ([]byte, error) {
+		b, err := allocMem(n)
+		if err != nil {
+			return nil, err
+		}
+		tables = append(tables, b)
+		if off+n <= uint64(len(prefix)) {
+			copy(b, prefix[off:])
+			return b, nil
+		}
+		if err := readFull(src, b, int64(off)); err != nil {
+			return nil, fmt.Errorf("read bytes [%d, %d): %w", off, off+n, err)
+		}
+		return b, nil
+	}
+	r, err := parse(name, prefix, uint64(size), read, custom)
+	if err != nil {
+		free()
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	r.src = src
+	r.release = func() error {
+		free()
+		if c, ok := src.(io.Closer); ok {
+			return c.Close()
+		}
+		return nil
+	}
+	return r, nil
+}
+
+// readFull fills p from src at off; a source shorter than its stated size
+// is a truncated file.
+func readFull(src io.ReaderAt, p []byte, off int64) error {
+	n, err := src.ReadAt(p, off)
+	if n == len(p) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: the file ends at byte %d, before byte %d (truncated?)", ErrFormat, off+int64(n), off+int64(len(p)))
+	}
+	return err
+}
+
+// allocMem and freeMem hold tables outside the Go heap: Python keeps views
+// of them across calls, which cgo does not allow for Go memory.
+func allocMem(n uint64) ([]byte, error) {
+	if n == 0 {
+		return []byte{}, nil
+	}
+	if n > math.MaxInt {
+		return nil, fmt.Errorf("%w: a table of %d bytes", ErrFormat, n)
+	}
+	b, err := unix.Mmap(-1, 0, int(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		return nil, fmt.Errorf("allocate %d bytes: %w", n, err)
+	}
+	return b, nil
+}
+
+func freeMem(b []byte) {
+	if len(b) > 0 {
+		unix.Munmap(b)
+	}
+}
+
+// parse validates a .beton file of size bytes whose first bytes are head
+// (at least the header and, if they fit in the file, the field
+// descriptors); table returns n bytes at off, for the metadata and
+// allocation tables, which parse reads only once their bounds are checked.
+func parse(path string, head []byte, size uint64, table func(off, n uint64) ([]byte, error), custom map[string]field.Column) (*Reader, error) {
+	h, err := parseHeader(head)
+	if err != nil {
+		return nil, err
+	}
+	r := &Reader{Path: path, Header: h, size: size}
 	descEnd := uint64(HeaderSize) + uint64(h.NumFields)*field.DescriptorSize
 	if descEnd > size {
 		return nil, fmt.Errorf("%w: %d field descriptors end at byte %d, past the end of the file (%d bytes)", ErrFormat, h.NumFields, descEnd, size)
@@ -92,7 +236,7 @@ func newReader(path string, data []byte, custom map[string]field.Column) (*Reade
 	seen := map[string]bool{}
 	for i := 0; i < int(h.NumFields); i++ {
 		off := HeaderSize + i*field.DescriptorSize
-		d, err := field.ParseDesc(data[off : off+field.DescriptorSize])
+		d, err := field.ParseDesc(head[off : off+field.DescriptorSize])
 		if err != nil {
 			return nil, fmt.Errorf("%w: field %d: %v", ErrFormat, i, err)
 		}
@@ -118,12 +262,12 @@ func newReader(path string, data []byte, custom map[string]field.Column) (*Reade
 		// file still cannot hold more samples than it has bytes.
 		return nil, fmt.Errorf("%w: %d samples of no bytes each in a %d-byte file", ErrFormat, h.NumSamples, size)
 	}
-	r.heapOff = descEnd + h.NumSamples*rows
-	if r.heapOff > size {
-		return nil, fmt.Errorf("%w: metadata table for %d samples ends at byte %d, past the end of the file (%d bytes)", ErrFormat, h.NumSamples, r.heapOff, size)
+	heapOff := descEnd + h.NumSamples*rows
+	if heapOff > size {
+		return nil, fmt.Errorf("%w: metadata table for %d samples ends at byte %d, past the end of the file (%d bytes)", ErrFormat, h.NumSamples, heapOff, size)
 	}
-	if h.AllocTablePtr < r.heapOff || h.AllocTablePtr > size {
-		return nil, fmt.Errorf("%w: allocation table at byte %d lies outside [%d, %d]", ErrFormat, h.AllocTablePtr, r.heapOff, size)
+	if h.AllocTablePtr < heapOff || h.AllocTablePtr > size {
+		return nil, fmt.Errorf("%w: allocation table at byte %d lies outside [%d, %d]", ErrFormat, h.AllocTablePtr, heapOff, size)
 	}
 	if (size-h.AllocTablePtr)%AllocEntrySize != 0 {
 		return nil, fmt.Errorf("%w: allocation table of %d bytes is not a whole number of %d-byte entries (truncated file?)", ErrFormat, size-h.AllocTablePtr, AllocEntrySize)
@@ -139,32 +283,38 @@ func newReader(path string, data []byte, custom map[string]field.Column) (*Reade
 			hasCustom = true
 		}
 	}
-	if want := h.NumSamples * heapFields; !hasCustom && r.NumAllocs() != want {
-		return nil, fmt.Errorf("%w: allocation table has %d entries, %d samples with %d heap fields need %d (truncated file?)", ErrFormat, r.NumAllocs(), h.NumSamples, heapFields, want)
+	numAllocs := (size - h.AllocTablePtr) / AllocEntrySize
+	if want := h.NumSamples * heapFields; !hasCustom && numAllocs != want {
+		return nil, fmt.Errorf("%w: allocation table has %d entries, %d samples with %d heap fields need %d (truncated file?)", ErrFormat, numAllocs, h.NumSamples, heapFields, want)
+	}
+	r.spans = []span{{base: 0, heapStart: heapOff, heapEnd: h.AllocTablePtr}}
+	if r.meta, err = table(descEnd, heapOff-descEnd); err != nil {
+		return nil, fmt.Errorf("metadata table: %w", err)
+	}
+	if r.allocs, err = table(h.AllocTablePtr, size-h.AllocTablePtr); err != nil {
+		return nil, fmt.Errorf("allocation table: %w", err)
 	}
 	return r, nil
 }
 
-// Close unmaps the file. Slices obtained from the Reader must not be used after.
+// Close unmaps the file and frees the tables (of every shard). Slices
+// obtained from the Reader must not be used after.
 func (r *Reader) Close() error {
-	if r.data == nil {
+	if r.release == nil {
 		return nil
 	}
-	err := unix.Munmap(r.data)
-	r.data = nil
-	if r.file != nil {
-		r.file.Close()
-	}
+	err := r.release()
+	r.release, r.data, r.meta, r.allocs, r.src = nil, nil, nil, nil, nil
 	return err
 }
 
-// ReadAt reads from the opened file (not the map): for caches that manage
-// their own copies of pages.
+// ReadAt reads the address space through the source (not the map): for
+// caches that manage their own copies of pages.
 func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
-	if r.file == nil {
-		return 0, fmt.Errorf("%s: reader has no open file", r.Path)
+	if r.src == nil {
+		return 0, fmt.Errorf("%s: reader is closed", r.Path)
 	}
-	return r.file.ReadAt(p, off)
+	return r.src.ReadAt(p, off)
 }
 
 // NumSamples is the number of samples in the file.
@@ -173,8 +323,21 @@ func (r *Reader) NumSamples() uint64 { return r.Header.NumSamples }
 // PageSize is the heap page size.
 func (r *Reader) PageSize() uint64 { return uint64(r.Header.PageSize) }
 
-// Data is the whole mapped file.
-func (r *Reader) Data() []byte { return r.data }
+// Mapped reports whether heap bytes can be read through the memory map
+// (Heap, Read, Data, the OS cache).
+func (r *Reader) Mapped() bool { return r.data != nil }
+
+// Data is the whole mapped address space (one file: the file).
+func (r *Reader) Data() ([]byte, error) {
+	if r.data == nil {
+		return nil, fmt.Errorf("%s: %w", r.Path, ErrNotMapped)
+	}
+	return r.data, nil
+}
+
+// Metadata is the metadata table; AllocTable the allocation table.
+func (r *Reader) Metadata() []byte   { return r.meta }
+func (r *Reader) AllocTable() []byte { return r.allocs }
 
 // MetadataOffset is the file offset of the metadata table.
 func (r *Reader) MetadataOffset() uint64 { return r.metaOff }
@@ -194,37 +357,74 @@ func (r *Reader) Column(i uint64, f int) ([]byte, error) {
 	if i >= r.Header.NumSamples {
 		return nil, fmt.Errorf("sample %d out of range [0, %d)", i, r.Header.NumSamples)
 	}
-	off := r.metaOff + i*uint64(r.Layout.RowSize) + uint64(r.Layout.Offsets[f])
-	return r.data[off : off+uint64(r.Layout.Columns[f].Size)], nil
+	off := i*uint64(r.Layout.RowSize) + uint64(r.Layout.Offsets[f])
+	return r.meta[off : off+uint64(r.Layout.Columns[f].Size)], nil
 }
 
-// Heap returns size bytes at absolute offset ptr, checking that they lie in the
-// heap and within one page, as every allocation must.
-func (r *Reader) Heap(ptr, size uint64) ([]byte, error) {
-	if size == 0 && ptr <= r.Header.AllocTablePtr {
+// spanOf returns the span of the file holding byte off of the address space.
+func (r *Reader) spanOf(off uint64) *span {
+	s := r.spans
+	if len(s) == 1 {
+		return &s[0]
+	}
+	return &s[r.spanIndex(off)]
+}
+
+// CheckHeap checks that size bytes at ptr lie in the heap and within one
+// page, as every allocation must.
+func (r *Reader) CheckHeap(ptr, size uint64) error {
+	s := r.spanOf(ptr)
+	if size == 0 && ptr >= s.base && ptr <= s.heapEnd {
 		// FFCV gives an empty allocation made before its writer opened a
 		// page the pointer (first page - 1) * page_size, often 0: inside the
 		// header. Nothing is read, so any in-file pointer is fine.
-		return r.data[ptr:ptr:ptr], nil
+		return nil
 	}
 	end := ptr + size
-	if end < ptr || ptr < r.heapOff || end > r.Header.AllocTablePtr {
-		return nil, fmt.Errorf("%w: heap range [%d, %d) lies outside the heap [%d, %d)", ErrFormat, ptr, end, r.heapOff, r.Header.AllocTablePtr)
+	if end < ptr || ptr < s.heapStart || end > s.heapEnd {
+		return fmt.Errorf("%w: heap range [%d, %d) lies outside the heap [%d, %d)", ErrFormat, ptr, end, s.heapStart, s.heapEnd)
 	}
 	if size > 0 && ptr/r.PageSize() != (end-1)/r.PageSize() {
-		return nil, fmt.Errorf("%w: heap range [%d, %d) spans pages", ErrFormat, ptr, end)
+		return fmt.Errorf("%w: heap range [%d, %d) spans pages", ErrFormat, ptr, end)
 	}
-	return r.data[ptr:end:end], nil
+	return nil
+}
+
+// Heap returns size bytes at offset ptr of the map, checked by CheckHeap.
+func (r *Reader) Heap(ptr, size uint64) ([]byte, error) {
+	if err := r.CheckHeap(ptr, size); err != nil {
+		return nil, err
+	}
+	if r.data == nil {
+		return nil, fmt.Errorf("%s: %w", r.Path, ErrNotMapped)
+	}
+	return r.data[ptr : ptr+size : ptr+size], nil
+}
+
+// PageRange returns the bytes [start, end) of the address space that heap
+// page p covers: the page, cut at the end of its file's heap.
+func (r *Reader) PageRange(p uint64) (start, end uint64, err error) {
+	ps := r.PageSize()
+	if p > math.MaxUint64/ps-1 {
+		return 0, 0, fmt.Errorf("page %d lies outside the heap", p)
+	}
+	start = p * ps
+	s := r.spanOf(start)
+	end = min(start+ps, s.heapEnd)
+	if start >= end {
+		return 0, 0, fmt.Errorf("page %d lies outside the heap", p)
+	}
+	return start, end, nil
 }
 
 // NumAllocs is the number of allocation table entries.
 func (r *Reader) NumAllocs() uint64 {
-	return (uint64(len(r.data)) - r.Header.AllocTablePtr) / AllocEntrySize
+	return uint64(len(r.allocs)) / AllocEntrySize
 }
 
 // Alloc returns allocation table entry k.
 func (r *Reader) Alloc(k uint64) AllocEntry {
-	b := r.data[r.Header.AllocTablePtr+k*AllocEntrySize:]
+	b := r.allocs[k*AllocEntrySize:]
 	return AllocEntry{
 		SampleID: binary.LittleEndian.Uint64(b),
 		Ptr:      binary.LittleEndian.Uint64(b[8:]),
@@ -281,7 +481,7 @@ func (r *Reader) indexAllocs() {
 	entries := make([]AllocEntry, n)
 	for k := range entries {
 		e := r.Alloc(uint64(k))
-		if _, err := r.Heap(e.Ptr, e.Size); err != nil {
+		if err := r.CheckHeap(e.Ptr, e.Size); err != nil {
 			r.allocErr = fmt.Errorf("%w: allocation table entry %d (sample %d): %v", ErrFormat, k, e.SampleID, err)
 			return
 		}

@@ -15,6 +15,9 @@ func (r *Reader) Read(i uint64, f int) (col, heap []byte, err error) {
 	if err != nil || !ok {
 		return col, nil, err
 	}
+	if r.data == nil {
+		return nil, nil, fmt.Errorf("%s: sample %d, field %q: %w", r.Path, i, r.Fields[f].Name, ErrNotMapped)
+	}
 	return col, r.data[ptr : ptr+size : ptr+size], nil
 }
 
@@ -31,10 +34,10 @@ func (r *Reader) Locate(i uint64, f int) (col []byte, ptr, size uint64, ok bool,
 	}
 	ptr, size, ok, err = r.heapRef(d, col)
 	if err == nil && ok {
-		_, err = r.Heap(ptr, size)
+		err = r.CheckHeap(ptr, size)
 	}
 	if err != nil {
-		return nil, 0, 0, false, fmt.Errorf("%s: sample %d, field %q: %w", r.Path, i, d.Name, err)
+		return nil, 0, 0, false, fmt.Errorf("%s: field %q: %w", r.where(i), d.Name, err)
 	}
 	return col, ptr, size, ok, nil
 }

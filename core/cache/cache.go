@@ -6,6 +6,7 @@ package cache
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"golang.org/x/sys/unix"
 
@@ -67,8 +68,13 @@ type OS struct {
 	advised map[int64]bool // pages already advised this epoch; scheduler-only
 }
 
-// NewOS returns the OS cache source.
-func NewOS(r *beton.Reader) *OS { return &OS{r: r, advised: map[int64]bool{}} }
+// NewOS returns the OS cache source; r must be mapped.
+func NewOS(r *beton.Reader) (*OS, error) {
+	if _, err := r.Data(); err != nil {
+		return nil, fmt.Errorf("the OS cache reads through the memory map: %w", err)
+	}
+	return &OS{r: r, advised: map[int64]bool{}}, nil
+}
 
 // Acquire advises the kernel to read sample i's page, once per page.
 func (o *OS) Acquire(i uint64) error {
@@ -77,9 +83,8 @@ func (o *OS) Acquire(i uint64) error {
 		return nil
 	}
 	o.advised[p] = true
-	data, ps := o.r.Data(), o.r.PageSize()
-	start, end := uint64(p)*ps, min(uint64(p+1)*ps, uint64(len(data)))
-	if start < end {
+	data, _ := o.r.Data()
+	if start, end, err := o.r.PageRange(uint64(p)); err == nil {
 		unix.Madvise(data[start:end], unix.MADV_WILLNEED)
 	}
 	return nil

@@ -120,10 +120,9 @@ func (p *Process) drop(num int64, pg *page) {
 
 func (p *Process) load(num int64, pg *page) {
 	defer close(pg.loaded)
-	start := uint64(num) * p.r.PageSize()
-	end := min(start+p.r.PageSize(), p.r.Header.AllocTablePtr)
-	if start >= end {
-		pg.err = fmt.Errorf("page %d lies outside the heap", num)
+	start, end, err := p.r.PageRange(uint64(num))
+	if err != nil {
+		pg.err = err
 		return
 	}
 	if _, err := p.r.ReadAt(pg.buf[:end-start], int64(start)); err != nil {

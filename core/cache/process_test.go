@@ -255,7 +255,10 @@ func TestProcessUnplanned(t *testing.T) {
 
 func TestOSSource(t *testing.T) {
 	r := writeBlobs(t, 4)
-	o := NewOS(r)
+	o, err := NewOS(r)
+	if err != nil {
+		t.Fatal(err)
+	}
 	o.Plan(seq(4))
 	for i := uint64(0); i < 4; i++ {
 		ok, err := o.TryAcquire(i)
@@ -295,7 +298,10 @@ func TestProcessFieldOnAnotherPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Sample 0's field b now points at sample 2's (page 1).
-	data := slices.Clone(r0.Data())
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	colB0 := int(r0.MetadataOffset()) + r0.Layout.Offsets[1]
 	colB2 := colB0 + 2*r0.Layout.RowSize
 	copy(data[colB0:colB0+16], data[colB2:colB2+16])

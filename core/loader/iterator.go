@@ -96,7 +96,11 @@ func (l *Loader) Start(epoch uint64, startBatch int, ord []uint64, perRank bool)
 	}
 	it.cond = sync.NewCond(&it.mu)
 	if l.cfg.OSCache {
-		it.src = cache.NewOS(l.r)
+		o, err := cache.NewOS(l.r)
+		if err != nil {
+			return nil, err
+		}
+		it.src = o
 	} else {
 		p, err := cache.NewProcess(l.r, l.cfg.MaxResidentPages)
 		if err != nil {

@@ -80,6 +80,10 @@ func New(r *beton.Reader, cfg Config, progs []*pipeline.Program) (*Loader, error
 	default:
 		return nil, fmt.Errorf("unknown order %q", cfg.Order)
 	}
+	if cfg.OSCache && !r.Mapped() {
+		_, err := r.Data()
+		return nil, fmt.Errorf("os_cache=True reads through a memory map: %w", err)
+	}
 	for _, i := range cfg.Indices {
 		if i >= r.NumSamples() {
 			return nil, fmt.Errorf("index %d out of range: the file has %d samples", i, r.NumSamples())

@@ -1,6 +1,7 @@
 """Reader: a .beton file's header, fields, metadata and allocation table."""
 import ctypes
 import json
+import os
 
 import numpy as np
 
@@ -14,27 +15,32 @@ ALLOC_TABLE_TYPE = np.dtype([("sample_id", "<u8"), ("ptr", "<u8"), ("size", "<u8
 
 
 class Reader:
-    """Opens a .beton file (memory-mapped by the Go core).
+    """Opens a .beton dataset (memory-mapped by the Go core).
 
+    fname is a file, a directory (its *.beton files, sorted), a glob (its
+    matches, sorted) or a list of these: several files are shards with one set
+    of fields read as one dataset, sample indices in shard order.
     ``metadata`` is a numpy structured array (columns f0, f1, ...) and
-    ``alloc_table`` a structured array, both zero-copy views of the map.
+    ``alloc_table`` a structured array (pointers of shards moved into one
+    address space), both zero-copy views of the Go reader's tables.
     custom_handlers maps the names of custom fields to their Field classes.
     """
 
     def __init__(self, fname, custom_handlers={}):
-        self.file_name = str(fname)
+        specs = [os.fspath(p) for p in fname] if isinstance(fname, (list, tuple)) else [os.fspath(fname)]
+        self.file_name = ", ".join(specs) if len(specs) <= 2 else f"{specs[0]} … {specs[-1]} ({len(specs)} paths)"
         self.custom_handlers = dict(custom_handlers)
-        if self.custom_handlers:
-            handle = self._open_with_custom()
-        else:
-            # Every error of the open names the file already.
-            handle = _lib.call("ffcv_reader_open", self.file_name.encode(), None)
+        # Directories and globs are expanded once, by the Go core; every error
+        # of the open names the file already.
+        self.file_names = _lib.call_json("ffcv_dataset_paths", json.dumps(specs).encode())
+        handle = _lib.call("ffcv_dataset_open", json.dumps(self.file_names).encode(), self._custom_layouts())
         self._mapping = _Mapping(handle)
         self._handle = handle
         info = _lib.call_json("ffcv_reader_info", handle, context=self.file_name)
         self._info = info
         self.num_samples = info["num_samples"]
         self.page_size = info["page_size"]
+        self.shards = [(s["path"], s["num_samples"]) for s in info["shards"]]
         info["fields"] = info["fields"] or []  # a file may have no fields
         self.field_names = [f["name"] for f in info["fields"]]
         self.handlers = {}
@@ -44,31 +50,53 @@ class Reader:
             except (TypeError, ValueError) as e:
                 raise _lib.CorruptFileError(f"{self.file_name}: field {f['name']!r}: {e}") from None
         self.fields = self.handlers
-        ptr, size = ctypes.c_void_p(), ctypes.c_uint64()
-        _lib.call("ffcv_reader_mmap", handle, ctypes.byref(ptr), ctypes.byref(size))
-        buf = (ctypes.c_uint8 * size.value).from_address(ptr.value)
-        buf._mapping = self._mapping  # the map lives as long as any view of it
-        self._buffer = np.frombuffer(buf, dtype=np.uint8)
-        self._buffer.flags.writeable = False
+        self._buffer = None  # the map, where there is one (not for a file read without one)
+        if info["mapped"]:
+            ptr, size = ctypes.c_void_p(), ctypes.c_uint64()
+            _lib.call("ffcv_reader_mmap", handle, ctypes.byref(ptr), ctypes.byref(size))
+            self._buffer = self._view(ptr.value, size.value)
         types = [(f"f{i}", self.handlers[n].metadata_type) for i, n in enumerate(self.field_names)]
         self.metadata_type = np.dtype(types, align=True)
         if self.metadata_type.itemsize != info["row_size"]:
-            raise _lib.CorruptFileError(f"{fname}: metadata row is {info['row_size']} bytes, handlers give "
+            raise _lib.CorruptFileError(f"{self.file_name}: metadata row is {info['row_size']} bytes, handlers give "
                                         f"{self.metadata_type.itemsize}")
-        start = info["metadata_offset"]
-        self.metadata = self._buffer[start:start + self.num_samples * info["row_size"]].view(self.metadata_type)
-        self.alloc_table = self._buffer[info["alloc_table_ptr"]:].view(ALLOC_TABLE_TYPE)
+        meta, meta_len = ctypes.c_void_p(), ctypes.c_uint64()
+        allocs, allocs_len = ctypes.c_void_p(), ctypes.c_uint64()
+        _lib.call("ffcv_reader_tables", handle, ctypes.byref(meta), ctypes.byref(meta_len), ctypes.byref(allocs),
+                  ctypes.byref(allocs_len))
+        self.metadata = self._view(meta.value, meta_len.value).view(self.metadata_type)
+        self.alloc_table = self._view(allocs.value, allocs_len.value).view(ALLOC_TABLE_TYPE)
 
-    def _open_with_custom(self):
+    def _view(self, address, size):
+        """A read-only uint8 view of Go-owned memory that keeps the reader open."""
+        if not size:
+            out = np.empty(0, dtype=np.uint8)
+        else:
+            buf = (ctypes.c_uint8 * size).from_address(address)
+            buf._mapping = self._mapping  # the memory lives as long as any view of it
+            out = np.frombuffer(buf, dtype=np.uint8)
+        out.flags.writeable = False
+        return out
+
+    def _mapped(self, what):
+        """The map, for what needs one; a clear error where there is none."""
+        if self._buffer is None:
+            raise ValueError(f"{self.file_name}: {what} reads through a memory map, and this dataset is read "
+                             f"without one (through the process cache, os_cache=False)")
+        return self._buffer
+
+    def _custom_layouts(self):
         # Custom handlers' metadata types may depend on their args: the Go
         # core describes the fields first, then opens with their layouts.
-        fields = _lib.call_json("ffcv_file_fields", self.file_name.encode())
+        if not self.custom_handlers:
+            return None
+        fields = _lib.call_json("ffcv_file_fields", self.file_names[0].encode())
         layouts = {}
         for f in fields:
             if f["type_id"] == 255 and f["name"] in self.custom_handlers:
                 mt = np.dtype(self._make_handler(f).metadata_type)
                 layouts[f["name"]] = [mt.itemsize, mt.alignment]
-        return _lib.call("ffcv_reader_open", self.file_name.encode(), _custom_json(self.custom_handlers, layouts))
+        return _custom_json(self.custom_handlers, layouts)
 
     def _make_handler(self, f):
         args = np.zeros(1, dtype=ARG_TYPE)[0]
@@ -110,7 +138,7 @@ class Reader:
                   ctypes.byref(heap), ctypes.byref(heap_len), context=self.file_name)
         if not heap.value:
             return None
-        start = heap.value - self._buffer.ctypes.data
+        start = heap.value - self._mapped("read").ctypes.data
         return self._buffer[start:start + heap_len.value]
 
     def _alloc_index(self):

@@ -12,12 +12,15 @@ import pytest
 ray = pytest.importorskip("ray")
 
 import ffcv_go  # noqa: E402
-from ffcv_go import DatasetWriter  # noqa: E402
+from ffcv_go import DatasetWriter, Loader  # noqa: E402
+from ffcv_go.fields.decoders import FloatDecoder, IntDecoder, NDArrayDecoder  # noqa: E402
+from ffcv_go.loader import OrderOption  # noqa: E402
+from ffcv_go.transforms import ToTensor  # noqa: E402
 from ffcv_go.fields import BytesField, FloatField, IntField, NDArrayField, RGBImageField  # noqa: E402
 from ffcv_go.reader import Reader  # noqa: E402
 from ffcv_go.ray import read_image_folder, shard_name, write_shards  # noqa: E402
 
-from conftest import MiB, ListDataset  # noqa: E402
+from conftest import MiB, ListDataset, collect, ids, same_batches  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
 
@@ -102,6 +105,14 @@ def test_shards_are_the_one_machine_files(tmp_path):
     assert r.num_samples == 11
     assert r.metadata["f1"].tolist() == [x["label"] for x in items[39:]]
     assert ds.context.execution_options.preserve_order is False  # the caller's setting is back
+
+    # Read back as one dataset: the batches of the same rows written as one file.
+    whole = one_machine(tmp_path / "whole.beton", items, fields())
+    kw = dict(batch_size=6, num_workers=2, order=OrderOption.RANDOM, seed=3, drop_last=False,
+              pipelines={"image": None, "blob": None, "label": [IntDecoder(), ToTensor()],
+                         "score": [FloatDecoder(), ToTensor()], "vec": [NDArrayDecoder(), ToTensor()]})
+    want, got = collect(Loader(str(whole), **kw)), collect(Loader(str(out), **kw))
+    assert same_batches(want, got) and sorted(ids(got, 0)) == sorted(x["label"] for x in items)
 
 
 def test_rows_per_shard_edges(tmp_path):

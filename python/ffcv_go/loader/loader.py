@@ -80,7 +80,8 @@ def _dist_info(distributed):
 
 
 class Loader:
-    """Iterates over a .beton file in batches of torch tensors.
+    """Iterates over a .beton file (or shards read as one: see Reader) in
+    batches of torch tensors.
 
     Same arguments and semantics as FFCV 1.0's Loader; every ``iter()`` starts
     the next epoch. Batches stay valid as long as you hold them. Extra
@@ -94,7 +95,8 @@ class Loader:
                  distributed=False, seed=None, indices=None, pipelines={}, custom_fields={},
                  drop_last=True, batches_ahead=3, recompile=False, order_kwargs={},
                  on_error="raise", max_resident_pages=0, max_batch_memory=0):
-        self.fname = os.fspath(fname)
+        # A file, a directory or glob of shards, or a list of these (see Reader).
+        self.fname = [os.fspath(p) for p in fname] if isinstance(fname, (list, tuple)) else os.fspath(fname)
         if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
             raise ValueError(f"batch_size {batch_size!r} must be a positive integer")
         if batches_ahead < 0:
@@ -235,8 +237,8 @@ class Loader:
         def make(op, state, index, decoder=False):
             key = id(op)
             compiled = None if recompile else self._compiled.get(key)
-            st = PyStage(op, state, index, decoder=(column, self.reader._buffer) if decoder else None,
-                         compiled=compiled)
+            buffer = self.reader._mapped("a decoder run in Python") if decoder else None
+            st = PyStage(op, state, index, decoder=(column, buffer) if decoder else None, compiled=compiled)
             if st.kind == "custom":
                 self._compiled[key] = st.code
             return st

@@ -23,7 +23,7 @@ class MemoryContext:
 
     @property
     def state(self):
-        return self.manager.reader._buffer
+        return self.manager.reader._mapped("memory_read")
 
     def start_batch(self, batch):
         pass
