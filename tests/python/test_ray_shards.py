@@ -27,10 +27,11 @@ sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
 
 @pytest.fixture(scope="module", autouse=True)
 def cluster():
-    # Ray's workers are new processes: they find ffcv_go through PYTHONPATH.
+    # Ray's workers are new processes: they find ffcv_go through PYTHONPATH
+    # (and this module, for the field class of the crash test).
     package_root = str(Path(ffcv_go.__file__).resolve().parents[1])
     old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, old) if p)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, str(Path(__file__).parent), old) if p)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
@@ -173,6 +174,25 @@ def test_a_failing_row_names_shard_and_row_and_leaves_nothing(tmp_path, photo_jp
                                          r"sample 2 \(dataset row 10\)"):
         write_shards(ds, flds, tmp_path / "go", rows_per_shard=4)
     assert os.listdir(tmp_path / "go") == []
+
+
+class CrashingIntField(IntField):
+    """An IntField (as a custom field) whose encode() kills its process at
+    value 13: a Ray worker that dies in the middle of a shard."""
+
+    def encode(self, destination, field, malloc):
+        if field == 13:
+            os._exit(17)
+        destination[0] = field
+
+
+def test_a_dying_task_leaves_no_file(tmp_path):
+    ds = ray.data.from_items([{"label": i} for i in range(20)], override_num_blocks=2)
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError, match=r"shard 1 \(.*shard-00001.beton\): the Ray task failed"):
+        write_shards(ds, {"label": CrashingIntField()}, out, rows_per_shard=10,
+                     ray_remote_args={"max_retries": 0})
+    assert os.listdir(out) == []  # shard 0 removed, and the dead task's temporary file
 
 
 @pytest.fixture(scope="module")
