@@ -12,7 +12,7 @@ DEB_DATA := mate-backgrounds lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 dat
 PYTEST_ARGS ?=
 CONFORMANCE_ARGS ?=
 
-.PHONY: all build deps venv wheel test test-go test-python conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-remote clean
+.PHONY: all build deps venv wheel test test-go test-python conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-ray bench-remote clean
 
 all: build
 
@@ -113,6 +113,11 @@ bench-profile: deps venv
 # Writer: ffcv_go's from_image_folder and from_indexed_dataset against FFCV's.
 bench-writer: deps venv build ffcv
 	PYTHONPATH=python $(PY) bench/writer.py $(BENCH_ARGS)
+
+# ImageFolder -> .beton shards through Ray (ray.init(num_cpus=2)) against
+# the single-process writer, on the same photos.
+bench-ray: deps venv build
+	PYTHONPATH=python $(PY) bench/ray_shards.py $(BENCH_ARGS)
 
 # The loader over S3 (moto) and HTTP (with added latency) against local disk.
 bench-remote: deps venv build

@@ -3,7 +3,10 @@
 Compares, for each max_resolution (default: 0 = keep the size, the fair
 setting, and 256, the demo's):
 
-- ffcv_go from_image_folder (Go reads, decodes, resizes and encodes);
+- ffcv_go from_image_folder (Go reads, decodes, resizes and encodes; JPEGs
+  that need no resize are transcoded in the DCT domain, the default);
+- the same with jpeg_transcode=False (every image re-encoded from pixels,
+  as FFCV does);
 - the same with keep_source_jpeg=True (explicit option: JPEGs that need no
   resize are stored byte for byte after a clean decode);
 - ffcv_go from_indexed_dataset(torchvision ImageFolder): the Go-native path;
@@ -42,11 +45,12 @@ class Opaque:
         return self.ds[i]
 
 
-def ffcv_go_writer(path, max_res, workers, keep=False):
+def ffcv_go_writer(path, max_res, workers, keep=False, transcode=True):
     from ffcv_go import DatasetWriter
     from ffcv_go.fields import IntField, RGBImageField
     return DatasetWriter(path, {"image": RGBImageField(write_mode="jpg", max_resolution=max_res or None,
-                                                       jpeg_quality=90, keep_source_jpeg=keep),
+                                                       jpeg_quality=90, keep_source_jpeg=keep,
+                                                       jpeg_transcode=transcode),
                                 "label": IntField()}, num_workers=workers, progress=False)
 
 
@@ -69,6 +73,8 @@ def cases(root, out, max_res, workers):
     import torchvision
     ImageFolder = torchvision.datasets.ImageFolder
     yield "ffcv_go from_image_folder", lambda p: ffcv_go_writer(p, max_res, workers).from_image_folder(root)
+    yield ("ffcv_go from_image_folder, jpeg_transcode=False",
+           lambda p: ffcv_go_writer(p, max_res, workers, transcode=False).from_image_folder(root))
     yield ("ffcv_go from_image_folder, keep_source_jpeg",
            lambda p: ffcv_go_writer(p, max_res, workers, keep=True).from_image_folder(root))
     yield ("ffcv_go from_indexed_dataset(ImageFolder)",

@@ -14,6 +14,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/loader"
+	"github.com/ffcv-go/ffcv-go/core/order"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 )
 
@@ -150,8 +151,9 @@ func ffcv_loader_info(h C.int64_t, out **C.char, err **C.char) (ret C.int64_t) {
 	info := struct {
 		Length  int          `json:"length"`
 		Samples int          `json:"samples"`
+		Layout  order.Layout `json:"layout"`
 		Outputs []outputInfo `json:"outputs"`
-	}{Length: l.Len(l.NumSamples()), Samples: l.NumSamples()}
+	}{Length: l.Len(l.NumSamples()), Samples: l.NumSamples(), Layout: l.Layout()}
 	for k, s := range l.Outputs() {
 		info.Outputs = append(info.Outputs, outputInfo{s.Shape, s.DType, l.SlotBytes()[k]})
 	}
@@ -176,6 +178,70 @@ func ffcv_loader_order(h C.int64_t, epoch C.uint64_t, out *C.uint64_t, capacity 
 		return fail(err, e)
 	}
 	copy(dst, ord)
+	return C.int64_t(len(ord))
+}
+
+type elasticSpec struct {
+	Epoch  uint64        `json:"epoch"`
+	Order  string        `json:"order"`  // the saving run's order name
+	Window int           `json:"window"` // its QUASI_RANDOM window (0: the loader's)
+	Stages []order.Stage `json:"stages"` // what it took (none: only describe the order)
+}
+
+//export ffcv_loader_elastic
+func ffcv_loader_elastic(h C.int64_t, specJSON *C.char, global *C.uint64_t, nGlobal C.uint64_t, out *C.uint64_t,
+	capacity C.uint64_t, info **C.char, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	l, done, e := acquire[fileLoader](int64(h))
+	defer done()
+	if e != nil {
+		return fail(err, e)
+	}
+	var spec elasticSpec
+	if e := parseSpec(specJSON, &spec); e != nil {
+		return fail(err, e)
+	}
+	given, e := cArray((*uint64)(unsafe.Pointer(global)), uint64(nGlobal), "global")
+	if e != nil {
+		return fail(err, e)
+	}
+	window := spec.Window
+	if window <= 0 {
+		window = l.QuasiWindow()
+	}
+	var g []uint64
+	if global != nil {
+		g = given // a permutation made in Python (distributed RANDOM draws torch's)
+		for _, id := range g {
+			if id >= l.Reader().NumSamples() {
+				return fail(err, fmt.Errorf("%w: global order names sample %d; the file has %d", errArgument, id,
+					l.Reader().NumSamples()))
+			}
+		}
+	} else {
+		if g, e = l.GlobalOrderAs(spec.Epoch, spec.Order, window); e != nil {
+			return fail(err, fmt.Errorf("%w: %v", errArgument, e))
+		}
+	}
+	var ord, rest []uint64
+	if len(spec.Stages) > 0 {
+		if rest, e = order.Remaining(g, spec.Stages); e != nil {
+			return fail(err, fmt.Errorf("%w: %v", errArgument, e))
+		}
+		ord = l.Resume(rest)
+		dst, e := cArray((*uint64)(unsafe.Pointer(out)), uint64(capacity), "out")
+		if e != nil || len(dst) < len(ord) {
+			return fail(err, fmt.Errorf("%w: out: room for %d ids, %d needed", errArgument, capacity, len(ord)))
+		}
+		copy(dst, ord)
+	}
+	b, _ := json.Marshal(map[string]any{
+		"fingerprint": fmt.Sprintf("%016x", order.Fingerprint(g)), "samples": len(g), "window": window,
+		"remaining": len(rest),
+	})
+	if e := putString(info, string(b)); e != nil {
+		return fail(err, e)
+	}
 	return C.int64_t(len(ord))
 }
 

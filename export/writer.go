@@ -28,6 +28,7 @@ type fieldSpec struct {
 	JPEGQuality         int      `json:"jpeg_quality"`
 	CompressProbability float64  `json:"compress_probability"`
 	KeepSourceJPEG      bool     `json:"keep_source_jpeg"`
+	JPEGTranscode       bool     `json:"jpeg_transcode"`
 	// Custom (type 255) fields: their argument bytes and metadata column
 	// [size, alignment]; encoder is the type id of the built-in encoder to
 	// use (a subclass of a built-in field that keeps its encode), or 255
@@ -41,7 +42,7 @@ func (s fieldSpec) imageOptions(seed uint64) field.ImageOptions {
 	return field.ImageOptions{
 		WriteMode: s.WriteMode, MaxResolution: s.MaxResolution, SmartThreshold: s.SmartThreshold,
 		JPEGQuality: s.JPEGQuality, CompressProbability: s.CompressProbability, Seed: seed,
-		KeepSourceJPEG: s.KeepSourceJPEG,
+		KeepSourceJPEG: s.KeepSourceJPEG, ReencodePixels: !s.JPEGTranscode,
 	}
 }
 

@@ -174,12 +174,24 @@ int64_t ffcv_write_image_folder(const char *root, const char *path, const char *
  * indices (may be NULL) restricts and orders the samples. */
 int64_t ffcv_loader_create(const char *spec_json, const uint64_t *indices, uint64_t n_indices,
                            char **err);
-/* JSON: {"length": batches per epoch, "samples": n, "outputs": [{"shape": [...],
+/* JSON: {"length": batches per epoch, "samples": n, "layout": "strided" or "block"
+ * (how an epoch is cut over the ranks), "outputs": [{"shape": [...],
  * "dtype": "<f4", "slot_bytes": N}]}. */
 int64_t ffcv_loader_info(int64_t loader, char **out, char **err);
 /* This rank's sample order for an epoch: writes up to cap ids into out (may be
  * NULL), returns the count. */
 int64_t ffcv_loader_order(int64_t loader, uint64_t epoch, uint64_t *out, uint64_t cap, char **err);
+/* Elastic resume. spec_json: {"epoch", "order" (the saving run's order name:
+ * "sequential", "random" or "quasi_random"), "window" (its QUASI_RANDOM window,
+ * 0 for the loader's), "stages" [{"layout": "strided"|"block"|"rest", "world",
+ * "batch_size", "drop_last", "batches"}]}: what earlier runs took of the epoch.
+ * global (may be NULL: the loader computes it) is the epoch's global order.
+ * Writes this rank's list for the rest of the epoch into out (cap ids: at least
+ * the list's length; the number of samples always suffices) and returns its
+ * length; info gets JSON {"fingerprint", "samples", "window"} of the order and
+ * "remaining", the samples left. With no stages only info is written. */
+int64_t ffcv_loader_elastic(int64_t loader, const char *spec_json, const uint64_t *global, uint64_t n_global,
+                            uint64_t *out, uint64_t cap, char **info, char **err);
 /* Starts an epoch at batch start_batch. order (may be NULL) replaces the loader's
  * order for this epoch (custom TraversalOrder, torch-generated permutations): taken
  * as this rank's order when per_rank is non-zero, else distributed over the ranks

@@ -19,4 +19,9 @@ type ImageOptions struct {
 	// needs no resize, is to be stored as JPEG and decodes cleanly, instead
 	// of re-encoding it (FFCV always re-encodes).
 	KeepSourceJPEG bool
+	// ReencodePixels re-encodes a JPEG source that needs no resize from its
+	// decoded pixels, as FFCV does. By default such a source (4:2:0 YCbCr)
+	// is transcoded instead: requantized to JPEGQuality's tables in the DCT
+	// domain (jpeg.Decoder.Transcode), which is faster and closer to it.
+	ReencodePixels bool
 }

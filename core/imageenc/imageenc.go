@@ -7,6 +7,7 @@ package imageenc
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"image"
 	"image/draw"
@@ -67,7 +68,7 @@ func (e *encoder) worker() *worker {
 func (e *encoder) Encode(v field.Value, sample uint64) (field.Encoded, error) {
 	wk := e.worker()
 	defer e.workers.Put(wk)
-	src, err := e.source(wk, v)
+	src, err := e.source(wk, v, sample)
 	if err != nil {
 		return field.Encoded{}, fmt.Errorf("%w: %v", field.ErrData, err)
 	}
@@ -115,7 +116,7 @@ type rgbImage struct {
 // source returns v's pixels at the stored size: decoded from a file (JPEG
 // files with DCT scaling when that still covers the stored size) and
 // limited to max_resolution.
-func (e *encoder) source(wk *worker, v field.Value) (rgbImage, error) {
+func (e *encoder) source(wk *worker, v field.Value, sample uint64) (rgbImage, error) {
 	data := v.Data
 	if v.Path != "" {
 		b, err := os.ReadFile(v.Path)
@@ -130,15 +131,17 @@ func (e *encoder) source(wk *worker, v field.Value) (rgbImage, error) {
 		}
 		return e.limit(wk, pix, w, h), nil
 	}
-	im, err := e.decodeFile(wk, data)
+	im, err := e.decodeFile(wk, data, sample)
 	if err != nil && v.Path != "" {
 		err = fmt.Errorf("%s: %w", v.Path, err)
 	}
 	return im, err
 }
 
-// decodeFile decodes an image file to the stored size.
-func (e *encoder) decodeFile(wk *worker, data []byte) (rgbImage, error) {
+// decodeFile decodes an image file to the stored size. A JPEG that needs
+// no resize and is to be stored as JPEG is kept (KeepSourceJPEG) or
+// transcoded instead when it can be; then pix is nil.
+func (e *encoder) decodeFile(wk *worker, data []byte, sample uint64) (rgbImage, error) {
 	if len(data) < 2 || data[0] != 0xff || data[1] != 0xd8 {
 		pix, w, h, err := decodeOther(data)
 		if err != nil {
@@ -151,16 +154,29 @@ func (e *encoder) decodeFile(wk *worker, data []byte) (rgbImage, error) {
 		return rgbImage{}, err
 	}
 	nw, nh := storedSize(w, h, e.opts.MaxResolution)
+	if nw == w && nh == h && e.asJPEG(w, h, sample) {
+		switch {
+		case e.opts.KeepSourceJPEG:
+			if err := wk.dec.Verify(data); err != nil {
+				return rgbImage{}, err
+			}
+			return rgbImage{w: w, h: h, jpeg: data}, nil
+		case !e.opts.ReencodePixels:
+			b, err := wk.dec.Transcode(data, e.opts.JPEGQuality)
+			if err == nil {
+				return rgbImage{w: w, h: h, jpeg: b}, nil
+			}
+			if !errors.Is(err, jpeg.ErrNotTranscodable) {
+				return rgbImage{}, err
+			}
+		}
+	}
 	pix := make([]byte, nw*nh*3)
 	if nw == w && nh == h {
 		if _, _, err := wk.dec.Decode(data, pix); err != nil {
 			return rgbImage{}, err
 		}
-		im := rgbImage{pix: pix, w: w, h: h}
-		if e.opts.KeepSourceJPEG {
-			im.jpeg = data // decoded cleanly: corrupt data is an error above
-		}
-		return im, nil
+		return rgbImage{pix: pix, w: w, h: h}, nil
 	}
 	// A whole-image crop: libjpeg scales by 1/2, 3/8, 1/4 or 1/8 during the
 	// IDCT when the result still covers nw×nh (FFCV decodes fully), then

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"image"
+	stdjpeg "image/jpeg"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,7 +123,7 @@ func TestKeepSourceJPEG(t *testing.T) {
 	}{
 		{"kept", field.ImageOptions{WriteMode: "jpg", KeepSourceJPEG: true}, data, true, false},
 		{"kept under max_resolution", field.ImageOptions{WriteMode: "jpg", MaxResolution: w, KeepSourceJPEG: true}, data, true, false},
-		{"off by default", field.ImageOptions{WriteMode: "jpg"}, data, false, false},
+		{"off by default", field.ImageOptions{WriteMode: "jpg", ReencodePixels: true}, data, false, false},
 		{"resized", field.ImageOptions{WriteMode: "jpg", MaxResolution: w - 1, KeepSourceJPEG: true}, data, false, false},
 		{"stored raw", field.ImageOptions{WriteMode: "raw", KeepSourceJPEG: true}, data, false, false},
 		{"truncated", field.ImageOptions{WriteMode: "jpg", KeepSourceJPEG: true}, truncated, false, true},
@@ -221,5 +222,81 @@ func TestNewEncoderArguments(t *testing.T) {
 	}
 	if e, err := NewEncoder(field.Desc{Type: field.Int}, field.ImageOptions{}); err != nil || e == nil {
 		t.Errorf("IntField: %v", err)
+	}
+}
+
+// A JPEG source that needs no resize is transcoded by default: requantized
+// to the quality's tables in the DCT domain. ReencodePixels, resizing and
+// sources the transcoder does not take (here grayscale) decode and
+// re-encode the pixels instead, exactly as jpeg.Encode does.
+func TestJPEGTranscodeSource(t *testing.T) {
+	data90, pix, w, h := photo(t)
+	data95, err := jpeg.Encode(pix, w, h, 95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gray := image.NewGray(image.Rect(0, 0, w, h))
+	for i := range gray.Pix {
+		gray.Pix[i] = pix[3*i+1]
+	}
+	var gb bytes.Buffer
+	if err := stdjpeg.Encode(&gb, gray, &stdjpeg.Options{Quality: 95}); err != nil {
+		t.Fatal(err)
+	}
+	d := jpeg.NewDecoder()
+	defer d.Close()
+	decode := func(b []byte) []byte {
+		gw, gh, err := d.DecodeConfig(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([]byte, gw*gh*3)
+		if _, _, err := d.Decode(b, out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	reencoded := func(src []byte) []byte {
+		b, err := jpeg.Encode(decode(src), w, h, 90)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	transcoded := func(src []byte) []byte {
+		b, err := d.Transcode(src, 90)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, tt := range []struct {
+		name string
+		o    field.ImageOptions
+		src  []byte
+		want []byte
+	}{
+		{"q95 transcoded", field.ImageOptions{WriteMode: "jpg"}, data95, transcoded(data95)},
+		{"q90 transcoded", field.ImageOptions{WriteMode: "jpg"}, data90, transcoded(data90)},
+		{"ReencodePixels", field.ImageOptions{WriteMode: "jpg", ReencodePixels: true}, data95, reencoded(data95)},
+		{"grayscale re-encoded", field.ImageOptions{WriteMode: "jpg"}, gb.Bytes(), reencoded(gb.Bytes())},
+		{"smart over threshold", field.ImageOptions{WriteMode: "smart", SmartThreshold: 1}, data95, transcoded(data95)},
+		{"stored raw", field.ImageOptions{WriteMode: "raw"}, data95, decode(data95)},
+	} {
+		enc, err := encodeOne(t, tt.o, field.Value{Data: tt.src, Encoded: true})
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if gw, gh := size(enc); gw != w || gh != h || !bytes.Equal(enc.Heap, tt.want) {
+			t.Errorf("%s: %dx%d, %d bytes, not the expected %d", tt.name, gw, gh, len(enc.Heap), len(tt.want))
+		}
+	}
+	// Transcoding a source already at the quality changes no pixel.
+	enc, err := encodeOne(t, field.ImageOptions{WriteMode: "jpg"}, field.Value{Data: data90, Encoded: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(decode(enc.Heap), pix) {
+		t.Error("q90 source transcoded at q90: pixels changed")
 	}
 }

@@ -76,6 +76,12 @@ func TestCorruptInput(t *testing.T) {
 		if err := d.DecodeCropResize(b, image.Rect(0, 0, w, h), 224, 224, dst); err == nil {
 			t.Errorf("%s: DecodeCropResize 224x224 succeeded", name)
 		}
+		if err := d.Verify(b); err == nil {
+			t.Errorf("%s: Verify succeeded", name)
+		}
+		if _, err := d.Transcode(b, 90); err == nil {
+			t.Errorf("%s: Transcode succeeded", name)
+		}
 		_, _, _ = d.DecodeConfig(b) // may succeed if the header is intact; must not crash
 	}
 	// After all that, the decoder still works.

@@ -7,39 +7,17 @@
 #include <jerror.h>
 
 #include "ffjpeg.h"
+#include "ffint.h"
 
-// Same error manager as the decoder (see ffjpeg.c), redeclared to keep the
-// files independent.
-typedef struct {
-	struct jpeg_error_mgr pub;
-	jmp_buf jb;
-	char msg[JMSG_LENGTH_MAX];
-} ffe_err;
-
-static void ffe_error_exit(j_common_ptr c) {
-	ffe_err *e = (ffe_err *)c->err;
-	(*c->err->format_message)(c, e->msg);
-	longjmp(e->jb, 1);
-}
-
-static void ffe_output_message(j_common_ptr c) { (void)c; }
-
-// A destination manager writing into a malloc'ed buffer we own, so that it
-// can be freed on the error path too (jpeg_mem_dest hides its buffer).
-typedef struct {
-	struct jpeg_destination_mgr pub;
-	unsigned char *buf;
-	size_t cap;
-} ffe_dest;
-
-static void ffe_init_dest(j_compress_ptr c) {
-	ffe_dest *d = (ffe_dest *)c->dest;
+// A destination manager writing into a malloc'ed buffer we own (see ffint.h).
+static void ffj_init_dest(j_compress_ptr c) {
+	ffj_dest *d = (ffj_dest *)c->dest;
 	d->pub.next_output_byte = d->buf;
 	d->pub.free_in_buffer = d->cap;
 }
 
-static boolean ffe_empty_dest(j_compress_ptr c) {
-	ffe_dest *d = (ffe_dest *)c->dest;
+static boolean ffj_empty_dest(j_compress_ptr c) {
+	ffj_dest *d = (ffj_dest *)c->dest;
 	size_t used = d->cap; // libjpeg calls this only when the buffer is full
 	unsigned char *nb = realloc(d->buf, d->cap * 2);
 	if (!nb)
@@ -51,14 +29,21 @@ static boolean ffe_empty_dest(j_compress_ptr c) {
 	return TRUE;
 }
 
-static void ffe_term_dest(j_compress_ptr c) { (void)c; }
+static void ffj_term_dest(j_compress_ptr c) { (void)c; }
+
+void ffj_set_dest(j_compress_ptr c, ffj_dest *d) {
+	d->pub.init_destination = ffj_init_dest;
+	d->pub.empty_output_buffer = ffj_empty_dest;
+	d->pub.term_destination = ffj_term_dest;
+	c->dest = &d->pub;
+}
 
 // All state lives on the heap: only the pointer is a local, and it does not
 // change after setjmp, so it is still valid after a longjmp.
 typedef struct {
 	struct jpeg_compress_struct c;
-	ffe_err err;
-	ffe_dest dest;
+	ffj_err err;
+	ffj_dest dest;
 } ffe_state;
 
 int ffj_encode(const unsigned char *pix, int w, int h, int ncomp, int in_cs,
@@ -73,9 +58,7 @@ int ffj_encode(const unsigned char *pix, int w, int h, int ncomp, int in_cs,
 		free(s);
 		return FFJ_ERR_NOMEM;
 	}
-	jpeg_std_error(&s->err.pub);
-	s->err.pub.error_exit = ffe_error_exit;
-	s->err.pub.output_message = ffe_output_message;
+	ffj_init_err(&s->err);
 	s->c.err = &s->err.pub;
 	if (setjmp(s->err.jb)) {
 		snprintf(msg, msglen, "%s", s->err.msg);
@@ -85,10 +68,7 @@ int ffj_encode(const unsigned char *pix, int w, int h, int ncomp, int in_cs,
 		return FFJ_ERR_LIB;
 	}
 	jpeg_create_compress(&s->c);
-	s->dest.pub.init_destination = ffe_init_dest;
-	s->dest.pub.empty_output_buffer = ffe_empty_dest;
-	s->dest.pub.term_destination = ffe_term_dest;
-	s->c.dest = &s->dest.pub;
+	ffj_set_dest(&s->c, &s->dest);
 
 	s->c.image_width = (JDIMENSION)w;
 	s->c.image_height = (JDIMENSION)h;

@@ -7,14 +7,7 @@
 #include <jerror.h>
 
 #include "ffjpeg.h"
-
-// Error manager: error_exit and fatal warnings format the message and
-// longjmp to the setjmp of the ffj_* function that called libjpeg.
-typedef struct {
-	struct jpeg_error_mgr pub;
-	jmp_buf jb;
-	char msg[JMSG_LENGTH_MAX];
-} ffj_err;
+#include "ffint.h"
 
 // Decoders cap libjpeg's big buffers (see ffj_new).
 #define FFJ_MAX_MEMORY (1L << 30)
@@ -52,18 +45,13 @@ static void ffj_die(j_common_ptr c, const char *msg) {
 	longjmp(e->jb, 1);
 }
 
-static void ffj_init_err(ffj_err *e) {
+void ffj_init_err(ffj_err *e) {
 	jpeg_std_error(&e->pub);
 	e->pub.error_exit = ffj_error_exit;
 	e->pub.emit_message = ffj_emit_message;
 	e->pub.output_message = ffj_output_message;
 	e->msg[0] = 0;
 }
-
-struct ffj_dec {
-	struct jpeg_decompress_struct cinfo;
-	ffj_err err;
-};
 
 ffj_dec *ffj_new(void) {
 	ffj_dec *volatile d = calloc(1, sizeof *d); // volatile: read after longjmp
@@ -123,7 +111,7 @@ static int ffj_upsamples(j_decompress_ptr c) {
 	return 0;
 }
 
-static int ffj_fail(j_decompress_ptr c, int code) {
+int ffj_fail(j_decompress_ptr c, int code) {
 	jpeg_abort_decompress(c);
 	ffj_forget_src(c);
 	return code;

@@ -11,7 +11,8 @@ enum {
 	FFJ_ERR_LIB = 1,    // libjpeg error or fatal warning; message in the state
 	FFJ_ERR_SMALL = 2,  // output buffer too small
 	FFJ_ERR_REGION = 3, // crop rectangle not inside the image
-	FFJ_ERR_NOMEM = 4
+	FFJ_ERR_NOMEM = 4,
+	FFJ_ERR_FORMAT = 5  // a JPEG the transcoder leaves to a pixel re-encode
 };
 
 // ffj_geom carries one decode request in and its geometry out.
@@ -46,5 +47,15 @@ int ffj_header(ffj_dec *d, const unsigned char *data, unsigned long len,
 int ffj_encode(const unsigned char *pix, int w, int h, int ncomp, int in_cs,
                int jpeg_cs, int quality, int hs, int vs, int progressive,
                unsigned char **out, size_t *outlen, char *msg, size_t msglen);
+
+// ffj_verify entropy-decodes all of data (every coefficient, no IDCT): a
+// JPEG that passes decodes cleanly.
+int ffj_verify(ffj_dec *d, const unsigned char *data, unsigned long len);
+
+// ffj_transcode re-encodes a 4:2:0 YCbCr JPEG at the given quality without
+// leaving the DCT domain (FFJ_ERR_FORMAT for any other JPEG). On success
+// *out is a malloc'ed buffer of *outlen bytes.
+int ffj_transcode(ffj_dec *d, const unsigned char *data, unsigned long len, int quality,
+                  unsigned char **out, size_t *outlen);
 
 #endif

@@ -178,16 +178,47 @@ func (l *Loader) pageOf(id uint64) uint32 {
 
 // GlobalOrder is the epoch's order over all ranks, before distribution.
 func (l *Loader) GlobalOrder(epoch uint64) []uint64 {
-	switch l.cfg.Order {
+	ord, _ := l.GlobalOrderAs(epoch, l.cfg.Order, l.cfg.QuasiWindow)
+	return ord
+}
+
+// GlobalOrderAs is the epoch's global order under another order name or
+// QUASI_RANDOM window (0: the loader's own) over the same samples and
+// seed: a run resumed with other settings rebuilds the saving run's order.
+func (l *Loader) GlobalOrderAs(epoch uint64, name string, window int) ([]uint64, error) {
+	if window <= 0 {
+		window = l.cfg.QuasiWindow
+	}
+	switch name {
 	case "random":
-		return order.Random(l.indices(), l.cfg.Seed+epoch)
+		return order.Random(l.indices(), l.cfg.Seed+epoch), nil
 	case "quasi_random":
-		return order.QuasiRandom(l.indices(), l.pageOf, l.cfg.QuasiWindow, l.cfg.Seed+epoch)
+		return order.QuasiRandom(l.indices(), l.pageOf, window, l.cfg.Seed+epoch), nil
+	case "sequential":
+		if l.cfg.Indices == nil {
+			return l.indices(), nil // already a fresh slice
+		}
+		return order.Sequential(l.cfg.Indices), nil
 	}
-	if l.cfg.Indices == nil {
-		return l.indices() // already a fresh slice
+	return nil, fmt.Errorf("unknown order %q", name)
+}
+
+// QuasiWindow is the QUASI_RANDOM window in effect (its default is 2 × batch size).
+func (l *Loader) QuasiWindow() int { return l.cfg.QuasiWindow }
+
+// Layout is how a fresh epoch is cut over the ranks (see Distribute).
+func (l *Loader) Layout() order.Layout {
+	if l.cfg.Order == "quasi_random" {
+		return order.Blocked
 	}
-	return order.Sequential(l.cfg.Indices)
+	return order.Strided
+}
+
+// Resume is this rank's list of rest, what earlier runs left of an epoch
+// (see order.Remaining), cut with the loader's world size, batch size and
+// drop_last.
+func (l *Loader) Resume(rest []uint64) []uint64 {
+	return order.Resume(rest, l.cfg.Rank, l.cfg.World, l.cfg.BatchSize, l.cfg.DropLast)
 }
 
 // Distribute takes this rank's share of a global order: strided as
@@ -197,7 +228,7 @@ func (l *Loader) Distribute(global []uint64) []uint64 {
 	if l.cfg.World == 1 {
 		return global
 	}
-	if l.cfg.Order == "quasi_random" {
+	if l.Layout() == order.Blocked {
 		return order.Block(global, l.cfg.Rank, l.cfg.World)
 	}
 	return order.Distribute(global, l.cfg.Rank, l.cfg.World)

@@ -12,6 +12,10 @@
 // QuasiRandomDistributed extends it to several ranks, which FFCV does not
 // support.
 //
+// Remaining and Resume make resumption elastic: from what runs at some
+// world size took of an epoch's global order, the samples left, cut over
+// another world size with none repeated.
+//
 // All functions are pure: they never modify their inputs and return fresh
 // slices.
 package order

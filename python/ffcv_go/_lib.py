@@ -140,6 +140,7 @@ def _signatures():
         "ffcv_loader_create": (i64, [cp, ctypes.POINTER(u64), u64, err]),
         "ffcv_loader_info": (i64, [i64, out_str, err]),
         "ffcv_loader_order": (i64, [i64, u64, ctypes.POINTER(u64), u64, err]),
+        "ffcv_loader_elastic": (i64, [i64, cp, ctypes.POINTER(u64), u64, ctypes.POINTER(u64), u64, out_str, err]),
         "ffcv_loader_start": (i64, [i64, u64, u64, ctypes.POINTER(u64), u64, i32, err]),
         "ffcv_iter_next": (i64, [i64, ctypes.POINTER(ctypes.POINTER(_DLManagedTensor)), i32, err]),
         "ffcv_loader_stats": (i64, [i64, out_str, err]),
@@ -216,6 +217,8 @@ def call(fn, *args, context=None):
     ret = getattr(lib, fn)(*args, ctypes.byref(err))
     if ret < 0:
         msg = _take_string(err.value) or f"{fn} failed"
+        if isinstance(context, (list, tuple)):  # a sharded dataset's files
+            context = ", ".join(map(str, context))
         if context and context not in msg:  # most messages name the file already
             msg = f"{context}: {msg}"
         raise _CODES.get(ret, RuntimeError)(msg)

@@ -1,4 +1,4 @@
-"""Worker of the real torch.distributed (gloo) test in test_orders.py (spawned per rank)."""
+"""Worker of the real torch.distributed (gloo) test in test_orders.py (one process per rank)."""
 import datetime
 
 import numpy as np

@@ -218,7 +218,7 @@ def _lightning():
     return pl
 
 
-def _lightning_module(pl):
+def _lightning_module(pl, batch_size=BATCH):
     class Lit(pl.LightningModule):
         def __init__(self):
             super().__init__()
@@ -226,7 +226,7 @@ def _lightning_module(pl):
             self.train_ids, self.val_ids, self.losses = [], [], []
 
         def training_step(self, batch, batch_idx):
-            check_batch(batch)
+            check_batch(batch, batch_size)
             self.train_ids.append(batch[2].clone())
             loss = F.cross_entropy(self.net(batch[0]), batch[1])
             self.losses.append(loss.item())
@@ -287,6 +287,50 @@ def test_lightning_two_epochs(betons):
     assert np.mean(model.losses[-3:]) < np.mean(model.losses[:3])  # it learns
 
 
+def test_lightning_ddp_checkpoint_resumes_on_fewer_devices(betons, tmp_path):
+    """Lightning DDP on 2 CPU processes (gloo) checkpoints mid-epoch; a run on
+    1 device resumes it: the rest of the epoch, each sample once, nothing
+    trained before the checkpoint again."""
+    pl = _lightning()
+    import multiprocessing
+    from lightning.pytorch.callbacks import ModelCheckpoint
+    from lightning.pytorch.strategies import DDPStrategy
+    from ffcv_go.integrations.lightning import FFCVDataModule
+    import _lightning_ddp
+    train, _ = betons
+
+    def run(devices, **kw):
+        dm = FFCVDataModule(train, batch_size=BATCH // 2, train_pipelines=pipelines(), seed=SEED,
+                            loader_kwargs={"num_workers": 1})
+        model = _lightning_ddp.IdRecorder(str(tmp_path), NUM_CLASSES)
+        ckpt_path = kw.pop("ckpt_path", None)
+        args = dict(_trainer_kwargs(), devices=devices, enable_checkpointing=bool(kw.get("callbacks")))
+        if devices > 1:
+            # forkserver: workers fork from a server that imported torch and
+            # Lightning once, and load the Go library themselves.
+            multiprocessing.set_forkserver_preload(["torch", "lightning.pytorch", "numpy"])
+            args["strategy"] = DDPStrategy(start_method="forkserver", process_group_backend="gloo")
+        pl.Trainer(max_epochs=1, **args, **kw).fit(model, datamodule=dm, ckpt_path=ckpt_path)
+        return [np.load(tmp_path / f"ids_world{devices}_rank{r}.npy") for r in range(devices)]
+
+    saved = run(2, callbacks=[ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=2, save_top_k=-1)])
+    ckpt = tmp_path / "epoch=0-step=2.ckpt"
+    state = torch.load(ckpt, weights_only=False)["loops"]["fit_loop"]["state_dict"]["combined_loader"][0]
+    assert (state["epoch"], state["batch"], state["world"]) == (0, 2, 2), state
+    taken = np.concatenate([rows[rows[:, 0] < 2, 1] for rows in saved])
+    assert len(taken) == 2 * 2 * (BATCH // 2) and len(set(taken.tolist())) == len(taken)
+    # DDP's two ranks: torch's permutation (seed SEED + epoch 0), strided.
+    g = torch.Generator()
+    g.manual_seed(SEED)
+    perm = torch.randperm(N_TRAIN, generator=g).numpy()
+    assert set(taken.tolist()) == set(perm[:len(taken)].tolist())
+    (rest,) = run(1, ckpt_path=str(ckpt))
+    rest = rest[:, 1]
+    left = N_TRAIN - len(taken)
+    assert len(rest) == left // (BATCH // 2) * (BATCH // 2)  # drop_last: whole batches
+    assert len(set(rest.tolist())) == len(rest) and not set(rest.tolist()) & set(taken.tolist())
+
+
 def test_lightning_datamodule_shards_by_trainer_rank(betons):
     _lightning()
     from ffcv_go.integrations.lightning import FFCVDataModule
@@ -340,6 +384,37 @@ def test_composer_resumes_mid_epoch_on_the_same_batches(betons, tmp_path, monkey
         assert np.array_equal(rest, full[done * BATCH:]), name
 
 
+def test_composer_loader_state_callback_resumes_exactly_and_elastically(betons, tmp_path, monkeypatch):
+    """With the LoaderState callback the checkpoint holds the Loader's state:
+    a resumed run continues without spinning, exactly at the same batch size,
+    and with the rest of the epoch, each sample once, at another one."""
+    pytest.importorskip("composer")
+    from composer import Trainer
+    from ffcv_go.integrations.composer import to_dataspec, build_train_loader, LoaderState
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    train, _ = betons
+
+    def run(batch_size=BATCH, **kw):
+        model = _composer_model()
+        spec = to_dataspec(build_train_loader(train, batch_size, pipelines=pipelines(), num_workers=1, seed=SEED))
+        Trainer(model=model, train_dataloader=spec, max_duration="2ep", device="cpu", seed=0,
+                optimizers=torch.optim.SGD(model.parameters(), lr=0.01), progress_bar=False,
+                log_to_console=False, loggers=[], callbacks=[LoaderState()], **kw).fit()
+        return torch.cat(model.train_ids).numpy() if model.train_ids else np.zeros(0, dtype=np.int64)
+
+    full = run(save_folder=str(tmp_path), save_interval="4ba", save_num_checkpoints_to_keep=-1)
+    ckpt = tmp_path / "ep0-ba4-rank0.pt"
+    saved = torch.load(ckpt, weights_only=False)["state"]["callbacks"]["LoaderState"]["loader"]
+    assert (saved["epoch"], saved["batch"]) == (0, 4)
+    assert np.array_equal(run(load_path=str(ckpt)), full[4 * BATCH:])
+    half = BATCH // 2
+    rest = run(batch_size=half, load_path=str(ckpt))
+    taken, left = full[:4 * BATCH], (N_TRAIN - 4 * BATCH) // half * half
+    assert len(set(rest[:left].tolist())) == left and not set(rest[:left].tolist()) & set(taken.tolist())
+    assert np.array_equal(rest[left:], random_order(1)[:N_TRAIN // half * half])
+
+
 def test_lightning_resumes_from_step_checkpoints(betons, tmp_path):
     """Lightning saves the Loader's state_dict in its checkpoints; resuming from
     any of them trains on exactly the rest of the uninterrupted run's batches,
@@ -349,10 +424,10 @@ def test_lightning_resumes_from_step_checkpoints(betons, tmp_path):
     from ffcv_go.integrations.lightning import FFCVDataModule
     train, val = betons
 
-    def run(**kw):
-        dm = FFCVDataModule(train, val, batch_size=BATCH, train_pipelines=pipelines(), eval_pipelines=pipelines(),
-                            seed=SEED, loader_kwargs={"num_workers": 1})
-        model = _lightning_module(pl)
+    def run(batch_size=BATCH, **kw):
+        dm = FFCVDataModule(train, val, batch_size=batch_size, train_pipelines=pipelines(),
+                            eval_pipelines=pipelines(), seed=SEED, loader_kwargs={"num_workers": 1})
+        model = _lightning_module(pl, batch_size)
         ckpt_path = kw.pop("ckpt_path", None)
         args = dict(_trainer_kwargs(), enable_checkpointing=bool(kw.get("callbacks")))
         pl.Trainer(max_epochs=2, num_sanity_val_steps=0, limit_val_batches=0, **args, **kw).fit(
@@ -368,3 +443,14 @@ def test_lightning_resumes_from_step_checkpoints(betons, tmp_path):
         assert (loader_state["epoch"], loader_state["batch"]) == saved, loader_state
         rest = run(ckpt_path=str(tmp_path / name))
         assert np.array_equal(rest, full[done * BATCH:]), name
+    # Elastic: the checkpoint holds what the run took of the epoch, so a run
+    # with another batch size (as after a change of world size) trains on the
+    # rest of epoch 0, each sample once, then on a whole epoch 1.
+    state = torch.load(tmp_path / "epoch=0-step=3.ckpt", weights_only=False)
+    assert state["loops"]["fit_loop"]["state_dict"]["combined_loader"][0]["elastic"]["stages"][0]["batches"] == 3
+    half = BATCH // 2
+    rest = run(batch_size=half, ckpt_path=str(tmp_path / "epoch=0-step=3.ckpt"))
+    taken, left = full[:3 * BATCH], (N_TRAIN - 3 * BATCH) // half * half  # drop_last: whole batches
+    assert len(rest) == left + N_TRAIN // half * half
+    assert len(set(rest[:left].tolist())) == left and not set(rest[:left].tolist()) & set(taken.tolist())
+    assert np.array_equal(rest[left:], random_order(1)[:N_TRAIN // half * half])

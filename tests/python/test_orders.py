@@ -1,4 +1,5 @@
 """Traversal orders: SEQUENTIAL, RANDOM (numpy-exact), QUASI_RANDOM (page locality), custom, distributed."""
+import multiprocessing
 import time
 
 import numpy as np
@@ -303,8 +304,11 @@ def test_torch_distributed_gloo(paged_file, tmp_path):
     import torch.multiprocessing as mp
     import _dist_worker
     world, seed = 2, 3
-    ctx = mp.spawn(_dist_worker.run, args=(world, str(tmp_path / "init"), str(paged_file), str(tmp_path), seed),
-                   nprocs=world, join=False)
+    # forkserver: children fork from a server that imported torch once (spawn
+    # imports it in every child) and load the Go library themselves.
+    multiprocessing.set_forkserver_preload(["torch", "torch.distributed", "numpy"])
+    ctx = mp.start_processes(_dist_worker.run, args=(world, str(tmp_path / "init"), str(paged_file), str(tmp_path),
+                                                     seed), nprocs=world, join=False, start_method="forkserver")
     deadline = time.monotonic() + 120
     while not ctx.join(timeout=1):
         if time.monotonic() > deadline:

@@ -748,6 +748,27 @@ expect_fail("loader_start past end", lib.ffcv_loader_start, L, 0, 10**9, None, 0
 expect_fail("loader_start -1", lib.ffcv_loader_start, L, 0, 2**64 - 1, None, 0, 1)
 bad_order = (u64 * 3)(0, 1, 10**6)
 expect_fail("loader_start bad order", lib.ffcv_loader_start, L, 0, 0, bad_order, 3, 1)
+el_spec = lambda **kw: json.dumps(dict({"epoch": 0, "order": "random", "window": 0, "stages": [
+    {"layout": "strided", "world": 2, "batch_size": 4, "drop_last": False, "batches": 1}]}, **kw)).encode()
+el_out = (u64 * 4096)()
+for h in BAD + [r]:
+    expect_fail(f"loader_elastic {h}", lib.ffcv_loader_elastic, h, el_spec(), None, 0, el_out, 4096,
+                ctypes.byref(out))
+for name, s_ in [("NULL", None), ("not json", b"{"), ("unknown key", el_spec(extra=1)),
+                 ("order", el_spec(order="zigzag")), ("layout", el_spec(stages=[{"layout": "rest", "world": 2,
+                  "batch_size": 4, "drop_last": False, "batches": 1}])),
+                 ("world 0", el_spec(stages=[{"layout": "strided", "world": 0, "batch_size": 4,
+                                              "drop_last": False, "batches": 1}])),
+                 ("too many batches", el_spec(stages=[{"layout": "strided", "world": 2, "batch_size": 4,
+                                                       "drop_last": False, "batches": 10**9}]))]:
+    expect_fail(f"loader_elastic {name}", lib.ffcv_loader_elastic, L, s_, None, 0, el_out, 4096, ctypes.byref(out))
+expect_fail("loader_elastic short out", lib.ffcv_loader_elastic, L, el_spec(), None, 0, el_out, 1, ctypes.byref(out))
+expect_fail("loader_elastic NULL out", lib.ffcv_loader_elastic, L, el_spec(), None, 0, None, 4096, ctypes.byref(out))
+expect_fail("loader_elastic NULL info", lib.ffcv_loader_elastic, L, el_spec(), None, 0, el_out, 4096, None)
+expect_fail("loader_elastic bad global", lib.ffcv_loader_elastic, L, el_spec(), bad_order, 3, el_out, 4096,
+            ctypes.byref(out))
+expect_fail("loader_elastic NULL global", lib.ffcv_loader_elastic, L, el_spec(), None, 5, el_out, 4096,
+            ctypes.byref(out))
 
 it = ok("loader_start", lib.ffcv_loader_start(L, 0, 0, None, 0, 1, err()))
 tensors = (_lib.DLManagedTensorPtr * 4)()

@@ -134,3 +134,39 @@ def test_native_path_reports_a_corrupt_file(tmp_path, photo_folder):
     with pytest.raises(Exception, match=bad.name):
         DatasetWriter(str(tmp_path / "x.beton"), image_fields(), progress=False).from_indexed_dataset(ds)
     assert not (tmp_path / "x.beton").exists()
+
+
+def test_jpeg_sources_are_transcoded(tmp_path, photo_folder):
+    """JPEG files that need no resize are re-encoded at jpeg_quality in the DCT
+    domain by default: no further from the source than FFCV's decode and
+    re-encode (jpeg_transcode=False), and the same bytes for any worker count."""
+    def write(name, workers=2, **kw):
+        p = tmp_path / f"{name}.beton"
+        fields = {"image": RGBImageField(write_mode=kw.pop("mode", "jpg"), **kw), "label": IntField()}
+        DatasetWriter(str(p), fields, num_workers=workers, progress=False).from_image_folder(str(photo_folder))
+        return p
+
+    def images(path):
+        import io
+        from PIL import Image
+        r = Reader(str(path))
+        meta = r.metadata["f0"]
+        out = []
+        for i in range(r.num_samples):
+            b = np.asarray(r.read(i, "image"))
+            if meta["mode"][i] == 0:  # JPEG
+                out.append(np.asarray(Image.open(io.BytesIO(b.tobytes())).convert("RGB"), dtype=float))
+            else:
+                out.append(b.reshape(meta["height"][i], meta["width"][i], 3).astype(float))
+        return out
+
+    raw = images(write("raw", mode="raw"))
+    tc, tc1, px = write("transcoded"), write("transcoded-1", workers=1), write("pixels", jpeg_transcode=False)
+    assert digest(tc) == digest(tc1)
+    assert digest(tc) != digest(px)
+    err_tc = err_px = 0.0
+    for i, (ref, a, b) in enumerate(zip(raw, images(tc), images(px))):
+        assert a.shape == b.shape == ref.shape
+        assert np.abs(a - ref).mean() < 3, i
+        err_tc, err_px = err_tc + ((a - ref) ** 2).mean(), err_px + ((b - ref) ** 2).mean()
+    assert err_tc <= err_px, (err_tc, err_px)

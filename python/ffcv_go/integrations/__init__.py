@@ -3,7 +3,8 @@
 - ``ffcv_go.integrations.composer``: ``to_dataspec(loader)`` (alias
   ``ffcv_dataspec``) makes a MosaicML Composer ``DataSpec``;
   ``build_train_loader`` / ``build_eval_loader`` take rank and world size
-  from ``composer.utils.dist``.
+  from ``composer.utils.dist``; the ``LoaderState`` callback keeps the
+  loader's position in checkpoints (elastic resume).
 - ``ffcv_go.integrations.lightning``: ``FFCVDataModule``, a Lightning
   ``LightningDataModule`` whose dataloaders are ffcv_go Loaders sharded by
   the trainer's rank and world size.
@@ -14,13 +15,15 @@ the names below is first used).
 """
 from ._common import build_loader, samples_per_rank, LazyEpochLoader
 
-__all__ = ["build_loader", "samples_per_rank", "LazyEpochLoader", "to_dataspec", "ffcv_dataspec", "FFCVDataModule"]
+__all__ = ["build_loader", "samples_per_rank", "LazyEpochLoader", "to_dataspec", "ffcv_dataspec", "FFCVDataModule",
+           "LoaderState"]
 
 _LAZY = {
     "to_dataspec": "composer",
     "ffcv_dataspec": "composer",
     "build_train_loader": "composer",
     "build_eval_loader": "composer",
+    "LoaderState": "composer",
     "FFCVDataModule": "lightning",
 }
 

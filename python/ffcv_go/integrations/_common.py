@@ -58,7 +58,9 @@ class LazyEpochLoader(Loader):
         checkpoint taken after an epoch's last batch moves on to the next
         epoch without iterating the (empty) rest of the old one."""
         state = dict(state)
-        if int(state.get("batch", 0)) >= len(self) > 0:
+        # (An elastic state, with what the run took of the epoch, says itself
+        # when the epoch is over: its batches are not this loader's.)
+        if "elastic" not in state and int(state.get("batch", 0)) >= len(self) > 0:
             state["epoch"], state["batch"] = int(state["epoch"]) + 1, 0
         super().load_state_dict(state)
 
@@ -78,7 +80,7 @@ class _LazyEpoch:
     def __len__(self):
         if self.it is not None:
             return len(self.it)
-        return len(self.loader) - self.loader._resume_batch
+        return self.loader._next_epoch_length()
 
     def close(self):
         if self.it is not None:

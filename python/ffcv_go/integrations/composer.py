@@ -33,15 +33,70 @@ How it fits Composer:
   (item 1) before the loss; extra outputs (e.g. an index field) ride along.
   Decode at the full training resolution and let ProgressiveResizing shrink it:
   one Loader then serves the whole run and checkpoints resume on the same batches.
+- Resumption: add ``LoaderState()`` to the Trainer's callbacks (saving and
+  resuming runs) to keep the loader's ``state_dict`` in the checkpoints; a
+  resumed run then continues the epoch where it stopped, also at another
+  world size or batch size (elastic resume, see the README). Without it
+  Composer spins the loader, which is exact only at the saving run's sizes.
+  Composer stops all ranks together when one runs out of batches, so the
+  uneven last step of an elastic resume with ``drop_last=False`` cannot
+  hang; the ranks' extra batch of that step is then not trained.
 - One process per GPU (``composer -n 8``): with ``num_workers`` at its default
   each process's loader takes cores // LOCAL_WORLD_SIZE threads, at least 1.
 """
-from composer.core import DataSpec
+from composer.core import Callback, DataSpec
 from composer.utils import dist
 
+from ..loader import Loader
 from ._common import build_loader, samples_per_rank, batch_size_of
 
-__all__ = ["to_dataspec", "ffcv_dataspec", "build_train_loader", "build_eval_loader", "build_loader"]
+__all__ = ["to_dataspec", "ffcv_dataspec", "build_train_loader", "build_eval_loader", "build_loader", "LoaderState"]
+
+
+class LoaderState(Callback):
+    """Keeps the training Loader's position in Composer checkpoints.
+
+    Composer checkpoints the position of torch DataLoaders only; without
+    this callback it resumes an ffcv_go Loader by "spinning" (one ``iter()``
+    per finished epoch, then decoding and discarding the batches already
+    trained), which is exact at the saving run's world size and batch size
+    only. With it, the checkpoint holds ``loader.state_dict()`` and a resumed
+    run's Loader continues from it (``load_state_dict``) without spinning:
+    nothing is decoded twice, and at another world size or batch size the
+    rest of the epoch is split over the new ranks, each remaining sample
+    once (elastic resume). Pass it to the saving and the resuming Trainer::
+
+        Trainer(..., callbacks=[LoaderState()], load_path=...)
+    """
+
+    def __init__(self):
+        self._state = None
+        self._pending = None
+
+    def _loader(self):
+        dl = None if self._state is None else self._state.train_dataloader
+        if isinstance(dl, DataSpec):
+            dl = dl.dataloader
+        return dl if isinstance(dl, Loader) else None
+
+    def init(self, state, logger):
+        self._state = state
+
+    def fit_start(self, state, logger):
+        self._state = state
+        loader = self._loader()
+        if self._pending is not None and loader is not None:
+            loader.load_state_dict(self._pending)
+            # The loader is positioned: Composer must not spin it forward too.
+            state.dataset_resumption["train"] = True
+        self._pending = None
+
+    def state_dict(self):
+        loader = self._loader()
+        return {"loader": None if loader is None else loader.state_dict()}
+
+    def load_state_dict(self, state):
+        self._pending = state.get("loader")
 
 
 def to_dataspec(loader, *, num_samples=None, tokens_per_sample=None, num_tokens=None,

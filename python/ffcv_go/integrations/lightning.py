@@ -32,7 +32,10 @@ Behaviour:
   Lightning stores the training loader's position in its checkpoints and
   restores it, mid-epoch too: a run resumed from any ``ModelCheckpoint``
   (every_n_train_steps included) trains on exactly the batches the
-  uninterrupted run would have. A state taken after an epoch's last batch
+  uninterrupted run would have. The state also records what the run took
+  of the epoch, so a run resumed with another number of devices (or batch
+  size) trains on the rest of that epoch, each remaining sample once over
+  its ranks (elastic resume, see the README), then on normal epochs. A state taken after an epoch's last batch
   resumes at the next epoch (``LazyEpochLoader.load_state_dict``), as
   Lightning does not iterate the finished epoch again. The training loader is also positioned at
   ``trainer.current_epoch`` when built, so

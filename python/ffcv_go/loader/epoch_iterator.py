@@ -32,9 +32,13 @@ class EpochIterator:
     first next(), so an iterator made only to test iterability (as Lightning
     does) costs no decoding."""
 
-    def __init__(self, loader, build, epoch, start, order, per_rank):
+    def __init__(self, loader, build, epoch, start, order, per_rank, elastic=None):
         self.loader, self.epoch, self.batch = loader, epoch, start
         self.finished = False
+        # An elastic resume's rest of the epoch: its own batch count, and what
+        # the runs before took (for state_dict).
+        self.elastic = elastic
+        self._length = len(loader) if elastic is None else elastic["length"]
         self._build = build
         self._order = None if order is None else np.ascontiguousarray(order, dtype=np.uint64)
         self._per_rank = per_rank
@@ -61,7 +65,7 @@ class EpochIterator:
         return self
 
     def __len__(self):
-        return len(self.loader) - self.batch
+        return self._length - self.batch
 
     def __next__(self):
         iterating_threads.add(threading.current_thread())

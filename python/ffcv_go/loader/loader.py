@@ -138,8 +138,10 @@ class Loader:
         if not (isinstance(order_cls, type) and issubclass(order_cls, TraversalOrder)):
             raise ValueError(f"order {order!r} must be an OrderOption or a TraversalOrder subclass")
         if seed is None:
-            if self.distributed and order_cls is Random:
-                warnings.warn("distributed RANDOM order without a seed: using seed 0 so ranks agree")
+            if self.distributed and order_cls in (Random, QuasiRandom):
+                # Every rank must draw the same global order (a random seed per
+                # process would overlap the ranks' shares).
+                warnings.warn(f"distributed {order_cls.__name__} order without a seed: using seed 0 so ranks agree")
                 seed = 0
             else:
                 seed = int(np.random.randint(0, 2**31 - 1))
@@ -164,6 +166,8 @@ class Loader:
         self.next_epoch = 0
         self._resume_batch = 0
         self._current = None
+        self._elastic = None  # a loaded state's rest of an epoch, at this world size
+        self._described = None  # ((epoch, order, window), its fingerprint...)
 
     @property
     def indices(self):
@@ -277,6 +281,8 @@ class Loader:
 
     def next_traversal_order(self):
         """The sample order of the next epoch (this rank's)."""
+        if self._elastic is not None and self._elastic["epoch"] == self.next_epoch:
+            return self._elastic["ids"].copy()
         return self.traversal_order.sample_order(self.next_epoch)
 
     @property
@@ -296,40 +302,183 @@ class Loader:
 
     def __iter__(self):
         epoch, start = self.next_epoch, self._resume_batch
+        elastic, self._elastic = self._elastic, None
+        if elastic is not None and elastic["epoch"] != epoch:
+            elastic = None
         self.next_epoch += 1
         self._resume_batch = 0
         order, per_rank = None, 1
-        if not hasattr(self._order_cls, "_go_name"):
+        if elastic is not None:
+            order = elastic["ids"]  # this rank's part of what the saving run left
+        elif not hasattr(self._order_cls, "_go_name"):
             order = np.asarray(self.traversal_order.sample_order(epoch), dtype=np.uint64)
         elif self._order_cls is Random and self.distributed:
             order, per_rank = self.traversal_order._torch_order(epoch), 0
         elif self._order_cls is Random and self.seed + epoch >= 2**64:
             # Beyond the Go side's uint64 seeds: numpy takes any integer.
             order = np.random.default_rng(self.seed + epoch).permutation(self.indices)
-        it = EpochIterator(self, self._build_epoch(recompile=self.recompile), epoch, start, order, per_rank)
+        it = EpochIterator(self, self._build_epoch(recompile=self.recompile), epoch, start, order, per_rank,
+                           elastic=elastic)
         self._current = weakref.ref(it)
         return it
 
     def state_dict(self):
-        """Where to resume: the epoch and the next batch within it."""
+        """Where to resume: the epoch, the next batch within it, the seed and,
+        for the built-in orders, what the run has taken of the epoch (see
+        ``load_state_dict``). Synchronous training is assumed: every rank has
+        taken the same number of batches, so any rank's state describes all."""
         it = self._current() if self._current is not None else None
         if it is not None and not it.finished:
-            epoch, batch = it.epoch, it.batch
+            epoch, batch, elastic, length = it.epoch, it.batch, it.elastic, len(it) + it.batch
         else:
             epoch, batch = self.next_epoch, self._resume_batch
-        if batch >= len(self):  # after an epoch's last batch: the next epoch, not an empty one
-            epoch, batch = epoch + 1, 0
-        return {"epoch": epoch, "batch": batch, "seed": self.seed}
+            elastic = self._elastic if self._elastic is not None and self._elastic["epoch"] == epoch else None
+            length = len(self) if elastic is None else elastic["length"]
+        if batch >= length:  # after an epoch's last batch: the next epoch, not an empty one
+            epoch, batch, elastic = epoch + 1, 0, None
+        state = {"epoch": epoch, "batch": batch, "seed": self.seed, "world": self.world_size,
+                 "batch_size": self.batch_size}
+        kind = self._order_kind()
+        if elastic is not None:
+            stage = dict(self._stage(0), layout="rest", batches=batch)
+            state["elastic"] = {"samples": self._num_indices(), "order": elastic["order"],
+                                "window": elastic["window"], "fingerprint": elastic["fingerprint"],
+                                "stages": elastic["stages"] + [stage]}
+        elif kind is not None:
+            info = self._describe(epoch, kind, 0) if batch else {"window": 0, "fingerprint": None}
+            state["elastic"] = {"samples": self._num_indices(), "order": kind, "window": info["window"],
+                                "fingerprint": info["fingerprint"], "stages": [self._stage(batch)]}
+        return state
 
     def load_state_dict(self, state):
-        """The next iter() resumes exactly at the saved batch."""
+        """The next iter() resumes the saved epoch.
+
+        With the saving run's world size, batch size and drop_last it resumes
+        exactly at the saved batch (the batches an uninterrupted run would
+        have had). Otherwise (elastic resume, for the built-in orders) it
+        rebuilds the epoch's global order from the seed, checks it against
+        the state's fingerprint, and gives this rank its part of the samples
+        the saving run had not taken: each of them once over the new ranks,
+        none repeated, every rank the same number of batches (see
+        ``ffcv_go`` README, "Elastic resume"). Later epochs are normal epochs
+        at the new world size.
+        """
         if int(state.get("seed", self.seed)) != self.seed:
             raise ValueError(f"state was saved with seed {state['seed']}, this loader has seed {self.seed}")
-        self.next_epoch = int(state["epoch"])
-        self._resume_batch = int(state["batch"])
+        epoch, batch = int(state["epoch"]), int(state["batch"])
+        self._elastic = None
+        self._current = None
+        elastic = state.get("elastic")
+        if elastic is not None and any(int(st["batches"]) for st in elastic["stages"]):
+            if self._resumes_exactly(epoch, elastic):
+                self._check_fingerprint(epoch, elastic, self._describe(epoch, elastic["order"], 0))
+            else:
+                self._load_elastic(epoch, elastic)
+                return
+        elif elastic is None and batch and "world" in state and \
+                (int(state["world"]), int(state.get("batch_size", self.batch_size))) != \
+                (self.world_size, self.batch_size):
+            raise ValueError(f"state was saved mid-epoch at world size {state['world']}, batch size "
+                             f"{state.get('batch_size')} with a custom order; it resumes only at the same sizes "
+                             f"(this loader: {self.world_size}, {self.batch_size})")
+        self.next_epoch, self._resume_batch = epoch, batch
         if self._resume_batch >= len(self):
             self.next_epoch, self._resume_batch = self.next_epoch + 1, 0
-        self._current = None
+
+    def _next_epoch_length(self):
+        """Batches the next iter() yields (a resumed epoch's rest)."""
+        if self._elastic is not None and self._elastic["epoch"] == self.next_epoch:
+            return self._elastic["length"]
+        return len(self) - self._resume_batch
+
+    # ---- elastic resume (core/order/elastic.go does the work) -------------------
+
+    def _num_indices(self):
+        return int(self.reader.num_samples) if self._indices is None else int(self._indices.size)
+
+    def _order_kind(self):
+        """The name of this loader's global order, None for a custom order.
+        Distributed RANDOM draws torch's permutation, one process numpy's."""
+        if not hasattr(self._order_cls, "_go_name"):
+            return None
+        if self._order_cls is Random and self.distributed:
+            return "random_torch"
+        return self._order_cls._go_name
+
+    def _stage(self, batches):
+        return {"layout": self._build.layout, "world": self.world_size, "batch_size": self.batch_size,
+                "drop_last": self.drop_last, "batches": int(batches)}
+
+    def _resumes_exactly(self, epoch, elastic):
+        """Whether a state continues as this loader's own epoch would: one
+        stage, taken with this loader's order, sizes and drop_last."""
+        stages = elastic["stages"]
+        if len(stages) != 1 or elastic["order"] != self._order_kind():
+            return False
+        if dict(stages[0], batches=0) != self._stage(0):
+            return False
+        # QUASI_RANDOM's window (2 x batch size by default) is part of its order.
+        return elastic["order"] != "quasi_random" or \
+            int(elastic["window"]) == self._describe(epoch, elastic["order"], 0)["window"]
+
+    def _global_order(self, kind, epoch):
+        """The epoch's global order when Python draws it (None: Go does)."""
+        if kind == "random_torch":
+            g = torch.Generator()
+            g.manual_seed(self.seed + epoch)
+            return self.indices[torch.randperm(self._num_indices(), generator=g).numpy()]
+        if kind == "random" and self.seed + epoch >= 2**64:
+            return np.random.default_rng(self.seed + epoch).permutation(self.indices).astype(np.uint64)
+        return None
+
+    def _elastic_call(self, epoch, kind, window, stages):
+        """(this rank's ids for the rest of the epoch, info on its global order)."""
+        g = self._global_order(kind, epoch)
+        gptr = None if g is None else np.ascontiguousarray(g, dtype=np.uint64)
+        spec = {"epoch": int(epoch), "order": "random" if kind == "random_torch" else kind,
+                "window": int(window), "stages": stages}
+        out = np.empty(self._num_indices() if stages else 0, dtype=np.uint64)
+        info = ctypes.c_void_p()
+        u64p = ctypes.POINTER(ctypes.c_uint64)
+        n = _lib.call("ffcv_loader_elastic", self._build.handle, json.dumps(spec).encode(),
+                      None if gptr is None else gptr.ctypes.data_as(u64p), 0 if gptr is None else gptr.size,
+                      out.ctypes.data_as(u64p) if out.size else None, out.size, ctypes.byref(info),
+                      context=self.fname)
+        return out[:n], json.loads(_lib._take_string(info.value))
+
+    def _describe(self, epoch, kind, window):
+        key = (epoch, kind, window)
+        if self._described is None or self._described[0] != key:
+            self._described = (key, self._elastic_call(epoch, kind, window, [])[1])
+        return self._described[1]
+
+    def _check_fingerprint(self, epoch, elastic, info):
+        if info["fingerprint"] != elastic["fingerprint"]:
+            raise ValueError(f"state does not match this loader: epoch {epoch}'s {elastic['order']} order over "
+                             f"{info['samples']} samples with seed {self.seed} is not the order the state was saved "
+                             f"with (another dataset, indices or order?)")
+
+    def _load_elastic(self, epoch, elastic):
+        if self._order_kind() is None:
+            raise ValueError("elastic resume (another world size, batch size or drop_last than the saving run) "
+                             "needs a built-in order; this loader has a custom TraversalOrder")
+        if int(elastic["samples"]) != self._num_indices():
+            raise ValueError(f"state was saved for {elastic['samples']} samples, this loader has "
+                             f"{self._num_indices()} (another dataset or indices?)")
+        stages = [dict(st) for st in elastic["stages"]]
+        try:
+            ids, info = self._elastic_call(epoch, elastic["order"], elastic["window"], stages)
+        except ValueError as e:
+            raise ValueError(f"state does not fit this loader's epoch {epoch}: {e}") from None
+        self._check_fingerprint(epoch, elastic, info)
+        length = len(ids) // self.batch_size if self.drop_last else -(-len(ids) // self.batch_size)
+        left = info["remaining"] >= (self.world_size * self.batch_size if self.drop_last else 1)
+        if not left:  # nothing of the epoch left for any rank: go on with the next one
+            self.next_epoch, self._resume_batch = epoch + 1, 0
+            return
+        self._elastic = {"epoch": epoch, "order": elastic["order"], "window": elastic["window"],
+                         "fingerprint": elastic["fingerprint"], "stages": stages, "ids": ids, "length": length}
+        self.next_epoch, self._resume_batch = epoch, 0
 
     @property
     def stats(self):
@@ -427,6 +576,7 @@ class _Build:
         self._finalizer = weakref.finalize(self, _close_build, self.handle, self.tails, self.pinned)
         info = _lib.call_json("ffcv_loader_info", self.handle)
         self.length = info["length"]
+        self.layout = info["layout"]
         self.go_outputs = info["outputs"] or []  # none when every field is decoded in Python or dropped
         self.plans = []
         self.adopt(plans, fname=loader.fname)

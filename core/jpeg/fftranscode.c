@@ -1,0 +1,147 @@
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jpeglib.h>
+#include <jerror.h>
+
+#include "ffjpeg.h"
+#include "ffint.h"
+
+// ffj_is_420 reports whether c (after jpeg_read_header) is what the
+// writer's own encoder produces: 8-bit YCbCr with 2x2 luma per chroma sample.
+static int ffj_is_420(j_decompress_ptr c) {
+	return c->jpeg_color_space == JCS_YCbCr && c->num_components == 3 && c->data_precision == 8 &&
+	       c->comp_info[0].h_samp_factor == 2 && c->comp_info[0].v_samp_factor == 2 &&
+	       c->comp_info[1].h_samp_factor == 1 && c->comp_info[1].v_samp_factor == 1 &&
+	       c->comp_info[2].h_samp_factor == 1 && c->comp_info[2].v_samp_factor == 1;
+}
+
+int ffj_verify(ffj_dec *d, const unsigned char *data, unsigned long len) {
+	j_decompress_ptr c = &d->cinfo;
+	d->err.msg[0] = 0;
+	if (setjmp(d->err.jb))
+		return ffj_fail(c, FFJ_ERR_LIB);
+	jpeg_mem_src(c, data, len);
+	jpeg_read_header(c, TRUE);
+	jpeg_read_coefficients(c);
+	jpeg_finish_decompress(c); // reads on to EOI, as a full decode does
+	return ffj_fail(c, FFJ_OK); // drops the source pointer
+}
+
+// Transcoding state on the heap, so that it survives a longjmp intact.
+typedef struct {
+	struct jpeg_compress_struct c;
+	ffj_dest dest;
+	int created;
+} fft_state;
+
+static void fft_free(fft_state *s) {
+	if (s->created)
+		jpeg_destroy_compress(&s->c);
+	free(s->dest.buf);
+	free(s);
+}
+
+// fft_requantize rewrites component ci's coefficients, quantized by from,
+// as quantized by to: the nearest multiple of to[k], halves away from zero
+// (libjpeg's rounding when it quantizes a DCT output). The division is a
+// multiplication by 2^40/to[k], rounded up: exact while the dividend stays
+// below 2^40/to[k], which |coef| < 2^15 and steps <= 255 guarantee.
+static void fft_requantize(j_decompress_ptr in, jvirt_barray_ptr arr, int ci,
+                           const UINT16 *from, const UINT16 *to) {
+	jpeg_component_info *comp = &in->comp_info[ci];
+	unsigned long long mul[DCTSIZE2];
+	int same = 1, fast = 1;
+	for (int k = 0; k < DCTSIZE2; k++) {
+		mul[k] = ((1ULL << 40) + to[k] - 1) / to[k];
+		same &= from[k] == to[k];
+		fast &= from[k] <= 255 && to[k] <= 255;
+	}
+	if (same)
+		return;
+	for (JDIMENSION row = 0; row < comp->height_in_blocks; row++) {
+		JBLOCKARRAY blocks = (*in->mem->access_virt_barray)((j_common_ptr)in, arr, row, 1, TRUE);
+		for (JDIMENSION col = 0; col < comp->width_in_blocks; col++) {
+			JCOEF *b = blocks[0][col];
+			for (int k = 0; k < DCTSIZE2; k++) {
+				if (b[k] == 0)
+					continue;
+				unsigned long long v = (unsigned long long)(b[k] < 0 ? -b[k] : b[k]) * from[k] + to[k] / 2;
+				long q = fast ? (long)((v * mul[k]) >> 40) : (long)(v / to[k]);
+				b[k] = (JCOEF)(b[k] < 0 ? -q : q);
+			}
+		}
+	}
+}
+
+int ffj_transcode(ffj_dec *d, const unsigned char *data, unsigned long len, int quality,
+                  unsigned char **out, size_t *outlen) {
+	j_decompress_ptr in = &d->cinfo;
+	fft_state *volatile s = calloc(1, sizeof *s); // volatile: read after longjmp
+	if (!s)
+		return FFJ_ERR_NOMEM;
+	d->err.msg[0] = 0;
+	if (setjmp(d->err.jb)) {
+		fft_free(s);
+		return ffj_fail(in, FFJ_ERR_LIB);
+	}
+	jpeg_mem_src(in, data, len);
+	jpeg_read_header(in, TRUE);
+	if (!ffj_is_420(in)) {
+		free(s);
+		return ffj_fail(in, FFJ_ERR_FORMAT);
+	}
+	jvirt_barray_ptr *coefs = jpeg_read_coefficients(in);
+
+	// The compressor shares the decoder's error manager, and so its setjmp.
+	s->c.err = &d->err.pub;
+	jpeg_create_compress(&s->c);
+	s->created = 1;
+	s->dest.cap = len + 4096;
+	s->dest.buf = malloc(s->dest.cap);
+	if (!s->dest.buf)
+		ERREXIT1(in, JERR_OUT_OF_MEMORY, 11);
+	ffj_set_dest(&s->c, &s->dest);
+	jpeg_copy_critical_parameters(in, &s->c);
+
+	// The tables the pixel encoder would use at this quality (luma, chroma)...
+	jpeg_set_quality(&s->c, quality, TRUE);
+	UINT16 target[2][DCTSIZE2];
+	for (int t = 0; t < 2; t++)
+		memcpy(target[t], s->c.quant_tbl_ptrs[t]->quantval, sizeof target[t]);
+	// ...coarsened to the source's step wherever that is coarser: quantizing
+	// finer than the source only spends bits on its rounding error. Each
+	// component gets its own table; Cb and Cr share one when equal.
+	UINT16 tables[3][DCTSIZE2];
+	for (int ci = 0; ci < 3; ci++) {
+		const UINT16 *src = in->comp_info[ci].quant_table->quantval;
+		for (int k = 0; k < DCTSIZE2; k++)
+			tables[ci][k] = src[k] > target[ci > 0][k] ? src[k] : target[ci > 0][k];
+		int slot = ci;
+		if (ci == 2 && memcmp(tables[2], tables[1], sizeof tables[2]) == 0)
+			slot = 1;
+		unsigned int basic[DCTSIZE2];
+		for (int k = 0; k < DCTSIZE2; k++)
+			basic[k] = tables[ci][k];
+		if (slot == ci)
+			jpeg_add_quant_table(&s->c, slot, basic, 100, FALSE);
+		s->c.comp_info[ci].quant_tbl_no = slot;
+		fft_requantize(in, coefs[ci], ci, src, tables[ci]);
+	}
+	for (int t = 3; t < NUM_QUANT_TBLS; t++)
+		s->c.quant_tbl_ptrs[t] = NULL; // jpeg_copy_critical_parameters may have copied more
+	if (memcmp(tables[2], tables[1], sizeof tables[2]) == 0)
+		s->c.quant_tbl_ptrs[2] = NULL;
+
+	jpeg_write_coefficients(&s->c, coefs);
+	jpeg_finish_compress(&s->c);
+	jpeg_finish_decompress(in); // reads on to EOI, as a full decode does
+	ffj_fail(in, FFJ_OK);       // drops the source pointer
+	*out = s->dest.buf;
+	*outlen = s->dest.cap - s->dest.pub.free_in_buffer;
+	s->dest.buf = NULL;
+	fft_free(s);
+	return FFJ_OK;
+}

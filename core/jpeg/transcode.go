@@ -1,0 +1,66 @@
+package jpeg
+
+/*
+#include <stdlib.h>
+#include "ffjpeg.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"unsafe"
+)
+
+// ErrNotTranscodable is returned by Transcode for a JPEG it leaves to a
+// pixel re-encode: anything but 8-bit YCbCr with 4:2:0 chroma subsampling.
+var ErrNotTranscodable = errors.New("jpeg: not a 4:2:0 YCbCr JPEG")
+
+// Verify entropy-decodes every coefficient of the JPEG in data without the
+// IDCT. A JPEG that passes decodes cleanly (the IDCT and colour conversion
+// cannot fail), at about half the cost of a decode.
+func (d *Decoder) Verify(data []byte) error {
+	if err := d.check(data); err != nil {
+		return err
+	}
+	data = d.own(data)
+	rc := C.ffj_verify(d.c, bytePtr(data), C.ulong(len(data)))
+	runtime.KeepAlive(d)
+	if rc != C.FFJ_OK {
+		return fmt.Errorf("jpeg: decode: %s", d.message())
+	}
+	return nil
+}
+
+// Transcode re-encodes a 4:2:0 YCbCr JPEG as Encode would at quality, but
+// without leaving the DCT domain: each coefficient is requantized from the
+// source's table to the quality's (kept where the source's step is the
+// coarser one), then Huffman-coded again. That skips the IDCT, colour
+// conversion, chroma resampling and forward DCT of a decode and re-encode,
+// and their rounding. The result is a baseline JPEG of the same size and
+// sampling as Encode's. Other JPEGs return ErrNotTranscodable.
+func (d *Decoder) Transcode(data []byte, quality int) ([]byte, error) {
+	if err := d.check(data); err != nil {
+		return nil, err
+	}
+	if quality < 1 || quality > 100 {
+		return nil, fmt.Errorf("jpeg: transcode: quality %d not in 1..100", quality)
+	}
+	data = d.own(data)
+	var out *C.uchar
+	var outLen C.size_t
+	rc := C.ffj_transcode(d.c, bytePtr(data), C.ulong(len(data)), C.int(quality), &out, &outLen)
+	runtime.KeepAlive(d)
+	switch rc {
+	case C.FFJ_OK:
+		defer C.free(unsafe.Pointer(out))
+		return C.GoBytes(unsafe.Pointer(out), C.int(outLen)), nil
+	case C.FFJ_ERR_FORMAT:
+		return nil, ErrNotTranscodable
+	case C.FFJ_ERR_NOMEM:
+		return nil, fmt.Errorf("jpeg: transcode: out of memory")
+	default:
+		return nil, fmt.Errorf("jpeg: decode: %s", d.message())
+	}
+}

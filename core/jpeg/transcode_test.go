@@ -1,0 +1,113 @@
+package jpeg
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+)
+
+// decodeT decodes b or fails the test.
+func decodeT(t *testing.T, d *Decoder, b []byte, w, h int) []byte {
+	t.Helper()
+	pix := make([]byte, w*h*3)
+	gw, gh, err := d.Decode(b, pix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gw != w || gh != h {
+		t.Fatalf("decoded %dx%d, want %dx%d", gw, gh, w, h)
+	}
+	return pix
+}
+
+// TestTranscode checks the DCT-domain re-encode against the pixel one
+// (decode, then Encode at the same quality): same size and sampling, no
+// worse fidelity to the source, and a source already at the quality or
+// coarser comes through with its pixels unchanged.
+func TestTranscode(t *testing.T) {
+	p := loadPhoto(t)
+	odd := p.src[:401*299*3] // any 401x299 pixels will do
+	cases := []struct {
+		name      string
+		pix       []byte
+		w, h, q   int
+		o         encodeOptions
+		unchanged bool // source tables no finer than the target's
+	}{
+		{"q95 to q90", p.src, p.w, p.h, 95, encodeOptions{subsample: true}, false},
+		{"q100 to q90", p.src, p.w, p.h, 100, encodeOptions{subsample: true}, false},
+		{"q90 to q90", p.src, p.w, p.h, 90, encodeOptions{subsample: true}, true},
+		{"q50 to q90", p.src, p.w, p.h, 50, encodeOptions{subsample: true}, true},
+		{"progressive q95", p.src, p.w, p.h, 95, encodeOptions{subsample: true, progressive: true}, false},
+		{"odd size q95", odd, 401, 299, 95, encodeOptions{subsample: true}, false},
+	}
+	d := NewDecoder()
+	defer d.Close()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := encodeT(t, c.pix, c.w, c.h, c.q, c.o)
+			srcPix := decodeT(t, d, src, c.w, c.h)
+			got, err := d.Transcode(src, 90)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Contains(got, []byte{0xFF, 0xC0}) || bytes.Contains(got, []byte{0xFF, 0xC2}) {
+				t.Error("transcoded file is not baseline")
+			}
+			gotPix := decodeT(t, d, got, c.w, c.h)
+			if c.unchanged {
+				if !bytes.Equal(gotPix, srcPix) {
+					m, mx := stats(gotPix, srcPix)
+					t.Errorf("pixels changed (mean %.3f, max %d); the source needed no requantizing", m, mx)
+				}
+				return
+			}
+			viaPix := encodeT(t, srcPix, c.w, c.h, 90, encodeOptions{subsample: true})
+			via := decodeT(t, d, viaPix, c.w, c.h)
+			pt, pp := psnr(gotPix, srcPix), psnr(via, srcPix)
+			if pt < pp-0.1 {
+				t.Errorf("PSNR to the source %.2f dB, pixel re-encode %.2f dB", pt, pp)
+			}
+			// Keeping more of the source costs some bytes (about 10-15% on photos).
+			if n, m := len(got), len(viaPix); n > m*5/4 {
+				t.Errorf("transcoded to %d bytes, pixel re-encode %d", n, m)
+			}
+			t.Logf("PSNR to source: transcode %.2f dB, re-encode %.2f dB; %d vs %d bytes", pt, pp, len(got), len(viaPix))
+		})
+	}
+}
+
+// TestTranscodeLeavesOthers: only what Encode itself produces (4:2:0
+// YCbCr) is transcoded; other JPEGs are left to a pixel re-encode.
+func TestTranscodeLeavesOthers(t *testing.T) {
+	p := loadPhoto(t)
+	gray := make([]byte, p.w*p.h)
+	for i := range gray {
+		gray[i] = p.src[3*i+1]
+	}
+	cases := []struct {
+		name string
+		pix  []byte
+		o    encodeOptions
+	}{
+		{"4:4:4", p.src, encodeOptions{}},
+		{"4:2:2", p.src, encodeOptions{hs: 2, vs: 1}},
+		{"grayscale", gray, encodeOptions{gray: true}},
+		{"CMYK", rgbToCMYK(p.src), encodeOptions{cmyk: true}},
+		{"YCCK", rgbToCMYK(p.src), encodeOptions{cmyk: true, ycck: true}},
+	}
+	d := NewDecoder()
+	defer d.Close()
+	for _, c := range cases {
+		src := encodeT(t, c.pix, p.w, p.h, 95, c.o)
+		if _, err := d.Transcode(src, 90); !errors.Is(err, ErrNotTranscodable) {
+			t.Errorf("%s: Transcode gave %v, want ErrNotTranscodable", c.name, err)
+		}
+		if err := d.Verify(src); err != nil {
+			t.Errorf("%s: Verify: %v", c.name, err)
+		}
+	}
+	if _, err := d.Transcode(p.jpeg, 0); err == nil {
+		t.Error("quality 0 accepted")
+	}
+}
