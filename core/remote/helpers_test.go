@@ -180,7 +180,7 @@ func s3Env(t *testing.T, endpoint string) {
 // putObject stores data at bucket/key through the SDK, making the bucket.
 func putObject(t *testing.T, bucket, key string, data []byte) {
 	t.Helper()
-	c, err := newS3Client(context.Background(), 4)
+	c, _, err := newS3Client(context.Background(), 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func putObject(t *testing.T, bucket, key string, data []byte) {
 // getObject reads a whole object through the SDK.
 func getObject(t *testing.T, bucket, key string) ([]byte, error) {
 	t.Helper()
-	c, err := newS3Client(context.Background(), 4)
+	c, _, err := newS3Client(context.Background(), 4)
 	if err != nil {
 		t.Fatal(err)
 	}

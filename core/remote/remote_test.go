@@ -508,7 +508,7 @@ func TestS3(t *testing.T) {
 		if _, err := getObject(t, "remote-test", "up/broken.beton"); err == nil {
 			t.Fatal("a failed upload left an object")
 		}
-		c, _ := newS3Client(ctx, 1)
+		c, _, _ := newS3Client(ctx, 1)
 		bucket := "remote-test"
 		out, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &bucket})
 		if err != nil || len(out.Uploads) != 0 {

@@ -15,7 +15,6 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -44,19 +43,17 @@ func ParseS3(rawURL string) (bucket, key string, err error) {
 // endpoint_url, for S3-compatible servers, which get path-style addressing.
 // The SDK's own retries are off: this package retries, and counts them.
 // Nothing here logs; the SDK logs nothing unless asked.
-func newS3Client(ctx context.Context, inFlight int) (*s3.Client, error) {
+// The HTTP client is returned too, for closing its idle connections.
+func newS3Client(ctx context.Context, inFlight int) (*s3.Client, *http.Client, error) {
 	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("AWS configuration: %w", err)
+		return nil, nil, fmt.Errorf("AWS configuration: %w", err)
 	}
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
 	}
 	cfg.Logger = logging.Nop{} // errors come back to the caller; nothing goes to stderr
-	hc := awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
-		t.MaxIdleConnsPerHost = inFlight
-		t.DisableCompression = true
-	})
+	hc := newHTTPClient(inFlight)
 	return s3.NewFromConfig(cfg, func(o *s3.Options) {
 		o.HTTPClient = hc
 		o.Retryer = aws.NopRetryer{}
@@ -68,7 +65,7 @@ func newS3Client(ctx context.Context, inFlight int) (*s3.Client, error) {
 			o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 			o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 		}
-	}), nil
+	}), hc, nil
 }
 
 // s3Failure classifies an SDK error: the HTTP status, the S3 error code,
@@ -120,6 +117,7 @@ func innermost(err error) error {
 
 type s3Getter struct {
 	client      *s3.Client
+	hc          *http.Client
 	bucket, key string
 	etag        *string
 }
@@ -131,11 +129,11 @@ func openS3(ctx context.Context, o *Object, rawURL string) (getter, int64, error
 	if err != nil {
 		return nil, 0, err
 	}
-	client, err := newS3Client(ctx, o.opts.MaxInFlight)
+	client, hc, err := newS3Client(ctx, o.opts.MaxInFlight)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", o.url, err)
 	}
-	g := &s3Getter{client: client, bucket: bucket, key: key}
+	g := &s3Getter{client: client, hc: hc, bucket: bucket, key: key}
 	var size int64
 	err = retry(ctx, o.opts, &o.count, o.sem, func(ctx context.Context) (int, string, bool, error) {
 		out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key, Range: aws.String("bytes=0-0")})
@@ -161,6 +159,7 @@ func openS3(ctx context.Context, o *Object, rawURL string) (getter, int64, error
 		return &Error{URL: o.url, Op: "open", Status: status, Code: code, Attempts: attempts, Err: err}
 	})
 	if err != nil {
+		g.close()
 		return nil, 0, err
 	}
 	return g, size, nil
@@ -188,7 +187,7 @@ func (g *s3Getter) get(ctx context.Context, p []byte, off int64) (int, string, b
 	return 206, "", false, nil
 }
 
-func (g *s3Getter) close() {}
+func (g *s3Getter) close() { g.hc.CloseIdleConnections() }
 
 // Upload is a multipart upload to S3: begun before a file is written (so a
 // missing bucket or bad credentials fail before hours of conversion), then
@@ -196,6 +195,7 @@ func (g *s3Getter) close() {}
 // appears under the key; an aborted upload leaves nothing behind.
 type Upload struct {
 	client      *s3.Client
+	hc          *http.Client
 	bucket, key string
 	id          string
 	url         string
@@ -214,7 +214,7 @@ func BeginUpload(ctx context.Context, rawURL string, opts Options) (*Upload, err
 		return nil, err
 	}
 	u := &Upload{bucket: bucket, key: key, url: Redact(rawURL), opts: opts, sem: make(chan struct{}, opts.MaxInFlight)}
-	if u.client, err = newS3Client(ctx, opts.MaxInFlight); err != nil {
+	if u.client, u.hc, err = newS3Client(ctx, opts.MaxInFlight); err != nil {
 		return nil, fmt.Errorf("%s: %w", u.url, err)
 	}
 	err = retry(ctx, opts, &u.count, u.sem, func(ctx context.Context) (int, string, bool, error) {
@@ -226,6 +226,7 @@ func BeginUpload(ctx context.Context, rawURL string, opts Options) (*Upload, err
 		return 200, "", false, nil
 	}, u.fail("start upload", 0, 0))
 	if err != nil {
+		u.hc.CloseIdleConnections()
 		return nil, err
 	}
 	return u, nil
@@ -265,6 +266,7 @@ func (u *Upload) Complete(ctx context.Context, path string) (err error) {
 			u.abortLocked()
 		}
 		u.done = true
+		u.hc.CloseIdleConnections()
 	}()
 	f, err := os.Open(path)
 	if err != nil {
@@ -337,6 +339,7 @@ func (u *Upload) Abort() error {
 		return nil
 	}
 	u.done = true
+	defer u.hc.CloseIdleConnections()
 	return u.abortLocked()
 }
 
@@ -384,10 +387,11 @@ func Glob(ctx context.Context, pattern string, opts Options) ([]string, error) {
 		return nil, fmt.Errorf("%s: %w: %v", red, ErrBadURL, err)
 	}
 	prefix := match[:strings.IndexAny(match, "*?[")]
-	client, err := newS3Client(ctx, opts.MaxInFlight)
+	client, hc, err := newS3Client(ctx, opts.MaxInFlight)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", red, err)
 	}
+	defer hc.CloseIdleConnections()
 	var (
 		out   []string
 		token *string

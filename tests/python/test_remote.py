@@ -4,11 +4,11 @@ to real servers on 127.0.0.1: moto (an S3-compatible server, with IAM
 authentication on, so bad credentials are refused), a small range-capable
 HTTP server, and a proxy that fails, stalls or cuts short a share of the
 responses."""
+import gc
 import http.client
 import http.server
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -40,11 +40,32 @@ def free_port():
 
 
 def serve(handler):
-    """A threaded HTTP server for handler on a free loopback port; (server, url)."""
+    """A threaded HTTP server for handler on a free loopback port; (server, url).
+    HTTP/1.0 (the handlers' default): a connection per request, so no handler
+    thread outlives its response."""
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     srv.daemon_threads = True
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv, f"http://127.0.0.1:{srv.server_address[1]}"
+
+
+def stop(srv):
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def settle_at_end():
+    """Leaves no threads or sockets behind for later tests' resource checks:
+    loaders are collected (closing their connections), stalled handlers end."""
+    threads = threading.active_count()
+    yield
+    deadline = time.monotonic() + 10
+    while True:
+        gc.collect()
+        if threading.active_count() <= threads or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
 
 
 @pytest.fixture(scope="module")
@@ -165,7 +186,7 @@ def http_paged(paged_file):
     handler = type("Handler", (RangeHandler,), {"root": str(Path(paged_file).parent)})
     srv, url = serve(handler)
     yield f"{url}/{Path(paged_file).name}"
-    srv.shutdown()
+    stop(srv)
 
 
 class Proxy:
@@ -182,8 +203,6 @@ class Proxy:
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
             def log_message(self, *args):
                 pass
 
@@ -238,7 +257,7 @@ class Proxy:
             h.connection.shutdown(socket.SHUT_RDWR)
 
     def close(self):
-        self.server.shutdown()
+        stop(self.server)
 
 
 def paged_loader(src, order, **kw):
