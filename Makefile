@@ -62,14 +62,23 @@ test-go: deps
 	go test -count=1 ./...
 	go test -count=1 -race ./core/beton ./core/cache ./core/loader ./core/pipeline ./core/order ./core/remote ./export
 
-# Every fuzz target for a short, bounded time (FUZZTIME each).
+# Every fuzz target for a short, bounded time (FUZZTIME each). A failure is
+# a failing input, which Go writes to testdata/fuzz/<target>; a bare "context
+# deadline exceeded" without one is Go 1.26's coordinator race at the end of
+# -fuzztime (golang/go#75804, fixed in 1.27), which a loaded machine hits.
 FUZZTIME ?= 10s
 fuzz: deps
 	@for pkg in $$(go list ./core/...); do \
 	  dir=$$(go list -f '{{.Dir}}' $$pkg); \
 	  for t in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/func //'); do \
 	    echo "fuzz $$pkg $$t"; \
-	    go test $$pkg -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s -parallel 2 >/tmp/fuzz.log 2>&1 || { cat /tmp/fuzz.log; exit 1; }; \
+	    before=$$(ls $$dir/testdata/fuzz/$$t 2>/dev/null | wc -l); \
+	    if ! go test $$pkg -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s -parallel 2 >/tmp/fuzz.log 2>&1; then \
+	      after=$$(ls $$dir/testdata/fuzz/$$t 2>/dev/null | wc -l); \
+	      if grep -q "context deadline exceeded" /tmp/fuzz.log && [ "$$after" = "$$before" ]; then \
+	        echo "  Go's fuzz coordinator tripped on its own deadline (golang/go#75804, a race under load); no failing input was found"; \
+	      else cat /tmp/fuzz.log; exit 1; fi; \
+	    fi; \
 	    echo "  $$(grep -o "execs: [0-9]*" /tmp/fuzz.log | tail -1) $$(tail -1 /tmp/fuzz.log)"; \
 	  done; done
 
