@@ -30,7 +30,8 @@ type Config struct {
 	Indices      []uint64 // nil: every sample
 	Rank, World  int      // World 0 or 1: not distributed
 	OSCache      bool
-	// Process cache: resident page bound (0: a default from the workers and read-ahead).
+	// Process cache: resident page bound (0: a default from the workers and
+	// read-ahead, plus QUASI_RANDOM's window of open pages).
 	MaxResidentPages int
 	// QuasiWindow is the number of open pages of QUASI_RANDOM (0: 2 × BatchSize).
 	QuasiWindow int
@@ -100,6 +101,12 @@ func New(r *beton.Reader, cfg Config, progs []*pipeline.Program) (*Loader, error
 	}
 	if cfg.MaxResidentPages <= 0 {
 		cfg.MaxResidentPages = 2*cfg.Workers + 4*(cfg.BatchesAhead+1)
+		if cfg.Order == "quasi_random" {
+			// QUASI_RANDOM reads every page once only if its open pages stay
+			// resident: FFCV's memory use for it too (window × page size).
+			ps := r.PageSize()
+			cfg.MaxResidentPages += int(min(uint64(cfg.QuasiWindow), (r.Header.AllocTablePtr+ps-1)/ps))
+		}
 	}
 	// One buffer per output, one for the batch's sample ids, then staging
 	// buffers for the per-sample results of programs with batch operations.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
+	"github.com/ffcv-go/ffcv-go/core/cache"
 )
 
 func baseConfig() Config {
@@ -675,5 +676,36 @@ func TestCorruptBytesLength(t *testing.T) {
 	got := epoch(t, l, 0, 0)
 	if len(got) != 2 || len(got[0].ids()) != 4 || l.Stats().SamplesSkipped != 1 {
 		t.Fatalf("batches %v, stats %+v", got, l.Stats())
+	}
+}
+
+// TestQuasiRandomReadsEachPageOnce: by default the process cache keeps
+// QUASI_RANDOM's open pages resident, so an epoch reads every page once, as
+// it exists to (here the window, 2 × 16 pages, covers a file of about 30
+// pages, more than the workers' and read-ahead's share of residency).
+func TestQuasiRandomReadsEachPageOnce(t *testing.T) {
+	path := writeBlobs(t, t.TempDir(), 600, 100_000)
+	r := open(t, path)
+	pages := map[int64]bool{}
+	for i := range r.NumSamples() {
+		pages[cache.PageOf(r, i)] = true
+	}
+	outputs := map[string][]string{"blob": {`{"op":"bytes"}`}, "label": {`{"op":"int"}`}}
+	for _, tt := range []struct {
+		name     string
+		maxPages int
+		once     bool
+	}{
+		{"default residency", 0, true},
+		{"residency bounded below the window", 8, false},
+	} {
+		cfg := baseConfig()
+		cfg.Order, cfg.BatchSize, cfg.OSCache, cfg.MaxResidentPages = "quasi_random", 16, false, tt.maxPages
+		l := newLoader(t, r, cfg, outputs)
+		epoch(t, l, 1, 0)
+		st := l.Stats()
+		if once := st.PagesRead == uint64(len(pages)); once != tt.once {
+			t.Errorf("%s: %d page reads for %d pages (peak %d resident)", tt.name, st.PagesRead, len(pages), st.PeakResidentPages)
+		}
 	}
 }

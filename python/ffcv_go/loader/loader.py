@@ -86,7 +86,9 @@ class Loader:
     Same arguments and semantics as FFCV 1.0's Loader; every ``iter()`` starts
     the next epoch. Batches stay valid as long as you hold them. Extra
     arguments: on_error ('raise' or 'skip' bad samples), max_resident_pages
-    (process cache bound), max_batch_memory (bytes of batches you may hold).
+    (process cache bound; by default room for the workers' read-ahead plus, for
+    QUASI_RANDOM, its window of open pages), max_batch_memory (bytes of batches
+    you may hold).
     num_workers < 1 (the default): the process's cores, split between the
     loader processes of a node when distributed (see ``_default_workers``).
     """
