@@ -576,6 +576,27 @@ def main(argv=None):
     return r
 
 
+def write_table(lines, path):
+    """Prints a Markdown table (lines) and writes it to path."""
+    md = "\n".join(lines) + "\n"
+    print()
+    print(md)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(md)
+    log(f"table: {path}")
+
+
+def image_folder(data, num_images, classes=10):
+    """The ImageFolder at data (built with num_images photos if missing) and
+    its number of images."""
+    root = os.path.abspath(data)
+    if not os.path.isdir(root):
+        from make_dataset import make_image_folder
+        make_image_folder(root, num_images, classes, 0)
+    return root, sum(1 for _ in _iter_images(root))
+
+
 def _iter_images(root):
     for d in sorted(os.listdir(root)):
         p = os.path.join(root, d)

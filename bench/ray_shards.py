@@ -73,11 +73,7 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--out", default=os.path.join(HERE, "results", "ray_shards.md"))
     a = p.parse_args(argv)
-    root = os.path.abspath(a.data)
-    if not os.path.isdir(root):
-        from make_dataset import make_image_folder
-        make_image_folder(root, a.num_images, 10, 0)
-    n = sum(1 for _ in harness._iter_images(root))
+    root, n = harness.image_folder(a.data, a.num_images)
     work = os.path.join(HERE, "data", "ray_shards_bench")
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
@@ -154,13 +150,7 @@ def main(argv=None):
     for r in rows:
         lines.append(f"| {r['name']} | {r['files']} | {r['seconds']:.2f} | {r['img_per_s']:.0f} | {r['cpu_s']:.1f} | "
                      f"{r['size_mib']:.0f} | {r['seconds'] / base:.2f}× |")
-    md = "\n".join(lines) + "\n"
-    print()
-    print(md)
-    os.makedirs(os.path.dirname(a.out), exist_ok=True)
-    with open(a.out, "w") as f:
-        f.write(md)
-    log(f"table: {a.out}")
+    harness.write_table(lines, a.out)
     shutil.rmtree(work, ignore_errors=True)
 
 

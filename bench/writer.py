@@ -103,11 +103,7 @@ def main(argv=None):
     p.add_argument("--workers", type=int, default=cpu_count())
     p.add_argument("--out", default=os.path.join(HERE, "results", "writer.md"))
     a = p.parse_args(argv)
-    root = os.path.abspath(a.data)
-    if not os.path.isdir(root):
-        from make_dataset import make_image_folder
-        make_image_folder(root, a.num_images, 10, 0)
-    n = sum(1 for _ in harness._iter_images(root))
+    root, n = harness.image_folder(a.data, a.num_images)
     out_dir = os.path.join(HERE, "data", "writer_bench")
     os.makedirs(out_dir, exist_ok=True)
     import torch  # noqa: F401
@@ -136,13 +132,7 @@ def main(argv=None):
         up = f"{ffcv['seconds'] / r['seconds']:.2f}×" if ffcv else "–"
         lines.append(f"| {mr or 'none'} | {name} | {r['seconds']:.2f} | {r['img_per_s']:.0f} | {r['cpu_s']:.1f} | "
                      f"{r['size_mib']:.0f} | {up} |")
-    md = "\n".join(lines) + "\n"
-    print()
-    print(md)
-    os.makedirs(os.path.dirname(a.out), exist_ok=True)
-    with open(a.out, "w") as f:
-        f.write(md)
-    log(f"table: {a.out}")
+    harness.write_table(lines, a.out)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ need it.
 import gc
 import json
 import os
+import sys
 import threading
 from pathlib import Path
 
@@ -207,3 +208,28 @@ def no_jit():
     Compiler.set_enabled(False)
     yield
     Compiler.set_enabled(was)
+
+
+def printed_results(text):
+    """The JSON objects printed after 'RESULT ' in a program's output. Ranks of
+    a torchrun share one pipe, so a rank's line may run on into another's."""
+    dec, out = json.JSONDecoder(), []
+    i = text.find("RESULT ")
+    while i >= 0:
+        obj, end = dec.raw_decode(text, i + len("RESULT "))
+        out.append(obj)
+        i = text.find("RESULT ", end)
+    return out
+
+
+@pytest.fixture(scope="session")
+def photo_folder(tmp_path_factory):
+    """An ImageFolder of 24 real photos (crops of Debian wallpapers) in 3 classes."""
+    sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
+    import make_dataset
+    photos = make_dataset.find_photos()[:3]
+    if not photos:
+        pytest.skip("no photos installed (Debian wallpaper packages)")
+    root = tmp_path_factory.mktemp("folder")
+    make_dataset.make_image_folder(root, 24, classes=3, processes=1, photos=photos, verbose=False)
+    return root

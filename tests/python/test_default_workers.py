@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write, FnDataset
+from conftest import printed_results, write, FnDataset
 
 REPO = Path(__file__).resolve().parents[2]
 CORES = len(os.sched_getaffinity(0))
@@ -108,8 +108,7 @@ def test_torchrun_ranks_split_the_cores(small_file, tmp_path):
                           "--master_addr", "127.0.0.1", "--master_port", str(port), str(script), str(small_file)],
                          env=env, capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
-    results = sorted((json.loads(l[len("RESULT "):]) for l in out.stdout.splitlines() if l.startswith("RESULT ")),
-                     key=lambda r: r["rank"])
+    results = sorted(printed_results(out.stdout), key=lambda r: r["rank"])
     assert [r["rank"] for r in results] == [0, 1]
     assert all(r["workers"] == max(1, CORES // 2) for r in results), results
     assert sorted(results[0]["ids"] + results[1]["ids"]) == list(range(40))

@@ -13,7 +13,6 @@
   Accuracy on 8 validation images means nothing; the test checks the
   schedule, the batch counts, the shapes and that losses are finite.
 """
-import json
 import math
 import os
 import signal
@@ -24,6 +23,8 @@ from pathlib import Path
 
 import pytest
 import torch
+
+from conftest import printed_results
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -94,7 +95,7 @@ def _tiny_folder(tmp_path):
 
 
 def _check_imagenet_run(out, betons, device):
-    result = json.loads(next(l for l in out.splitlines() if l.startswith("RESULT "))[len("RESULT "):])
+    result = printed_results(out)[0]
     assert result["device"].startswith(device) and result["num_classes"] == 2
     # Progressive resizing: epoch 0 at --min-res, epoch 1 at --max-res, one Loader each.
     assert result["resolutions"] == [32, 64]
@@ -141,7 +142,7 @@ def test_train_imagenet_tiny_ddp_cpu(tmp_path):
                         str(EXAMPLES / "train_imagenet.py"), "--distributed", "--data", str(folder),
                         "--out-dir", str(tmp_path / "betons"), "--device", "cpu", *map(str, args)], timeout=180)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
-    results = [json.loads(l[len("RESULT "):]) for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
+    results = printed_results(proc.stdout)
     assert len(results) == 1  # printed by rank 0 only
     r = results[0]
     # 32 training images over 2 ranks = 16 each = 4 batches of 4 per rank; 8 val images in all.
@@ -164,7 +165,7 @@ COMPOSER_ARGS = ["--device", "cpu", "--arch", "tiny", "--res", 32, "--val-res", 
 
 
 def _composer_result(out):
-    return json.loads(next(l for l in out.splitlines() if l.startswith("RESULT "))[len("RESULT "):])
+    return printed_results(out)[0]
 
 
 def test_train_imagenet_composer_tiny_cpu(tmp_path):
@@ -200,7 +201,7 @@ def test_train_imagenet_composer_two_processes_cpu(tmp_path):
                         "--out-dir", str(tmp_path / "betons"), "--epochs", "2", "--batch-size", "4",
                         *map(str, COMPOSER_ARGS)], timeout=240)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
-    results = [json.loads(l[len("RESULT "):]) for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
+    results = printed_results(proc.stdout)
     assert len(results) == 1  # printed by rank 0 only
     r = results[0]
     assert r["world_size"] == 2 and r["loader_workers"] == max(1, len(os.sched_getaffinity(0)) // 2)

@@ -196,18 +196,6 @@ def test_a_dying_task_leaves_no_file(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def photo_folder(tmp_path_factory):
-    """An ImageFolder of 24 real photos (crops of Debian wallpapers) in 3 classes."""
-    import make_dataset
-    photos = make_dataset.find_photos()[:3]
-    if not photos:
-        pytest.skip("no photos installed (Debian wallpaper packages)")
-    root = tmp_path_factory.mktemp("folder")
-    make_dataset.make_image_folder(root, 24, classes=3, processes=1, photos=photos, verbose=False)
-    return root
-
-
-@pytest.fixture(scope="module")
 def photo_jpegs(photo_folder):
     return [p.read_bytes() for p in sorted(Path(photo_folder).rglob("*.jpg"))]
 

@@ -52,18 +52,6 @@ def test_every_pool_writes_the_same_file(tmp_path):
     assert len(set(out.values())) == 1, out
 
 
-@pytest.fixture(scope="module")
-def photo_folder(tmp_path_factory):
-    """An ImageFolder of 24 real photos (Debian wallpapers) in 3 classes."""
-    import make_dataset
-    photos = make_dataset.find_photos()[:3]
-    if not photos:
-        pytest.skip("no photos installed (Debian wallpaper packages)")
-    root = tmp_path_factory.mktemp("folder")
-    make_dataset.make_image_folder(root, 24, classes=3, processes=1, photos=photos, verbose=False)
-    return root
-
-
 def image_fields(max_resolution=None, mode="raw"):
     return {"image": RGBImageField(write_mode=mode, max_resolution=max_resolution), "label": IntField()}
 
