@@ -81,6 +81,10 @@ func s3Failure(err error) (int, string, bool, error) {
 		return 0, "", transient(err), innermost(err)
 	}
 	status := re.HTTPStatusCode()
+	if status == 0 {
+		// The connection broke before a status line was read: no response.
+		return 0, "", transient(err), innermost(err)
+	}
 	var code, msg string
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
