@@ -132,8 +132,8 @@ int ffj_transcode(ffj_dec *d, const unsigned char *data, unsigned long len, int 
 	}
 	for (int t = 3; t < NUM_QUANT_TBLS; t++)
 		s->c.quant_tbl_ptrs[t] = NULL; // jpeg_copy_critical_parameters may have copied more
-	if (memcmp(tables[2], tables[1], sizeof tables[2]) == 0)
-		s->c.quant_tbl_ptrs[2] = NULL;
+	if (s->c.comp_info[2].quant_tbl_no == 1)
+		s->c.quant_tbl_ptrs[2] = NULL; // Cr shares Cb's table
 
 	jpeg_write_coefficients(&s->c, coefs);
 	jpeg_finish_compress(&s->c);
