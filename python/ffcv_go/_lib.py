@@ -254,14 +254,27 @@ _pythonapi.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_
 _CAPSULE_NAME = b"dltensor"  # kept alive for the capsules' lifetime (module constant)
 
 
-def tensor_from_dlpack(ptr):
-    """Turns a DLManagedTensor* from the library into a torch tensor that owns it."""
+_pythonapi.PyCapsule_IsValid.restype = ctypes.c_int
+_pythonapi.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def tensors_from_dlpack(ptrs):
+    """Turns DLManagedTensor*s from the library into torch tensors that own
+    them. On an error, Ctrl-C included, each one no tensor took is released
+    once: torch renames a capsule it takes ("used_dltensor"), and a
+    KeyboardInterrupt can land after that, inside torch's Python wrapper,
+    where releasing it too would free it twice."""
     import torch.utils.dlpack
-    capsule = _pythonapi.PyCapsule_New(ctypes.cast(ptr, ctypes.c_void_p), _CAPSULE_NAME, None)
+    tensors, capsules = [], [None] * len(ptrs)
     try:
-        return torch.utils.dlpack.from_dlpack(capsule)
+        for k, ptr in enumerate(ptrs):
+            capsules[k] = _pythonapi.PyCapsule_New(ctypes.cast(ptr, ctypes.c_void_p), _CAPSULE_NAME, None)
+            tensors.append(torch.utils.dlpack.from_dlpack(capsules[k]))
+        return tensors
     except BaseException:
-        release_dlpack(ptr)
+        for ptr, capsule in zip(ptrs, capsules):
+            if capsule is None or _pythonapi.PyCapsule_IsValid(capsule, _CAPSULE_NAME):
+                release_dlpack(ptr)
         raise
 
 

@@ -122,7 +122,7 @@ class _Source:
         n = _lib.call("ffcv_iter_next", self.handle, self.buf, self.nout, context=self.fname)
         if n == 0:
             return None
-        tensors = [_lib.tensor_from_dlpack(self.buf[k]) for k in range(n)]
+        tensors = _lib.tensors_from_dlpack(self.buf[:n])
         ids = tensors.pop()
         batch, build = self.batch, self.build
         outputs = []
