@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from . import _lib
+from . import _forked, _lib
 from .fields.base import Field, _set_data
 
 MiB = 1 << 20
@@ -333,23 +333,6 @@ def _get_chunk(dataset, idx):
     return [dataset[i] for i in idx]
 
 
-_DATASET = None  # the dataset, in a fetch process (inherited through fork)
-
-
-def _init_process(dataset):
-    global _DATASET
-    _DATASET = dataset
-    # The Go runtime's SIGTERM handler is inherited but its threads are not:
-    # run in a forked child it can block forever. Pool.terminate() sends
-    # SIGTERM, so let the kernel handle it.
-    import signal
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
-def _get_chunk_in_process(idx):
-    return _get_chunk(_DATASET, idx)
-
-
 def _fetch(dataset, indices, chunksize, pool, workers):
     """Yields dataset[i] for i in indices, in order (see from_indexed_dataset
     for pool). At most 4 chunks per worker are in flight, so memory stays
@@ -379,41 +362,26 @@ def _fetch(dataset, indices, chunksize, pool, workers):
     if pool == "thread":
         chunksize = min(chunksize, 16)  # threads share the work finer
     chunks = [indices[k:k + chunksize] for k in range(start, len(indices), chunksize)]
-    depth = 4 * max(1, workers)
-    from collections import deque
-    pending = deque()
     if pool == "process":
         # Forked here, at most 32 items in: before the first chunk of 64 reaches
         # the Go writer, so no Go thread is inside C code (libjpeg) at fork time.
-        import multiprocessing
-        ctx = multiprocessing.get_context("fork")
-        ex = ctx.Pool(workers, initializer=_init_process, initargs=(dataset,))
-        submit = lambda idx: ex.apply_async(_get_chunk_in_process, (idx,))  # noqa: E731
-        result = lambda r: r.get()  # noqa: E731
-    else:
-        ex = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ffcv_go-fetch")
-        submit = lambda idx: ex.submit(_get_chunk, dataset, idx)  # noqa: E731
-        result = lambda r: r.result()  # noqa: E731
-    finished = False
+        yield from _forked.fetch(dataset, chunks, workers, depth=4)
+        return
+    from collections import deque
+    depth = 4 * max(1, workers)
+    pending = deque()
+    ex = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ffcv_go-fetch")
     try:
         for idx in chunks:
-            pending.append(submit(idx))
+            pending.append(ex.submit(_get_chunk, dataset, idx))
             if len(pending) >= depth:
-                yield from result(pending.popleft())
+                yield from pending.popleft().result()
         while pending:
-            yield from result(pending.popleft())
-        finished = True
+            yield from pending.popleft().result()
     finally:
-        if pool == "process":
-            if finished:
-                ex.close()  # workers exit on their own
-            else:
-                ex.terminate()
-            ex.join()
-        else:
-            for f in pending:
-                f.cancel()
-            ex.shutdown(wait=True)
+        for f in pending:
+            f.cancel()
+        ex.shutdown(wait=True)
 
 
 def _write_image_folder(writer, root, image_field, progress):

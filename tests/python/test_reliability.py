@@ -325,6 +325,10 @@ def item(i):
         raise RuntimeError("dataset item 70 is broken")
     if mode == "interrupt" and i == 70:
         raise KeyboardInterrupt
+    if mode == "kill" and i == 70:  # as the OOM killer would
+        os.kill(os.getpid(), signal.SIGKILL)
+    if mode == "unpicklable" and i == 70:
+        return threading.Lock(), i
     return np.full(100_000, i % 251, dtype=np.uint8), i
 
 result = {}
@@ -361,6 +365,21 @@ def test_writer_dataset_exception(tmp_path, pool):
     assert res["error"] == "RuntimeError" and "item 70" in res["message"], res
     assert res["files"] == [], res  # no partial file, no temporary file
     assert res["threads_left"] == 0, res
+
+
+def test_writer_fetch_process_killed(tmp_path):
+    """A fetch process that dies (OOM killer) is an error naming its items, not a hang."""
+    res = run_writer(tmp_path, "kill", "process")
+    assert res["error"] == "RuntimeError", res
+    assert "killed by SIGKILL" in res["message"] and "items 0..99" in res["message"], res
+    assert res["files"] == [] and res["threads_left"] == 0, res
+
+
+def test_writer_fetch_process_unpicklable_item(tmp_path):
+    res = run_writer(tmp_path, "unpicklable", "process")
+    assert res["error"] == "RuntimeError", res
+    assert "items 0..99 cannot be sent" in res["message"] and "lock" in res["message"], res
+    assert res["files"] == [] and res["threads_left"] == 0, res
 
 
 @pytest.mark.parametrize("pool", ["none", "thread"])
@@ -572,6 +591,49 @@ def test_sigint_while_iterating(tmp_path, small_jpeg_file):
         pytest.fail("SIGINT did not stop a process iterating a loader")
     assert "KeyboardInterrupt" in err and "Fatal" not in err and "panic" not in err, err
 
+
+
+INTERRUPTED_EXPORT_SCRIPT = """
+import gc, sys
+import torch.utils.dlpack
+from ffcv_go import Loader, _lib
+taken = torch.utils.dlpack.from_dlpack
+calls = 0
+
+def from_dlpack(capsule):
+    global calls
+    t = taken(capsule)  # torch owns the batch from here
+    calls += 1
+    if calls == int(sys.argv[2]):
+        raise KeyboardInterrupt  # Ctrl-C landing inside torch's wrapper, after it took the capsule
+    return t
+
+torch.utils.dlpack.from_dlpack = from_dlpack
+loader = Loader(sys.argv[1], batch_size=4, num_workers=2)
+try:
+    for _ in loader:
+        pass
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+loader.close()
+del loader
+for _ in range(3):
+    gc.collect()
+print("live", _lib.live_objects(), flush=True)
+"""
+
+
+@pytest.mark.parametrize("call", [1, 2, 5])  # the image, the label, a later batch's image
+def test_ctrl_c_after_torch_took_a_batch_frees_it_once(tmp_path, small_jpeg_file, call):
+    """A glibc "double free" once aborted a process given SIGINT while iterating: the
+    exporter released a tensor torch already owned. Each is now released exactly once."""
+    script = tmp_path / "interrupted.py"
+    script.write_text(INTERRUPTED_EXPORT_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH)
+    proc = subprocess.run([sys.executable, str(script), str(small_jpeg_file), str(call)], capture_output=True,
+                          text=True, timeout=60, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:2] == ["interrupted", "live 0"], (proc.stdout, proc.stderr)
 
 SOAK_SCRIPT = """
 import gc, json, os, sys, threading, time

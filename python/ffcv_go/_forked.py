@@ -1,0 +1,108 @@
+"""Fetches dataset chunks in forked processes, for DatasetWriter.
+
+multiprocessing.Pool is not used: terminate() kills a worker while it is
+writing a result into the shared result pipe, and the pool's result thread
+then waits forever for the rest of that message; and a worker killed by the
+OOM killer loses its task, so get() waits forever too. Here each process has
+its own pipe: a dead process is an EOF on that pipe, and stopping early kills
+the processes and closes the pipes, whatever is half-written in them.
+"""
+import signal
+import traceback
+from collections import deque
+
+
+class _RemoteTraceback(Exception):
+    """The traceback of an exception raised in a fetch process."""
+
+    def __str__(self):
+        return self.args[0]
+
+
+def _serve(conn, dataset, chunks):
+    # Go's handlers are inherited but its threads are not: a Go handler run
+    # here can block forever. Ctrl-C is the parent's to handle; it kills us.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    while True:
+        k = conn.recv()
+        if k is None:
+            return
+        try:
+            out = ("ok", [dataset[i] for i in chunks[k]])
+        except BaseException as e:
+            out = ("error", e, traceback.format_exc())
+        try:
+            conn.send(out)
+        except Exception as e:  # the items or the exception do not pickle
+            if out[0] == "ok":
+                desc = f"items {chunks[k][0]}..{chunks[k][-1]} cannot be sent to the writer: {e!r}"
+            else:
+                desc = f"{type(out[1]).__name__}: {out[1]} (not picklable: {e!r})"
+            conn.send(("error", RuntimeError(desc), out[2] if out[0] == "error" else ""))
+
+
+def fetch(dataset, chunks, workers, depth):
+    """Yields the items of each chunk (a list of indices), in order. Chunk k is
+    fetched by process k % workers, at most depth chunks ahead per process."""
+    import multiprocessing
+    ctx = multiprocessing.get_context("fork")
+    workers = max(1, min(workers, len(chunks)))
+    procs, conns = [], []
+    try:
+        for _ in range(workers):
+            parent, child = ctx.Pipe()
+            p = ctx.Process(target=_serve, args=(child, dataset, chunks), daemon=True,
+                            name="ffcv_go-fetch")
+            p.start()
+            child.close()  # so the parent sees EOF when the process dies
+            procs.append(p)
+            conns.append(parent)
+        pending = deque()
+        sent = 0
+        while sent < len(chunks) and sent < workers * depth:
+            conns[sent % workers].send(sent)
+            pending.append(sent)
+            sent += 1
+        while pending:
+            k = pending.popleft()
+            w = k % workers
+            try:
+                reply = conns[w].recv()
+            except EOFError:
+                procs[w].join(1)
+                raise RuntimeError(f"fetch process {procs[w].pid} died ({_how(procs[w].exitcode)}) while "
+                                   f"fetching dataset items {chunks[k][0]}..{chunks[k][-1]}") from None
+            if reply[0] == "error":
+                err = reply[1]
+                err.__cause__ = _RemoteTraceback(f'\n"""\n{reply[2]}"""') if reply[2] else None
+                raise err
+            if sent < len(chunks):
+                conns[sent % workers].send(sent)
+                pending.append(sent)
+                sent += 1
+            yield from reply[1]
+        for c in conns:
+            c.send(None)
+        for p in procs:
+            p.join()
+        procs = []
+    finally:
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.join()
+        for c in conns:
+            c.close()
+
+
+def _how(exitcode):
+    if exitcode is None:
+        return "still running"
+    if exitcode < 0:
+        try:
+            return f"killed by {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"killed by signal {-exitcode}"
+    return f"exit status {exitcode}"
+
