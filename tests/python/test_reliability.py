@@ -329,6 +329,10 @@ def item(i):
         os.kill(os.getpid(), signal.SIGKILL)
     if mode == "unpicklable" and i == 70:
         return threading.Lock(), i
+    if mode == "slow":
+        if i == 0:
+            print("fetching", flush=True)
+        import time; time.sleep(0.05)
     return np.full(100_000, i % 251, dtype=np.uint8), i
 
 result = {}
@@ -382,7 +386,31 @@ def test_writer_fetch_process_unpicklable_item(tmp_path):
     assert res["files"] == [] and res["threads_left"] == 0, res
 
 
-@pytest.mark.parametrize("pool", ["none", "thread"])
+def test_writer_ctrl_c_with_fetch_processes(tmp_path):
+    """Ctrl-C in a terminal signals the whole process group: the writer stops, its fetch
+    processes are gone and no file is left."""
+    out = tmp_path / "out"
+    out.mkdir()
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER_SCRIPT)
+    proc = subprocess.Popen([sys.executable, str(script), str(out), "slow", "process"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=PYTHONPATH),
+                            start_new_session=True)
+    try:
+        assert proc.stdout.readline().strip() == "fetching"
+        os.killpg(proc.pid, signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        pytest.fail("Ctrl-C did not stop a writer with fetch processes")
+    assert proc.returncode == 0, stderr
+    res = json.loads(stdout.strip().splitlines()[-1])
+    assert res["error"] == "KeyboardInterrupt" and res["files"] == [], res
+    with pytest.raises(ProcessLookupError):  # nothing of the session is left running
+        os.killpg(proc.pid, 0)
+
+
+@pytest.mark.parametrize("pool", ["none", "thread", "process"])
 def test_writer_keyboard_interrupt(tmp_path, pool):
     res = run_writer(tmp_path, "interrupt", pool)
     assert res["error"] == "KeyboardInterrupt", res
