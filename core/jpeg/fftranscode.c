@@ -76,6 +76,44 @@ static void fft_requantize(j_decompress_ptr in, jvirt_barray_ptr arr, int ci,
 	}
 }
 
+// fft_keep_scan copies the source JPEG data[0:end) (end: just past its EOI)
+// into dest without its metadata segments: APP1-APP13, APP15 (EXIF, ICC,
+// XMP...) and COM. JFIF (APP0) and Adobe (APP14) stay: they say how the
+// components map to colours. Returns 0, leaving dest empty, on a layout it
+// does not expect; the caller then re-encodes.
+static int fft_keep_scan(const unsigned char *data, size_t end, ffj_dest *dest) {
+	unsigned char *out = dest->buf;
+	size_t n = 0, i = 2;
+	if (end < 4 || dest->cap < end)
+		return 0;
+	out[n++] = 0xFF;
+	out[n++] = 0xD8;
+	for (;;) {
+		while (i < end && data[i] == 0xFF && i + 1 < end && data[i + 1] == 0xFF)
+			i++; // fill bytes before a marker
+		if (i + 4 > end || data[i] != 0xFF)
+			return 0;
+		int marker = data[i + 1];
+		size_t seglen = 2 + ((size_t)data[i + 2] << 8 | data[i + 3]);
+		if (seglen < 4 || i + seglen > end)
+			return 0;
+		if (marker == 0xDA) { // SOS: the scan and EOI follow, kept whole
+			memcpy(out + n, data + i, end - i);
+			n += end - i;
+			break;
+		}
+		int drop = (marker >= 0xE1 && marker <= 0xED) || marker == 0xEF || marker == 0xFE;
+		if (!drop) {
+			memcpy(out + n, data + i, seglen);
+			n += seglen;
+		}
+		i += seglen;
+	}
+	dest->pub.next_output_byte = out + n;
+	dest->pub.free_in_buffer = dest->cap - n;
+	return 1;
+}
+
 int ffj_transcode(ffj_dec *d, const unsigned char *data, unsigned long len, int quality,
                   unsigned char **out, size_t *outlen) {
 	j_decompress_ptr in = &d->cinfo;
@@ -94,6 +132,8 @@ int ffj_transcode(ffj_dec *d, const unsigned char *data, unsigned long len, int 
 		return ffj_fail(in, FFJ_ERR_FORMAT);
 	}
 	jvirt_barray_ptr *coefs = jpeg_read_coefficients(in);
+	// Reading the coefficients stopped at EOI: what is left is past it.
+	size_t end = len - in->src->bytes_in_buffer;
 
 	// The compressor shares the decoder's error manager, and so its setjmp.
 	s->c.err = &d->err.pub;
@@ -115,6 +155,18 @@ int ffj_transcode(ffj_dec *d, const unsigned char *data, unsigned long len, int 
 	// finer than the source only spends bits on its rounding error. Each
 	// component gets its own table; Cb and Cr share one when equal.
 	UINT16 tables[3][DCTSIZE2];
+	int same = 1;
+	for (int ci = 0; ci < 3; ci++) {
+		const UINT16 *src = in->comp_info[ci].quant_table->quantval;
+		for (int k = 0; k < DCTSIZE2; k++)
+			same &= src[k] >= target[ci > 0][k];
+	}
+	// No step changes: the coefficients would come out as they went in, so
+	// the source's own scan is kept (one baseline-style Huffman scan, as the
+	// re-encode would write), saving the Huffman encode.
+	if (same && !in->progressive_mode && !in->arith_code && in->input_scan_number == 1 &&
+	    fft_keep_scan(data, end, &s->dest))
+		goto done;
 	for (int ci = 0; ci < 3; ci++) {
 		const UINT16 *src = in->comp_info[ci].quant_table->quantval;
 		for (int k = 0; k < DCTSIZE2; k++)
@@ -137,6 +189,7 @@ int ffj_transcode(ffj_dec *d, const unsigned char *data, unsigned long len, int 
 
 	jpeg_write_coefficients(&s->c, coefs);
 	jpeg_finish_compress(&s->c);
+done:
 	jpeg_finish_decompress(in); // reads on to EOI, as a full decode does
 	ffj_fail(in, FFJ_OK);       // drops the source pointer
 	*out = s->dest.buf;

@@ -6,7 +6,8 @@ import (
 )
 
 // FuzzDecode checks that no input crashes the decoder or makes it write
-// outside its buffers: every call either fails or returns a full image.
+// outside its buffers: every call either fails or returns a full image; and
+// what Transcode makes of a decodable input decodes at the same size.
 // go test runs the seeds; use -fuzz=FuzzDecode for a real search.
 func FuzzDecode(f *testing.F) {
 	pix := gradient(40, 24)
@@ -37,6 +38,11 @@ func FuzzDecode(f *testing.F) {
 		}
 		if _, _, err := d.Decode(data, make([]byte, w*h*3)); err != nil {
 			return
+		}
+		if tb, err := d.Transcode(data, 90); err == nil {
+			if tw, th, err := d.Decode(tb, make([]byte, w*h*3)); err != nil || tw != w || th != h {
+				t.Fatalf("transcoded %dx%d input decodes as %dx%d: %v", w, h, tw, th, err)
+			}
 		}
 		crops := []image.Rectangle{
 			image.Rect(0, 0, w, h),

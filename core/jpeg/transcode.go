@@ -39,7 +39,11 @@ func (d *Decoder) Verify(data []byte) error {
 // coarser one), then Huffman-coded again. That skips the IDCT, colour
 // conversion, chroma resampling and forward DCT of a decode and re-encode,
 // and their rounding. The result is a baseline JPEG of the same size and
-// sampling as Encode's. Other JPEGs return ErrNotTranscodable.
+// sampling as Encode's. When no step changes (the source is at quality or
+// coarser) and the source is a single baseline scan, that scan is kept as
+// it is, after being entropy-decoded in full: the result is the source up
+// to EOI without its APP1-13, APP15 and COM segments. Other JPEGs return
+// ErrNotTranscodable.
 func (d *Decoder) Transcode(data []byte, quality int) ([]byte, error) {
 	if err := d.check(data); err != nil {
 		return nil, err

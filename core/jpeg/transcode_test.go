@@ -39,6 +39,7 @@ func TestTranscode(t *testing.T) {
 		{"q90 to q90", p.src, p.w, p.h, 90, encodeOptions{subsample: true}, true},
 		{"q50 to q90", p.src, p.w, p.h, 50, encodeOptions{subsample: true}, true},
 		{"progressive q95", p.src, p.w, p.h, 95, encodeOptions{subsample: true, progressive: true}, false},
+		{"progressive q50", p.src, p.w, p.h, 50, encodeOptions{subsample: true, progressive: true}, true},
 		{"odd size q95", odd, 401, 299, 95, encodeOptions{subsample: true}, false},
 	}
 	d := NewDecoder()
@@ -74,6 +75,53 @@ func TestTranscode(t *testing.T) {
 			}
 			t.Logf("PSNR to source: transcode %.2f dB, re-encode %.2f dB; %d vs %d bytes", pt, pp, len(got), len(viaPix))
 		})
+	}
+}
+
+// TestTranscodeKeepsScan: a source whose steps need no requantizing keeps
+// its own entropy-coded scan; its metadata segments and anything after EOI
+// go, and a corrupt scan is still an error.
+func TestTranscodeKeepsScan(t *testing.T) {
+	p := loadPhoto(t)
+	src := encodeT(t, p.src, p.w, p.h, 85, encodeOptions{subsample: true})
+	seg := func(marker byte, body string) []byte {
+		n := len(body) + 2
+		return append([]byte{0xFF, marker, byte(n >> 8), byte(n)}, body...)
+	}
+	sos := bytes.Index(src, []byte{0xFF, 0xDA})
+	var withMeta []byte
+	withMeta = append(withMeta, src[:2]...)
+	withMeta = append(withMeta, seg(0xE1, "Exif\x00\x00 orientation and camera")...)
+	withMeta = append(withMeta, 0xFF, 0xFF) // fill bytes may precede a marker
+	withMeta = append(withMeta, seg(0xFE, "a comment")...)
+	withMeta = append(withMeta, src[2:]...)
+	withMeta = append(withMeta, "trailing bytes after EOI"...)
+
+	d := NewDecoder()
+	defer d.Close()
+	got, err := d.Transcode(withMeta, 90)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasSuffix(got, src[sos:]) {
+		t.Error("the source's scan was not kept as it is, up to EOI")
+	}
+	if len(got) != len(src) || bytes.Contains(got, []byte("Exif")) || bytes.Contains(got, []byte("a comment")) {
+		t.Errorf("kept %d bytes, want the %d of the source without its APP1 and COM segments", len(got), len(src))
+	}
+	if !bytes.Equal(decodeT(t, d, got, p.w, p.h), decodeT(t, d, src, p.w, p.h)) {
+		t.Error("pixels differ from the source's")
+	}
+
+	bad := bytes.Clone(src)
+	for i := sos + 200; i < sos+260; i++ {
+		bad[i] = 0xFF // markers inside the entropy-coded data
+	}
+	if _, err := d.Transcode(bad, 90); err == nil {
+		t.Error("a corrupt scan was kept")
+	}
+	if _, err := d.Transcode(src[:len(src)*2/3], 90); err == nil {
+		t.Error("a truncated scan was kept")
 	}
 }
 
