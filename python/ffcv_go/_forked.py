@@ -25,7 +25,10 @@ def _serve(conn, dataset, chunks):
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
-        k = conn.recv()
+        try:
+            k = conn.recv()
+        except EOFError:  # the writer is gone
+            return
         if k is None:
             return
         try:
