@@ -159,7 +159,8 @@ int ffj_transcode(ffj_dec *d, const unsigned char *data, unsigned long len, int 
 	for (int ci = 0; ci < 3; ci++) {
 		const UINT16 *src = in->comp_info[ci].quant_table->quantval;
 		for (int k = 0; k < DCTSIZE2; k++)
-			same &= src[k] >= target[ci > 0][k];
+			tables[ci][k] = src[k] > target[ci > 0][k] ? src[k] : target[ci > 0][k];
+		same &= memcmp(tables[ci], src, sizeof tables[ci]) == 0;
 	}
 	// No step changes: the coefficients would come out as they went in, so
 	// the source's own scan is kept (one baseline-style Huffman scan, as the
@@ -168,9 +169,6 @@ int ffj_transcode(ffj_dec *d, const unsigned char *data, unsigned long len, int 
 	    fft_keep_scan(data, end, &s->dest))
 		goto done;
 	for (int ci = 0; ci < 3; ci++) {
-		const UINT16 *src = in->comp_info[ci].quant_table->quantval;
-		for (int k = 0; k < DCTSIZE2; k++)
-			tables[ci][k] = src[k] > target[ci > 0][k] ? src[k] : target[ci > 0][k];
 		int slot = ci;
 		if (ci == 2 && memcmp(tables[2], tables[1], sizeof tables[2]) == 0)
 			slot = 1;
@@ -180,7 +178,7 @@ int ffj_transcode(ffj_dec *d, const unsigned char *data, unsigned long len, int 
 		if (slot == ci)
 			jpeg_add_quant_table(&s->c, slot, basic, 100, FALSE);
 		s->c.comp_info[ci].quant_tbl_no = slot;
-		fft_requantize(in, coefs[ci], ci, src, tables[ci]);
+		fft_requantize(in, coefs[ci], ci, in->comp_info[ci].quant_table->quantval, tables[ci]);
 	}
 	for (int t = 3; t < NUM_QUANT_TBLS; t++)
 		s->c.quant_tbl_ptrs[t] = NULL; // jpeg_copy_critical_parameters may have copied more
