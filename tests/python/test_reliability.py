@@ -622,8 +622,9 @@ def test_sigint_while_iterating(tmp_path, small_jpeg_file):
 
 
 INTERRUPTED_EXPORT_SCRIPT = """
-import gc, sys
+import sys
 import torch.utils.dlpack
+from conftest import settle
 from ffcv_go import Loader, _lib
 taken = torch.utils.dlpack.from_dlpack
 calls = 0
@@ -639,14 +640,14 @@ def from_dlpack(capsule):
 torch.utils.dlpack.from_dlpack = from_dlpack
 loader = Loader(sys.argv[1], batch_size=4, num_workers=2)
 try:
-    for _ in loader:
+    for batch in loader:
         pass
 except KeyboardInterrupt:
     print("interrupted", flush=True)
+batch = None  # the last batch received is ours to drop
 loader.close()
 del loader
-for _ in range(3):
-    gc.collect()
+settle()
 print("live", _lib.live_objects(), flush=True)
 """
 
