@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"sync/atomic"
 
 	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/procs"
 )
 
 // Writer writes a .beton file. Samples are handed to Put in index order;
@@ -32,6 +32,7 @@ type Writer struct {
 	jobs       chan job
 	placed     chan chan result
 	workers    sync.WaitGroup
+	release    func() // gives back the encoders' Ps (procs.Add)
 	placerDone chan struct{}
 
 	mu  sync.Mutex
@@ -102,7 +103,7 @@ func Create(path string, fields []field.Desc, encoders []field.Encoder, numSampl
 		return nil, err
 	}
 	if opts.Workers < 1 {
-		opts.Workers = runtime.NumCPU()
+		opts.Workers = procs.CPUs()
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -119,6 +120,8 @@ func Create(path string, fields []field.Desc, encoders []field.Encoder, numSampl
 		placed:     make(chan chan result, 4*opts.Workers+16),
 		placerDone: make(chan struct{}),
 		rowsAt:     metaOff,
+		// The encoders spend their time in C calls: keep a P idle beside them.
+		release: procs.Add(opts.Workers),
 	}
 	if _, err := f.WriteAt(descs, HeaderSize); err != nil {
 		w.Abort()
@@ -332,6 +335,7 @@ func (w *Writer) stop() {
 	close(w.jobs)
 	close(w.placed)
 	w.workers.Wait()
+	w.release()
 	<-w.placerDone
 }
 

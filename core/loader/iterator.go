@@ -9,6 +9,7 @@ import (
 
 	"github.com/ffcv-go/ffcv-go/core/cache"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
+	"github.com/ffcv-go/ffcv-go/core/procs"
 	"github.com/ffcv-go/ffcv-go/core/remote"
 )
 
@@ -121,10 +122,21 @@ func (l *Loader) Start(epoch uint64, startBatch int, ord []uint64, perRank bool)
 	}
 	l.iters[it] = struct{}{}
 	l.mu.Unlock()
+	// The workers spend their time in C calls: keep a P idle beside them.
+	release := procs.Add(l.cfg.Workers)
+	var workers sync.WaitGroup
 	for w := 0; w < l.cfg.Workers; w++ {
 		it.wg.Add(1)
-		go it.work()
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			it.work()
+		}()
 	}
+	go func() {
+		workers.Wait()
+		release()
+	}()
 	it.wg.Add(1)
 	go it.schedule(startBatch)
 	return it, nil

@@ -6,7 +6,6 @@ package loader
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/cache"
 	"github.com/ffcv-go/ffcv-go/core/order"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
+	"github.com/ffcv-go/ffcv-go/core/procs"
 	"github.com/ffcv-go/ffcv-go/core/remote"
 )
 
@@ -76,7 +76,7 @@ func New(r *beton.Reader, cfg Config, progs []*pipeline.Program) (*Loader, error
 		return nil, fmt.Errorf("rank %d out of range for world size %d", cfg.Rank, cfg.World)
 	}
 	if cfg.Workers < 1 {
-		cfg.Workers = runtime.GOMAXPROCS(0)
+		cfg.Workers = procs.CPUs()
 	}
 	switch cfg.Order {
 	case "sequential", "random", "quasi_random":

@@ -3,6 +3,7 @@ package loader
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/cache"
+	"github.com/ffcv-go/ffcv-go/core/procs"
 )
 
 func baseConfig() Config {
@@ -707,5 +709,37 @@ func TestQuasiRandomReadsEachPageOnce(t *testing.T) {
 		if once := st.PagesRead == uint64(len(pages)); once != tt.once {
 			t.Errorf("%s: %d page reads for %d pages (peak %d resident)", tt.name, st.PagesRead, len(pages), st.PeakResidentPages)
 		}
+	}
+}
+
+// TestIdlePBesideWorkers: while an epoch's workers run, GOMAXPROCS leaves one
+// P idle beside them (see package procs), and goes back once they exit.
+func TestIdlePBesideWorkers(t *testing.T) {
+	if os.Getenv("GOMAXPROCS") != "" {
+		t.Skip("GOMAXPROCS is set in the environment")
+	}
+	r := open(t, writeImages(t, t.TempDir(), "images.beton", 40, "jpg"))
+	cfg := baseConfig()
+	cfg.Workers = procs.CPUs() + 1
+	l := newLoader(t, r, cfg, imagePipeline)
+	it, err := l.Start(0, 0, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := runtime.GOMAXPROCS(0), cfg.Workers+1; got != want {
+		t.Errorf("during the epoch: GOMAXPROCS %d, want %d for %d workers", got, want, cfg.Workers)
+	}
+	b, err := it.Next()
+	if err != nil || b == nil {
+		t.Fatalf("first batch: %v, %v", b, err)
+	}
+	b.Release()
+	it.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.GOMAXPROCS(0) != procs.CPUs() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the epoch: GOMAXPROCS %d, want %d", runtime.GOMAXPROCS(0), procs.CPUs())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

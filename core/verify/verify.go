@@ -4,7 +4,6 @@ package verify
 
 import (
 	"fmt"
-	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -12,6 +11,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/jpeg"
+	"github.com/ffcv-go/ffcv-go/core/procs"
 )
 
 // Problem is one unusable sample field.
@@ -25,7 +25,7 @@ type Problem struct {
 // returning the problems in sample order. done, if set, counts samples checked.
 func File(r *beton.Reader, workers int, done *atomic.Int64) []Problem {
 	if workers < 1 {
-		workers = runtime.GOMAXPROCS(0)
+		workers = procs.CPUs()
 	}
 	n := r.NumSamples()
 	const chunk = 256
@@ -33,6 +33,7 @@ func File(r *beton.Reader, workers int, done *atomic.Int64) []Problem {
 	var mu sync.Mutex
 	var problems []Problem
 	var wg sync.WaitGroup
+	defer procs.Add(workers)()
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
