@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -189,6 +190,7 @@ func (w *Writer) encodeLoop() {
 			res.enc[i] = enc
 		}
 		j.out <- res
+		runtime.Gosched() // a schedule tick per sample (see package procs)
 	}
 }
 

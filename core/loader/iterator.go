@@ -3,6 +3,7 @@ package loader
 import (
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -269,6 +270,7 @@ func (it *Iterator) work() {
 				j.b.fail(pos, err)
 			}
 			it.release(id)
+			runtime.Gosched() // a schedule tick per sample (see package procs)
 		}
 		if j.b.pending.Add(-1) == 0 {
 			it.finish(j.b)

@@ -8,6 +8,10 @@
 // loader's CPU time. With an idle P to spare, sysmon leaves a P in a C call
 // alone for 10 ms and backs off to sleeping 10 ms at a time.
 //
+// Sysmon also takes the P back from a C call, idle P or not, once its
+// goroutine has run 10 ms without a new schedule tick, and goes back to 20 µs
+// polls: workers therefore call runtime.Gosched between items.
+//
 // Raising GOMAXPROCS does not add parallelism: the workers are the only busy
 // goroutines and each already has its own thread.
 package procs

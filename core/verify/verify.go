@@ -4,6 +4,7 @@ package verify
 
 import (
 	"fmt"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -57,6 +58,7 @@ func File(r *beton.Reader, workers int, done *atomic.Int64) []Problem {
 					if done != nil {
 						done.Add(1)
 					}
+					runtime.Gosched() // a schedule tick per sample (see package procs)
 				}
 			}
 		}()
