@@ -12,6 +12,19 @@
 
 #pragma GCC push_options
 #pragma GCC target("avx2")
+
+// tap_shuffle[k] moves bytes 3k, 3k+1 and 3k+2 of each 128-bit lane into the
+// low bytes of its first three 32-bit elements and zeroes the rest.
+static const union {
+	int8_t b[32];
+	__m256i v;
+} tap_shuffle[5] = {
+#define TAP(k) {{3 * k, -1, -1, -1, 3 * k + 1, -1, -1, -1, 3 * k + 2, -1, -1, -1, -1, -1, -1, -1, \
+                 3 * k, -1, -1, -1, 3 * k + 1, -1, -1, -1, 3 * k + 2, -1, -1, -1, -1, -1, -1, -1}}
+	TAP(0), TAP(1), TAP(2), TAP(3), TAP(4),
+#undef TAP
+};
+
 #define KSUF _avx2
 #define KAVX2 1
 #include "resize_kern.h"
@@ -22,11 +35,11 @@
 void ffr_area_run(int avx2, uint8_t *dst, int dw, int dh, const uint8_t *src, long stride,
                   const int32_t *xfirst, const float *xw, int xn,
                   const int32_t *yfirst, const int32_t *yoff, const float *yw,
-                  float *buf, float *sum, float *wx) {
+                  long src_len, float *buf, float *sum, float *wx) {
 	if (avx2)
-		area_run_avx2(dst, dw, dh, src, stride, xfirst, xw, xn, yfirst, yoff, yw, buf, sum, wx);
+		area_run_avx2(dst, dw, dh, src, stride, xfirst, xw, xn, yfirst, yoff, yw, src_len, buf, sum, wx);
 	else
-		area_run_sse2(dst, dw, dh, src, stride, xfirst, xw, xn, yfirst, yoff, yw, buf, sum, wx);
+		area_run_sse2(dst, dw, dh, src, stride, xfirst, xw, xn, yfirst, yoff, yw, src_len, buf, sum, wx);
 }
 
 void ffr_linear_run(int avx2, uint8_t *dst, int dw, int dh, const uint8_t *src, int sh, long stride,

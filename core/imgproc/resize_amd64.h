@@ -3,7 +3,7 @@
 void ffr_area_run(int avx2, uint8_t *dst, int dw, int dh, const uint8_t *src, long stride,
                   const int32_t *xfirst, const float *xw, int xn,
                   const int32_t *yfirst, const int32_t *yoff, const float *yw,
-                  float *buf, float *sum, float *wx);
+                  long src_len, float *buf, float *sum, float *wx);
 
 void ffr_linear_run(int avx2, uint8_t *dst, int dw, int dh, const uint8_t *src, int sh, long stride,
                     const int32_t *xofs, const int16_t *xa, const int32_t *yofs, const int16_t *ya,

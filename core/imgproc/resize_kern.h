@@ -35,12 +35,32 @@ static inline __m128 KFN(px_f32_back)(const uint8_t *p) {
 // hfilter box-filters one row: buf[3dx+c] = sum_k row[3(first[dx]+k)+c]*w[n dx+k].
 // buf has room for one float more than dw*3. wx is the AVX2 variant's
 // weight table (see area_wx); the SSE2 variant ignores it.
-static void KFN(area_hfilter)(float *buf, const uint8_t *row, int dw,
+static void KFN(area_hfilter)(float *buf, const uint8_t *row, const uint8_t *end, int dw,
                               const int32_t *first, const float *w, int n, const float *wx) {
 	int dx = 0;
 #ifdef KAVX2
 	// Two output pixels per 256-bit vector: pixel dx in the low lane, dx+1
-	// in the high one, each tap's weights preloaded 4+4 wide in wx.
+	// in the high one, each tap's weights preloaded 4+4 wide in wx. Each
+	// lane loads the 16 bytes from its pixel's first tap at once, and one
+	// byte shuffle per tap widens that tap's 3 channels to 32 bits (the 4th
+	// is zero); up to 5 taps fit in 16 bytes. Pairs whose 16 bytes would
+	// pass end (the last row of the source) take the loop below.
+	if (n <= 5) {
+		for (; dx + 2 <= dw; dx += 2, wx += 8 * n) {
+			const uint8_t *p0 = row + 3 * (long)first[dx], *p1 = row + 3 * (long)first[dx + 1];
+			if (end - p0 < 16 || end - p1 < 16)
+				break;
+			__m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)p0)),
+			                                    _mm_loadu_si128((const __m128i *)p1), 1);
+			__m256 acc = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_shuffle_epi8(v, tap_shuffle[0].v)),
+			                           _mm256_loadu_ps(wx));
+			for (int k = 1; k < n; k++)
+				acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_shuffle_epi8(v, tap_shuffle[k].v)),
+				                                       _mm256_loadu_ps(wx + 8 * k)));
+			_mm_storeu_ps(buf + 3 * dx, _mm256_castps256_ps128(acc));
+			_mm_storeu_ps(buf + 3 * dx + 3, _mm256_extractf128_ps(acc, 1));
+		}
+	}
 	for (; dx + 2 <= dw; dx += 2, wx += 8 * n) {
 		const uint8_t *p0 = row + 3 * (long)first[dx], *p1 = row + 3 * (long)first[dx + 1];
 		__m256 acc = _mm256_setzero_ps();
@@ -113,8 +133,9 @@ static inline void KFN(store_u8_acc)(uint8_t *out, const float *sum, const float
 static void KFN(area_run)(uint8_t *dst, int dw, int dh, const uint8_t *src, long stride,
                           const int32_t *xfirst, const float *xw, int xn,
                           const int32_t *yfirst, const int32_t *yoff, const float *yw,
-                          float *buf, float *sum, float *wx) {
+                          long src_len, float *buf, float *sum, float *wx) {
 	const int len = dw * 3;
+	const uint8_t *src_end = src + src_len;
 	long cached = -1;
 #ifdef KAVX2
 	// wx[8n·(dx/2) + 8k + j]: weight k of pixel dx (j < 4) or dx+1 (j >= 4).
@@ -130,7 +151,7 @@ static void KFN(area_run)(uint8_t *dst, int dw, int dh, const uint8_t *src, long
 		for (int k = 0; k < nk; k++) {
 			const long sy = sy0 + k;
 			if (sy != cached) {
-				KFN(area_hfilter)(buf, src + sy * stride, dw, xfirst, xw, xn, wx);
+				KFN(area_hfilter)(buf, src + sy * stride, src_end, dw, xfirst, xw, xn, wx);
 				cached = sy;
 			}
 			const float beta = ws[k];

@@ -34,7 +34,8 @@ func cbool(b bool) C.int {
 }
 
 // areaRunSIMD is areaRun for 3 channels in C. buf and sum have one spare
-// element: the kernels store 4 floats per pixel.
+// element: the kernels store 4 floats per pixel. The AVX2 kernel reads 16
+// bytes at a time, never past the end of src.
 func (r *Resizer) areaRunSIMD(dst []byte, dw, dh int, src []byte, srcStride int) {
 	r.fbuf = growF32(r.fbuf, dw*3+1)
 	r.fsum = growF32(r.fsum, dw*3+1)
@@ -43,6 +44,7 @@ func (r *Resizer) areaRunSIMD(dst []byte, dw, dh int, src []byte, srcStride int)
 		(*C.uint8_t)(&src[0]), C.long(srcStride),
 		(*C.int32_t)(&r.fx.first[0]), (*C.float)(&r.fx.w[0]), C.int(r.fx.n),
 		(*C.int32_t)(&r.y.first[0]), (*C.int32_t)(&r.y.off[0]), (*C.float)(&r.y.w[0]),
+		C.long(len(src)),
 		(*C.float)(&r.fbuf[0]), (*C.float)(&r.fsum[0]), (*C.float)(&r.fwx[0]))
 }
 
