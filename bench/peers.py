@@ -179,6 +179,7 @@ def run_system(name, args, root, files, beton_dir, mon):
 
 def table(r, args):
     rows = [("img/s (best epoch)", "best_img_per_s", "{:.0f}"), ("CPU ms per image", "cpu_ms_per_img", "{:.2f}"),
+            ("CPU ms per image, best epoch", "best_cpu_ms_per_img", "{:.2f}"),
             ("first batch (s)", "first_batch_s", "{:.3f}"), ("peak RSS (MiB)", "peak_rss_mib", "{:.0f}")]
     present = [s for s in args.systems if "skipped" not in r[s]]
     head = "| metric | " + " | ".join(NAMES[s] for s in args.systems) + " | ffcv_go ÷ best peer |"
