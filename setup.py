@@ -25,7 +25,7 @@ class BuildGo(build_py):
         out = os.path.join(self.build_lib, "ffcv_go", LIB)
         os.makedirs(os.path.dirname(out), exist_ok=True)
         env = dict(os.environ, CGO_ENABLED="1")
-        subprocess.check_call([go, "build", "-trimpath", "-buildmode=c-shared", "-o", out, "./export"],
+        subprocess.check_call([go, "build", "-trimpath", "-ldflags=-w", "-buildmode=c-shared", "-o", out, "./export"],
                               cwd=HERE, env=env)
         header = os.path.splitext(out)[0] + ".h"
         if os.path.exists(header):
