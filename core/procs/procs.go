@@ -4,8 +4,8 @@
 // A goroutine in a cgo call keeps its P in the syscall state. When every P is
 // held so, the runtime's sysmon thread takes them back after 20 µs and, having
 // found work, polls again 20 µs later: tens of thousands of wake-ups a second
-// for as long as the workers decode. On a 2-core VM that was a fifth of the
-// loader's CPU time. With an idle P to spare, sysmon leaves a P in a C call
+// for as long as the workers decode. On our 2-core VM this came and went; when
+// it happened it cost the loader a fifth of its CPU time. With an idle P to spare, sysmon leaves a P in a C call
 // alone for 10 ms and backs off to sleeping 10 ms at a time.
 //
 // Sysmon also takes the P back from a C call, idle P or not, once its
