@@ -34,7 +34,8 @@ static inline __m128 KFN(px_f32_back)(const uint8_t *p) {
 
 // hfilter box-filters one row: buf[3dx+c] = sum_k row[3(first[dx]+k)+c]*w[n dx+k].
 // buf has room for one float more than dw*3. wx is the AVX2 variant's
-// weight table (see area_wx); the SSE2 variant ignores it.
+// weight table (see area_wx) and end the end of the source, past which its
+// 16-byte loads must not read; the SSE2 variant ignores both.
 static void KFN(area_hfilter)(float *buf, const uint8_t *row, const uint8_t *end, int dw,
                               const int32_t *first, const float *w, int n, const float *wx) {
 	int dx = 0;

@@ -5,8 +5,9 @@
 // held so, the runtime's sysmon thread takes them back after 20 µs and, having
 // found work, polls again 20 µs later: tens of thousands of wake-ups a second
 // for as long as the workers decode. On our 2-core VM this came and went; when
-// it happened it cost the loader a fifth of its CPU time. With an idle P to spare, sysmon leaves a P in a C call
-// alone for 10 ms and backs off to sleeping 10 ms at a time.
+// it happened it cost the loader a fifth of its CPU time. With an idle P to
+// spare, sysmon leaves a P in a C call alone for 10 ms and backs off to
+// sleeping 10 ms at a time.
 //
 // Sysmon also takes the P back from a C call, idle P or not, once its
 // goroutine has run 10 ms without a new schedule tick, and goes back to 20 µs
@@ -64,13 +65,12 @@ func Want(cpus, busy int) int {
 }
 
 func apply() {
-	want := Want(cpus, busy)
 	if busy == 0 {
 		// Back to the runtime's own choice, which follows CPU limits.
 		runtime.SetDefaultGOMAXPROCS()
 		return
 	}
-	if runtime.GOMAXPROCS(0) != want {
+	if want := Want(cpus, busy); runtime.GOMAXPROCS(0) != want {
 		runtime.GOMAXPROCS(want)
 	}
 }
