@@ -6,10 +6,22 @@ then waits forever for the rest of that message; and a worker killed by the
 OOM killer loses its task, so get() waits forever too. Here each process has
 its own pipe: a dead process is an EOF on that pipe, and stopping early kills
 the processes and closes the pipes, whatever is half-written in them.
+
+Items are pickled with protocol 5: contiguous arrays (the pixels of an image,
+once the writer's prepare step has turned a PIL image into one) cross the
+pipe out of band, straight from the array into the parent's buffer. In band,
+a chunk of images is copied four more times (into a growing pickle, out of
+the pipe into another, and out of each into its array) and the parent's
+unpickling becomes the writer's bottleneck.
 """
+import io
+import pickle
 import signal
 import traceback
 from collections import deque
+from multiprocessing.reduction import ForkingPickler
+
+import numpy as np
 
 
 class _RemoteTraceback(Exception):
@@ -19,7 +31,39 @@ class _RemoteTraceback(Exception):
         return self.args[0]
 
 
-def _serve(conn, dataset, chunks):
+def _send(conn, obj):
+    """Sends obj as messages: the sizes of its pickle's out-of-band buffers,
+    the pickle, then each buffer."""
+    bufs = []
+    f = io.BytesIO()
+    # ForkingPickler's reducers (torch shares tensors through shared memory)
+    # on a pickler that takes a buffer_callback, which ForkingPickler cannot.
+    p = pickle.Pickler(f, 5, buffer_callback=bufs.append)
+    p.dispatch_table = ForkingPickler(io.BytesIO()).dispatch_table
+    p.dump(obj)
+    views = [b.raw() for b in bufs]
+    conn.send([v.nbytes for v in views])
+    conn.send_bytes(f.getbuffer())
+    for v in views:
+        conn.send_bytes(v)
+
+
+def _recv(conn):
+    """The object _send sent."""
+    sizes = conn.recv()
+    data = conn.recv_bytes()
+    bufs = []
+    for n in sizes:
+        b = np.empty(n, np.uint8)  # not zeroed, unlike a bytearray
+        if n:
+            conn.recv_bytes_into(b)
+        else:
+            conn.recv_bytes()
+        bufs.append(b)
+    return pickle.loads(data, buffers=bufs)
+
+
+def _serve(conn, dataset, chunks, prepare):
     # Go's handlers are inherited but its threads are not: a Go handler run
     # here can block forever. Ctrl-C is the parent's to handle; it kills us.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -32,22 +76,24 @@ def _serve(conn, dataset, chunks):
         if k is None:
             return
         try:
-            out = ("ok", [dataset[i] for i in chunks[k]])
+            out = ("ok", [prepare(dataset[i]) for i in chunks[k]])
         except BaseException as e:
             out = ("error", e, traceback.format_exc())
         try:
-            conn.send(out)
+            _send(conn, out)
         except Exception as e:  # the items or the exception do not pickle
             if out[0] == "ok":
                 desc = f"items {chunks[k][0]}..{chunks[k][-1]} cannot be sent to the writer: {e!r}"
             else:
                 desc = f"{type(out[1]).__name__}: {out[1]} (not picklable: {e!r})"
-            conn.send(("error", RuntimeError(desc), out[2] if out[0] == "error" else ""))
+            _send(conn, ("error", RuntimeError(desc), out[2] if out[0] == "error" else ""))
 
 
-def fetch(dataset, chunks, workers, depth):
+def fetch(dataset, chunks, workers, depth, prepare=None):
     """Yields the items of each chunk (a list of indices), in order. Chunk k is
-    fetched by process k % workers, at most depth chunks ahead per process."""
+    fetched by process k % workers, at most depth chunks ahead per process;
+    the process passes each item through prepare (when given) first."""
+    prepare = prepare or _same
     import multiprocessing
     ctx = multiprocessing.get_context("fork")
     workers = max(1, min(workers, len(chunks)))
@@ -55,7 +101,7 @@ def fetch(dataset, chunks, workers, depth):
     try:
         for _ in range(workers):
             parent, child = ctx.Pipe()
-            p = ctx.Process(target=_serve, args=(child, dataset, chunks), daemon=True,
+            p = ctx.Process(target=_serve, args=(child, dataset, chunks, prepare), daemon=True,
                             name="ffcv_go-fetch")
             p.start()
             child.close()  # so the parent sees EOF when the process dies
@@ -71,7 +117,7 @@ def fetch(dataset, chunks, workers, depth):
             k = pending.popleft()
             w = k % workers
             try:
-                reply = conns[w].recv()
+                reply = _recv(conns[w])
             except EOFError:
                 procs[w].join(1)
                 raise RuntimeError(f"fetch process {procs[w].pid} died ({_how(procs[w].exitcode)}) while "
@@ -97,6 +143,10 @@ def fetch(dataset, chunks, workers, depth):
             p.join()
         for c in conns:
             c.close()
+
+
+def _same(item):
+    return item
 
 
 def _how(exitcode):

@@ -112,7 +112,7 @@ class DatasetWriter:
         items = _path_items(dataset, indices, self.fields)
         if items is None:
             workers = int(pool_workers) if pool_workers else _cpu_count()
-            items = _fetch(dataset, indices, chunksize, pool, workers)
+            items = _fetch(dataset, indices, chunksize, pool, workers, self._portable)
         try:
             self._write(len(indices), items, indices)
         finally:
@@ -206,6 +206,22 @@ class DatasetWriter:
         finally:
             if bar is not None:
                 bar.close()
+
+    def _portable(self, item):
+        """item with each built-in field's value in the form that a fetch
+        process sends back fastest (a PIL image as its pixel array), taken
+        by _write exactly as the original; anything it cannot convert is
+        left for _write to report."""
+        fields = list(self.fields.values())
+        single = not isinstance(item, (tuple, list))
+        vals = (item,) if single else item
+        if len(vals) != len(fields):
+            return item
+        try:
+            out = tuple(v if own else f._portable(v) for f, v, own in zip(fields, vals, self._python_encoded))
+        except Exception:  # noqa: BLE001 - _write raises the error with the item's index
+            return item
+        return out[0] if single else out
 
     def _put(self, handle, first, chunk):
         nf = len(self._specs)
@@ -333,10 +349,11 @@ def _get_chunk(dataset, idx):
     return [dataset[i] for i in idx]
 
 
-def _fetch(dataset, indices, chunksize, pool, workers):
+def _fetch(dataset, indices, chunksize, pool, workers, portable=None):
     """Yields dataset[i] for i in indices, in order (see from_indexed_dataset
     for pool). At most 4 chunks per worker are in flight, so memory stays
-    bounded when the encoder is the slower side."""
+    bounded when the encoder is the slower side. Fetch processes pass items
+    through portable before sending them."""
     if pool not in ("auto", "process", "thread", None):
         raise ValueError(f"pool {pool!r} must be 'auto', 'process', 'thread' or None")
     indices = [int(i) for i in indices]
@@ -365,7 +382,7 @@ def _fetch(dataset, indices, chunksize, pool, workers):
     if pool == "process":
         # Forked here, at most 32 items in: before the first chunk of 64 reaches
         # the Go writer, so no Go thread is inside C code (libjpeg) at fork time.
-        yield from _forked.fetch(dataset, chunks, workers, depth=4)
+        yield from _forked.fetch(dataset, chunks, workers, depth=4, prepare=portable)
         return
     from collections import deque
     depth = 4 * max(1, workers)

@@ -158,3 +158,90 @@ def test_jpeg_sources_are_transcoded(tmp_path, photo_folder):
         assert np.abs(a - ref).mean() < 3, i
         err_tc, err_px = err_tc + ((a - ref) ** 2).mean(), err_px + ((b - ref) ** 2).mean()
     assert err_tc <= err_px, (err_tc, err_px)
+
+
+class ModeFolder:
+    """Photos as PIL images in every mode RGBImageField takes (RGB, L, RGBA,
+    and P and CMYK, which it converts to RGB), with list items for some."""
+
+    MODES = ["RGB", "L", "RGBA", "P", "CMYK"]
+
+    def __init__(self, ds):
+        self.ds = ds
+
+    def __len__(self):
+        return len(self.ds)
+
+    def __getitem__(self, i):
+        im, label = self.ds[i]
+        im = im.convert(self.MODES[i % len(self.MODES)])
+        return [im, label] if i % 2 else (im, label)
+
+
+@pytest.mark.parametrize("mode", ["raw", "jpg"])
+def test_pil_items_from_processes_write_the_serial_file(tmp_path, photo_folder, mode):
+    """Fetch processes send a PIL image as its pixel array (out of band): the
+    file is the one a serial write of the PIL images gives."""
+    torchvision = pytest.importorskip("torchvision")
+    ds = ModeFolder(torchvision.datasets.ImageFolder(str(photo_folder)))
+    out = {}
+    for pool, workers in [(None, None), ("process", 1), ("process", 3), ("thread", 2)]:
+        p = tmp_path / f"{pool}-{workers}.beton"
+        DatasetWriter(str(p), image_fields(mode=mode), page_size=2 * MiB, progress=False).from_indexed_dataset(
+            ds, pool=pool, pool_workers=workers, chunksize=5)
+        out[(pool, workers)] = digest(p)
+    assert len(set(out.values())) == 1, out
+    r = Reader(str(tmp_path / "None-None.beton"))
+    if mode == "raw":
+        for i in range(len(ds)):
+            want = np.asarray(ds[i][0].convert("RGB") if ds[i][0].mode in ("P", "CMYK") else ds[i][0])
+            if want.ndim == 3 and want.shape[2] == 3:  # RGB, and P and CMYK converted
+                assert np.array_equal(r.read(i, "image").reshape(-1), want.reshape(-1)), i
+
+
+class OwnEncodeImage(RGBImageField):
+    """A subclass with its own encode(): it must get the dataset's PIL image
+    itself, also from a fetch process (only built-in encoders take arrays)."""
+
+    def encode(self, destination, field, malloc):
+        from PIL import Image
+        if not isinstance(field, Image.Image):
+            raise TypeError(f"expected a PIL image, got {type(field).__name__}")
+        data = field.tobytes()
+        destination["mode"] = 0
+        destination["width"], destination["height"] = field.size
+        destination["data_ptr"], buf = malloc(len(data))
+        buf[:] = np.frombuffer(data, np.uint8)
+
+
+def test_own_encode_gets_the_pil_image_from_processes(tmp_path, photo_folder):
+    torchvision = pytest.importorskip("torchvision")
+    ds = PlainFolder(torchvision.datasets.ImageFolder(str(photo_folder)))
+    paths = []
+    for pool in [None, "process"]:
+        p = tmp_path / f"{pool}.beton"
+        DatasetWriter(str(p), {"image": OwnEncodeImage(), "label": IntField()}, progress=False).from_indexed_dataset(
+            ds, pool=pool, pool_workers=2, chunksize=4)
+        paths.append(p)
+    assert digest(paths[0]) == digest(paths[1])
+
+
+def test_fetch_messages_round_trip():
+    """_forked's messages: arrays (contiguous, strided, empty), bytes, tensors
+    and nested containers come back equal, in order."""
+    import multiprocessing
+    from ffcv_go import _forked
+    torch = pytest.importorskip("torch")
+    a, b = multiprocessing.get_context("fork").Pipe()
+    base = np.arange(60, dtype=np.uint8).reshape(3, 4, 5)
+    obj = ("ok", [(base, 1), (base[:, ::2], b"x" * 70000), (np.zeros((0, 3), np.float32), torch.arange(5)),
+                  {"k": [np.ones(3, np.int64)]}])
+    _forked._send(a, obj)
+    got = _forked._recv(b)
+    assert got[0] == "ok"
+    assert np.array_equal(got[1][0][0], base) and got[1][0][1] == 1
+    assert np.array_equal(got[1][1][0], base[:, ::2]) and got[1][1][1] == b"x" * 70000
+    assert got[1][2][0].shape == (0, 3) and got[1][2][0].dtype == np.float32
+    assert torch.equal(got[1][2][1], torch.arange(5))
+    assert np.array_equal(got[1][3]["k"][0], np.ones(3, np.int64))
+    assert got[1][0][0].flags.writeable

@@ -52,6 +52,12 @@ class Field(ABC):
     def _value(self, value, v, keep):
         raise TypeError(f"{type(self).__name__} is a custom field: ffcv_go cannot write it")
 
+    # Used by the writer's fetch processes: value in a form that crosses a
+    # pipe cheaply (contiguous arrays travel out of band, without pickling
+    # copies) and that _value takes the same way.
+    def _portable(self, value):
+        return value
+
 
 def _set_data(v, buf, keep):
     """Points writer value v at the bytes of buf; keep holds buf alive until the call."""

@@ -111,6 +111,10 @@ class RGBImageField(Field):
                 "compress_probability": self.proportion or 0.0, "keep_source_jpeg": self.keep_source_jpeg,
                 "jpeg_transcode": self.jpeg_transcode}
 
+    def _portable(self, value):
+        pix = None if isinstance(value, np.ndarray) else _pil_pixels(value)
+        return value if pix is None else pix
+
     def _value(self, value, v, keep):
         if isinstance(value, os.PathLike):
             v.encoded = 2  # a file the Go encoder reads itself
@@ -121,16 +125,10 @@ class RGBImageField(Field):
             _set_data(v, value, keep)
             return
         if not isinstance(value, np.ndarray):
-            try:
-                from PIL import Image
-            except ImportError:
-                Image = None
-            if Image is not None and isinstance(value, Image.Image):
-                if value.mode not in ("RGB", "L", "RGBA"):
-                    value = value.convert("RGB")
-                value = np.asarray(value)
-            else:
+            pix = _pil_pixels(value)
+            if pix is None:
                 raise TypeError(f"RGBImageField needs a PIL image or a uint8 array, got {type(value).__name__}")
+            value = pix
         if value.dtype != np.uint8:
             raise TypeError(f"RGBImageField needs uint8 pixels, got {value.dtype}")
         if value.ndim == 2:
@@ -139,6 +137,20 @@ class RGBImageField(Field):
             raise ValueError(f"RGBImageField needs an (H, W, 3) image, got shape {value.shape}")
         v.height, v.width, v.channels = value.shape
         _set_data(v, value, keep)
+
+
+def _pil_pixels(value):
+    """The pixels of a PIL image as an (H, W[, C]) uint8 array (other modes
+    than RGB, L and RGBA converted to RGB); None when value is not one."""
+    try:
+        from PIL import Image
+    except ImportError:
+        return None
+    if not isinstance(value, Image.Image):
+        return None
+    if value.mode not in ("RGB", "L", "RGBA"):
+        value = value.convert("RGB")
+    return np.asarray(value)
 
 
 from ..transforms.utils.fast_crop import get_random_crop  # noqa: E402,F401  (FFCV's module path)
