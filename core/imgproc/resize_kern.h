@@ -32,6 +32,38 @@ static inline __m128 KFN(px_f32_back)(const uint8_t *p) {
 	return _mm_cvtepi32_ps(x);
 }
 
+#ifdef KAVX2
+// hfilter_pairs is area_hfilter's main loop for n <= 5 taps: two output
+// pixels per 256-bit vector, pixel dx in the low lane, dx+1 in the high
+// one, each tap's weights preloaded 4+4 wide in wx. Each lane loads the 16
+// bytes from its pixel's first tap at once, and one byte shuffle per tap
+// widens that tap's 3 channels to 32 bits (the 4th is zero); up to 5 taps
+// fit in 16 bytes. It stops at the first pair whose 16 bytes would pass
+// end (the last row of the source) and returns the pixels it did. Inlined
+// with a constant n, the tap loop unrolls.
+static inline __attribute__((always_inline)) int KFN(hfilter_pairs)(float *buf, const uint8_t *row,
+                                                                    const uint8_t *end, int dw,
+                                                                    const int32_t *first, const float *wx,
+                                                                    const int n) {
+	int dx = 0;
+	for (; dx + 2 <= dw; dx += 2, wx += 8 * n) {
+		const uint8_t *p0 = row + 3 * (long)first[dx], *p1 = row + 3 * (long)first[dx + 1];
+		if (end - p0 < 16 || end - p1 < 16)
+			break;
+		__m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)p0)),
+		                                    _mm_loadu_si128((const __m128i *)p1), 1);
+		__m256 acc = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_shuffle_epi8(v, tap_shuffle[0].v)),
+		                           _mm256_loadu_ps(wx));
+		for (int k = 1; k < n; k++)
+			acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_shuffle_epi8(v, tap_shuffle[k].v)),
+			                                       _mm256_loadu_ps(wx + 8 * k)));
+		_mm_storeu_ps(buf + 3 * dx, _mm256_castps256_ps128(acc));
+		_mm_storeu_ps(buf + 3 * dx + 3, _mm256_extractf128_ps(acc, 1));
+	}
+	return dx;
+}
+#endif
+
 // hfilter box-filters one row: buf[3dx+c] = sum_k row[3(first[dx]+k)+c]*w[n dx+k].
 // buf has room for one float more than dw*3. wx is the AVX2 variant's
 // weight table (see area_wx) and end the end of the source, past which its
@@ -40,28 +72,14 @@ static void KFN(area_hfilter)(float *buf, const uint8_t *row, const uint8_t *end
                               const int32_t *first, const float *w, int n, const float *wx) {
 	int dx = 0;
 #ifdef KAVX2
-	// Two output pixels per 256-bit vector: pixel dx in the low lane, dx+1
-	// in the high one, each tap's weights preloaded 4+4 wide in wx. Each
-	// lane loads the 16 bytes from its pixel's first tap at once, and one
-	// byte shuffle per tap widens that tap's 3 channels to 32 bits (the 4th
-	// is zero); up to 5 taps fit in 16 bytes. Pairs whose 16 bytes would
-	// pass end (the last row of the source) take the loop below.
-	if (n <= 5) {
-		for (; dx + 2 <= dw; dx += 2, wx += 8 * n) {
-			const uint8_t *p0 = row + 3 * (long)first[dx], *p1 = row + 3 * (long)first[dx + 1];
-			if (end - p0 < 16 || end - p1 < 16)
-				break;
-			__m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)p0)),
-			                                    _mm_loadu_si128((const __m128i *)p1), 1);
-			__m256 acc = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_shuffle_epi8(v, tap_shuffle[0].v)),
-			                           _mm256_loadu_ps(wx));
-			for (int k = 1; k < n; k++)
-				acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_shuffle_epi8(v, tap_shuffle[k].v)),
-				                                       _mm256_loadu_ps(wx + 8 * k)));
-			_mm_storeu_ps(buf + 3 * dx, _mm256_castps256_ps128(acc));
-			_mm_storeu_ps(buf + 3 * dx + 3, _mm256_extractf128_ps(acc, 1));
-		}
+	switch (n) { // one unrolled copy per tap count
+	case 1: dx = KFN(hfilter_pairs)(buf, row, end, dw, first, wx, 1); break;
+	case 2: dx = KFN(hfilter_pairs)(buf, row, end, dw, first, wx, 2); break;
+	case 3: dx = KFN(hfilter_pairs)(buf, row, end, dw, first, wx, 3); break;
+	case 4: dx = KFN(hfilter_pairs)(buf, row, end, dw, first, wx, 4); break;
+	case 5: dx = KFN(hfilter_pairs)(buf, row, end, dw, first, wx, 5); break;
 	}
+	wx += 8 * n * (dx / 2);
 	for (; dx + 2 <= dw; dx += 2, wx += 8 * n) {
 		const uint8_t *p0 = row + 3 * (long)first[dx], *p1 = row + 3 * (long)first[dx + 1];
 		__m256 acc = _mm256_setzero_ps();
