@@ -25,6 +25,20 @@ static const union {
 #undef TAP
 };
 
+// lin_shuffle pairs the channels of the two pixels at bytes 0-5 of each
+// 128-bit lane as 16-bit values: R0 R1 G0 G1 B0 B1 0 0.
+static const union {
+	int8_t b[32];
+	__m256i v;
+} lin_shuffle = {{0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1,
+                  0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1}};
+
+// lin_spread repeats 32-bit element 0 over the low lane, 1 over the high.
+static const union {
+	int32_t d[8];
+	__m256i v;
+} lin_spread = {{0, 0, 0, 0, 1, 1, 1, 1}};
+
 #define KSUF _avx2
 #define KAVX2 1
 #include "resize_kern.h"
@@ -44,9 +58,9 @@ void ffr_area_run(int avx2, uint8_t *dst, int dw, int dh, const uint8_t *src, lo
 
 void ffr_linear_run(int avx2, uint8_t *dst, int dw, int dh, const uint8_t *src, int sh, long stride,
                     const int32_t *xofs, const int16_t *xa, const int32_t *yofs, const int16_t *ya,
-                    int32_t *r0, int32_t *r1) {
+                    long src_len, int32_t *r0, int32_t *r1) {
 	if (avx2)
-		linear_run_avx2(dst, dw, dh, src, sh, stride, xofs, xa, yofs, ya, r0, r1);
+		linear_run_avx2(dst, dw, dh, src, sh, stride, xofs, xa, yofs, ya, src_len, r0, r1);
 	else
-		linear_run_sse2(dst, dw, dh, src, sh, stride, xofs, xa, yofs, ya, r0, r1);
+		linear_run_sse2(dst, dw, dh, src, sh, stride, xofs, xa, yofs, ya, src_len, r0, r1);
 }

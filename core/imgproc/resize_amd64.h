@@ -7,4 +7,4 @@ void ffr_area_run(int avx2, uint8_t *dst, int dw, int dh, const uint8_t *src, lo
 
 void ffr_linear_run(int avx2, uint8_t *dst, int dw, int dh, const uint8_t *src, int sh, long stride,
                     const int32_t *xofs, const int16_t *xa, const int32_t *yofs, const int16_t *ya,
-                    int32_t *r0, int32_t *r1);
+                    long src_len, int32_t *r0, int32_t *r1);

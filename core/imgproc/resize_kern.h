@@ -189,11 +189,37 @@ static void KFN(area_run)(uint8_t *dst, int dw, int dh, const uint8_t *src, long
 
 // linear_hrow resamples one row: buf[3dx+c] = row[3ofs[dx]+c]*a[2dx] +
 // row[3ofs[dx]+3+c]*a[2dx+1], with ofs[dx]+1 < sw for every dx (the caller
-// rewrote OpenCV's edge copies as such pairs). buf has one spare int.
-static void KFN(linear_hrow)(int32_t *buf, const uint8_t *row, int dw,
+// rewrote OpenCV's edge copies as such pairs). buf has one spare int; end
+// is the end of the source, past which the AVX2 variant's 16-byte loads
+// must not read.
+static void KFN(linear_hrow)(int32_t *buf, const uint8_t *row, const uint8_t *end, int dw,
                              const int32_t *ofs, const int16_t *a) {
 	const __m128i z = _mm_setzero_si128();
-	for (int dx = 0; dx < dw; dx++) {
+	int dx = 0;
+#ifdef KAVX2
+	// Two pixels per 256-bit vector, pixel dx in the low lane and dx+1 in
+	// the high one: each lane loads the 16 bytes at its left neighbour, one
+	// shuffle pairs the two neighbours' channels as 16-bit (R0 R1 G0 G1 B0
+	// B1 0 0) and madd applies the pixel's weight pair. Pixels whose loads
+	// would pass end take the loop below.
+	for (; dx + 2 <= dw; dx += 2) {
+		const uint8_t *p0 = row + 3 * (long)ofs[dx], *p1 = row + 3 * (long)ofs[dx + 1];
+		if (end - p0 < 16 || end - p1 < 16)
+			break;
+		__m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)p0)),
+		                                    _mm_loadu_si128((const __m128i *)p1), 1);
+		// The two weight pairs, each spread over its lane (built from
+		// scalars, the compiler goes through the stack and stalls).
+		__m256i w = _mm256_permutevar8x32_epi32(
+			_mm256_castsi128_si256(_mm_loadl_epi64((const __m128i *)(a + 2 * dx))), lin_spread.v);
+		__m256i r = _mm256_madd_epi16(_mm256_shuffle_epi8(v, lin_shuffle.v), w);
+		_mm_storeu_si128((__m128i *)(buf + 3 * dx), _mm256_castsi256_si128(r));
+		_mm_storeu_si128((__m128i *)(buf + 3 * dx + 3), _mm256_extracti128_si256(r, 1));
+	}
+#else
+	(void)end;
+#endif
+	for (; dx < dw; dx++) {
 		const uint8_t *p = row + 3 * (long)ofs[dx];
 		uint32_t v0, v1;
 		memcpy(&v0, p, 4);     // R0 G0 B0 R1
@@ -251,8 +277,9 @@ static void KFN(linear_vrow)(uint8_t *out, const int32_t *s0, const int32_t *s1,
 static void KFN(linear_run)(uint8_t *dst, int dw, int dh, const uint8_t *src, int sh, long stride,
                             const int32_t *xofs, const int16_t *xa,
                             const int32_t *yofs, const int16_t *ya,
-                            int32_t *r0, int32_t *r1) {
+                            long src_len, int32_t *r0, int32_t *r1) {
 	const int len = dw * 3;
+	const uint8_t *src_end = src + src_len;
 	int32_t *rows[2] = {r0, r1};
 	long have[2] = {-1, -1};
 	for (int dy = 0; dy < dh; dy++) {
@@ -270,14 +297,14 @@ static void KFN(linear_run)(uint8_t *dst, int dw, int dh, const uint8_t *src, in
 				int32_t *t = rows[0]; rows[0] = rows[1]; rows[1] = t;
 				long h = have[0]; have[0] = have[1]; have[1] = h;
 			} else {
-				KFN(linear_hrow)(rows[0], src + y0 * stride, dw, xofs, xa);
+				KFN(linear_hrow)(rows[0], src + y0 * stride, src_end, dw, xofs, xa);
 				have[0] = y0;
 			}
 		}
 		const int32_t *s1 = rows[0];
 		if (y1 != y0) {
 			if (have[1] != y1) {
-				KFN(linear_hrow)(rows[1], src + y1 * stride, dw, xofs, xa);
+				KFN(linear_hrow)(rows[1], src + y1 * stride, src_end, dw, xofs, xa);
 				have[1] = y1;
 			}
 			s1 = rows[1];

@@ -49,7 +49,8 @@ func (r *Resizer) areaRunSIMD(dst []byte, dw, dh int, src []byte, srcStride int)
 }
 
 // linearRunSIMD is linearRun for 3 channels in C, on the tables of
-// prepareLinearSIMD.
+// prepareLinearSIMD. The AVX2 kernel reads 16 bytes at a time, never past
+// the end of src.
 func (r *Resizer) linearRunSIMD(dst []byte, dw, dh int, src []byte, sh, srcStride int) {
 	r.ibuf = growI32(r.ibuf, dw*3+1)
 	r.ibuf2 = growI32(r.ibuf2, dw*3+1)
@@ -57,5 +58,5 @@ func (r *Resizer) linearRunSIMD(dst []byte, dw, dh int, src []byte, sh, srcStrid
 		(*C.uint8_t)(&src[0]), C.int(sh), C.long(srcStride),
 		(*C.int32_t)(&r.sx.ofs[0]), (*C.int16_t)(unsafe.Pointer(&r.sx.a[0])),
 		(*C.int32_t)(&r.ly.ofs[0]), (*C.int16_t)(unsafe.Pointer(&r.sy.a[0])),
-		(*C.int32_t)(&r.ibuf[0]), (*C.int32_t)(&r.ibuf2[0]))
+		C.long(len(src)), (*C.int32_t)(&r.ibuf[0]), (*C.int32_t)(&r.ibuf2[0]))
 }
