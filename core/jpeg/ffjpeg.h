@@ -58,4 +58,8 @@ int ffj_verify(ffj_dec *d, const unsigned char *data, unsigned long len);
 int ffj_transcode(ffj_dec *d, const unsigned char *data, unsigned long len, int quality,
                   unsigned char **out, size_t *outlen);
 
+// ffj_requantize rewrites n blocks of 64 coefficients (libjpeg's JCOEF)
+// quantized by the steps from as quantized by to, with from[k] <= to[k].
+void ffj_requantize(short *coef, long n, const unsigned short *from, const unsigned short *to);
+
 #endif

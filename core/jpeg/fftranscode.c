@@ -44,35 +44,57 @@ static void fft_free(fft_state *s) {
 	free(s);
 }
 
-// fft_requantize rewrites component ci's coefficients, quantized by from,
-// as quantized by to: the nearest multiple of to[k], halves away from zero
-// (libjpeg's rounding when it quantizes a DCT output). The division is a
-// multiplication by 2^40/to[k], rounded up: exact while the dividend stays
-// below 2^40/to[k], which |coef| < 2^15 and steps <= 255 guarantee.
+// ffj_requantize rewrites n blocks of coefficients quantized by from as
+// quantized by to: the nearest multiple of to[k], halves away from zero
+// (libjpeg's rounding when it quantizes a DCT output), that is
+// q = floor(v / to[k]) for v = |coef|·from[k] + to[k]/2, with the sign put
+// back. The writer never refines a step: from[k] <= to[k].
+//
+// With 8-bit steps (always, in baseline files) this runs in float32 without
+// a branch, which the compiler vectorizes (about 3x faster than a branchy
+// integer loop on q95 photos), and stays exact: v < 2^24 and to[k] are exact
+// floats, and q < 2^15 (as from <= to). The correctly rounded quotient is
+// within 2^-9 of v/to[k], whose fraction (when not 0) is at least 1/255 from
+// either integer, so truncating it gives q. Other steps take the integer
+// division.
+__attribute__((optimize("O3"))) void ffj_requantize(short *coef, long n, const unsigned short *from,
+                                                    const unsigned short *to) {
+	float fromf[DCTSIZE2], halff[DCTSIZE2], tof[DCTSIZE2];
+	int fast = 1;
+	for (int k = 0; k < DCTSIZE2; k++) {
+		fromf[k] = from[k];
+		halff[k] = to[k] / 2;
+		tof[k] = to[k];
+		fast &= from[k] <= to[k] && to[k] <= 255;
+	}
+	for (long i = 0; i < n; i++) {
+		short *b = coef + i * DCTSIZE2;
+		if (fast) {
+			for (int k = 0; k < DCTSIZE2; k++) {
+				int c = b[k], sign = c >> 31; // 0 or -1: x ^ sign - sign is x or -x
+				int q = (int)(((float)((c ^ sign) - sign) * fromf[k] + halff[k]) / tof[k]);
+				b[k] = (short)((q ^ sign) - sign);
+			}
+			continue;
+		}
+		for (int k = 0; k < DCTSIZE2; k++) {
+			long c = b[k];
+			long q = ((c < 0 ? -c : c) * from[k] + to[k] / 2) / to[k];
+			b[k] = (short)(c < 0 ? -q : q);
+		}
+	}
+}
+
+// fft_requantize requantizes component ci's coefficients from one table
+// to the other (see ffj_requantize).
 static void fft_requantize(j_decompress_ptr in, jvirt_barray_ptr arr, int ci,
                            const UINT16 *from, const UINT16 *to) {
 	jpeg_component_info *comp = &in->comp_info[ci];
-	unsigned long long mul[DCTSIZE2];
-	int same = 1, fast = 1;
-	for (int k = 0; k < DCTSIZE2; k++) {
-		mul[k] = ((1ULL << 40) + to[k] - 1) / to[k];
-		same &= from[k] == to[k];
-		fast &= from[k] <= 255 && to[k] <= 255;
-	}
-	if (same)
+	if (memcmp(from, to, DCTSIZE2 * sizeof *from) == 0)
 		return;
 	for (JDIMENSION row = 0; row < comp->height_in_blocks; row++) {
 		JBLOCKARRAY blocks = (*in->mem->access_virt_barray)((j_common_ptr)in, arr, row, 1, TRUE);
-		for (JDIMENSION col = 0; col < comp->width_in_blocks; col++) {
-			JCOEF *b = blocks[0][col];
-			for (int k = 0; k < DCTSIZE2; k++) {
-				if (b[k] == 0)
-					continue;
-				unsigned long long v = (unsigned long long)(b[k] < 0 ? -b[k] : b[k]) * from[k] + to[k] / 2;
-				long q = fast ? (long)((v * mul[k]) >> 40) : (long)(v / to[k]);
-				b[k] = (JCOEF)(b[k] < 0 ? -q : q);
-			}
-		}
+		ffj_requantize(blocks[0][0], comp->width_in_blocks, from, to);
 	}
 }
 

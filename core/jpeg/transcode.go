@@ -68,3 +68,11 @@ func (d *Decoder) Transcode(data []byte, quality int) ([]byte, error) {
 		return nil, fmt.Errorf("jpeg: decode: %s", d.message())
 	}
 }
+
+// requantize is ffj_requantize on n = len(coef)/64 blocks (for tests).
+func requantize(coef []int16, from, to *[64]uint16) {
+	if len(coef) >= 64 {
+		C.ffj_requantize((*C.short)(unsafe.Pointer(&coef[0])), C.long(len(coef)/64),
+			(*C.ushort)(unsafe.Pointer(&from[0])), (*C.ushort)(unsafe.Pointer(&to[0])))
+	}
+}

@@ -3,6 +3,7 @@ package jpeg
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -157,5 +158,54 @@ func TestTranscodeLeavesOthers(t *testing.T) {
 	}
 	if _, err := d.Transcode(p.jpeg, 0); err == nil {
 		t.Error("quality 0 accepted")
+	}
+}
+
+// TestRequantizeExact: the vectorized float32 requantization gives exactly
+// the integer rounding, floor((|c|·from + to/2) / to) with c's sign, for
+// every coefficient value and step pairs over the whole 8-bit range
+// (to >= from), and the integer fallback does for 16-bit steps.
+func TestRequantizeExact(t *testing.T) {
+	const blocks = 65536 / 64 // every int16
+	coef := make([]int16, blocks*64)
+	var pairs [][2]uint16
+	for to := uint16(1); to <= 255; to++ {
+		for _, from := range []uint16{1, to/2 + 1, to} {
+			pairs = append(pairs, [2]uint16{from, to})
+		}
+	}
+	pairs = append(pairs, [2]uint16{1, 256}, [2]uint16{255, 1000}, [2]uint16{300, 65535})
+	for _, p := range pairs {
+		var from, to [64]uint16
+		for k := range from {
+			// Vary the steps within a block too: each tap gets its own pair.
+			from[k], to[k] = p[0], p[1]
+			if k%2 == 1 {
+				from[k] = max(1, p[0]/2)
+			}
+		}
+		for i := range coef {
+			coef[i] = int16(i - 32768)
+		}
+		in := slices.Clone(coef)
+		want := make([]int16, len(coef))
+		for i, c := range coef {
+			k := i % 64
+			a := int64(c)
+			if a < 0 {
+				a = -a
+			}
+			q := (a*int64(from[k]) + int64(to[k]/2)) / int64(to[k])
+			if c < 0 {
+				q = -q
+			}
+			want[i] = int16(q)
+		}
+		requantize(coef, &from, &to)
+		for i := range coef {
+			if coef[i] != want[i] {
+				t.Fatalf("from %d to %d: coefficient %d: got %d, want %d", from[i%64], to[i%64], in[i], coef[i], want[i])
+			}
+		}
 	}
 }
