@@ -44,6 +44,17 @@ static void fft_free(fft_state *s) {
 	free(s);
 }
 
+// FFJ_VECTORIZED compiles a function at -O3 (cgo's default is -O2, which
+// leaves loops scalar), on x86-64 twice: for AVX2 and for the SSE2 floor,
+// the loader picking one for the CPU.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define FFJ_VECTORIZED __attribute__((optimize("O3"), target_clones("avx2", "default")))
+#elif defined(__GNUC__) && !defined(__clang__)
+#define FFJ_VECTORIZED __attribute__((optimize("O3")))
+#else
+#define FFJ_VECTORIZED
+#endif
+
 // ffj_requantize rewrites n blocks of coefficients quantized by from as
 // quantized by to: the nearest multiple of to[k], halves away from zero
 // (libjpeg's rounding when it quantizes a DCT output), that is
@@ -51,14 +62,14 @@ static void fft_free(fft_state *s) {
 // back. The writer never refines a step: from[k] <= to[k].
 //
 // With 8-bit steps (always, in baseline files) this runs in float32 without
-// a branch, which the compiler vectorizes (about 3x faster than a branchy
-// integer loop on q95 photos), and stays exact: v < 2^24 and to[k] are exact
+// a branch, which the compiler vectorizes: a q95 photo's transcode went
+// from 1.37 to 1.03 ms with SSE2 and to about 0.95 with AVX2, against a
+// branchy integer loop. It stays exact: v < 2^24 and to[k] are exact
 // floats, and q < 2^15 (as from <= to). The correctly rounded quotient is
 // within 2^-9 of v/to[k], whose fraction (when not 0) is at least 1/255 from
 // either integer, so truncating it gives q. Other steps take the integer
 // division.
-__attribute__((optimize("O3"))) void ffj_requantize(short *coef, long n, const unsigned short *from,
-                                                    const unsigned short *to) {
+FFJ_VECTORIZED void ffj_requantize(short *coef, long n, const unsigned short *from, const unsigned short *to) {
 	float fromf[DCTSIZE2], halff[DCTSIZE2], tof[DCTSIZE2];
 	int fast = 1;
 	for (int k = 0; k < DCTSIZE2; k++) {
