@@ -118,7 +118,9 @@ bench-peers: deps venv build ffcv
 
 # Where the CPU time of one RandomResizedCrop goes (Huffman, IDCT+colour,
 # resize), Go kernels against SSE2 and AVX2, on bench/data/imagenet-like.
+# OpenCV (PyPI's, as `make ffcv` installs) times cv2.resize on the same crops.
 bench-profile: deps venv
+	$(PY) -m pip install -q opencv-python-headless
 	$(PY) bench/profile_rrc.py $(BENCH_ARGS)
 
 # Writer: ffcv_go's from_image_folder and from_indexed_dataset against FFCV's.

@@ -1,6 +1,7 @@
 package jpeg
 
 import (
+	"fmt"
 	"image"
 	"math/rand/v2"
 	"os"
@@ -26,13 +27,17 @@ import (
 //
 // FFCV_GO_PHOTOS=DIR profiles the JPEGs under DIR (the first 512 in name
 // order, e.g. bench/data/imagenet-like); otherwise the test photo.
+// FFCV_GO_CROPS_OUT=FILE also writes the crops it runs, a line each (file,
+// crop x0 y0 x1 y1, flip, DCT scale numerator), for bench/profile_rrc.py
+// to time OpenCV's resize on the very same crops.
 // FFCV_GO_SIMD=off profiles the Go resize kernels. Run with
 //
 //	go test ./core/jpeg -run '^$' -bench RRCStages -cpu 1 -benchtime 2000x
 func BenchmarkRRCStages(b *testing.B) {
-	files := profilePhotos(b)
+	files, paths := profilePhotos(b)
 	type item struct {
 		data []byte
+		path string
 		crop image.Rectangle
 		flip bool
 	}
@@ -40,19 +45,30 @@ func BenchmarkRRCStages(b *testing.B) {
 	var items []item
 	d := NewDecoder()
 	defer d.Close()
-	for _, data := range files {
+	for k, data := range files {
 		w, h, err := d.DecodeConfig(data)
 		if err != nil {
 			continue
 		}
 		for _, c := range rrcCropsRand(rng, 4, w, h) {
-			items = append(items, item{data, c, rng.IntN(2) == 0})
+			items = append(items, item{data, paths[k], c, rng.IntN(2) == 0})
 		}
 	}
 	if len(items) == 0 {
 		b.Skip("no decodable photos")
 	}
 	const out = 224
+	if name := os.Getenv("FFCV_GO_CROPS_OUT"); name != "" {
+		var sb strings.Builder
+		for _, it := range items {
+			c := it.crop
+			fmt.Fprintf(&sb, "%s\t%d\t%d\t%d\t%d\t%t\t%d\n", it.path, c.Min.X, c.Min.Y, c.Max.X, c.Max.Y, it.flip,
+				chooseScale(c.Dx(), c.Dy(), out, out))
+		}
+		if err := os.WriteFile(name, []byte(sb.String()), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
 	dst := make([]byte, out*out*3)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -85,11 +101,12 @@ func BenchmarkRRCStages(b *testing.B) {
 	b.ReportMetric(float64(b.N)*1e9/float64(dec+rs), "img/s/core")
 }
 
-// profilePhotos returns the JPEG files of $FFCV_GO_PHOTOS, or the test photo.
-func profilePhotos(b *testing.B) [][]byte {
+// profilePhotos returns the JPEG files of $FFCV_GO_PHOTOS, or the test
+// photo, and their paths.
+func profilePhotos(b *testing.B) ([][]byte, []string) {
 	dir := os.Getenv("FFCV_GO_PHOTOS")
 	if dir == "" {
-		return [][]byte{loadPhoto(b).jpeg}
+		return [][]byte{loadPhoto(b).jpeg}, []string{"testdata"}
 	}
 	var paths []string
 	_ = filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
@@ -112,7 +129,7 @@ func profilePhotos(b *testing.B) [][]byte {
 	if len(out) == 0 {
 		b.Fatalf("no JPEG files under %s", dir)
 	}
-	return out
+	return out, paths
 }
 
 // rrcCropsRand draws n crops of a w×h image like torchvision's
