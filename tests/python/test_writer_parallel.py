@@ -235,7 +235,7 @@ def test_fetch_messages_round_trip():
     a, b = multiprocessing.get_context("fork").Pipe()
     base = np.arange(60, dtype=np.uint8).reshape(3, 4, 5)
     obj = ("ok", [(base, 1), (base[:, ::2], b"x" * 70000), (np.zeros((0, 3), np.float32), torch.arange(5)),
-                  {"k": [np.ones(3, np.int64)]}])
+                  {"k": [np.ones(3, np.int64), np.asfortranarray(base.astype(np.float64))]}])
     _forked._send(a, obj)
     got = _forked._recv(b)
     assert got[0] == "ok"
@@ -244,4 +244,6 @@ def test_fetch_messages_round_trip():
     assert got[1][2][0].shape == (0, 3) and got[1][2][0].dtype == np.float32
     assert torch.equal(got[1][2][1], torch.arange(5))
     assert np.array_equal(got[1][3]["k"][0], np.ones(3, np.int64))
+    f = got[1][3]["k"][1]
+    assert np.array_equal(f, base) and f.dtype == np.float64 and f.flags.f_contiguous
     assert got[1][0][0].flags.writeable
