@@ -8,15 +8,17 @@ its own pipe: a dead process is an EOF on that pipe, and stopping early kills
 the processes and closes the pipes, whatever is half-written in them.
 
 Items are pickled with protocol 5: contiguous arrays (the pixels of an image,
-once the writer's prepare step has turned a PIL image into one) cross the
-pipe out of band, straight from the array into the parent's buffer. In band,
-a chunk of images is copied four more times (into a growing pickle, out of
-the pipe into another, and out of each into its array) and the parent's
-unpickling becomes the writer's bottleneck.
+once the writer's prepare step has turned a PIL image into one) travel out of
+band, over a socket of their own, from the array straight into the parent's
+buffer. In band, a chunk of images is copied five more times (into a growing
+pickle, through the pipe into chunks, into a buffer of them, into the PIL
+image and into an array), and the parent's copies become the writer's
+bottleneck; multiprocessing's recv_bytes_into still makes two of them.
 """
 import io
 import pickle
 import signal
+import socket
 import traceback
 from collections import deque
 from multiprocessing.reduction import ForkingPickler
@@ -31,9 +33,9 @@ class _RemoteTraceback(Exception):
         return self.args[0]
 
 
-def _send(conn, obj):
-    """Sends obj as messages: the sizes of its pickle's out-of-band buffers,
-    the pickle, then each buffer."""
+def _send(conn, sock, obj):
+    """Sends obj: the sizes of its pickle's out-of-band buffers and the
+    pickle as messages on conn, then the buffers' bytes on sock."""
     bufs = []
     f = io.BytesIO()
     # ForkingPickler's reducers (torch shares tensors through shared memory)
@@ -45,25 +47,27 @@ def _send(conn, obj):
     conn.send([v.nbytes for v in views])
     conn.send_bytes(f.getbuffer())
     for v in views:
-        conn.send_bytes(v)
+        sock.sendall(v)
 
 
-def _recv(conn):
-    """The object _send sent."""
+def _recv(conn, sock):
+    """The object _send sent; EOFError if the sender died."""
     sizes = conn.recv()
     data = conn.recv_bytes()
     bufs = []
     for n in sizes:
         b = np.empty(n, np.uint8)  # not zeroed, unlike a bytearray
-        if n:
-            conn.recv_bytes_into(b)
-        else:
-            conn.recv_bytes()
+        view, got = memoryview(b), 0
+        while got < n:
+            k = sock.recv_into(view[got:])
+            if k == 0:
+                raise EOFError
+            got += k
         bufs.append(b)
     return pickle.loads(data, buffers=bufs)
 
 
-def _serve(conn, dataset, chunks, prepare):
+def _serve(conn, sock, dataset, chunks, prepare):
     # Go's handlers are inherited but its threads are not: a Go handler run
     # here can block forever. Ctrl-C is the parent's to handle; it kills us.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -80,13 +84,13 @@ def _serve(conn, dataset, chunks, prepare):
         except BaseException as e:
             out = ("error", e, traceback.format_exc())
         try:
-            _send(conn, out)
+            _send(conn, sock, out)
         except Exception as e:  # the items or the exception do not pickle
             if out[0] == "ok":
                 desc = f"items {chunks[k][0]}..{chunks[k][-1]} cannot be sent to the writer: {e!r}"
             else:
                 desc = f"{type(out[1]).__name__}: {out[1]} (not picklable: {e!r})"
-            _send(conn, ("error", RuntimeError(desc), out[2] if out[0] == "error" else ""))
+            _send(conn, sock, ("error", RuntimeError(desc), out[2] if out[0] == "error" else ""))
 
 
 def fetch(dataset, chunks, workers, depth, prepare=None):
@@ -97,16 +101,21 @@ def fetch(dataset, chunks, workers, depth, prepare=None):
     import multiprocessing
     ctx = multiprocessing.get_context("fork")
     workers = max(1, min(workers, len(chunks)))
-    procs, conns = [], []
+    procs, conns, socks = [], [], []
     try:
         for _ in range(workers):
             parent, child = ctx.Pipe()
-            p = ctx.Process(target=_serve, args=(child, dataset, chunks, prepare), daemon=True,
-                            name="ffcv_go-fetch")
-            p.start()
-            child.close()  # so the parent sees EOF when the process dies
-            procs.append(p)
+            sock, child_sock = socket.socketpair()
             conns.append(parent)
+            socks.append(sock)
+            try:
+                p = ctx.Process(target=_serve, args=(child, child_sock, dataset, chunks, prepare), daemon=True,
+                                name="ffcv_go-fetch")
+                p.start()
+            finally:
+                child.close()  # so the parent sees EOF when the process dies
+                child_sock.close()
+            procs.append(p)
         pending = deque()
         sent = 0
         while sent < len(chunks) and sent < workers * depth:
@@ -117,7 +126,7 @@ def fetch(dataset, chunks, workers, depth, prepare=None):
             k = pending.popleft()
             w = k % workers
             try:
-                reply = _recv(conns[w])
+                reply = _recv(conns[w], socks[w])
             except EOFError:
                 procs[w].join(1)
                 raise RuntimeError(f"fetch process {procs[w].pid} died ({_how(procs[w].exitcode)}) while "
@@ -141,7 +150,7 @@ def fetch(dataset, chunks, workers, depth, prepare=None):
             p.kill()
         for p in procs:
             p.join()
-        for c in conns:
+        for c in conns + socks:
             c.close()
 
 

@@ -232,12 +232,17 @@ def test_fetch_messages_round_trip():
     import multiprocessing
     from ffcv_go import _forked
     torch = pytest.importorskip("torch")
+    import socket
     a, b = multiprocessing.get_context("fork").Pipe()
+    sa, sb = socket.socketpair()
     base = np.arange(60, dtype=np.uint8).reshape(3, 4, 5)
     obj = ("ok", [(base, 1), (base[:, ::2], b"x" * 70000), (np.zeros((0, 3), np.float32), torch.arange(5)),
                   {"k": [np.ones(3, np.int64), np.asfortranarray(base.astype(np.float64))]}])
-    _forked._send(a, obj)
-    got = _forked._recv(b)
+    import threading
+    t = threading.Thread(target=_forked._send, args=(a, sa, obj))  # the socket holds less than obj
+    t.start()
+    got = _forked._recv(b, sb)
+    t.join()
     assert got[0] == "ok"
     assert np.array_equal(got[1][0][0], base) and got[1][0][1] == 1
     assert np.array_equal(got[1][1][0], base[:, ::2]) and got[1][1][1] == b"x" * 70000
