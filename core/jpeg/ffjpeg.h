@@ -62,4 +62,8 @@ int ffj_transcode(ffj_dec *d, const unsigned char *data, unsigned long len, int 
 // quantized by the steps from as quantized by to, with from[k] <= to[k].
 void ffj_requantize(short *coef, long n, const unsigned short *from, const unsigned short *to);
 
+// ffj_coefs_fit reports whether n blocks of 64 coefficients fit baseline
+// Huffman coding of 8-bit samples (the transcoder's last check).
+int ffj_coefs_fit(const short *coef, long n);
+
 #endif

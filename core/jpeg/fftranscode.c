@@ -96,6 +96,44 @@ FFJ_VECTORIZED void ffj_requantize(short *coef, long n, const unsigned short *fr
 	}
 }
 
+// ffj_coefs_fit reports whether n blocks of coefficients fit baseline
+// Huffman coding with 8-bit samples: DC in [-1024, 1023] (so that a DC
+// difference takes at most 11 bits) and AC within ±1023 (10 bits). Real
+// 8-bit JPEGs always fit; a damaged one whose Huffman tables code larger
+// values can decode, and libjpeg-turbo's SIMD Huffman encoder would then
+// write codes for sizes the standard tables lack, silently corrupt.
+FFJ_VECTORIZED int ffj_coefs_fit(const short *coef, long n) {
+	// One flat pass for "all within ±1023", which vectorizes; only a block
+	// set outside it (a DC of -1024 is fine) is looked at value by value.
+	int wide = 0;
+	for (long i = 0; i < n * DCTSIZE2; i++)
+		wide |= (unsigned short)(coef[i] + 1023) > 2046;
+	if (!wide)
+		return 1;
+	for (long i = 0; i < n; i++) {
+		const short *b = coef + i * DCTSIZE2;
+		if (b[0] < -1024 || b[0] > 1023)
+			return 0;
+		for (int k = 1; k < DCTSIZE2; k++)
+			if (b[k] < -1023 || b[k] > 1023)
+				return 0;
+	}
+	return 1;
+}
+
+// fft_fits is ffj_coefs_fit over every component's coefficients.
+static int fft_fits(j_decompress_ptr in, jvirt_barray_ptr *coefs) {
+	for (int ci = 0; ci < in->num_components; ci++) {
+		jpeg_component_info *comp = &in->comp_info[ci];
+		for (JDIMENSION row = 0; row < comp->height_in_blocks; row++) {
+			JBLOCKARRAY blocks = (*in->mem->access_virt_barray)((j_common_ptr)in, coefs[ci], row, 1, FALSE);
+			if (!ffj_coefs_fit(blocks[0][0], comp->width_in_blocks))
+				return 0;
+		}
+	}
+	return 1;
+}
+
 // fft_requantize requantizes component ci's coefficients from one table
 // to the other (see ffj_requantize).
 static void fft_requantize(j_decompress_ptr in, jvirt_barray_ptr arr, int ci,
@@ -218,6 +256,10 @@ int ffj_transcode(ffj_dec *d, const unsigned char *data, unsigned long len, int 
 	if (s->c.comp_info[2].quant_tbl_no == 1)
 		s->c.quant_tbl_ptrs[2] = NULL; // Cr shares Cb's table
 
+	if (!fft_fits(in, coefs)) { // left to a pixel re-encode, which is always valid
+		fft_free(s);
+		return ffj_fail(in, FFJ_ERR_FORMAT);
+	}
 	jpeg_write_coefficients(&s->c, coefs);
 	jpeg_finish_compress(&s->c);
 done:

@@ -14,8 +14,10 @@ import (
 )
 
 // ErrNotTranscodable is returned by Transcode for a JPEG it leaves to a
-// pixel re-encode: anything but 8-bit YCbCr with 4:2:0 chroma subsampling.
-var ErrNotTranscodable = errors.New("jpeg: not a 4:2:0 YCbCr JPEG")
+// pixel re-encode: anything but 8-bit YCbCr with 4:2:0 chroma subsampling,
+// or a damaged one whose coefficients exceed what baseline Huffman coding
+// of 8-bit samples can hold.
+var ErrNotTranscodable = errors.New("jpeg: not transcodable in the DCT domain")
 
 // Verify entropy-decodes every coefficient of the JPEG in data without the
 // IDCT. A JPEG that passes decodes cleanly (the IDCT and colour conversion
@@ -75,4 +77,12 @@ func requantize(coef []int16, from, to *[64]uint16) {
 		C.ffj_requantize((*C.short)(unsafe.Pointer(&coef[0])), C.long(len(coef)/64),
 			(*C.ushort)(unsafe.Pointer(&from[0])), (*C.ushort)(unsafe.Pointer(&to[0])))
 	}
+}
+
+// coefsFit is ffj_coefs_fit on n = len(coef)/64 blocks (for tests).
+func coefsFit(coef []int16) bool {
+	if len(coef) < 64 {
+		return true
+	}
+	return C.ffj_coefs_fit((*C.short)(unsafe.Pointer(&coef[0])), C.long(len(coef)/64)) != 0
 }

@@ -209,3 +209,25 @@ func TestRequantizeExact(t *testing.T) {
 		}
 	}
 }
+
+// TestCoefsFit: the range check before re-encoding accepts what 8-bit
+// baseline Huffman coding holds and nothing more, wherever the value is.
+func TestCoefsFit(t *testing.T) {
+	for _, tc := range []struct {
+		k    int // coefficient index in the block (0: DC)
+		v    int16
+		want bool
+	}{
+		{0, -1024, true}, {0, 1023, true}, {0, -1025, false}, {0, 1024, false},
+		{1, 1023, true}, {1, -1023, true}, {1, 1024, false}, {1, -1024, false},
+		{63, 1023, true}, {63, -1024, false}, {17, 32767, false}, {17, -32768, false},
+	} {
+		for _, block := range []int{0, 2} {
+			coef := make([]int16, 3*64)
+			coef[block*64+tc.k] = tc.v
+			if got := coefsFit(coef); got != tc.want {
+				t.Errorf("coefficient %d = %d in block %d: fits %v, want %v", tc.k, tc.v, block, got, tc.want)
+			}
+		}
+	}
+}
