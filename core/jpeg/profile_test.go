@@ -59,6 +59,9 @@ func BenchmarkRRCStages(b *testing.B) {
 	}
 	const out = 224
 	if name := os.Getenv("FFCV_GO_CROPS_OUT"); name != "" {
+		if paths[0] == "" {
+			b.Fatal("FFCV_GO_CROPS_OUT needs FFCV_GO_PHOTOS: the test photo is no file to read the crops from")
+		}
 		var sb strings.Builder
 		for _, it := range items {
 			c := it.crop
@@ -101,12 +104,12 @@ func BenchmarkRRCStages(b *testing.B) {
 	b.ReportMetric(float64(b.N)*1e9/float64(dec+rs), "img/s/core")
 }
 
-// profilePhotos returns the JPEG files of $FFCV_GO_PHOTOS, or the test
-// photo, and their paths.
+// profilePhotos returns the JPEG files of $FFCV_GO_PHOTOS and their paths,
+// or the test photo, which has no file (path "").
 func profilePhotos(b *testing.B) ([][]byte, []string) {
 	dir := os.Getenv("FFCV_GO_PHOTOS")
 	if dir == "" {
-		return [][]byte{loadPhoto(b).jpeg}, []string{"testdata"}
+		return [][]byte{loadPhoto(b).jpeg}, []string{""}
 	}
 	var paths []string
 	_ = filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {

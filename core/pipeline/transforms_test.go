@@ -141,7 +141,7 @@ func TestFlip(t *testing.T) {
 }
 
 // TestFlipRGBRows: the word-wise row flip against a pixel-by-pixel mirror,
-// for every width from 0 to 40 (the word loop takes over at 5 pixels),
+// for every width from 0 to 40 (the word loop takes over at 4 pixels),
 // and only within the row: the bytes around it stay.
 func TestFlipRGBRows(t *testing.T) {
 	for w := 0; w <= 40; w++ {

@@ -112,7 +112,7 @@ class RGBImageField(Field):
                 "jpeg_transcode": self.jpeg_transcode}
 
     def _portable(self, value):
-        pix = None if isinstance(value, np.ndarray) else _pil_pixels(value)
+        pix = _pil_pixels(value)
         return value if pix is None else pix
 
     def _value(self, value, v, keep):
