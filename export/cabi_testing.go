@@ -136,4 +136,6 @@ func testRelease(key uint64) { ffcvGoRelease(C.uint64_t(key)) }
 
 func testLive() int64 { return int64(ffcv_live_objects()) }
 
+func testGoroutines() int64 { return int64(ffcv_goroutines()) }
+
 func testABIVersion() int64 { return int64(ffcv_abi_version()) }

@@ -44,6 +44,19 @@ func waitLive(t *testing.T, want int64) {
 	}
 }
 
+// waitGoroutines waits for the goroutine count to return to want: a closed
+// loader's workers exit just after they signal it.
+func waitGoroutines(t *testing.T, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for testGoroutines() > want {
+		if time.Now().After(deadline) {
+			t.Fatalf("goroutines %d, want %d", testGoroutines(), want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func TestABIVersionIsTheHeaders(t *testing.T) {
 	if got := testABIVersion(); got != 2 {
 		t.Fatalf("ffcv_abi_version() = %d", got)
@@ -183,7 +196,7 @@ func TestConcurrentReadAndClose(t *testing.T) {
 // TestLoaderThroughABI runs an epoch: batches in order, shapes, sample ids,
 // and every slot back once the tensors are deleted.
 func TestLoaderThroughABI(t *testing.T) {
-	base := testLive()
+	base, routines := testLive(), testGoroutines()
 	l := testLoaderCreate(scalarsSpec(""))
 	if l.ret <= 0 {
 		t.Fatal(l.err())
@@ -191,6 +204,9 @@ func TestLoaderThroughABI(t *testing.T) {
 	it := testLoaderStart(l.ret, 0)
 	if it.ret <= 0 {
 		t.Fatal(it.err())
+	}
+	if testGoroutines() <= routines {
+		t.Fatal("a started iterator runs no goroutines: the leak check below would prove nothing")
 	}
 	if _, r := testIterNext(it.ret, 2); r.ret != codeArgument { // room for 2 of 3 tensors
 		t.Fatalf("short buffer: %+v", r)
@@ -227,6 +243,7 @@ func TestLoaderThroughABI(t *testing.T) {
 	testClose(it.ret)
 	testClose(l.ret)
 	waitLive(t, base)
+	waitGoroutines(t, routines)
 }
 
 // TestFailedWrapLeaksNothing: when wrapping tensor k of a batch fails, the
@@ -283,7 +300,7 @@ func TestReleaseNeverPanics(t *testing.T) {
 func TestCloseUnblocksNext(t *testing.T) {
 	for _, what := range []string{"iterator", "loader"} {
 		t.Run(what, func(t *testing.T) {
-			base := testLive()
+			base, routines := testLive(), testGoroutines()
 			l := testLoaderCreate(scalarsSpec(""))
 			it := testLoaderStart(l.ret, 0)
 			var held []testTensor
@@ -323,6 +340,7 @@ func TestCloseUnblocksNext(t *testing.T) {
 				testClose(l.ret)
 			}
 			waitLive(t, base)
+			waitGoroutines(t, routines)
 		})
 	}
 }

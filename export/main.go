@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"unsafe"
@@ -173,6 +174,9 @@ func ffcv_close(h C.int64_t, err **C.char) (ret C.int64_t) {
 
 //export ffcv_live_objects
 func ffcv_live_objects() C.int64_t { return C.int64_t(handles.count() + liveSlots()) }
+
+//export ffcv_goroutines
+func ffcv_goroutines() C.int64_t { return C.int64_t(runtime.NumGoroutine()) }
 
 // liveSlots is the number of batch slots callers still hold.
 func liveSlots() int { return int(loader.LiveSlots()) }

@@ -95,6 +95,9 @@ void ffcv_free(void *p);
 int64_t ffcv_close(int64_t handle, char **err);
 /* Number of live handles and of batch slots held by callers (for leak checks). */
 int64_t ffcv_live_objects(void);
+/* Number of goroutines (for leak checks: a closed loader leaves none behind; idle
+ * OS threads, which the Go runtime keeps, say nothing about leaks). */
+int64_t ffcv_goroutines(void);
 
 /* ---- reading ---- */
 

@@ -118,6 +118,7 @@ def _signatures():
         "ffcv_free": (None, [vp]),
         "ffcv_close": (i64, [i64, err]),
         "ffcv_live_objects": (i64, []),
+        "ffcv_goroutines": (i64, []),
         "ffcv_reader_open": (i64, [cp, cp, err]),
         "ffcv_reader_info": (i64, [i64, out_str, err]),
         "ffcv_dataset_open": (i64, [cp, cp, err]),
@@ -244,6 +245,12 @@ def live_objects():
     """Handles and batch slots currently alive (for leak checks)."""
     check_process()
     return lib.ffcv_live_objects()
+
+
+def goroutines():
+    """Goroutines currently running in the library (for leak checks)."""
+    check_process()
+    return lib.ffcv_goroutines()
 
 
 # ---- DLPack -----------------------------------------------------------------

@@ -9,6 +9,7 @@ import json
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -188,11 +189,28 @@ def settle():
 
 
 def resources():
-    """(live library objects, Python threads, OS threads, open fds)."""
+    """(live library objects, Python threads, OS threads, open fds, goroutines)."""
     from ffcv_go import _lib
     settle()
     return (_lib.live_objects(), threading.active_count(), len(os.listdir("/proc/self/task")),
-            len(os.listdir("/proc/self/fd")))
+            len(os.listdir("/proc/self/fd")), _lib.goroutines())
+
+
+def check_resources_back(before):
+    """Fails unless resources() returns to before within 5 s (a closed loader's
+    workers exit just after they signal it). Leaked work shows as goroutines;
+    OS threads only get a loose bound, because the Go runtime keeps an idle
+    thread for every goroutine that was ever in a C call at once, so loaders
+    run side by side leave more than a warm-up did."""
+    deadline = time.monotonic() + 5
+    while True:
+        after = resources()
+        exact = [k for k in (0, 1, 3, 4) if after[k] != before[k]]
+        if not exact and after[2] <= before[2] + 16:
+            return
+        if time.monotonic() > deadline:
+            pytest.fail(f"(objects, Python threads, OS threads, fds, goroutines) {before} -> {after}")
+        time.sleep(0.02)
 
 
 def rss_bytes():

@@ -6,7 +6,7 @@ import threading
 import numpy as np
 import pytest
 
-from conftest import N_INDEX, PAGED_N, check_paged_batch, collect, ids, index_sample, resources, rss_bytes, settle
+from conftest import N_INDEX, PAGED_N, check_paged_batch, check_resources_back, collect, ids, index_sample, resources, rss_bytes, settle
 
 from ffcv_go import Loader, _lib
 from ffcv_go.loader import OrderOption
@@ -36,15 +36,10 @@ def warm(index_file, paged_file):
 
 @pytest.fixture
 def baseline(warm):
-    """Resources before the test; after it they must be back (threads: the Go
-    runtime keeps idle OS threads, so a couple more are tolerated)."""
+    """Resources before the test; after it they must be back."""
     before = resources()
     yield before
-    after = resources()
-    assert after[0] == before[0], f"live library objects {before[0]} -> {after[0]}"
-    assert after[1] == before[1], f"Python threads {before[1]} -> {after[1]}"
-    assert after[2] <= before[2] + 2, f"OS threads {before[2]} -> {after[2]}"
-    assert after[3] == before[3], f"open fds {before[3]} -> {after[3]}"
+    check_resources_back(before)
 
 
 @pytest.mark.parametrize("os_cache", [True, False])

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import FnDataset, MiB, collect, resources, rss_bytes, settle, write
+from conftest import FnDataset, MiB, check_resources_back, collect, resources, rss_bytes, settle, write
 
 from ffcv_go import CorruptFileError, DatasetWriter, Loader, SampleError, _lib
 from ffcv_go.fields import BytesField, IntField, NDArrayField, RGBImageField
@@ -480,14 +480,7 @@ def warmed(small_jpeg_file):
 def no_leaks(warmed):
     before = resources()
     yield
-    deadline = time.monotonic() + 5
-    while True:
-        after = resources()
-        if (after[0], after[1], after[3]) == (before[0], before[1], before[3]) and after[2] <= before[2] + 2:
-            break
-        if time.monotonic() > deadline:
-            pytest.fail(f"(objects, Python threads, OS threads, fds) {before} -> {after}")
-        time.sleep(0.05)
+    check_resources_back(before)
 
 
 class Boom(Operation):
@@ -686,6 +679,7 @@ class AddOne(Operation):
         return code
 
 
+goroutines_before = _lib.goroutines()
 loader = Loader(sys.argv[1], batch_size=16, num_workers=2, order=OrderOption.QUASI_RANDOM, seed=3,
                 os_cache=sys.argv[2] == "os", pipelines={
                     "image": [RandomResizedCropRGBImageDecoder((24, 24)), RandomHorizontalFlip(), ToTensor(),
@@ -707,7 +701,11 @@ elapsed = time.monotonic() - t0
 loader.close()
 del loader, img, label
 gc.collect()
-print(json.dumps({"samples": samples, "elapsed": elapsed, "objects_after_close": _lib.live_objects()}))
+deadline = time.monotonic() + 5  # the workers exit just after they signal the close
+while _lib.goroutines() > goroutines_before and time.monotonic() < deadline:
+    time.sleep(0.01)
+print(json.dumps({"samples": samples, "elapsed": elapsed, "objects_after_close": _lib.live_objects(),
+                  "goroutines": [goroutines_before, _lib.goroutines()]}))
 """
 
 
@@ -733,6 +731,7 @@ def test_soak_many_epochs(tmp_path, small_jpeg_file, cache):
         assert threads <= base[2] + 4, [s[2] for s in samples]
         assert objs == base[3] and pythreads == base[4], samples
     assert res["objects_after_close"] == 0, res
+    assert res["goroutines"][1] == res["goroutines"][0], res["goroutines"]
     assert res["elapsed"] < 60, res["elapsed"]
 
 
