@@ -5,7 +5,11 @@
 // an image while decoding as little as possible: it lets libjpeg shrink the
 // image in the DCT domain, decodes only the columns (jpeg_crop_scanline) and
 // rows (jpeg_skip_scanlines, early stop) under the crop, and finishes with an
-// OpenCV-compatible INTER_AREA resize from package imgproc.
+// OpenCV-compatible INTER_AREA resize from package imgproc. libjpeg still
+// entropy-decodes whole rows, and every row above the crop; a JPEG with
+// restart markers that line up with MCU rows, as Encode and Transcode write
+// them, is instead cut at its markers into a smaller JPEG of only the
+// intervals under the crop (ffregion.c), which decodes to the same pixels.
 //
 // Pixels are 8-bit RGB, interleaved, in row-major (HWC) order. Grayscale and
 // CMYK/YCCK images are converted to RGB.
@@ -14,5 +18,8 @@
 // data are treated as errors, since libjpeg would otherwise fill the damaged
 // part with made-up pixels. Only the part of the stream that is actually
 // decoded is checked, so DecodeCropResize accepts a file that is damaged only
-// below the crop.
+// below the crop (with restart markers, only outside the intervals under it).
+// Restart markers also catch damage inside: an interval whose Huffman
+// decoding drifts does not end at its marker, which libjpeg reports; only the
+// last interval decoded has no marker after it to check.
 package jpeg

@@ -29,6 +29,7 @@ type encodeOptions struct {
 	subsample   bool // 2x2 luma (and K) samples per chroma sample: 4:2:0
 	hs, vs      int  // other luma sampling factors, e.g. 2x1 for 4:2:2; overrides subsample
 	progressive bool
+	restart     int // restart interval in MCUs: 0 the writer's own (ffj_auto_restart), -1 none
 }
 
 // maxDimension is libjpeg's JPEG_MAX_DIMENSION.
@@ -61,11 +62,18 @@ func encode(pixels []byte, width, height, quality int, o encodeOptions) ([]byte,
 	case o.subsample:
 		hs, vs = 2, 2
 	}
+	restart := o.restart
+	switch {
+	case restart == 0:
+		restart = -1
+	case restart < 0:
+		restart = 0
+	}
 	var out *C.uchar
 	var outLen C.size_t
 	var msg [C.JMSG_LENGTH_MAX]C.char
 	rc := C.ffj_encode(bytePtr(pixels), C.int(width), C.int(height), C.int(ncomp), C.int(inCS),
-		C.int(jpegCS), C.int(quality), C.int(hs), C.int(vs), cBool(o.progressive),
+		C.int(jpegCS), C.int(quality), C.int(hs), C.int(vs), cBool(o.progressive), C.int(restart),
 		&out, &outLen, &msg[0], C.size_t(len(msg)))
 	switch rc {
 	case C.FFJ_OK:

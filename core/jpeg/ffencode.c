@@ -38,6 +38,19 @@ void ffj_set_dest(j_compress_ptr c, ffj_dest *d) {
 	c->dest = &d->pub;
 }
 
+int ffj_auto_restart(j_compress_ptr c) {
+	int hmax = 1;
+	if (c->num_components > 1)
+		for (int i = 0; i < c->num_components; i++)
+			if (c->comp_info[i].h_samp_factor > hmax)
+				hmax = c->comp_info[i].h_samp_factor;
+	long mw = ((long)c->image_width + 8 * hmax - 1) / (8 * hmax);
+	for (int r = FFJ_RESTART_MAX; r > 1; r--)
+		if (mw % r == 0)
+			return r;
+	return 1;
+}
+
 // All state lives on the heap: only the pointer is a local, and it does not
 // change after setjmp, so it is still valid after a longjmp.
 typedef struct {
@@ -47,7 +60,7 @@ typedef struct {
 } ffe_state;
 
 int ffj_encode(const unsigned char *pix, int w, int h, int ncomp, int in_cs,
-               int jpeg_cs, int quality, int hs, int vs, int progressive,
+               int jpeg_cs, int quality, int hs, int vs, int progressive, int restart,
                unsigned char **out, size_t *outlen, char *msg, size_t msglen) {
 	ffe_state *s = calloc(1, sizeof *s);
 	if (!s)
@@ -87,6 +100,8 @@ int ffj_encode(const unsigned char *pix, int w, int h, int ncomp, int in_cs,
 	}
 	if (progressive)
 		jpeg_simple_progression(&s->c);
+	else
+		s->c.restart_interval = (unsigned)(restart < 0 ? ffj_auto_restart(&s->c) : restart);
 
 	jpeg_start_compress(&s->c, TRUE);
 	size_t stride = (size_t)w * ncomp;

@@ -19,7 +19,25 @@ void ffj_init_err(ffj_err *e);
 struct ffj_dec {
 	struct jpeg_decompress_struct cinfo;
 	ffj_err err;
+	int no_region;          // tests: never cut a region stream (ffj_region_stream)
+	size_t *seg;            // restart intervals' [start, end) offsets
+	size_t seg_cap;         // elements of seg
+	unsigned char *region;  // the last region stream
+	size_t region_cap, region_len;
+	int region_used;        // the last ffj_decode decoded region, from scaled row region_oy
+	int region_oy;
 };
+
+// ffj_region_stream: when the scan whose header d has just read (from
+// data[0:len], at scale d->cinfo.scale_num) has restart markers that line
+// up with MCU rows, it builds in d->region a JPEG of only the MCUs under the
+// scaled rows [y0, y1) and columns [x0, x1), and returns 1 with (*ox, *oy)
+// the scaled position of its first pixel in the whole image. Decoding it
+// gives those rows and columns exactly as decoding data would. Returns 0
+// (use data) when the markers do not line up, are out of sequence, or the
+// region is the whole image.
+int ffj_region_stream(ffj_dec *d, const unsigned char *data, size_t len, int x0, int y0, int x1, int y1,
+                      int *ox, int *oy);
 
 // ffj_fail drops the decoder's state after an error and returns code.
 int ffj_fail(j_decompress_ptr c, int code);
@@ -35,5 +53,14 @@ typedef struct {
 // ffj_set_dest makes d, holding a malloc'ed buffer of d->cap bytes, c's
 // destination; it doubles the buffer as needed.
 void ffj_set_dest(j_compress_ptr c, ffj_dest *d);
+
+// The writer's JPEGs carry restart markers so that a crop decodes only the
+// intervals under it (ffj_region_stream). ffj_auto_restart picks the
+// interval for c (after its size and sampling are set): the largest number
+// of MCUs, up to FFJ_RESTART_MAX, that divides an MCU row, so that the
+// intervals line up with the rows. Longer intervals cost fewer bytes and
+// fewer marker reads; shorter ones let a crop leave out more.
+#define FFJ_RESTART_MAX 4
+int ffj_auto_restart(j_compress_ptr c);
 
 #endif

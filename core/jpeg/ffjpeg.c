@@ -75,8 +75,14 @@ void ffj_free(ffj_dec *d) {
 	if (!d)
 		return;
 	jpeg_destroy_decompress(&d->cinfo);
+	free(d->seg);
+	free(d->region);
 	free(d);
 }
+
+void ffj_cut_regions(ffj_dec *d, int on) { d->no_region = !on; }
+
+int ffj_region_cut(ffj_dec *d) { return d->region_used; }
 
 const char *ffj_msg(ffj_dec *d) { return d->err.msg; }
 
@@ -111,6 +117,15 @@ static int ffj_upsamples(j_decompress_ptr c) {
 	return 0;
 }
 
+// ffj_setup sets the output a decode asks for, after jpeg_read_header.
+static void ffj_setup(j_decompress_ptr c, int cmyk, int scale_num) {
+	c->out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
+	c->dct_method = JDCT_ISLOW;
+	c->scale_num = (unsigned)scale_num;
+	c->scale_denom = 8;
+	jpeg_calc_output_dimensions(c);
+}
+
 int ffj_fail(j_decompress_ptr c, int code) {
 	jpeg_abort_decompress(c);
 	ffj_forget_src(c);
@@ -121,6 +136,7 @@ int ffj_decode(ffj_dec *d, const unsigned char *data, unsigned long len,
                ffj_geom *g, unsigned char *out, size_t cap) {
 	j_decompress_ptr c = &d->cinfo;
 	d->err.msg[0] = 0;
+	d->region_used = 0;
 	if (setjmp(d->err.jb))
 		return ffj_fail(c, FFJ_ERR_LIB);
 
@@ -138,11 +154,7 @@ int ffj_decode(ffj_dec *d, const unsigned char *data, unsigned long len,
 		return ffj_fail(c, FFJ_ERR_REGION);
 
 	int cmyk = c->jpeg_color_space == JCS_CMYK || c->jpeg_color_space == JCS_YCCK;
-	c->out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
-	c->dct_method = JDCT_ISLOW;
-	c->scale_num = (unsigned)g->scale_num;
-	c->scale_denom = 8;
-	jpeg_calc_output_dimensions(c);
+	ffj_setup(c, cmyk, g->scale_num);
 	// At 1/8 libjpeg-turbo upsamples chroma by plain replication (fancy
 	// upsampling needs IDCT blocks of 2+ pixels). 4:2:0 and 4:4:4 avoid
 	// upsampling there (chroma gets 2x2 IDCTs), but 4:2:2, 4:4:0 and 4:1:1
@@ -185,20 +197,33 @@ int ffj_decode(ffj_dec *d, const unsigned char *data, unsigned long len,
 		return ffj_fail(c, FFJ_ERR_SMALL);
 	}
 
+	// With restart markers, decode a JPEG of only the MCUs under the crop;
+	// (ox, oy) is where its first pixel lies in the whole scaled image.
+	int ox = 0, oy = 0;
+	d->region_used = ffj_region_stream(d, data, len, x0, y0, x1, y1, &ox, &oy);
+	d->region_oy = oy;
+	if (d->region_used) {
+		jpeg_abort_decompress(c);
+		jpeg_mem_src(c, d->region, d->region_len);
+		jpeg_read_header(c, TRUE);
+		ffj_setup(c, cmyk, g->scale_num);
+	}
 	jpeg_start_decompress(c);
-	JDIMENSION xoff = (JDIMENSION)x0, w = (JDIMENSION)(x1 - x0);
+	JDIMENSION xoff = (JDIMENSION)(x0 - ox), w = (JDIMENSION)(x1 - x0);
 	if (w != c->output_width)
 		jpeg_crop_scanline(c, &xoff, &w); // aligns xoff down to an iMCU
-	g->buf_x = (int)xoff;
+	g->buf_x = ox + (int)xoff;
 	g->buf_w = (int)w;
 	size_t stride = (size_t)w * 3;
 	if (stride * (size_t)(y1 - y0) > cap)
 		return ffj_fail(c, FFJ_ERR_SMALL); // unreachable given the bound above
 
-	if (y0 > 0 && jpeg_skip_scanlines(c, (JDIMENSION)y0) != (JDIMENSION)y0)
-		ffj_die((j_common_ptr)c, "cannot skip to the first cropped row");
 	g->buf_y = y0;
 	g->buf_h = y1 - y0;
+	y0 -= oy; // rows of the stream being decoded from here on
+	y1 -= oy;
+	if (y0 > 0 && jpeg_skip_scanlines(c, (JDIMENSION)y0) != (JDIMENSION)y0)
+		ffj_die((j_common_ptr)c, "cannot skip to the first cropped row");
 
 	JSAMPARRAY tmp = NULL;
 	if (cmyk)
@@ -235,6 +260,11 @@ int ffj_entropy(ffj_dec *d, const unsigned char *data, unsigned long len, int sc
 	d->err.msg[0] = 0;
 	if (setjmp(d->err.jb))
 		return ffj_fail(c, FFJ_ERR_LIB);
+	if (d->region_used) { // what the last decode entropy-decoded
+		data = d->region;
+		len = (unsigned long)d->region_len;
+		rows -= d->region_oy;
+	}
 	jpeg_mem_src(c, data, len);
 	jpeg_read_header(c, TRUE);
 	c->out_color_space = JCS_RGB;

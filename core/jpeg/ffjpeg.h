@@ -33,8 +33,16 @@ const char *ffj_msg(ffj_dec *d);
 int ffj_decode(ffj_dec *d, const unsigned char *data, unsigned long len,
                ffj_geom *g, unsigned char *out, size_t cap);
 
+// ffj_cut_regions turns the region streams of JPEGs with restart markers
+// on (the default) or off, for tests.
+void ffj_cut_regions(ffj_dec *d, int on);
+// ffj_region_cut reports whether the last ffj_decode decoded a region stream.
+int ffj_region_cut(ffj_dec *d);
+
 // ffj_entropy entropy-decodes the first rows (at scale scale_num/8) of
-// data without the IDCT: the Huffman share of a decode, for profiling.
+// data without the IDCT: the Huffman share of a decode, for profiling. After
+// a decode that cut a region stream (see ffint.h) it decodes that stream
+// instead, rows still counted in the whole image.
 int ffj_entropy(ffj_dec *d, const unsigned char *data, unsigned long len, int scale_num, int rows);
 
 int ffj_header(ffj_dec *d, const unsigned char *data, unsigned long len,
@@ -42,10 +50,11 @@ int ffj_header(ffj_dec *d, const unsigned char *data, unsigned long len,
 
 // ffj_encode compresses w×h pixels of ncomp bytes each (in_cs is a libjpeg
 // J_COLOR_SPACE; jpeg_cs the colour space to store, or -1 for libjpeg's
-// default; hs×vs the luma sampling factors). On success *out is a malloc'ed
-// buffer of *outlen bytes.
+// default; hs×vs the luma sampling factors; restart the restart interval in
+// MCUs, 0 for none, -1 for ffj_auto_restart's). On success *out is a
+// malloc'ed buffer of *outlen bytes.
 int ffj_encode(const unsigned char *pix, int w, int h, int ncomp, int in_cs,
-               int jpeg_cs, int quality, int hs, int vs, int progressive,
+               int jpeg_cs, int quality, int hs, int vs, int progressive, int restart,
                unsigned char **out, size_t *outlen, char *msg, size_t msglen);
 
 // ffj_verify entropy-decodes all of data (every coefficient, no IDCT): a

@@ -233,10 +233,14 @@ int ffj_transcode(ffj_dec *d, const unsigned char *data, unsigned long len, int 
 			tables[ci][k] = src[k] > target[ci > 0][k] ? src[k] : target[ci > 0][k];
 		same &= memcmp(tables[ci], src, sizeof tables[ci]) == 0;
 	}
+	s->c.restart_interval = (unsigned)ffj_auto_restart(&s->c);
 	// No step changes: the coefficients would come out as they went in, so
 	// the source's own scan is kept (one baseline-style Huffman scan, as the
-	// re-encode would write), saving the Huffman encode.
-	if (same && !in->progressive_mode && !in->arith_code && in->input_scan_number == 1 &&
+	// re-encode would write), saving the Huffman encode, if its restart
+	// markers line up with MCU rows as the re-encode's would.
+	long mw = ((long)in->image_width + 15) / 16, ri = (long)in->restart_interval;
+	int lined_up = ri > 0 && mw % ri == 0;
+	if (same && lined_up && !in->progressive_mode && !in->arith_code && in->input_scan_number == 1 &&
 	    fft_keep_scan(data, end, &s->dest))
 		goto done;
 	for (int ci = 0; ci < 3; ci++) {

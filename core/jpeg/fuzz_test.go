@@ -1,19 +1,22 @@
 package jpeg
 
 import (
+	"bytes"
 	"image"
 	"testing"
 )
 
 // FuzzDecode checks that no input crashes the decoder or makes it write
 // outside its buffers: every call either fails or returns a full image; and
-// what Transcode makes of a decodable input decodes at the same size.
+// what Transcode makes of a decodable input decodes at the same size; and a
+// crop cut out at restart markers decodes as from the whole scan.
 // go test runs the seeds; use -fuzz=FuzzDecode for a real search.
 func FuzzDecode(f *testing.F) {
 	pix := gradient(40, 24)
 	gray := make([]byte, 40*24)
 	for _, o := range []encodeOptions{
 		{subsample: true}, {progressive: true}, {gray: true}, {cmyk: true, ycck: true},
+		{subsample: true, restart: 1}, {hs: 2, vs: 1, restart: 3},
 	} {
 		src := pix
 		switch {
@@ -51,7 +54,18 @@ func FuzzDecode(f *testing.F) {
 		for _, c := range crops {
 			for _, out := range [][2]int{{7, 5}, {max(w/8, 1), max(h/8, 1)}, {2 * w, h}} {
 				dst := make([]byte, out[0]*out[1]*3)
-				_ = d.DecodeCropResize(data, c, out[0], out[1], dst)
+				err := d.DecodeCropResize(data, c, out[0], out[1], dst)
+				// Where a region stream was cut, the whole scan must give
+				// the same pixels whenever both decode.
+				if err != nil || !d.regionCut() {
+					continue
+				}
+				d.cutRegions(false)
+				whole := make([]byte, len(dst))
+				if d.DecodeCropResize(data, c, out[0], out[1], whole) == nil && !bytes.Equal(whole, dst) {
+					t.Fatalf("crop %v to %v: the region stream's pixels differ from the whole scan's", c, out)
+				}
+				d.cutRegions(true)
 			}
 		}
 	})

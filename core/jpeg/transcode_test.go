@@ -3,6 +3,7 @@ package jpeg
 import (
 	"bytes"
 	"errors"
+	"image"
 	"slices"
 	"testing"
 )
@@ -228,6 +229,65 @@ func TestCoefsFit(t *testing.T) {
 			if got := coefsFit(coef); got != tc.want {
 				t.Errorf("coefficient %d = %d in block %d: fits %v, want %v", tc.k, tc.v, block, got, tc.want)
 			}
+		}
+	}
+}
+
+// restartInterval returns the restart interval a JPEG's DRI segment sets
+// before its scan, or 0.
+func restartInterval(data []byte) int {
+	sos := bytes.Index(data, []byte{0xFF, 0xDA})
+	if i := bytes.Index(data[:max(sos, 0)], []byte{0xFF, 0xDD, 0x00, 0x04}); i >= 0 {
+		return int(data[i+4])<<8 | int(data[i+5])
+	}
+	return 0
+}
+
+// TestTranscodeRestartMarkers: the writer's JPEGs have restart intervals
+// that line up with MCU rows, so the loader can cut crops out of them. A
+// source scan is kept only when its own intervals line up; otherwise the
+// coefficients are Huffman-coded again, with the pixels unchanged.
+func TestTranscodeRestartMarkers(t *testing.T) {
+	p := loadPhoto(t) // 400×300: 25 MCUs per 4:2:0 row
+	d := NewDecoder()
+	defer d.Close()
+	for _, tt := range []struct {
+		name    string
+		restart int
+		kept    bool
+	}{
+		{"none", -1, false},
+		{"not lined up", 4, false},
+		{"five MCUs", 5, true},
+		{"one row", 25, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src := encodeT(t, p.src, p.w, p.h, 90, encodeOptions{subsample: true, restart: tt.restart})
+			got, err := d.Transcode(src, 90)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sos := bytes.Index(src, []byte{0xFF, 0xDA})
+			if kept := bytes.HasSuffix(got, src[sos:]); kept != tt.kept {
+				t.Fatalf("scan kept %t, want %t", kept, tt.kept)
+			}
+			if r := restartInterval(got); r == 0 || 25%r != 0 {
+				t.Fatalf("restart interval %d does not line up with 25 MCUs a row", r)
+			}
+			if !bytes.Equal(decodeT(t, d, got, p.w, p.h), decodeT(t, d, src, p.w, p.h)) {
+				t.Fatal("pixels differ from the source's")
+			}
+			if _, _, cut, err := regionDecode(t, d, got, image.Rect(150, 100, 300, 250), 64, true); err != nil || !cut {
+				t.Fatalf("a crop of the result: cut %t, %v", cut, err)
+			}
+		})
+	}
+	// Encode, the pixel path, writes lined-up intervals too.
+	for _, w := range []int{400, 368, 23 * 16, 13} {
+		enc := encodeT(t, p.src[:w*100*3], w, 100, 90, encodeOptions{subsample: true})
+		mw := (w + 15) / 16
+		if r := restartInterval(enc); r == 0 || mw%r != 0 || r > 4 {
+			t.Errorf("width %d (%d MCUs): restart interval %d", w, mw, r)
 		}
 	}
 }

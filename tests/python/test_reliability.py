@@ -172,37 +172,33 @@ def epoch_by_id(loader):
 DECODERS = {"center": lambda: CenterCropRGBImageDecoder((32, 32), 1.0),
             "rrc": lambda: RandomResizedCropRGBImageDecoder((32, 32))}
 
-REGION_DECODE_XFAIL = pytest.mark.xfail(strict=True, reason=(
-    "silent garbage: a random crop decodes only the JPEG rows it needs and stops early, so libjpeg never "
-    "reaches the end of the scan where it would report the corrupt entropy data (full decodes do report "
-    "it); JPEG has no checksum. Detecting it costs entropy-decoding the rest of every scan "
-    "(jpeg_skip_scanlines + jpeg_finish_decompress in core/jpeg) - a speed trade-off for the lead."))
-
-
-def skip_cases():
-    for how in CORRUPTIONS:
-        for dec in DECODERS:
-            marks = [REGION_DECODE_XFAIL] if (how, dec) == ("flipped scan bytes", "rrc") else []
-            yield pytest.param(how, dec, marks=marks, id=f"{how}-{dec}")
-
-
-@pytest.mark.parametrize("how,decoder", list(skip_cases()))
+@pytest.mark.parametrize("decoder", list(DECODERS))
+@pytest.mark.parametrize("how", CORRUPTIONS)
 @pytest.mark.parametrize("os_cache", [True, False])
 def test_corrupt_samples_skipped(tmp_path, jpeg_file, jpeg_info, how, decoder, os_cache):
     """on_error='skip' leaves the bad samples out and counts them, epoch after
-    epoch; every sample delivered equals the clean file's: nothing silently wrong."""
+    epoch; every sample delivered equals the clean file's: nothing silently wrong.
+    A random crop decodes only the restart intervals under it (the writer puts
+    markers in its JPEGs), so damaged scan bytes beside the crop go unseen and
+    the sample, whose pixels are right, is delivered; damage under it is
+    noticed where an interval no longer ends at its marker."""
     edits, bad = jpeg_corruptions(jpeg_info)[how]
     path = corrupted(tmp_path, jpeg_info["data"], edits)
     kw = dict(order=OrderOption.RANDOM, seed=1, drop_last=False, os_cache=os_cache,
               pipelines={"image": [DECODERS[decoder](), ToTensor()]})
     clean = image_loader(jpeg_file, **kw)
     loader = image_loader(path, on_error="skip", **kw)
+    delivered = 0
     for epoch in range(2):  # training continues
         want, got = epoch_by_id(clean), epoch_by_id(loader)
         for i, x in got.items():
             assert torch.equal(x, want[i]), f"{how}: sample {i} differs from the clean file"
-        assert sorted(got) == sorted(set(range(N_JPEG)) - set(bad)), how
-    assert loader.stats["samples_skipped"] == 2 * len(bad)
+        if (how, decoder) == ("flipped scan bytes", "rrc"):
+            assert set(range(N_JPEG)) - set(bad) <= set(got), how
+        else:
+            assert sorted(got) == sorted(set(range(N_JPEG)) - set(bad)), how
+        delivered += len(got)
+    assert loader.stats["samples_skipped"] == 2 * N_JPEG - delivered
 
 
 def test_skipped_samples_keep_good_pixels(tmp_path, jpeg_file, jpeg_info):
