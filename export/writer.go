@@ -29,6 +29,7 @@ type fieldSpec struct {
 	CompressProbability float64  `json:"compress_probability"`
 	KeepSourceJPEG      bool     `json:"keep_source_jpeg"`
 	JPEGTranscode       bool     `json:"jpeg_transcode"`
+	RestartMarkers      bool     `json:"restart_markers"`
 	// Custom (type 255) fields: their argument bytes and metadata column
 	// [size, alignment]; encoder is the type id of the built-in encoder to
 	// use (a subclass of a built-in field that keeps its encode), or 255
@@ -42,7 +43,7 @@ func (s fieldSpec) imageOptions(seed uint64) field.ImageOptions {
 	return field.ImageOptions{
 		WriteMode: s.WriteMode, MaxResolution: s.MaxResolution, SmartThreshold: s.SmartThreshold,
 		JPEGQuality: s.JPEGQuality, CompressProbability: s.CompressProbability, Seed: seed,
-		KeepSourceJPEG: s.KeepSourceJPEG, ReencodePixels: !s.JPEGTranscode,
+		KeepSourceJPEG: s.KeepSourceJPEG, ReencodePixels: !s.JPEGTranscode, KeepScans: !s.RestartMarkers,
 	}
 }
 

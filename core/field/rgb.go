@@ -24,4 +24,8 @@ type ImageOptions struct {
 	// is transcoded instead: requantized to JPEGQuality's tables in the DCT
 	// domain (jpeg.Decoder.Transcode), which is faster and closer to it.
 	ReencodePixels bool
+	// KeepScans keeps a transcoded source's own scan when no step changes,
+	// even without restart markers lined up with MCU rows (see
+	// jpeg.Decoder.Transcode): faster to write, slower to crop at load time.
+	KeepScans bool
 }

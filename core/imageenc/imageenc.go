@@ -162,7 +162,7 @@ func (e *encoder) decodeFile(wk *worker, data []byte, sample uint64) (rgbImage, 
 			}
 			return rgbImage{w: w, h: h, jpeg: data}, nil
 		case !e.opts.ReencodePixels:
-			b, err := wk.dec.Transcode(data, e.opts.JPEGQuality)
+			b, err := wk.dec.Transcode(data, e.opts.JPEGQuality, e.opts.KeepScans)
 			if err == nil {
 				return rgbImage{w: w, h: h, jpeg: b}, nil
 			}

@@ -263,12 +263,28 @@ func TestJPEGTranscodeSource(t *testing.T) {
 		}
 		return b
 	}
-	transcoded := func(src []byte) []byte {
-		b, err := d.Transcode(src, 90)
+	transcoded := func(src []byte, keepScan bool) []byte {
+		b, err := d.Transcode(src, 90, keepScan)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return b
+	}
+	// A q90 source without restart markers (Go's encoder writes none): kept
+	// as it is with KeepScans, Huffman-coded again with markers otherwise.
+	rgba := image.NewRGBA(image.Rect(0, 0, w, h))
+	for i := 0; i < w*h; i++ {
+		copy(rgba.Pix[4*i:], pix[3*i:3*i+3])
+		rgba.Pix[4*i+3] = 255
+	}
+	var std bytes.Buffer
+	if err := stdjpeg.Encode(&std, rgba, &stdjpeg.Options{Quality: 90}); err != nil {
+		t.Fatal(err)
+	}
+	std90 := std.Bytes()
+	if kept, marked := transcoded(std90, true), transcoded(std90, false); bytes.Contains(kept, []byte{0xFF, 0xDD}) ||
+		!bytes.Contains(marked, []byte{0xFF, 0xDD}) || !bytes.HasSuffix(std90, kept[bytes.Index(kept, []byte{0xFF, 0xDA}):]) {
+		t.Fatal("Transcode: keepScan should keep the scan without markers, and markers come otherwise")
 	}
 	for _, tt := range []struct {
 		name string
@@ -276,11 +292,14 @@ func TestJPEGTranscodeSource(t *testing.T) {
 		src  []byte
 		want []byte
 	}{
-		{"q95 transcoded", field.ImageOptions{WriteMode: "jpg"}, data95, transcoded(data95)},
-		{"q90 transcoded", field.ImageOptions{WriteMode: "jpg"}, data90, transcoded(data90)},
+		{"q95 transcoded", field.ImageOptions{WriteMode: "jpg"}, data95, transcoded(data95, false)},
+		{"q90 transcoded", field.ImageOptions{WriteMode: "jpg"}, data90, transcoded(data90, false)},
+		{"q90 without markers", field.ImageOptions{WriteMode: "jpg"}, std90, transcoded(std90, false)},
+		{"q90 without markers, KeepScans", field.ImageOptions{WriteMode: "jpg", KeepScans: true}, std90, transcoded(std90, true)},
+		{"q95 KeepScans", field.ImageOptions{WriteMode: "jpg", KeepScans: true}, data95, transcoded(data95, false)},
 		{"ReencodePixels", field.ImageOptions{WriteMode: "jpg", ReencodePixels: true}, data95, reencoded(data95)},
 		{"grayscale re-encoded", field.ImageOptions{WriteMode: "jpg"}, gb.Bytes(), reencoded(gb.Bytes())},
-		{"smart over threshold", field.ImageOptions{WriteMode: "smart", SmartThreshold: 1}, data95, transcoded(data95)},
+		{"smart over threshold", field.ImageOptions{WriteMode: "smart", SmartThreshold: 1}, data95, transcoded(data95, false)},
 		{"stored raw", field.ImageOptions{WriteMode: "raw"}, data95, decode(data95)},
 	} {
 		enc, err := encodeOne(t, tt.o, field.Value{Data: tt.src, Encoded: true})

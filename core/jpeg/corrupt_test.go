@@ -79,7 +79,7 @@ func TestCorruptInput(t *testing.T) {
 		if err := d.Verify(b); err == nil {
 			t.Errorf("%s: Verify succeeded", name)
 		}
-		if _, err := d.Transcode(b, 90); err == nil {
+		if _, err := d.Transcode(b, 90, false); err == nil {
 			t.Errorf("%s: Transcode succeeded", name)
 		}
 		_, _, _ = d.DecodeConfig(b) // may succeed if the header is intact; must not crash

@@ -62,9 +62,11 @@ int ffj_encode(const unsigned char *pix, int w, int h, int ncomp, int in_cs,
 int ffj_verify(ffj_dec *d, const unsigned char *data, unsigned long len);
 
 // ffj_transcode re-encodes a 4:2:0 YCbCr JPEG at the given quality without
-// leaving the DCT domain (FFJ_ERR_FORMAT for any other JPEG). On success
-// *out is a malloc'ed buffer of *outlen bytes.
-int ffj_transcode(ffj_dec *d, const unsigned char *data, unsigned long len, int quality,
+// leaving the DCT domain (FFJ_ERR_FORMAT for any other JPEG), with restart
+// markers lined up with MCU rows; keep_scan keeps a source scan that needs
+// no requantizing even without them. On success *out is a malloc'ed buffer
+// of *outlen bytes.
+int ffj_transcode(ffj_dec *d, const unsigned char *data, unsigned long len, int quality, int keep_scan,
                   unsigned char **out, size_t *outlen);
 
 // ffj_requantize rewrites n blocks of 64 coefficients (libjpeg's JCOEF)

@@ -185,7 +185,7 @@ static int fft_keep_scan(const unsigned char *data, size_t end, ffj_dest *dest) 
 	return 1;
 }
 
-int ffj_transcode(ffj_dec *d, const unsigned char *data, unsigned long len, int quality,
+int ffj_transcode(ffj_dec *d, const unsigned char *data, unsigned long len, int quality, int keep_scan,
                   unsigned char **out, size_t *outlen) {
 	j_decompress_ptr in = &d->cinfo;
 	fft_state *volatile s = calloc(1, sizeof *s); // volatile: read after longjmp
@@ -237,9 +237,9 @@ int ffj_transcode(ffj_dec *d, const unsigned char *data, unsigned long len, int 
 	// No step changes: the coefficients would come out as they went in, so
 	// the source's own scan is kept (one baseline-style Huffman scan, as the
 	// re-encode would write), saving the Huffman encode, if its restart
-	// markers line up with MCU rows as the re-encode's would.
+	// markers line up with MCU rows as the re-encode's would (or keep_scan).
 	long mw = ((long)in->image_width + 15) / 16, ri = (long)in->restart_interval;
-	int lined_up = ri > 0 && mw % ri == 0;
+	int lined_up = keep_scan || (ri > 0 && mw % ri == 0);
 	if (same && lined_up && !in->progressive_mode && !in->arith_code && in->input_scan_number == 1 &&
 	    fft_keep_scan(data, end, &s->dest))
 		goto done;

@@ -42,7 +42,7 @@ func FuzzDecode(f *testing.F) {
 		if _, _, err := d.Decode(data, make([]byte, w*h*3)); err != nil {
 			return
 		}
-		if tb, err := d.Transcode(data, 90); err == nil {
+		if tb, err := d.Transcode(data, 90, false); err == nil {
 			if tw, th, err := d.Decode(tb, make([]byte, w*h*3)); err != nil || tw != w || th != h {
 				t.Fatalf("transcoded %dx%d input decodes as %dx%d: %v", w, h, tw, th, err)
 			}

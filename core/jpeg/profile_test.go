@@ -52,7 +52,7 @@ func BenchmarkRRCStages(b *testing.B) {
 		}
 		// What a .beton at max_resolution none holds (restart markers
 		// included); the source where the writer re-encodes pixels instead.
-		if t, err := d.Transcode(data, 90); err == nil {
+		if t, err := d.Transcode(data, 90, false); err == nil {
 			data = t
 		}
 		for _, c := range rrcCropsRand(rng, 4, w, h) {

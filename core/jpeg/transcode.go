@@ -46,7 +46,11 @@ func (d *Decoder) Verify(data []byte) error {
 // it is, after being entropy-decoded in full: the result is the source up
 // to EOI without its APP1-13, APP15 and COM segments. Other JPEGs return
 // ErrNotTranscodable.
-func (d *Decoder) Transcode(data []byte, quality int) ([]byte, error) {
+//
+// The result has restart markers lined up with MCU rows, which let a crop
+// decode only the intervals under it (see DecodeCropResize): a source scan
+// without them is Huffman-coded again, unless keepScan is set.
+func (d *Decoder) Transcode(data []byte, quality int, keepScan bool) ([]byte, error) {
 	if err := d.check(data); err != nil {
 		return nil, err
 	}
@@ -56,7 +60,7 @@ func (d *Decoder) Transcode(data []byte, quality int) ([]byte, error) {
 	data = d.own(data)
 	var out *C.uchar
 	var outLen C.size_t
-	rc := C.ffj_transcode(d.c, bytePtr(data), C.ulong(len(data)), C.int(quality), &out, &outLen)
+	rc := C.ffj_transcode(d.c, bytePtr(data), C.ulong(len(data)), C.int(quality), cBool(keepScan), &out, &outLen)
 	runtime.KeepAlive(d)
 	switch rc {
 	case C.FFJ_OK:

@@ -160,6 +160,52 @@ def test_jpeg_sources_are_transcoded(tmp_path, photo_folder):
     assert err_tc <= err_px, (err_tc, err_px)
 
 
+def _restart_interval(jpeg):
+    """The restart interval a JPEG's DRI segment sets before its scan, or 0."""
+    head = jpeg[:jpeg.find(b"\xff\xda")]
+    i = head.find(b"\xff\xdd\x00\x04")
+    return 0 if i < 0 else int.from_bytes(head[i + 4:i + 6], "big")
+
+
+def test_stored_jpegs_have_restart_markers(tmp_path, photo_folder):
+    """Every stored JPEG has restart markers lined up with its rows of MCUs by
+    default; restart_markers=False keeps the sources' own scans (PIL writes
+    no markers). Both decode to the same pixels, and the loader's random
+    crops, cut out at the markers in one file, equal those of the other."""
+    import io
+    import torch
+    from PIL import Image
+    from ffcv_go import Loader
+    from ffcv_go.fields.decoders import IntDecoder, RandomResizedCropRGBImageDecoder
+    from ffcv_go.loader import OrderOption
+    from ffcv_go.transforms import RandomHorizontalFlip, ToTensor
+
+    paths = {}
+    for markers in (True, False):
+        p = paths[markers] = tmp_path / f"markers-{markers}.beton"
+        fields = {"image": RGBImageField(write_mode="jpg", restart_markers=markers), "label": IntField()}
+        DatasetWriter(str(p), fields, progress=False).from_image_folder(str(photo_folder))
+    with_markers, kept = Reader(str(paths[True])), Reader(str(paths[False]))
+    widths = with_markers.metadata["f0"]["width"]
+    for i in range(with_markers.num_samples):
+        a = np.asarray(with_markers.read(i, "image")).tobytes()
+        b = np.asarray(kept.read(i, "image")).tobytes()
+        mcus_per_row = (int(widths[i]) + 15) // 16
+        r = _restart_interval(a)
+        assert r and mcus_per_row % r == 0 and r <= 4, (i, r, mcus_per_row)
+        assert _restart_interval(b) == 0 and b != a, i
+        assert np.array_equal(np.asarray(Image.open(io.BytesIO(a))), np.asarray(Image.open(io.BytesIO(b)))), i
+
+    def epoch(path):
+        loader = Loader(str(path), batch_size=8, num_workers=2, order=OrderOption.RANDOM, seed=5,
+                        pipelines={"image": [RandomResizedCropRGBImageDecoder((64, 64)), RandomHorizontalFlip(),
+                                             ToTensor()],
+                                   "label": [IntDecoder(), ToTensor()]})
+        return [(img.clone(), label.clone()) for img, label in loader]
+    for (x, lx), (y, ly) in zip(epoch(paths[True]), epoch(paths[False]), strict=True):
+        assert torch.equal(lx, ly) and torch.equal(x, y)
+
+
 class ModeFolder:
     """Photos as PIL images in every mode RGBImageField takes (RGB, L, RGBA,
     and P and CMYK, which it converts to RGB), with list items for some."""

@@ -60,12 +60,21 @@ class RGBImageField(Field):
     closer to the source. JPEGs other than 4:2:0 YCbCr, resized images and
     pixel inputs are always re-encoded from pixels; jpeg_transcode=False
     re-encodes every image from pixels.
+
+    restart_markers (not in FFCV, on by default): every JPEG the writer makes
+    has restart markers lined up with its rows of 16-pixel blocks, so that a
+    random crop entropy-decodes only the part of the scan under it (the same
+    pixels, less CPU per image at load time; FFCV reads such files too). A
+    source already at jpeg_quality or coarser would keep its own scan, which
+    usually has no markers: it is then Huffman-coded again. restart_markers=False
+    keeps such scans as they are, which writes those sources faster and decodes
+    their crops slower.
     """
     TYPE_ID = 2
 
     def __init__(self, write_mode="raw", max_resolution=None, smart_threshold=None,
                  jpeg_quality=90, compress_probability=0.5, keep_source_jpeg=False,
-                 jpeg_transcode=True):
+                 jpeg_transcode=True, restart_markers=True):
         if write_mode not in ("raw", "jpg", "smart", "proportion"):
             raise ValueError(f"RGBImageField: write_mode {write_mode!r} must be 'raw', 'jpg', 'smart' or 'proportion'")
         if max_resolution is not None and int(max_resolution) < 1:
@@ -86,6 +95,7 @@ class RGBImageField(Field):
         self.proportion = None if compress_probability is None else float(compress_probability)
         self.keep_source_jpeg = bool(keep_source_jpeg)
         self.jpeg_transcode = bool(jpeg_transcode)
+        self.restart_markers = bool(restart_markers)
 
     @property
     def metadata_type(self):
@@ -109,7 +119,7 @@ class RGBImageField(Field):
         return {"write_mode": self.write_mode, "max_resolution": int(self.max_resolution or 0),
                 "smart_threshold": int(self.smart_threshold or 0), "jpeg_quality": self.jpeg_quality,
                 "compress_probability": self.proportion or 0.0, "keep_source_jpeg": self.keep_source_jpeg,
-                "jpeg_transcode": self.jpeg_transcode}
+                "jpeg_transcode": self.jpeg_transcode, "restart_markers": self.restart_markers}
 
     def _portable(self, value):
         pix = _pil_pixels(value)
