@@ -4,7 +4,10 @@ Compares, for each max_resolution (default: 0 = keep the size, the fair
 setting, and 256, the demo's):
 
 - ffcv_go from_image_folder (Go reads, decodes, resizes and encodes; JPEGs
-  that need no resize are transcoded in the DCT domain, the default);
+  that need no resize are transcoded in the DCT domain, the default, with
+  restart markers added);
+- the same with restart_markers=False (a source scan at the quality is kept
+  as it is, without the markers the loader cuts crops at);
 - the same with jpeg_transcode=False (every image re-encoded from pixels,
   as FFCV does);
 - the same with keep_source_jpeg=True (explicit option: JPEGs that need no
@@ -45,12 +48,12 @@ class Opaque:
         return self.ds[i]
 
 
-def ffcv_go_writer(path, max_res, workers, keep=False, transcode=True):
+def ffcv_go_writer(path, max_res, workers, keep=False, transcode=True, markers=True):
     from ffcv_go import DatasetWriter
     from ffcv_go.fields import IntField, RGBImageField
     return DatasetWriter(path, {"image": RGBImageField(write_mode="jpg", max_resolution=max_res or None,
                                                        jpeg_quality=90, keep_source_jpeg=keep,
-                                                       jpeg_transcode=transcode),
+                                                       jpeg_transcode=transcode, restart_markers=markers),
                                 "label": IntField()}, num_workers=workers, progress=False)
 
 
@@ -73,6 +76,8 @@ def cases(root, out, max_res, workers):
     import torchvision
     ImageFolder = torchvision.datasets.ImageFolder
     yield "ffcv_go from_image_folder", lambda p: ffcv_go_writer(p, max_res, workers).from_image_folder(root)
+    yield ("ffcv_go from_image_folder, restart_markers=False",
+           lambda p: ffcv_go_writer(p, max_res, workers, markers=False).from_image_folder(root))
     yield ("ffcv_go from_image_folder, jpeg_transcode=False",
            lambda p: ffcv_go_writer(p, max_res, workers, transcode=False).from_image_folder(root))
     yield ("ffcv_go from_image_folder, keep_source_jpeg",
