@@ -55,10 +55,12 @@ static size_t ffr_sof(const unsigned char *data, size_t end) {
 // anything but markers RST0, RST1, ... in sequence; the last interval may end
 // at any other marker (EOI).
 static int ffr_segments(ffj_dec *d, const unsigned char *data, size_t len, size_t scan, long last) {
-	if (!ffr_reserve((void **)&d->seg, &d->seg_cap, 2 * (size_t)(last + 1), sizeof *d->seg))
-		return 0;
 	size_t p = scan;
 	for (long i = 0; i <= last; i++) {
+		// Grown as markers are found, so a header claiming a huge image
+		// costs no more memory than its data has markers.
+		if (!ffr_reserve((void **)&d->seg, &d->seg_cap, 2 * (size_t)(i + 1), sizeof *d->seg))
+			return 0;
 		d->seg[2 * i] = p;
 		for (;;) {
 			const unsigned char *q = memchr(data + p, 0xFF, len - p);
