@@ -115,11 +115,14 @@ func (d *Decoder) entropyDecode(data []byte, m, rows int) error {
 // ffjGeom is the C geometry, named for the tests (cgo is not allowed there).
 type ffjGeom = C.ffj_geom
 
-// cutRegions turns region streams (ffj_region_stream) on or off, and
-// regionCut reports whether the last decode used one (for tests).
+// cutRegions turns region streams (ffj_region_stream) on or off, regionCut
+// reports whether the last decode used one, and regionTableCap the room in
+// its interval table (for tests).
 func (d *Decoder) cutRegions(on bool) { C.ffj_cut_regions(d.c, cBool(on)) }
 
 func (d *Decoder) regionCut() bool { return C.ffj_region_cut(d.c) != 0 }
+
+func (d *Decoder) regionTableCap() int { return int(C.ffj_region_table_cap(d.c)) }
 
 func (d *Decoder) check(data []byte) error {
 	if d.c == nil {

@@ -84,6 +84,8 @@ void ffj_cut_regions(ffj_dec *d, int on) { d->no_region = !on; }
 
 int ffj_region_cut(ffj_dec *d) { return d->region_used; }
 
+size_t ffj_region_table_cap(ffj_dec *d) { return d->seg_cap / 2; }
+
 const char *ffj_msg(ffj_dec *d) { return d->err.msg; }
 
 // The source manager points at Go memory only for the duration of a call.

@@ -36,8 +36,10 @@ int ffj_decode(ffj_dec *d, const unsigned char *data, unsigned long len,
 // ffj_cut_regions turns the region streams of JPEGs with restart markers
 // on (the default) or off, for tests.
 void ffj_cut_regions(ffj_dec *d, int on);
-// ffj_region_cut reports whether the last ffj_decode decoded a region stream.
+// ffj_region_cut reports whether the last ffj_decode decoded a region stream,
+// and ffj_region_table_cap how many restart intervals its table has room for.
 int ffj_region_cut(ffj_dec *d);
+size_t ffj_region_table_cap(ffj_dec *d);
 
 // ffj_entropy entropy-decodes the first rows (at scale scale_num/8) of
 // data without the IDCT: the Huffman share of a decode, for profiling. After

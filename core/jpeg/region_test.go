@@ -161,6 +161,20 @@ func TestRegionStreamDamage(t *testing.T) {
 	if _, _, _, err := regionDecode(t, d, flippedBits, crop, 64, true); err == nil || !strings.Contains(err.Error(), "Corrupt JPEG data") {
 		t.Fatalf("bit errors inside the crop: got %v", err)
 	}
+	// A header claiming 65500×65500 pixels in one-MCU intervals (16.7 M of
+	// them) over a few KiB of data: the interval table grows only with the
+	// markers actually found, and the decode fails on the missing data.
+	huge := bytes.Clone(enc)
+	sof := bytes.Index(huge, []byte{0xFF, 0xC0})
+	copy(huge[sof+5:], []byte{0xFF, 0xDC, 0xFF, 0xDC})
+	fresh := NewDecoder()
+	defer fresh.Close()
+	if _, _, _, err := regionDecode(t, fresh, huge, image.Rect(60000, 60000, 60100, 60100), 64, true); err == nil {
+		t.Fatal("a 65500×65500 header over a 400×300 scan decoded")
+	}
+	if n := fresh.regionTableCap(); n > 2*len(rst) {
+		t.Fatalf("the interval table has room for %d intervals; the data has %d markers", n, len(rst))
+	}
 	// The undamaged file does cut this crop.
 	if _, _, used, err := regionDecode(t, d, enc, crop, 64, true); err != nil || !used {
 		t.Fatalf("undamaged: cut %t, %v", used, err)
