@@ -149,15 +149,9 @@ int ffj_region_stream(ffj_dec *d, const unsigned char *data, size_t len, int x0,
 	// it reaches the image's right or bottom edge (partial MCUs stay partial).
 	long w = mx1 == mw ? (long)c->image_width - mx0 * fw : (mx1 - mx0) * fw;
 	long h = my1 == mh ? (long)c->image_height - my0 * fh : (my1 - my0) * fh;
-	size_t need = scan + 2;
-	for (long r = my0; r < my1; r++) {
-		if (!per_row && r % rows_per)
-			continue;
-		for (long j = c0; j < c1; j++) {
-			long s = per_row ? r * per_row + j : r / rows_per;
-			need += d->seg[2 * s + 1] - d->seg[2 * s] + 2;
-		}
-	}
+	// Room for the header, the intervals (all within the data up to the
+	// last one's end), a marker before each and EOI.
+	size_t need = d->seg[2 * last + 1] + 2 * (size_t)(last + 1) + 2;
 	if (!ffr_reserve((void **)&d->region, &d->region_cap, need, 1))
 		return 0;
 	unsigned char *out = d->region;
