@@ -62,18 +62,11 @@ func encode(pixels []byte, width, height, quality int, o encodeOptions) ([]byte,
 	case o.subsample:
 		hs, vs = 2, 2
 	}
-	restart := o.restart
-	switch {
-	case restart == 0:
-		restart = -1
-	case restart < 0:
-		restart = 0
-	}
 	var out *C.uchar
 	var outLen C.size_t
 	var msg [C.JMSG_LENGTH_MAX]C.char
 	rc := C.ffj_encode(bytePtr(pixels), C.int(width), C.int(height), C.int(ncomp), C.int(inCS),
-		C.int(jpegCS), C.int(quality), C.int(hs), C.int(vs), cBool(o.progressive), C.int(restart),
+		C.int(jpegCS), C.int(quality), C.int(hs), C.int(vs), cBool(o.progressive), C.int(o.restart),
 		&out, &outLen, &msg[0], C.size_t(len(msg)))
 	switch rc {
 	case C.FFJ_OK:

@@ -38,13 +38,17 @@ void ffj_set_dest(j_compress_ptr c, ffj_dest *d) {
 	c->dest = &d->pub;
 }
 
-int ffj_auto_restart(j_compress_ptr c) {
+long ffj_mcus_per_row(j_compress_ptr c) {
 	int hmax = 1;
 	if (c->num_components > 1)
 		for (int i = 0; i < c->num_components; i++)
 			if (c->comp_info[i].h_samp_factor > hmax)
 				hmax = c->comp_info[i].h_samp_factor;
-	long mw = ((long)c->image_width + 8 * hmax - 1) / (8 * hmax);
+	return ((long)c->image_width + 8 * hmax - 1) / (8 * hmax);
+}
+
+int ffj_auto_restart(j_compress_ptr c) {
+	long mw = ffj_mcus_per_row(c);
 	for (int r = FFJ_RESTART_MAX; r > 1; r--)
 		if (mw % r == 0)
 			return r;
@@ -101,7 +105,7 @@ int ffj_encode(const unsigned char *pix, int w, int h, int ncomp, int in_cs,
 	if (progressive)
 		jpeg_simple_progression(&s->c);
 	else
-		s->c.restart_interval = (unsigned)(restart < 0 ? ffj_auto_restart(&s->c) : restart);
+		s->c.restart_interval = (unsigned)(restart == 0 ? ffj_auto_restart(&s->c) : restart > 0 ? restart : 0);
 
 	jpeg_start_compress(&s->c, TRUE);
 	size_t stride = (size_t)w * ncomp;

@@ -60,7 +60,9 @@ void ffj_set_dest(j_compress_ptr c, ffj_dest *d);
 // of MCUs, up to FFJ_RESTART_MAX, that divides an MCU row, so that the
 // intervals line up with the rows. Longer intervals cost fewer bytes and
 // fewer marker reads; shorter ones let a crop leave out more.
+// ffj_mcus_per_row is the MCUs in a row of c's (interleaved) scan.
 #define FFJ_RESTART_MAX 4
 int ffj_auto_restart(j_compress_ptr c);
+long ffj_mcus_per_row(j_compress_ptr c);
 
 #endif

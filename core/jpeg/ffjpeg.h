@@ -53,7 +53,7 @@ int ffj_header(ffj_dec *d, const unsigned char *data, unsigned long len,
 // ffj_encode compresses w×h pixels of ncomp bytes each (in_cs is a libjpeg
 // J_COLOR_SPACE; jpeg_cs the colour space to store, or -1 for libjpeg's
 // default; hs×vs the luma sampling factors; restart the restart interval in
-// MCUs, 0 for none, -1 for ffj_auto_restart's). On success *out is a
+// MCUs, 0 for ffj_auto_restart's, negative for none). On success *out is a
 // malloc'ed buffer of *outlen bytes.
 int ffj_encode(const unsigned char *pix, int w, int h, int ncomp, int in_cs,
                int jpeg_cs, int quality, int hs, int vs, int progressive, int restart,

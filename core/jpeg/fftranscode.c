@@ -238,8 +238,8 @@ int ffj_transcode(ffj_dec *d, const unsigned char *data, unsigned long len, int 
 	// the source's own scan is kept (one baseline-style Huffman scan, as the
 	// re-encode would write), saving the Huffman encode, if its restart
 	// markers line up with MCU rows as the re-encode's would (or keep_scan).
-	long mw = ((long)in->image_width + 15) / 16, ri = (long)in->restart_interval;
-	int lined_up = keep_scan || (ri > 0 && mw % ri == 0);
+	long ri = (long)in->restart_interval;
+	int lined_up = keep_scan || (ri > 0 && ffj_mcus_per_row(&s->c) % ri == 0);
 	if (same && lined_up && !in->progressive_mode && !in->arith_code && in->input_scan_number == 1 &&
 	    fft_keep_scan(data, end, &s->dest))
 		goto done;
