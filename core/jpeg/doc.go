@@ -10,6 +10,9 @@
 // restart markers that line up with MCU rows, as Encode and Transcode write
 // them, is instead cut at its markers into a smaller JPEG of only the
 // intervals under the crop (ffregion.c), which decodes to the same pixels.
+// Its intervals are entropy-decoded by a Huffman decoder of our own
+// (ffhuff.c) in place of libjpeg's, which takes its slow path throughout any
+// scan with restart markers; libjpeg does the rest.
 //
 // Pixels are 8-bit RGB, interleaved, in row-major (HWC) order. Grayscale and
 // CMYK/YCCK images are converted to RGB.
@@ -20,6 +23,5 @@
 // decoded is checked, so DecodeCropResize accepts a file that is damaged only
 // below the crop (with restart markers, only outside the intervals under it).
 // Restart markers also catch damage inside: an interval whose Huffman
-// decoding drifts does not end at its marker, which libjpeg reports; only the
-// last interval decoded has no marker after it to check.
+// decoding drifts does not end where its marker is, which is reported.
 package jpeg

@@ -16,23 +16,42 @@ typedef struct {
 
 void ffj_init_err(ffj_err *e);
 
+// ffhuff.c: a Huffman decoder for the intervals of a region stream, which
+// takes the place of libjpeg's (see there why).
+typedef struct ffh_dec ffh_dec;
+ffh_dec *ffh_new(void);
+void ffh_free(ffh_dec *h);
+// ffh_tables derives the Huffman tables of the scan c has just read the
+// header of; 0 when one is missing or bad (then libjpeg decodes the scan).
+int ffh_tables(ffh_dec *h, j_decompress_ptr c);
+// ffh_reset empties h, and ffh_append adds the restart interval p[0:n)
+// (entropy-coded bytes, no marker) after the ones added before; 0 when out
+// of memory.
+void ffh_reset(ffh_dec *h);
+int ffh_append(ffh_dec *h, const unsigned char *p, size_t n);
+// ffh_install makes h c's entropy decoder for the scan just started
+// (after jpeg_start_decompress), decoding the intervals appended to h.
+void ffh_install(ffh_dec *h, j_decompress_ptr c);
+
 struct ffj_dec {
 	struct jpeg_decompress_struct cinfo;
 	ffj_err err;
 	int no_region;          // tests: never cut a region stream (ffj_region_stream)
 	size_t *seg;            // restart intervals' [start, end) offsets
 	size_t seg_cap;         // elements of seg
-	unsigned char *region;  // the last region stream
+	unsigned char *region;  // the last region stream's header (its scan is in huff)
 	size_t region_cap, region_len;
+	ffh_dec *huff;
 	int region_used;        // the last ffj_decode decoded region, from scaled row region_oy
 	int region_oy;
 };
 
 // ffj_region_stream: when the scan whose header d has just read (from
 // data[0:len], at scale d->cinfo.scale_num) has restart markers that line
-// up with MCU rows, it builds in d->region a JPEG of only the MCUs under the
-// scaled rows [y0, y1) and columns [x0, x1), and returns 1 with (*ox, *oy)
-// the scaled position of its first pixel in the whole image. Decoding it
+// up with MCU rows, it builds a JPEG of only the MCUs under the scaled rows
+// [y0, y1) and columns [x0, x1), and returns 1 with (*ox, *oy) the scaled
+// position of its first pixel in the whole image: its header in d->region,
+// its restart intervals in d->huff, to be decoded with ffh_install. That
 // gives those rows and columns exactly as decoding data would. Returns 0
 // (use data) when the markers do not line up, are out of sequence, or the
 // region is the whole image.

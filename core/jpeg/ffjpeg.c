@@ -65,6 +65,9 @@ ffj_dec *ffj_new(void) {
 		return NULL;
 	}
 	jpeg_create_decompress(&d->cinfo);
+	d->huff = ffh_new();
+	if (!d->huff)
+		longjmp(d->err.jb, 1);
 	// Bound whole-image buffers (progressive files) so a corrupt header
 	// claiming 65535x65535 fails cleanly instead of exhausting memory.
 	d->cinfo.mem->max_memory_to_use = FFJ_MAX_MEMORY;
@@ -75,6 +78,7 @@ void ffj_free(ffj_dec *d) {
 	if (!d)
 		return;
 	jpeg_destroy_decompress(&d->cinfo);
+	ffh_free(d->huff);
 	free(d->seg);
 	free(d->region);
 	free(d);
@@ -211,6 +215,8 @@ int ffj_decode(ffj_dec *d, const unsigned char *data, unsigned long len,
 		ffj_setup(c, cmyk, g->scale_num);
 	}
 	jpeg_start_decompress(c);
+	if (d->region_used)
+		ffh_install(d->huff, c);
 	JDIMENSION xoff = (JDIMENSION)(x0 - ox), w = (JDIMENSION)(x1 - x0);
 	if (w != c->output_width)
 		jpeg_crop_scanline(c, &xoff, &w); // aligns xoff down to an iMCU
@@ -274,6 +280,8 @@ int ffj_entropy(ffj_dec *d, const unsigned char *data, unsigned long len, int sc
 	c->scale_num = (unsigned)scale_num;
 	c->scale_denom = 8;
 	jpeg_start_decompress(c);
+	if (d->region_used)
+		ffh_install(d->huff, c);
 	// Skipped rows are entropy-decoded only (libjpeg-turbo discards their
 	// coefficients without an IDCT).
 	if (rows > (int)c->output_height)

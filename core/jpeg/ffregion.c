@@ -149,10 +149,9 @@ int ffj_region_stream(ffj_dec *d, const unsigned char *data, size_t len, int x0,
 	// it reaches the image's right or bottom edge (partial MCUs stay partial).
 	long w = mx1 == mw ? (long)c->image_width - mx0 * fw : (mx1 - mx0) * fw;
 	long h = my1 == mh ? (long)c->image_height - my0 * fh : (my1 - my0) * fh;
-	// Room for the header, the intervals (all within the data up to the
-	// last one's end), a marker before each and EOI.
-	size_t need = d->seg[2 * last + 1] + 2 * (size_t)(last + 1) + 2;
-	if (!ffr_reserve((void **)&d->region, &d->region_cap, need, 1))
+	// The header with the region's size, then EOI where the scan would be:
+	// the scan's intervals go to our Huffman decoder, unstuffed.
+	if (!ffh_tables(d->huff, c) || !ffr_reserve((void **)&d->region, &d->region_cap, scan + 2, 1))
 		return 0;
 	unsigned char *out = d->region;
 	memcpy(out, data, scan);
@@ -160,26 +159,19 @@ int ffj_region_stream(ffj_dec *d, const unsigned char *data, size_t len, int x0,
 	out[sof + 5] = (unsigned char)h;
 	out[sof + 6] = (unsigned char)(w >> 8);
 	out[sof + 7] = (unsigned char)w;
-	size_t n = scan;
-	long k = 0; // intervals written
+	out[scan] = 0xFF;
+	out[scan + 1] = 0xD9;
+	d->region_len = scan + 2;
+	ffh_reset(d->huff);
 	for (long r = my0; r < my1; r++) {
 		if (!per_row && r % rows_per)
 			continue;
 		for (long j = c0; j < c1; j++) {
 			long s = per_row ? r * per_row + j : r / rows_per;
-			if (k > 0) { // the restart marker libjpeg expects next
-				out[n++] = 0xFF;
-				out[n++] = (unsigned char)(0xD0 + ((k - 1) & 7));
-			}
-			size_t a = d->seg[2 * s], b = d->seg[2 * s + 1];
-			memcpy(out + n, data + a, b - a);
-			n += b - a;
-			k++;
+			if (!ffh_append(d->huff, data + d->seg[2 * s], d->seg[2 * s + 1] - d->seg[2 * s]))
+				return 0;
 		}
 	}
-	out[n++] = 0xFF;
-	out[n++] = 0xD9;
-	d->region_len = n;
 	*ox = (int)(mx0 * sw);
 	*oy = (int)(my0 * sh);
 	return 1;

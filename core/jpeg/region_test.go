@@ -180,3 +180,57 @@ func TestRegionStreamDamage(t *testing.T) {
 		t.Fatalf("undamaged: cut %t, %v", used, err)
 	}
 }
+
+// Bit errors in any one restart interval never decode to pixels the whole
+// scan would not give: where libjpeg's decode of the whole scan reports the
+// damage, the region stream does too, or its pixels are the undamaged ones
+// (the damage lies outside it). JPEG has no checksum, so some damage decodes
+// cleanly either way. libjpeg never checked the last interval of a region
+// stream (no marker follows it); the region Huffman decoder checks them all.
+func TestRegionStreamDamageEveryInterval(t *testing.T) {
+	p := loadPhoto(t)
+	d := NewDecoder()
+	defer d.Close()
+	for _, restart := range []int{1, 0} { // one MCU; the writer's choice
+		enc := encodeT(t, p.src, p.w, p.h, 90, encodeOptions{subsample: true, restart: restart})
+		var rst []int
+		for i := 0; i+1 < len(enc); i++ {
+			if enc[i] == 0xFF && enc[i+1] >= 0xD0 && enc[i+1] <= 0xD7 {
+				rst = append(rst, i)
+			}
+		}
+		for _, crop := range []image.Rectangle{image.Rect(200, 150, 300, 250), image.Rect(0, 0, 130, 90), image.Rect(250, 180, p.w, p.h)} {
+			_, clean, used, err := regionDecode(t, d, enc, crop, 64, true)
+			if err != nil || !used {
+				t.Fatalf("restart %d, crop %v: cut %t, %v", restart, crop, used, err)
+			}
+			var caught int
+			for k := 1; k < len(rst); k++ {
+				bad := bytes.Clone(enc)
+				for i := rst[k-1] + 4; i < rst[k]-2; i += 3 {
+					if b := bad[i] ^ 0x21; bad[i] != 0xFF && b != 0xFF {
+						bad[i] = b
+					}
+				}
+				_, got, _, err := regionDecode(t, d, bad, crop, 64, true)
+				_, whole, _, wholeErr := regionDecode(t, d, bad, crop, 64, false)
+				switch {
+				case err != nil:
+					if !strings.Contains(err.Error(), "Corrupt JPEG data") {
+						t.Fatalf("restart %d, crop %v, interval %d: %v", restart, crop, k, err)
+					}
+					if wholeErr != nil {
+						caught++
+					}
+				case wholeErr != nil && !bytes.Equal(got, clean):
+					t.Fatalf("restart %d, crop %v: bit errors in interval %d decoded to wrong pixels (the whole scan: %v)", restart, crop, k, wholeErr)
+				case wholeErr == nil && !bytes.Equal(got, whole):
+					t.Fatalf("restart %d, crop %v, interval %d: the region and the whole scan decode differently", restart, crop, k)
+				}
+			}
+			if caught == 0 {
+				t.Fatalf("restart %d, crop %v: no damage caught", restart, crop)
+			}
+		}
+	}
+}

@@ -1,0 +1,339 @@
+// Huffman decoding of region streams. libjpeg-turbo decodes every MCU of a
+// scan with restart markers on its slow path (its fast path gives up at
+// markers), which made the intervals a crop needs cost about as much per
+// byte as the whole scan did without markers. A region stream (ffregion.c)
+// knows where each of its intervals starts and ends, so this decoder takes
+// them unstuffed, back to back, and replaces libjpeg's entropy decoder for
+// that scan: no marker handling at all, and a bit position instead of a bit
+// buffer, read 64 bits at a time.
+//
+// It produces libjpeg's coefficients exactly (the region tests compare
+// against libjpeg's own decode of the whole scan) and reports damage as
+// libjpeg's warnings do: a bad code, an interval that runs past its end or
+// stops short of it. It is stricter in one place: a run of zeros past the
+// 64th coefficient is a bad code (libjpeg stores the value at the 64th).
+// Every warning is fatal (ffj_emit_message).
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jpeglib.h>
+#include <jerror.h>
+#include <jpegint.h>
+
+#include "ffjpeg.h"
+#include "ffint.h"
+
+#define FFH_LOOK 11 // bits looked up at once
+// Zero bytes after the last interval, so that reading 64 bits anywhere up to
+// one damaged block's worth (64 codes of at most 16+16 bits) past an
+// interval's end stays inside the buffer.
+#define FFH_PAD (64 * 32 / 8 + 16)
+
+// A derived table: the canonical codes of a JHUFF_TBL.
+typedef struct {
+	JHUFF_TBL src;                  // what it was built from, to reuse it
+	int valid;
+	uint16_t look[1 << FFH_LOOK];   // code length << 8 | symbol; 0: longer
+	int32_t ac[1 << FFH_LOOK];      // AC code and value together (see ffh_build)
+	int32_t maxcode[18];            // largest code of each length, -1: none
+	int32_t valoff[17];             // symbol index of length l's codes minus the first
+	uint8_t val[256];
+} ffh_tbl;
+
+// A bit reader over h->buf: the next cnt bits at the top of bb, then zeros;
+// p is where the bytes not yet in bb start.
+typedef struct {
+	uint64_t bb;
+	int cnt;
+	const unsigned char *p;
+} ffh_bits;
+
+struct ffh_dec {
+	struct jpeg_entropy_decoder pub; // first: libjpeg calls through cinfo->entropy
+	ffh_tbl tbl[2][NUM_HUFF_TBLS];   // DC, AC
+	unsigned char *buf;              // the intervals, unstuffed, then FFH_PAD zeros
+	size_t len, cap;
+	size_t *end; // end[k]: where interval k ends in buf (interval k+1 starts)
+	size_t nend, end_cap;
+	// Per scan:
+	const ffh_tbl *dc[D_MAX_BLOCKS_IN_MCU], *acs[D_MAX_BLOCKS_IN_MCU];
+	int comp[D_MAX_BLOCKS_IN_MCU];
+	int blocks;
+	ffh_bits r;
+	JCOEF discard[DCTSIZE2]; // where skipped MCUs' coefficients go
+	size_t k;   // current interval
+	long left;  // MCUs left in it
+	long mcus;  // MCUs left in the stream
+	int last_dc[MAX_COMPS_IN_SCAN];
+};
+
+// Zigzag to natural order.
+static const unsigned char ffh_natural[64] = {
+	0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,
+	12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6,  7,  14, 21, 28,
+	35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51,
+	58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63,
+};
+
+ffh_dec *ffh_new(void) { return calloc(1, sizeof(ffh_dec)); }
+
+void ffh_free(ffh_dec *h) {
+	if (!h)
+		return;
+	free(h->buf);
+	free(h->end);
+	free(h);
+}
+
+// ffh_extend is JPEG's sign extension of an s-bit value (HUFF_EXTEND).
+static inline int ffh_extend(int v, int s) { return v < (1 << (s - 1)) ? v - (1 << s) + 1 : v; }
+
+// ffh_build derives t from src (a DC table when dc); it returns 0 where
+// libjpeg finds the table bad: codes that overflow their lengths, or a DC
+// symbol (a size in bits) over 15.
+static int ffh_build(ffh_tbl *t, const JHUFF_TBL *src, int dc) {
+	if (t->valid && memcmp(t->src.bits, src->bits, sizeof src->bits) == 0 &&
+	    memcmp(t->src.huffval, src->huffval, sizeof src->huffval) == 0)
+		return 1;
+	t->valid = 0;
+	memcpy(t->src.bits, src->bits, sizeof src->bits);
+	memcpy(t->src.huffval, src->huffval, sizeof src->huffval);
+	memset(t->look, 0, sizeof t->look);
+	memset(t->ac, 0, sizeof t->ac);
+	int n = 0;
+	int32_t code = 0;
+	for (int l = 1; l <= 16; l++) {
+		int cnt = src->bits[l];
+		if (n + cnt > 256)
+			return 0;
+		t->valoff[l] = n - code;
+		t->maxcode[l] = cnt ? code + cnt - 1 : -1;
+		for (int i = 0; i < cnt; i++, n++, code++) {
+			if (code >= (1 << l))
+				return 0;
+			t->val[n] = src->huffval[n];
+			if (dc && src->huffval[n] > 15)
+				return 0;
+			if (l > FFH_LOOK)
+				continue;
+			// Every FFH_LOOK-bit index starting with this code.
+			int sym = src->huffval[n], r = sym >> 4, s = sym & 15, shift = FFH_LOOK - l;
+			for (int x = code << shift; x < (code + 1) << shift; x++) {
+				t->look[x] = (uint16_t)(l << 8 | sym);
+				// The AC entry when the value's bits are in the index too:
+				// value << 8 | run << 4 | total bits (at most FFH_LOOK);
+				// value 0 is end of block.
+				if (!dc && sym == 0)
+					t->ac[x] = l;
+				if (s && l + s <= FFH_LOOK) {
+					int v = ffh_extend((x >> (shift - s)) & ((1 << s) - 1), s);
+					t->ac[x] = (int32_t)((uint32_t)v << 8) | r << 4 | (l + s);
+				}
+			}
+		}
+		code <<= 1;
+	}
+	t->maxcode[17] = INT32_MAX; // ends the slow search (a code longer than 16 bits is bad)
+	t->valid = 1;
+	return 1;
+}
+
+int ffh_tables(ffh_dec *h, j_decompress_ptr c) {
+	for (int i = 0; i < c->comps_in_scan; i++) {
+		jpeg_component_info *ci = c->cur_comp_info[i];
+		JHUFF_TBL *dc = c->dc_huff_tbl_ptrs[ci->dc_tbl_no], *ac = c->ac_huff_tbl_ptrs[ci->ac_tbl_no];
+		// A missing table is left to libjpeg, which has defaults for it.
+		if (!dc || !ac || !ffh_build(&h->tbl[0][ci->dc_tbl_no], dc, 1) ||
+		    !ffh_build(&h->tbl[1][ci->ac_tbl_no], ac, 0))
+			return 0;
+	}
+	return 1;
+}
+
+void ffh_reset(ffh_dec *h) {
+	h->len = 0;
+	h->nend = 0;
+}
+
+int ffh_append(ffh_dec *h, const unsigned char *p, size_t n) {
+	size_t need = h->len + n + FFH_PAD;
+	if (need > h->cap) {
+		size_t c = h->cap ? h->cap : 1 << 16;
+		while (c < need)
+			c *= 2;
+		unsigned char *nb = realloc(h->buf, c);
+		if (!nb)
+			return 0;
+		h->buf = nb;
+		h->cap = c;
+	}
+	if (h->nend == h->end_cap) {
+		size_t c = h->end_cap ? 2 * h->end_cap : 256;
+		size_t *ne = realloc(h->end, c * sizeof *ne);
+		if (!ne)
+			return 0;
+		h->end = ne;
+		h->end_cap = c;
+	}
+	// The caller's interval holds no markers: every 0xFF (after any fill
+	// 0xFFs) is followed by a stuffed 0x00, dropped here.
+	unsigned char *out = h->buf + h->len;
+	const unsigned char *e = p + n;
+	while (p < e) {
+		const unsigned char *q = memchr(p, 0xFF, (size_t)(e - p));
+		if (!q) {
+			memcpy(out, p, (size_t)(e - p));
+			out += e - p;
+			break;
+		}
+		memcpy(out, p, (size_t)(q - p));
+		out += q - p;
+		*out++ = 0xFF;
+		p = q + 1;
+		while (p < e && *p == 0xFF)
+			p++;
+		if (p < e)
+			p++; // the 0x00
+	}
+	h->len = (size_t)(out - h->buf);
+	h->end[h->nend++] = h->len;
+	memset(out, 0, FFH_PAD);
+	return 1;
+}
+
+// ffh_refill tops bb up to 56-63 bits.
+static inline void ffh_refill(ffh_bits *r) {
+	uint64_t v;
+	memcpy(&v, r->p, 8);
+	r->bb |= __builtin_bswap64(v) >> r->cnt;
+	r->p += (63 - r->cnt) >> 3;
+	r->cnt |= 56;
+}
+
+static inline void ffh_skip(ffh_bits *r, int n) {
+	r->bb <<= n;
+	r->cnt -= n;
+}
+
+// ffh_symbol decodes a symbol (bb holds at least 16 bits); -1 for a bad code.
+static inline int ffh_symbol(const ffh_tbl *t, ffh_bits *r) {
+	unsigned e = t->look[r->bb >> (64 - FFH_LOOK)];
+	if (e) {
+		ffh_skip(r, (int)(e >> 8));
+		return (int)(e & 0xFF);
+	}
+	int l = FFH_LOOK + 1;
+	int32_t code = (int32_t)(r->bb >> (64 - l));
+	while (code > t->maxcode[l]) {
+		if (++l > 16)
+			return -1;
+		code = (int32_t)(r->bb >> (64 - l));
+	}
+	ffh_skip(r, l);
+	return t->val[t->valoff[l] + code];
+}
+
+// ffh_value reads an s-bit value, 1 <= s <= 16 (bb holds at least s bits).
+static inline int ffh_value(ffh_bits *r, int s) {
+	int v = ffh_extend((int)(r->bb >> (64 - s)), s);
+	ffh_skip(r, s);
+	return v;
+}
+
+static void ffh_start_pass(j_decompress_ptr c) { (void)c; }
+
+// ffh_pos is the bit position of r in h->buf.
+static inline size_t ffh_pos(const ffh_dec *h, const ffh_bits *r) {
+	return 8 * (size_t)(r->p - h->buf) - (size_t)r->cnt;
+}
+
+static boolean ffh_decode_mcu(j_decompress_ptr c, JBLOCKROW *mcu) {
+	ffh_dec *h = (ffh_dec *)c->entropy;
+	if (h->mcus-- <= 0)
+		ERREXIT(c, JERR_BAD_DCT_COEF); // more MCUs than the region has: cannot happen
+	ffh_bits r = h->r;
+	if (h->left == 0) { // the next interval: the last one must have ended on its last byte
+		if (h->k + 1 >= h->nend)
+			ERREXIT(c, JERR_BAD_DCT_COEF); // more intervals than the region has: cannot happen
+		size_t used = (ffh_pos(h, &r) + 7) / 8;
+		if (used != h->end[h->k])
+			WARNMS2(c, JWRN_EXTRANEOUS_DATA, (unsigned)(h->end[h->k] - used), 0xD0 + (int)(h->k & 7));
+		r = (ffh_bits){0, 0, h->buf + h->end[h->k++]};
+		h->left = (long)c->restart_interval;
+		memset(h->last_dc, 0, sizeof h->last_dc);
+	}
+	h->left--;
+	const size_t end = 8 * h->end[h->k];
+	for (int b = 0; b < h->blocks; b++) {
+		JCOEF *blk = mcu ? mcu[b][0] : h->discard;
+		if (r.cnt < 32)
+			ffh_refill(&r);
+		int s = ffh_symbol(h->dc[b], &r);
+		if (s < 0)
+			WARNMS(c, JWRN_HUFF_BAD_CODE);
+		int ci = h->comp[b];
+		if (s)
+			h->last_dc[ci] += ffh_value(&r, s);
+		blk[0] = (JCOEF)h->last_dc[ci];
+		const ffh_tbl *t = h->acs[b];
+		for (int k = 1; k < 64; k++) {
+			if (r.cnt < 32)
+				ffh_refill(&r);
+			int32_t e = t->ac[r.bb >> (64 - FFH_LOOK)];
+			if (e) { // run, size and value in one look
+				ffh_skip(&r, e & 15);
+				if (!(e >> 8))
+					break; // end of block
+				k += (e >> 4) & 15;
+				if (k > 63)
+					WARNMS(c, JWRN_HUFF_BAD_CODE); // a run past the block
+				blk[ffh_natural[k]] = (JCOEF)(e >> 8);
+				continue;
+			}
+			int rs = ffh_symbol(t, &r);
+			if (rs < 0)
+				WARNMS(c, JWRN_HUFF_BAD_CODE);
+			int run = rs >> 4, sz = rs & 15;
+			if (sz) {
+				k += run;
+				if (k > 63)
+					WARNMS(c, JWRN_HUFF_BAD_CODE); // a run past the block
+				blk[ffh_natural[k]] = (JCOEF)ffh_value(&r, sz);
+			} else if (run == 15) {
+				k += 15; // sixteen zeros
+			} else {
+				break; // end of block
+			}
+		}
+		if (ffh_pos(h, &r) > end)
+			WARNMS(c, JWRN_HIT_MARKER); // ran past the interval
+	}
+	h->r = r;
+	size_t used = (ffh_pos(h, &r) + 7) / 8;
+	if (h->mcus == 0 && used != h->end[h->k])
+		WARNMS2(c, JWRN_EXTRANEOUS_DATA, (unsigned)(h->end[h->k] - used), JPEG_EOI);
+	return TRUE;
+}
+
+void ffh_install(ffh_dec *h, j_decompress_ptr c) {
+	h->pub.start_pass = ffh_start_pass;
+	h->pub.decode_mcu = ffh_decode_mcu;
+	h->pub.insufficient_data = FALSE;
+	h->blocks = c->blocks_in_MCU;
+	for (int b = 0; b < c->blocks_in_MCU; b++) {
+		int ci = c->MCU_membership[b];
+		jpeg_component_info *comp = c->cur_comp_info[ci];
+		h->comp[b] = ci;
+		h->dc[b] = &h->tbl[0][comp->dc_tbl_no];
+		h->acs[b] = &h->tbl[1][comp->ac_tbl_no];
+	}
+	h->r = (ffh_bits){0, 0, h->buf};
+	h->k = 0;
+	h->left = (long)c->restart_interval;
+	h->mcus = (long)c->MCUs_per_row * (long)c->MCU_rows_in_scan;
+	memset(h->last_dc, 0, sizeof h->last_dc);
+	c->entropy = &h->pub;
+}
