@@ -52,9 +52,9 @@ struct ffj_dec {
 // [y0, y1) and columns [x0, x1), and returns 1 with (*ox, *oy) the scaled
 // position of its first pixel in the whole image: its header in d->region,
 // its restart intervals in d->huff, to be decoded with ffh_install. That
-// gives those rows and columns exactly as decoding data would. Returns 0
-// (use data) when the markers do not line up, are out of sequence, or the
-// region is the whole image.
+// gives those rows and columns exactly as decoding data would. The region
+// may be the whole image: the Huffman decoder alone is worth it. Returns 0
+// (use data) when the markers do not line up or are out of sequence.
 int ffj_region_stream(ffj_dec *d, const unsigned char *data, size_t len, int x0, int y0, int x1, int y1,
                       int *ox, int *oy);
 

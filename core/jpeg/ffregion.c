@@ -2,8 +2,10 @@
 // markers, into a smaller JPEG holding only the MCUs a crop needs. Each
 // restart interval starts with the DC predictions reset and on a byte
 // boundary, so the intervals under the crop, renumbered, make a valid scan
-// on their own, and libjpeg never entropy-decodes the rows above the crop or
-// the columns beside it (it must decode both when it reads the whole scan).
+// on their own, and the rows above the crop and the columns beside it are
+// never entropy-decoded (libjpeg must decode both when it reads the whole
+// scan). The intervals go to our Huffman decoder (ffhuff.c), the header with
+// the region's size to libjpeg.
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,8 +138,6 @@ int ffj_region_stream(ffj_dec *d, const unsigned char *data, size_t len, int x0,
 	} else {
 		return 0;
 	}
-	if (my0 == 0 && my1 == mh && mx0 == 0 && mx1 == mw)
-		return 0; // nothing to leave out
 	long last = per_row ? (my1 - 1) * per_row + c1 - 1 : (my1 - 1) / rows_per;
 
 	size_t scan = len - c->src->bytes_in_buffer; // libjpeg has read up to the end of SOS
