@@ -122,6 +122,10 @@ func (d *Decoder) cutRegions(on bool) { C.ffj_cut_regions(d.c, cBool(on)) }
 
 func (d *Decoder) regionCut() bool { return C.ffj_region_cut(d.c) != 0 }
 
+// transcodeSpliced reports whether the last Transcode spliced restart
+// markers into the source's scan (for tests).
+func (d *Decoder) transcodeSpliced() bool { return C.ffj_transcode_spliced(d.c) != 0 }
+
 func (d *Decoder) regionTableCap() int { return int(C.ffj_region_table_cap(d.c)) }
 
 func (d *Decoder) check(data []byte) error {

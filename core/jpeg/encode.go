@@ -29,7 +29,8 @@ type encodeOptions struct {
 	subsample   bool // 2x2 luma (and K) samples per chroma sample: 4:2:0
 	hs, vs      int  // other luma sampling factors, e.g. 2x1 for 4:2:2; overrides subsample
 	progressive bool
-	restart     int // restart interval in MCUs: 0 the writer's own (ffj_auto_restart), -1 none
+	optimize    bool // Huffman tables made for the image (libjpeg's optimize_coding)
+	restart     int  // restart interval in MCUs: 0 the writer's own (ffj_auto_restart), -1 none
 }
 
 // maxDimension is libjpeg's JPEG_MAX_DIMENSION.
@@ -66,7 +67,7 @@ func encode(pixels []byte, width, height, quality int, o encodeOptions) ([]byte,
 	var outLen C.size_t
 	var msg [C.JMSG_LENGTH_MAX]C.char
 	rc := C.ffj_encode(bytePtr(pixels), C.int(width), C.int(height), C.int(ncomp), C.int(inCS),
-		C.int(jpegCS), C.int(quality), C.int(hs), C.int(vs), cBool(o.progressive), C.int(o.restart),
+		C.int(jpegCS), C.int(quality), C.int(hs), C.int(vs), cBool(o.progressive), cBool(o.optimize), C.int(o.restart),
 		&out, &outLen, &msg[0], C.size_t(len(msg)))
 	switch rc {
 	case C.FFJ_OK:

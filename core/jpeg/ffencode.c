@@ -64,7 +64,7 @@ typedef struct {
 } ffe_state;
 
 int ffj_encode(const unsigned char *pix, int w, int h, int ncomp, int in_cs,
-               int jpeg_cs, int quality, int hs, int vs, int progressive, int restart,
+               int jpeg_cs, int quality, int hs, int vs, int progressive, int optimize, int restart,
                unsigned char **out, size_t *outlen, char *msg, size_t msglen) {
 	ffe_state *s = calloc(1, sizeof *s);
 	if (!s)
@@ -102,6 +102,7 @@ int ffj_encode(const unsigned char *pix, int w, int h, int ncomp, int in_cs,
 		s->c.comp_info[i].h_samp_factor = full ? hs : 1;
 		s->c.comp_info[i].v_samp_factor = full ? vs : 1;
 	}
+	s->c.optimize_coding = optimize ? TRUE : FALSE;
 	if (progressive)
 		jpeg_simple_progression(&s->c);
 	else

@@ -204,6 +204,13 @@ int ffh_append(ffh_dec *h, const unsigned char *p, size_t n) {
 	return 1;
 }
 
+// ffh_peek returns the 64 bits at bit pos of buf (at least 57 of them real).
+static inline uint64_t ffh_peek(const unsigned char *buf, size_t pos) {
+	uint64_t v;
+	memcpy(&v, buf + (pos >> 3), 8);
+	return __builtin_bswap64(v) << (pos & 7);
+}
+
 // ffh_refill tops bb up to 56-63 bits.
 static inline void ffh_refill(ffh_bits *r) {
 	uint64_t v;
@@ -243,6 +250,49 @@ static inline int ffh_value(ffh_bits *r, int s) {
 	return v;
 }
 
+// ffh_block decodes one block's codes into blk (coefficients that are not
+// zero; blk[0] gets the DC difference, before prediction). It returns 0, or
+// FFH_BAD for a bad code or a run past the block.
+#define FFH_BAD (-1)
+static inline int ffh_block(const ffh_tbl *dc, const ffh_tbl *t, ffh_bits *r, JCOEF *blk, int *diff) {
+	if (r->cnt < 32)
+		ffh_refill(r);
+	int s = ffh_symbol(dc, r);
+	if (s < 0)
+		return FFH_BAD;
+	*diff = s ? ffh_value(r, s) : 0;
+	for (int k = 1; k < 64; k++) {
+		if (r->cnt < 32)
+			ffh_refill(r);
+		int32_t e = t->ac[r->bb >> (64 - FFH_LOOK)];
+		if (e) { // run, size and value in one look
+			ffh_skip(r, e & 15);
+			if (!(e >> 8))
+				return 0; // end of block
+			k += (e >> 4) & 15;
+			if (k > 63)
+				return FFH_BAD;
+			blk[ffh_natural[k]] = (JCOEF)(e >> 8);
+			continue;
+		}
+		int rs = ffh_symbol(t, r);
+		if (rs < 0)
+			return FFH_BAD;
+		int run = rs >> 4, sz = rs & 15;
+		if (sz) {
+			k += run;
+			if (k > 63)
+				return FFH_BAD;
+			blk[ffh_natural[k]] = (JCOEF)ffh_value(r, sz);
+		} else if (run == 15) {
+			k += 15; // sixteen zeros
+		} else {
+			return 0; // end of block
+		}
+	}
+	return 0;
+}
+
 static void ffh_start_pass(j_decompress_ptr c) { (void)c; }
 
 // ffh_pos is the bit position of r in h->buf.
@@ -269,45 +319,12 @@ static boolean ffh_decode_mcu(j_decompress_ptr c, JBLOCKROW *mcu) {
 	const size_t end = 8 * h->end[h->k];
 	for (int b = 0; b < h->blocks; b++) {
 		JCOEF *blk = mcu ? mcu[b][0] : h->discard;
-		if (r.cnt < 32)
-			ffh_refill(&r);
-		int s = ffh_symbol(h->dc[b], &r);
-		if (s < 0)
-			WARNMS(c, JWRN_HUFF_BAD_CODE);
+		int diff;
+		if (ffh_block(h->dc[b], h->acs[b], &r, blk, &diff) == FFH_BAD)
+			WARNMS(c, JWRN_HUFF_BAD_CODE); // a run past the block is one too
 		int ci = h->comp[b];
-		if (s)
-			h->last_dc[ci] += ffh_value(&r, s);
+		h->last_dc[ci] += diff;
 		blk[0] = (JCOEF)h->last_dc[ci];
-		const ffh_tbl *t = h->acs[b];
-		for (int k = 1; k < 64; k++) {
-			if (r.cnt < 32)
-				ffh_refill(&r);
-			int32_t e = t->ac[r.bb >> (64 - FFH_LOOK)];
-			if (e) { // run, size and value in one look
-				ffh_skip(&r, e & 15);
-				if (!(e >> 8))
-					break; // end of block
-				k += (e >> 4) & 15;
-				if (k > 63)
-					WARNMS(c, JWRN_HUFF_BAD_CODE); // a run past the block
-				blk[ffh_natural[k]] = (JCOEF)(e >> 8);
-				continue;
-			}
-			int rs = ffh_symbol(t, &r);
-			if (rs < 0)
-				WARNMS(c, JWRN_HUFF_BAD_CODE);
-			int run = rs >> 4, sz = rs & 15;
-			if (sz) {
-				k += run;
-				if (k > 63)
-					WARNMS(c, JWRN_HUFF_BAD_CODE); // a run past the block
-				blk[ffh_natural[k]] = (JCOEF)ffh_value(&r, sz);
-			} else if (run == 15) {
-				k += 15; // sixteen zeros
-			} else {
-				break; // end of block
-			}
-		}
 		if (ffh_pos(h, &r) > end)
 			WARNMS(c, JWRN_HIT_MARKER); // ran past the interval
 	}
@@ -336,4 +353,195 @@ void ffh_install(ffh_dec *h, j_decompress_ptr c) {
 	h->mcus = (long)c->MCUs_per_row * (long)c->MCU_rows_in_scan;
 	memset(h->last_dc, 0, sizeof h->last_dc);
 	c->entropy = &h->pub;
+}
+
+// Adding restart markers to a scan. The transcoder keeps a source's scan
+// when it needs no requantizing, but a scan without markers cannot be cut
+// into region streams. Re-encoding it costs a full Huffman decode and encode
+// in libjpeg; instead, the scan is decoded here only to find where each
+// interval starts, and copied bit for bit, with three changes per interval:
+// byte alignment with 1-bits, a marker, and each component's first DC
+// difference coded again from zero (the prediction a marker resets).
+
+// ffh_out writes bits, stuffing a 0x00 after every 0xFF byte.
+typedef struct {
+	unsigned char *buf;
+	size_t len, cap;
+	uint64_t acc; // the last n bits are pending
+	int n;
+} ffh_out;
+
+static int ffh_room(ffh_out *o, size_t more) {
+	if (o->len + more <= o->cap)
+		return 1;
+	size_t c = o->cap ? o->cap : 4096;
+	while (c < o->len + more)
+		c *= 2;
+	unsigned char *nb = realloc(o->buf, c);
+	if (!nb)
+		return 0;
+	o->buf = nb;
+	o->cap = c;
+	return 1;
+}
+
+static inline void ffh_byte(ffh_out *o, unsigned b) {
+	o->buf[o->len++] = (unsigned char)b;
+	if (b == 0xFF)
+		o->buf[o->len++] = 0;
+}
+
+// ffh_put writes the low len bits of bits, 0 <= len <= 32.
+static inline int ffh_put(ffh_out *o, uint64_t bits, int len) {
+	o->acc = o->acc << len | (bits & ((1ULL << len) - 1));
+	o->n += len;
+	if (o->n < 32)
+		return 1;
+	o->n -= 32;
+	uint32_t w = (uint32_t)(o->acc >> o->n);
+	if (!ffh_room(o, 8))
+		return 0;
+	if (!((~w - 0x01010101u) & w & 0x80808080u)) { // no 0xFF byte
+		w = __builtin_bswap32(w);
+		memcpy(o->buf + o->len, &w, 4);
+		o->len += 4;
+		return 1;
+	}
+	for (int i = 24; i >= 0; i -= 8)
+		ffh_byte(o, w >> i & 0xFF);
+	return 1;
+}
+
+// ffh_copy writes the bits [a, b) of h->buf.
+static int ffh_copy(ffh_out *o, const ffh_dec *h, size_t a, size_t b) {
+	for (; b - a >= 32; a += 32)
+		if (!ffh_put(o, ffh_peek(h->buf, a) >> 32, 32))
+			return 0;
+	return b == a || ffh_put(o, ffh_peek(h->buf, a) >> (64 - (b - a)), (int)(b - a));
+}
+
+// ffh_align pads to a byte with 1-bits and writes the pending bytes.
+static int ffh_align(ffh_out *o) {
+	if (o->n % 8 && !ffh_put(o, 0xFF, 8 - o->n % 8))
+		return 0;
+	if (!ffh_room(o, 8))
+		return 0;
+	while (o->n > 0) {
+		o->n -= 8;
+		ffh_byte(o, (unsigned)(o->acc >> o->n) & 0xFF);
+	}
+	return 1;
+}
+
+int ffh_add_restarts(ffh_dec *h, j_decompress_ptr c, const unsigned char *data, size_t len, size_t scan,
+                     long ri, unsigned char **buf, size_t *outlen, size_t *cap) {
+	if (ri <= 0 || c->restart_interval != 0 || c->progressive_mode || c->arith_code || c->data_precision != 8 ||
+	    c->comps_in_scan < 2 || c->comps_in_scan != c->num_components || !ffh_tables(h, c))
+		return 0;
+	// The scan ends at EOI: any other marker is a layout left to libjpeg.
+	size_t p = scan, se = 0;
+	for (;;) {
+		const unsigned char *q = memchr(data + p, 0xFF, len - p);
+		if (!q)
+			return 0;
+		size_t at = (size_t)(q - data), r = at;
+		while (r + 1 < len && data[r + 1] == 0xFF)
+			r++;
+		if (r + 1 >= len)
+			return 0;
+		p = r + 2;
+		if (data[r + 1] == 0xD9) {
+			se = at;
+			break;
+		}
+		if (data[r + 1] != 0x00)
+			return 0;
+	}
+	ffh_reset(h);
+	if (!ffh_append(h, data + scan, se - scan))
+		return 0;
+
+	// The MCU: each component's h×v blocks; and the DC codes to write.
+	int blocks = 0, comp[D_MAX_BLOCKS_IN_MCU];
+	const ffh_tbl *dc[D_MAX_BLOCKS_IN_MCU], *ac[D_MAX_BLOCKS_IN_MCU];
+	uint16_t code[D_MAX_BLOCKS_IN_MCU][12];
+	uint8_t size[D_MAX_BLOCKS_IN_MCU][12];
+	for (int ci = 0; ci < c->comps_in_scan; ci++) {
+		jpeg_component_info *cc = c->cur_comp_info[ci];
+		const JHUFF_TBL *t = c->dc_huff_tbl_ptrs[cc->dc_tbl_no];
+		for (int i = 0; i < cc->h_samp_factor * cc->v_samp_factor; i++, blocks++) {
+			if (blocks == D_MAX_BLOCKS_IN_MCU)
+				return 0;
+			comp[blocks] = ci;
+			dc[blocks] = &h->tbl[0][cc->dc_tbl_no];
+			ac[blocks] = &h->tbl[1][cc->ac_tbl_no];
+			memset(size[blocks], 0, sizeof size[blocks]);
+			int n = 0, cd = 0;
+			for (int l = 1; l <= 16; l++, cd <<= 1)
+				for (int k = 0; k < t->bits[l]; k++, n++, cd++)
+					if (t->huffval[n] < 12) {
+						code[blocks][t->huffval[n]] = (uint16_t)cd;
+						size[blocks][t->huffval[n]] = (uint8_t)l;
+					}
+		}
+	}
+	long fw = 8L * c->max_h_samp_factor, fh = 8L * c->max_v_samp_factor;
+	long mcus = ((long)c->image_width + fw - 1) / fw * (((long)c->image_height + fh - 1) / fh);
+
+	ffh_out o = {*buf, *outlen, *cap, 0, 0};
+	ffh_bits r = {0, 0, h->buf};
+	int pred[MAX_COMPS_IN_SCAN] = {0}, first[MAX_COMPS_IN_SCAN] = {0};
+	size_t from = 0, end = 8 * h->len; // bits copied up to from
+	int ok = 1;
+	for (long m = 0; ok && m < mcus; m++) {
+		if (m > 0 && m % ri == 0) { // a new interval
+			size_t at = ffh_pos(h, &r);
+			ok = ffh_copy(&o, h, from, at) && ffh_align(&o) && ffh_room(&o, 2);
+			if (!ok)
+				break;
+			o.buf[o.len++] = 0xFF;
+			o.buf[o.len++] = (unsigned char)(0xD0 + (m / ri - 1) % 8);
+			from = at;
+			for (int ci = 0; ci < MAX_COMPS_IN_SCAN; ci++)
+				first[ci] = 1;
+		}
+		for (int b = 0; ok && b < blocks; b++) {
+			size_t at = ffh_pos(h, &r);
+			int diff, ci = comp[b];
+			if (ffh_block(dc[b], ac[b], &r, h->discard, &diff) == FFH_BAD || ffh_pos(h, &r) > end) {
+				ok = 0;
+				break;
+			}
+			pred[ci] += diff;
+			if (!first[ci])
+				continue;
+			first[ci] = 0;
+			// This block's DC code and value (at [at, dc_end)) say pred[ci]
+			// minus the last DC; after the marker they must say pred[ci].
+			ffh_bits q = {0, 0, h->buf + at / 8};
+			ffh_refill(&q);
+			ffh_skip(&q, (int)(at & 7));
+			int s = ffh_symbol(dc[b], &q);
+			size_t dc_end = 8 * (size_t)(q.p - h->buf) - (size_t)q.cnt + (size_t)s;
+			int v = pred[ci], mag = v < 0 ? -v : v, cat = 0;
+			while (mag >> cat)
+				cat++;
+			if (cat > 11 || !size[b][cat]) {
+				ok = 0; // the source's table has no code for it
+				break;
+			}
+			ok = ffh_copy(&o, h, from, at) && ffh_put(&o, code[b][cat], size[b][cat]) &&
+			     ffh_put(&o, (uint64_t)(v < 0 ? v - 1 : v), cat);
+			from = dc_end;
+		}
+	}
+	size_t at = ffh_pos(h, &r);
+	// The scan must end on its last byte, as libjpeg checks.
+	ok = ok && (at + 7) / 8 == h->len && ffh_copy(&o, h, from, at) && ffh_align(&o);
+	*buf = o.buf; // grown or not, the caller's to free
+	*cap = o.cap;
+	if (!ok)
+		return 0;
+	*outlen = o.len;
+	return 1;
 }

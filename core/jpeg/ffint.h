@@ -32,6 +32,13 @@ int ffh_append(ffh_dec *h, const unsigned char *p, size_t n);
 // ffh_install makes h c's entropy decoder for the scan just started
 // (after jpeg_start_decompress), decoding the intervals appended to h.
 void ffh_install(ffh_dec *h, j_decompress_ptr c);
+// ffh_add_restarts appends to (*buf)[0:*outlen) (of *cap bytes, realloc'ed
+// as needed) the scan data[scan:len) of the JPEG whose header c has read,
+// with restart markers every ri MCUs, up to its EOI (not included). Returns
+// 0, writing nothing, unless the scan is a clean baseline interleaved one
+// without markers whose DC table codes every difference it needs.
+int ffh_add_restarts(ffh_dec *h, j_decompress_ptr c, const unsigned char *data, size_t len, size_t scan,
+                     long ri, unsigned char **buf, size_t *outlen, size_t *cap);
 
 struct ffj_dec {
 	struct jpeg_decompress_struct cinfo;
@@ -44,6 +51,7 @@ struct ffj_dec {
 	ffh_dec *huff;
 	int region_used;        // the last ffj_decode decoded region, from scaled row region_oy
 	int region_oy;
+	int spliced;            // the last ffj_transcode spliced markers in (fft_splice)
 };
 
 // ffj_region_stream: when the scan whose header d has just read (from

@@ -88,6 +88,8 @@ void ffj_cut_regions(ffj_dec *d, int on) { d->no_region = !on; }
 
 int ffj_region_cut(ffj_dec *d) { return d->region_used; }
 
+int ffj_transcode_spliced(ffj_dec *d) { return d->spliced; }
+
 size_t ffj_region_table_cap(ffj_dec *d) { return d->seg_cap / 2; }
 
 const char *ffj_msg(ffj_dec *d) { return d->err.msg; }

@@ -39,6 +39,9 @@ void ffj_cut_regions(ffj_dec *d, int on);
 // ffj_region_cut reports whether the last ffj_decode decoded a region stream,
 // and ffj_region_table_cap how many restart intervals its table has room for.
 int ffj_region_cut(ffj_dec *d);
+// ffj_transcode_spliced reports whether the last ffj_transcode added restart
+// markers to the source's scan without re-encoding it.
+int ffj_transcode_spliced(ffj_dec *d);
 size_t ffj_region_table_cap(ffj_dec *d);
 
 // ffj_entropy entropy-decodes the first rows (at scale scale_num/8) of
@@ -52,11 +55,12 @@ int ffj_header(ffj_dec *d, const unsigned char *data, unsigned long len,
 
 // ffj_encode compresses w×h pixels of ncomp bytes each (in_cs is a libjpeg
 // J_COLOR_SPACE; jpeg_cs the colour space to store, or -1 for libjpeg's
-// default; hs×vs the luma sampling factors; restart the restart interval in
-// MCUs, 0 for ffj_auto_restart's, negative for none). On success *out is a
-// malloc'ed buffer of *outlen bytes.
+// default; hs×vs the luma sampling factors; optimize for Huffman tables
+// made for the image; restart the restart interval in MCUs, 0 for
+// ffj_auto_restart's, negative for none). On success *out is a malloc'ed
+// buffer of *outlen bytes.
 int ffj_encode(const unsigned char *pix, int w, int h, int ncomp, int in_cs,
-               int jpeg_cs, int quality, int hs, int vs, int progressive, int restart,
+               int jpeg_cs, int quality, int hs, int vs, int progressive, int optimize, int restart,
                unsigned char **out, size_t *outlen, char *msg, size_t msglen);
 
 // ffj_verify entropy-decodes all of data (every coefficient, no IDCT): a

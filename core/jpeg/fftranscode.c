@@ -147,15 +147,16 @@ static void fft_requantize(j_decompress_ptr in, jvirt_barray_ptr arr, int ci,
 	}
 }
 
-// fft_keep_scan copies the source JPEG data[0:end) (end: just past its EOI)
-// into dest without its metadata segments: APP1-APP13, APP15 (EXIF, ICC,
-// XMP...) and COM. JFIF (APP0) and Adobe (APP14) stay: they say how the
-// components map to colours. Returns 0, leaving dest empty, on a layout it
-// does not expect; the caller then re-encodes.
-static int fft_keep_scan(const unsigned char *data, size_t end, ffj_dest *dest) {
+// fft_copy_header copies the header of the source JPEG data[0:end) into
+// dest, up to and including its SOS segment, without its metadata segments:
+// APP1-APP13, APP15 (EXIF, ICC, XMP...) and COM. JFIF (APP0) and Adobe
+// (APP14) stay: they say how the components map to colours. With ri > 0 a
+// DRI segment for ri MCUs goes before SOS. It returns where the scan starts
+// in data, or 0 (dest left empty) on a layout it does not expect.
+static size_t fft_copy_header(const unsigned char *data, size_t end, ffj_dest *dest, long ri) {
 	unsigned char *out = dest->buf;
 	size_t n = 0, i = 2;
-	if (end < 4 || dest->cap < end)
+	if (end < 4 || dest->cap < end + 6)
 		return 0;
 	out[n++] = 0xFF;
 	out[n++] = 0xD8;
@@ -168,10 +169,10 @@ static int fft_keep_scan(const unsigned char *data, size_t end, ffj_dest *dest) 
 		size_t seglen = 2 + ((size_t)data[i + 2] << 8 | data[i + 3]);
 		if (seglen < 4 || i + seglen > end)
 			return 0;
-		if (marker == 0xDA) { // SOS: the scan and EOI follow, kept whole
-			memcpy(out + n, data + i, end - i);
-			n += end - i;
-			break;
+		if (marker == 0xDA && ri > 0) {
+			const unsigned char dri[6] = {0xFF, 0xDD, 0, 4, (unsigned char)(ri >> 8), (unsigned char)ri};
+			memcpy(out + n, dri, sizeof dri);
+			n += sizeof dri;
 		}
 		int drop = (marker >= 0xE1 && marker <= 0xED) || marker == 0xEF || marker == 0xFE;
 		if (!drop) {
@@ -179,8 +180,46 @@ static int fft_keep_scan(const unsigned char *data, size_t end, ffj_dest *dest) 
 			n += seglen;
 		}
 		i += seglen;
+		if (marker == 0xDA)
+			break;
 	}
 	dest->pub.next_output_byte = out + n;
+	dest->pub.free_in_buffer = dest->cap - n;
+	return i;
+}
+
+// fft_keep_scan copies the source JPEG data[0:end) (end: just past its EOI)
+// into dest with its header as fft_copy_header leaves it. Returns 0,
+// leaving dest empty, on a layout it does not expect; the caller then
+// re-encodes.
+static int fft_keep_scan(const unsigned char *data, size_t end, ffj_dest *dest) {
+	size_t scan = fft_copy_header(data, end, dest, 0);
+	if (!scan)
+		return 0;
+	memcpy(dest->pub.next_output_byte, data + scan, end - scan);
+	dest->pub.next_output_byte += end - scan;
+	dest->pub.free_in_buffer -= end - scan;
+	return 1;
+}
+
+// fft_splice writes the source JPEG data[0:len) with restart markers every
+// ri MCUs into dest, its scan copied and not re-encoded (ffh_add_restarts).
+// Returns 0, leaving dest empty, where that does not apply.
+static int fft_splice(ffj_dec *d, const unsigned char *data, size_t len, long ri, ffj_dest *dest) {
+	j_decompress_ptr in = &d->cinfo;
+	size_t scan = len - in->src->bytes_in_buffer; // libjpeg has read up to the end of SOS
+	if (fft_copy_header(data, scan, dest, ri) != scan)
+		return 0;
+	size_t n = dest->cap - dest->pub.free_in_buffer;
+	if (!ffh_add_restarts(d->huff, in, data, len, scan, ri, &dest->buf, &n, &dest->cap) ||
+	    dest->cap - n < 2) {
+		dest->pub.next_output_byte = dest->buf;
+		dest->pub.free_in_buffer = dest->cap;
+		return 0;
+	}
+	dest->buf[n++] = 0xFF;
+	dest->buf[n++] = 0xD9;
+	dest->pub.next_output_byte = dest->buf + n;
 	dest->pub.free_in_buffer = dest->cap - n;
 	return 1;
 }
@@ -192,6 +231,7 @@ int ffj_transcode(ffj_dec *d, const unsigned char *data, unsigned long len, int 
 	if (!s)
 		return FFJ_ERR_NOMEM;
 	d->err.msg[0] = 0;
+	d->spliced = 0;
 	if (setjmp(d->err.jb)) {
 		fft_free(s);
 		return ffj_fail(in, FFJ_ERR_LIB);
@@ -202,10 +242,6 @@ int ffj_transcode(ffj_dec *d, const unsigned char *data, unsigned long len, int 
 		free(s);
 		return ffj_fail(in, FFJ_ERR_FORMAT);
 	}
-	jvirt_barray_ptr *coefs = jpeg_read_coefficients(in);
-	// Reading the coefficients stopped at EOI: what is left is past it.
-	size_t end = len - in->src->bytes_in_buffer;
-
 	// The compressor shares the decoder's error manager, and so its setjmp.
 	s->c.err = &d->err.pub;
 	jpeg_create_compress(&s->c);
@@ -228,17 +264,31 @@ int ffj_transcode(ffj_dec *d, const unsigned char *data, unsigned long len, int 
 	UINT16 tables[3][DCTSIZE2];
 	int same = 1;
 	for (int ci = 0; ci < 3; ci++) {
-		const UINT16 *src = in->comp_info[ci].quant_table->quantval;
+		int no = in->comp_info[ci].quant_tbl_no; // the header's (libjpeg latches them later)
+		if (!in->quant_tbl_ptrs[no])
+			ERREXIT1(in, JERR_NO_QUANT_TABLE, no);
+		const UINT16 *src = in->quant_tbl_ptrs[no]->quantval;
 		for (int k = 0; k < DCTSIZE2; k++)
 			tables[ci][k] = src[k] > target[ci > 0][k] ? src[k] : target[ci > 0][k];
 		same &= memcmp(tables[ci], src, sizeof tables[ci]) == 0;
 	}
 	s->c.restart_interval = (unsigned)ffj_auto_restart(&s->c);
 	// No step changes: the coefficients would come out as they went in, so
-	// the source's own scan is kept (one baseline-style Huffman scan, as the
-	// re-encode would write), saving the Huffman encode, if its restart
-	// markers line up with MCU rows as the re-encode's would (or keep_scan).
+	// the source's own scan is kept. Without restart markers it gets them
+	// spliced in, which costs a Huffman decode but no encode (and the
+	// source's own Huffman tables stay).
 	long ri = (long)in->restart_interval;
+	if (same && ri == 0 && !keep_scan && fft_splice(d, data, len, (long)s->c.restart_interval, &s->dest)) {
+		ffj_fail(in, FFJ_OK); // drops the source pointer
+		d->spliced = 1;
+		goto out;
+	}
+	jvirt_barray_ptr *coefs = jpeg_read_coefficients(in);
+	// Reading the coefficients stopped at EOI: what is left is past it.
+	size_t end = len - in->src->bytes_in_buffer;
+	// Otherwise a scan is kept as it is (one baseline-style Huffman scan, as
+	// the re-encode would write) if its restart markers line up with MCU
+	// rows as the re-encode's would (or keep_scan).
 	int lined_up = keep_scan || (ri > 0 && ffj_mcus_per_row(&s->c) % ri == 0);
 	if (same && lined_up && !in->progressive_mode && !in->arith_code && in->input_scan_number == 1 &&
 	    fft_keep_scan(data, end, &s->dest))
@@ -269,6 +319,7 @@ int ffj_transcode(ffj_dec *d, const unsigned char *data, unsigned long len, int 
 done:
 	jpeg_finish_decompress(in); // reads on to EOI, as a full decode does
 	ffj_fail(in, FFJ_OK);       // drops the source pointer
+out:
 	*out = s->dest.buf;
 	*outlen = s->dest.cap - s->dest.pub.free_in_buffer;
 	s->dest.buf = NULL;

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"image"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -245,8 +246,9 @@ func restartInterval(data []byte) int {
 
 // TestTranscodeRestartMarkers: the writer's JPEGs have restart intervals
 // that line up with MCU rows, so the loader can cut crops out of them. A
-// source scan is kept only when its own intervals line up; otherwise the
-// coefficients are Huffman-coded again, with the pixels unchanged.
+// source scan is kept only when its own intervals line up; one without
+// markers gets them spliced in; otherwise the coefficients are
+// Huffman-coded again, with the pixels unchanged.
 func TestTranscodeRestartMarkers(t *testing.T) {
 	p := loadPhoto(t) // 400×300: 25 MCUs per 4:2:0 row
 	d := NewDecoder()
@@ -256,13 +258,14 @@ func TestTranscodeRestartMarkers(t *testing.T) {
 		restart  int
 		keepScan bool
 		kept     bool
+		spliced  bool
 	}{
-		{"none", -1, false, false},
-		{"not lined up", 4, false, false},
-		{"five MCUs", 5, false, true},
-		{"one row", 25, false, true},
-		{"none, keepScan", -1, true, true},
-		{"not lined up, keepScan", 4, true, true},
+		{"none", -1, false, false, true},
+		{"not lined up", 4, false, false, false},
+		{"five MCUs", 5, false, true, false},
+		{"one row", 25, false, true, false},
+		{"none, keepScan", -1, true, true, false},
+		{"not lined up, keepScan", 4, true, true, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src := encodeT(t, p.src, p.w, p.h, 90, encodeOptions{subsample: true, restart: tt.restart})
@@ -273,6 +276,9 @@ func TestTranscodeRestartMarkers(t *testing.T) {
 			sos := bytes.Index(src, []byte{0xFF, 0xDA})
 			if kept := bytes.HasSuffix(got, src[sos:]); kept != tt.kept {
 				t.Fatalf("scan kept %t, want %t", kept, tt.kept)
+			}
+			if spliced := d.transcodeSpliced(); spliced != tt.spliced {
+				t.Fatalf("markers spliced in %t, want %t", spliced, tt.spliced)
 			}
 			if !bytes.Equal(decodeT(t, d, got, p.w, p.h), decodeT(t, d, src, p.w, p.h)) {
 				t.Fatal("pixels differ from the source's")
@@ -294,6 +300,89 @@ func TestTranscodeRestartMarkers(t *testing.T) {
 		mw := (w + 15) / 16
 		if r := restartInterval(enc); r == 0 || mw%r != 0 || r > 4 {
 			t.Errorf("width %d (%d MCUs): restart interval %d", w, mw, r)
+		}
+	}
+}
+
+// A scan without restart markers gets them spliced in, not re-encoded: the
+// same coefficients (so the same pixels, through libjpeg and through the
+// region decoder), the source's Huffman tables, intervals that line up with
+// MCU rows, at any size and quality. Where the source's DC table lacks a
+// code the splice needs, or the scan is damaged, libjpeg does the work (and
+// reports the damage) as before.
+func TestTranscodeSplice(t *testing.T) {
+	p := loadPhoto(t)
+	d := NewDecoder()
+	defer d.Close()
+	for _, tt := range []struct {
+		w, h, q int
+		ri      int // the interval wanted: the largest of 4..1 dividing the MCUs per row
+	}{
+		{400, 300, 90, 1}, // 25 MCUs a row
+		{389, 297, 90, 1}, // partial MCUs right and bottom
+		{384, 296, 97, 4}, // 24 MCUs; q97 stuffs many 0xFF bytes
+		{352, 64, 75, 2},  // 22 MCUs
+		{13, 100, 90, 1},  // one MCU a row
+		{48, 40, 90, 3},
+	} {
+		src := make([]byte, tt.w*tt.h*3)
+		for y := 0; y < tt.h; y++ {
+			copy(src[y*tt.w*3:(y+1)*tt.w*3], p.src[y*p.w*3:])
+		}
+		enc := encodeT(t, src, tt.w, tt.h, tt.q, encodeOptions{subsample: true, restart: -1})
+		got, err := d.Transcode(enc, tt.q, false)
+		if err != nil {
+			t.Fatalf("%dx%d q%d: %v", tt.w, tt.h, tt.q, err)
+		}
+		if !d.transcodeSpliced() {
+			t.Fatalf("%dx%d q%d: not spliced", tt.w, tt.h, tt.q)
+		}
+		if r := restartInterval(got); r != tt.ri {
+			t.Fatalf("%dx%d: restart interval %d, want %d", tt.w, tt.h, r, tt.ri)
+		}
+		sos := bytes.Index(enc, []byte{0xFF, 0xDA})
+		if dht := bytes.Index(enc, []byte{0xFF, 0xC4}); !bytes.Contains(got, enc[dht:sos]) {
+			t.Fatalf("%dx%d: the source's Huffman tables are gone", tt.w, tt.h)
+		}
+		pix := decodeT(t, d, enc, tt.w, tt.h)
+		if !bytes.Equal(decodeT(t, d, got, tt.w, tt.h), pix) {
+			t.Fatalf("%dx%d q%d: pixels differ from the source's", tt.w, tt.h, tt.q)
+		}
+		if !d.regionCut() {
+			t.Fatalf("%dx%d: the whole-image decode did not use the intervals", tt.w, tt.h)
+		}
+		d.cutRegions(false) // libjpeg reads the spliced scan, markers and all
+		libjpeg := decodeT(t, d, got, tt.w, tt.h)
+		d.cutRegions(true)
+		if !bytes.Equal(libjpeg, pix) {
+			t.Fatalf("%dx%d q%d: libjpeg decodes the spliced scan differently", tt.w, tt.h, tt.q)
+		}
+	}
+
+	// Huffman tables made for a smooth image have no DC codes for the
+	// absolute values an interval starts with: re-encoded instead.
+	grad := gradient(200, 120)
+	opt := encodeT(t, grad, 200, 120, 90, encodeOptions{subsample: true, optimize: true, restart: -1})
+	got, err := d.Transcode(opt, 90, false)
+	if err != nil || d.transcodeSpliced() || restartInterval(got) == 0 {
+		t.Fatalf("optimized tables: spliced %t, interval %d, %v", d.transcodeSpliced(), restartInterval(got), err)
+	}
+	if !bytes.Equal(decodeT(t, d, got, 200, 120), decodeT(t, d, opt, 200, 120)) {
+		t.Fatal("optimized tables: pixels differ from the source's")
+	}
+
+	// Damage is reported, as libjpeg reports it, and nothing is spliced.
+	enc := encodeT(t, p.src, p.w, p.h, 90, encodeOptions{subsample: true, restart: -1})
+	sos := bytes.Index(enc, []byte{0xFF, 0xDA})
+	flipped := bytes.Clone(enc)
+	for i := sos + 2000; i < sos+2600; i += 7 {
+		if b := flipped[i] ^ 0x10; flipped[i] != 0xFF && b != 0xFF {
+			flipped[i] = b
+		}
+	}
+	for name, bad := range map[string][]byte{"bit errors": flipped, "truncated": enc[:len(enc)*2/3]} {
+		if _, err := d.Transcode(bad, 90, false); err == nil || !strings.Contains(err.Error(), "JPEG") || d.transcodeSpliced() {
+			t.Fatalf("%s: spliced %t, %v", name, d.transcodeSpliced(), err)
 		}
 	}
 }
