@@ -10,7 +10,9 @@
 // It produces libjpeg's coefficients exactly (the region tests compare
 // against libjpeg's own decode of the whole scan) and reports damage as
 // libjpeg's warnings do: a bad code, an interval that runs past its end or
-// stops short of it. It is stricter in one place: a run of zeros past the
+// stops short of it (except the scan's last: libjpeg drops the bytes its
+// bit buffer has read past the last MCU unchecked, so some encoders' extra
+// padding there passes). It is stricter in one place: a run of zeros past the
 // 64th coefficient is a bad code (libjpeg stores the value at the 64th).
 // Every warning is fatal (ffj_emit_message).
 #include <setjmp.h>
@@ -67,6 +69,7 @@ struct ffh_dec {
 	size_t k;   // current interval
 	long left;  // MCUs left in it
 	long mcus;  // MCUs left in the stream
+	int scan_end; // the last interval ends the scan: bytes may follow its codes
 	int last_dc[MAX_COMPS_IN_SCAN];
 };
 
@@ -144,6 +147,9 @@ static int ffh_build(ffh_tbl *t, const JHUFF_TBL *src, int dc) {
 int ffh_tables(ffh_dec *h, j_decompress_ptr c) {
 	for (int i = 0; i < c->comps_in_scan; i++) {
 		jpeg_component_info *ci = c->cur_comp_info[i];
+		// SOS names tables 0-15 of which there are 4: libjpeg checks later.
+		if (ci->dc_tbl_no < 0 || ci->dc_tbl_no >= NUM_HUFF_TBLS || ci->ac_tbl_no < 0 || ci->ac_tbl_no >= NUM_HUFF_TBLS)
+			return 0;
 		JHUFF_TBL *dc = c->dc_huff_tbl_ptrs[ci->dc_tbl_no], *ac = c->ac_huff_tbl_ptrs[ci->ac_tbl_no];
 		// A missing table is left to libjpeg, which has defaults for it.
 		if (!dc || !ac || !ffh_build(&h->tbl[0][ci->dc_tbl_no], dc, 1) ||
@@ -153,7 +159,8 @@ int ffh_tables(ffh_dec *h, j_decompress_ptr c) {
 	return 1;
 }
 
-void ffh_reset(ffh_dec *h) {
+void ffh_reset(ffh_dec *h, int scan_end) {
+	h->scan_end = scan_end;
 	h->len = 0;
 	h->nend = 0;
 }
@@ -330,7 +337,7 @@ static boolean ffh_decode_mcu(j_decompress_ptr c, JBLOCKROW *mcu) {
 	}
 	h->r = r;
 	size_t used = (ffh_pos(h, &r) + 7) / 8;
-	if (h->mcus == 0 && used != h->end[h->k])
+	if (h->mcus == 0 && used != h->end[h->k] && !(h->scan_end && used < h->end[h->k]))
 		WARNMS2(c, JWRN_EXTRANEOUS_DATA, (unsigned)(h->end[h->k] - used), JPEG_EOI);
 	return TRUE;
 }
@@ -433,6 +440,53 @@ static int ffh_align(ffh_out *o) {
 	return 1;
 }
 
+// ffh_layout lists the blocks of an MCU of c's interleaved scan (each
+// component's h×v) with their tables, after ffh_tables; it returns their
+// number, 0 for more than an MCU can hold, and the MCUs in the scan.
+static int ffh_layout(ffh_dec *h, j_decompress_ptr c, int comp[], const ffh_tbl *dc[], const ffh_tbl *ac[],
+                      long *mcus) {
+	int blocks = 0;
+	for (int ci = 0; ci < c->comps_in_scan; ci++) {
+		jpeg_component_info *cc = c->cur_comp_info[ci];
+		for (int i = 0; i < cc->h_samp_factor * cc->v_samp_factor; i++, blocks++) {
+			if (blocks == D_MAX_BLOCKS_IN_MCU)
+				return 0;
+			comp[blocks] = ci;
+			dc[blocks] = &h->tbl[0][cc->dc_tbl_no];
+			ac[blocks] = &h->tbl[1][cc->ac_tbl_no];
+		}
+	}
+	long fw = 8L * c->max_h_samp_factor, fh = 8L * c->max_v_samp_factor;
+	*mcus = ((long)c->image_width + fw - 1) / fw * (((long)c->image_height + fh - 1) / fh);
+	return blocks;
+}
+
+int ffh_check(ffh_dec *h, j_decompress_ptr c) {
+	long ri = (long)c->restart_interval, mcus;
+	int comp[D_MAX_BLOCKS_IN_MCU];
+	const ffh_tbl *dc[D_MAX_BLOCKS_IN_MCU], *ac[D_MAX_BLOCKS_IN_MCU];
+	if (ri <= 0 || c->comps_in_scan < 2 || !ffh_tables(h, c))
+		return 0;
+	int blocks = ffh_layout(h, c, comp, dc, ac, &mcus);
+	if (!blocks || h->nend != (size_t)((mcus + ri - 1) / ri))
+		return 0;
+	ffh_bits r = {0, 0, h->buf};
+	size_t k = 0;
+	for (long m = 0; m < mcus; m++) {
+		if (m > 0 && m % ri == 0) { // the interval must have ended on its last byte
+			if ((ffh_pos(h, &r) + 7) / 8 != h->end[k])
+				return 0;
+			r = (ffh_bits){0, 0, h->buf + h->end[k++]};
+		}
+		for (int b = 0; b < blocks; b++) {
+			int diff;
+			if (ffh_block(dc[b], ac[b], &r, h->discard, &diff) == FFH_BAD || ffh_pos(h, &r) > 8 * h->end[k])
+				return 0;
+		}
+	}
+	return 1; // bytes may follow the last MCU (see ffh_reset)
+}
+
 int ffh_add_restarts(ffh_dec *h, j_decompress_ptr c, const unsigned char *data, size_t len, size_t scan,
                      long ri, unsigned char **buf, size_t *outlen, size_t *cap) {
 	if (ri <= 0 || c->restart_interval != 0 || c->progressive_mode || c->arith_code || c->data_precision != 8 ||
@@ -457,36 +511,30 @@ int ffh_add_restarts(ffh_dec *h, j_decompress_ptr c, const unsigned char *data, 
 		if (data[r + 1] != 0x00)
 			return 0;
 	}
-	ffh_reset(h);
+	ffh_reset(h, 0); // the splice wants the scan to end exactly
 	if (!ffh_append(h, data + scan, se - scan))
 		return 0;
 
-	// The MCU: each component's h×v blocks; and the DC codes to write.
-	int blocks = 0, comp[D_MAX_BLOCKS_IN_MCU];
+	int comp[D_MAX_BLOCKS_IN_MCU];
 	const ffh_tbl *dc[D_MAX_BLOCKS_IN_MCU], *ac[D_MAX_BLOCKS_IN_MCU];
+	long mcus;
+	int blocks = ffh_layout(h, c, comp, dc, ac, &mcus);
+	if (!blocks)
+		return 0;
+	// The DC codes to write, by size.
 	uint16_t code[D_MAX_BLOCKS_IN_MCU][12];
 	uint8_t size[D_MAX_BLOCKS_IN_MCU][12];
-	for (int ci = 0; ci < c->comps_in_scan; ci++) {
-		jpeg_component_info *cc = c->cur_comp_info[ci];
-		const JHUFF_TBL *t = c->dc_huff_tbl_ptrs[cc->dc_tbl_no];
-		for (int i = 0; i < cc->h_samp_factor * cc->v_samp_factor; i++, blocks++) {
-			if (blocks == D_MAX_BLOCKS_IN_MCU)
-				return 0;
-			comp[blocks] = ci;
-			dc[blocks] = &h->tbl[0][cc->dc_tbl_no];
-			ac[blocks] = &h->tbl[1][cc->ac_tbl_no];
-			memset(size[blocks], 0, sizeof size[blocks]);
-			int n = 0, cd = 0;
-			for (int l = 1; l <= 16; l++, cd <<= 1)
-				for (int k = 0; k < t->bits[l]; k++, n++, cd++)
-					if (t->huffval[n] < 12) {
-						code[blocks][t->huffval[n]] = (uint16_t)cd;
-						size[blocks][t->huffval[n]] = (uint8_t)l;
-					}
-		}
+	for (int b = 0; b < blocks; b++) {
+		const JHUFF_TBL *t = c->dc_huff_tbl_ptrs[c->cur_comp_info[comp[b]]->dc_tbl_no];
+		memset(size[b], 0, sizeof size[b]);
+		int n = 0, cd = 0;
+		for (int l = 1; l <= 16; l++, cd <<= 1)
+			for (int k = 0; k < t->bits[l]; k++, n++, cd++)
+				if (t->huffval[n] < 12) {
+					code[b][t->huffval[n]] = (uint16_t)cd;
+					size[b][t->huffval[n]] = (uint8_t)l;
+				}
 	}
-	long fw = 8L * c->max_h_samp_factor, fh = 8L * c->max_v_samp_factor;
-	long mcus = ((long)c->image_width + fw - 1) / fw * (((long)c->image_height + fh - 1) / fh);
 
 	ffh_out o = {*buf, *outlen, *cap, 0, 0};
 	ffh_bits r = {0, 0, h->buf};

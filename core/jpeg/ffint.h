@@ -26,12 +26,18 @@ void ffh_free(ffh_dec *h);
 int ffh_tables(ffh_dec *h, j_decompress_ptr c);
 // ffh_reset empties h, and ffh_append adds the restart interval p[0:n)
 // (entropy-coded bytes, no marker) after the ones added before; 0 when out
-// of memory.
-void ffh_reset(ffh_dec *h);
+// of memory. scan_end says the last interval to be added ends the scan:
+// bytes may follow its last MCU's codes there, as libjpeg lets them.
+void ffh_reset(ffh_dec *h, int scan_end);
 int ffh_append(ffh_dec *h, const unsigned char *p, size_t n);
 // ffh_install makes h c's entropy decoder for the scan just started
 // (after jpeg_start_decompress), decoding the intervals appended to h.
 void ffh_install(ffh_dec *h, j_decompress_ptr c);
+// ffh_check reports whether the intervals appended to h are the whole
+// scan of c (its header read, restart markers every c->restart_interval
+// MCUs) and each decodes cleanly and ends on its last byte, as
+// ffh_install's decoder requires of them.
+int ffh_check(ffh_dec *h, j_decompress_ptr c);
 // ffh_add_restarts appends to (*buf)[0:*outlen) (of *cap bytes, realloc'ed
 // as needed) the scan data[scan:len) of the JPEG whose header c has read,
 // with restart markers every ri MCUs, up to its EOI (not included). Returns
@@ -65,6 +71,16 @@ struct ffj_dec {
 // (use data) when the markers do not line up or are out of sequence.
 int ffj_region_stream(ffj_dec *d, const unsigned char *data, size_t len, int x0, int y0, int x1, int y1,
                       int *ox, int *oy);
+
+// ffj_scan_clean checks the restart intervals of the interleaved baseline
+// scan at data[scan:len) of the JPEG whose header d has read, as the
+// region decoder (ffh_install) would decode them: 1 when each decodes
+// cleanly and ends on its last byte, -1 when one does not, 0 when the scan
+// is none the region decoder takes (no markers, or not in sequence, or
+// tables missing). libjpeg lets a few stray bytes before a marker pass
+// when its bit buffer has read up to the marker; the region decoder does
+// not, so what the writer keeps or verifies must not give -1.
+int ffj_scan_clean(ffj_dec *d, const unsigned char *data, size_t len, size_t scan);
 
 // ffj_fail drops the decoder's state after an error and returns code.
 int ffj_fail(j_decompress_ptr c, int code);

@@ -162,7 +162,8 @@ int ffj_region_stream(ffj_dec *d, const unsigned char *data, size_t len, int x0,
 	out[scan] = 0xFF;
 	out[scan + 1] = 0xD9;
 	d->region_len = scan + 2;
-	ffh_reset(d->huff);
+	long total = per_row ? mh * per_row : (mh + rows_per - 1) / rows_per; // intervals in the scan
+	ffh_reset(d->huff, last == total - 1);
 	for (long r = my0; r < my1; r++) {
 		if (!per_row && r % rows_per)
 			continue;
@@ -175,4 +176,22 @@ int ffj_region_stream(ffj_dec *d, const unsigned char *data, size_t len, int x0,
 	*ox = (int)(mx0 * sw);
 	*oy = (int)(my0 * sh);
 	return 1;
+}
+
+int ffj_scan_clean(ffj_dec *d, const unsigned char *data, size_t len, size_t scan) {
+	j_decompress_ptr c = &d->cinfo;
+	long ri = (long)c->restart_interval;
+	if (ri <= 0 || c->comps_in_scan < 2 || c->comps_in_scan != c->num_components || c->progressive_mode ||
+	    c->arith_code || !ffh_tables(d->huff, c))
+		return 0;
+	long fw = 8L * c->max_h_samp_factor, fh = 8L * c->max_v_samp_factor;
+	long mcus = ((long)c->image_width + fw - 1) / fw * (((long)c->image_height + fh - 1) / fh);
+	long last = (mcus + ri - 1) / ri - 1;
+	if (!ffr_segments(d, data, len, scan, last))
+		return 0;
+	ffh_reset(d->huff, 1);
+	for (long s = 0; s <= last; s++)
+		if (!ffh_append(d->huff, data + d->seg[2 * s], d->seg[2 * s + 1] - d->seg[2 * s]))
+			return 0;
+	return ffh_check(d->huff, c) ? 1 : -1;
 }

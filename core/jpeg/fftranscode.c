@@ -25,6 +25,10 @@ int ffj_verify(ffj_dec *d, const unsigned char *data, unsigned long len) {
 		return ffj_fail(c, FFJ_ERR_LIB);
 	jpeg_mem_src(c, data, len);
 	jpeg_read_header(c, TRUE);
+	if (ffj_scan_clean(d, data, len, len - c->src->bytes_in_buffer) < 0) {
+		snprintf(d->err.msg, sizeof d->err.msg, "Corrupt JPEG data: a restart interval does not end at its marker");
+		return ffj_fail(c, FFJ_ERR_LIB);
+	}
 	jpeg_read_coefficients(c);
 	jpeg_finish_decompress(c); // reads on to EOI, as a full decode does
 	return ffj_fail(c, FFJ_OK); // drops the source pointer
@@ -190,10 +194,16 @@ static size_t fft_copy_header(const unsigned char *data, size_t end, ffj_dest *d
 
 // fft_keep_scan copies the source JPEG data[0:end) (end: just past its EOI)
 // into dest with its header as fft_copy_header leaves it. Returns 0,
-// leaving dest empty, on a layout it does not expect; the caller then
-// re-encodes.
-static int fft_keep_scan(const unsigned char *data, size_t end, ffj_dest *dest) {
+// leaving dest empty, on a layout it does not expect or a scan with restart
+// markers the loader's decoder would refuse (ffj_scan_clean); the caller
+// then re-encodes.
+static int fft_keep_scan(ffj_dec *d, const unsigned char *data, size_t end, ffj_dest *dest) {
 	size_t scan = fft_copy_header(data, end, dest, 0);
+	if (scan && ffj_scan_clean(d, data, end, scan) < 0) {
+		dest->pub.next_output_byte = dest->buf;
+		dest->pub.free_in_buffer = dest->cap;
+		return 0;
+	}
 	if (!scan)
 		return 0;
 	memcpy(dest->pub.next_output_byte, data + scan, end - scan);
@@ -265,7 +275,7 @@ int ffj_transcode(ffj_dec *d, const unsigned char *data, unsigned long len, int 
 	int same = 1;
 	for (int ci = 0; ci < 3; ci++) {
 		int no = in->comp_info[ci].quant_tbl_no; // the header's (libjpeg latches them later)
-		if (!in->quant_tbl_ptrs[no])
+		if (no < 0 || no >= NUM_QUANT_TBLS || !in->quant_tbl_ptrs[no])
 			ERREXIT1(in, JERR_NO_QUANT_TABLE, no);
 		const UINT16 *src = in->quant_tbl_ptrs[no]->quantval;
 		for (int k = 0; k < DCTSIZE2; k++)
@@ -291,7 +301,7 @@ int ffj_transcode(ffj_dec *d, const unsigned char *data, unsigned long len, int 
 	// rows as the re-encode's would (or keep_scan).
 	int lined_up = keep_scan || (ri > 0 && ffj_mcus_per_row(&s->c) % ri == 0);
 	if (same && lined_up && !in->progressive_mode && !in->arith_code && in->input_scan_number == 1 &&
-	    fft_keep_scan(data, end, &s->dest))
+	    fft_keep_scan(d, data, end, &s->dest))
 		goto done;
 	for (int ci = 0; ci < 3; ci++) {
 		int slot = ci;

@@ -8,7 +8,8 @@ import (
 
 // FuzzDecode checks that no input crashes the decoder or makes it write
 // outside its buffers: every call either fails or returns a full image; and
-// what Transcode makes of a decodable input decodes at the same size; and a
+// what Transcode makes of a decodable input decodes at the same size (to the
+// same pixels where it spliced restart markers in); and a
 // crop cut out at restart markers decodes as from the whole scan.
 // go test runs the seeds; use -fuzz=FuzzDecode for a real search.
 func FuzzDecode(f *testing.F) {
@@ -32,6 +33,12 @@ func FuzzDecode(f *testing.F) {
 		f.Add(b)
 		f.Add(b[:len(b)/2])
 	}
+	// At the quality Transcode is asked for and without markers: spliced.
+	b, err := encode(pix, 40, 24, 90, encodeOptions{subsample: true, restart: -1})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d := NewDecoder()
 		defer d.Close()
@@ -39,12 +46,19 @@ func FuzzDecode(f *testing.F) {
 		if err != nil || w*h > 1<<20 {
 			return // keep each run small
 		}
-		if _, _, err := d.Decode(data, make([]byte, w*h*3)); err != nil {
+		src := make([]byte, w*h*3)
+		if _, _, err := d.Decode(data, src); err != nil {
 			return
 		}
 		if tb, err := d.Transcode(data, 90, false); err == nil {
-			if tw, th, err := d.Decode(tb, make([]byte, w*h*3)); err != nil || tw != w || th != h {
+			spliced := d.transcodeSpliced()
+			got := make([]byte, w*h*3)
+			if tw, th, err := d.Decode(tb, got); err != nil || tw != w || th != h {
 				t.Fatalf("transcoded %dx%d input decodes as %dx%d: %v", w, h, tw, th, err)
+			}
+			// Splicing markers in leaves the coefficients as they were.
+			if spliced && !bytes.Equal(got, src) {
+				t.Fatal("markers spliced in changed the pixels")
 			}
 		}
 		crops := []image.Rectangle{

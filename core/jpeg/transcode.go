@@ -21,7 +21,9 @@ var ErrNotTranscodable = errors.New("jpeg: not transcodable in the DCT domain")
 
 // Verify entropy-decodes every coefficient of the JPEG in data without the
 // IDCT. A JPEG that passes decodes cleanly (the IDCT and colour conversion
-// cannot fail), at about half the cost of a decode.
+// cannot fail), at about half the cost of a decode, crops cut at its
+// restart markers included (it refuses stray bytes before a marker, which
+// libjpeg may let pass).
 func (d *Decoder) Verify(data []byte) error {
 	if err := d.check(data); err != nil {
 		return err
@@ -48,8 +50,13 @@ func (d *Decoder) Verify(data []byte) error {
 // ErrNotTranscodable.
 //
 // The result has restart markers lined up with MCU rows, which let a crop
-// decode only the intervals under it (see DecodeCropResize): a source scan
-// without them is Huffman-coded again, unless keepScan is set.
+// decode only the intervals under it (see DecodeCropResize). A kept scan
+// without them gets them spliced in (decoded once to find the intervals,
+// then copied bit for bit, each interval's first DC differences coded
+// again), unless keepScan is set; one whose markers do not line up, or
+// whose DC table lacks a code the splice needs, is Huffman-coded again. A
+// scan with markers is kept only if every interval ends exactly at its
+// marker, as the region decoder requires.
 func (d *Decoder) Transcode(data []byte, quality int, keepScan bool) ([]byte, error) {
 	if err := d.check(data); err != nil {
 		return nil, err

@@ -386,3 +386,48 @@ func TestTranscodeSplice(t *testing.T) {
 		}
 	}
 }
+
+// libjpeg lets a stray byte before a restart marker pass when its bit
+// buffer has already read up to the marker; the region decoder does not.
+// So the writer never keeps such a scan (it re-encodes it), and Verify,
+// which keep_source_jpeg relies on, refuses it.
+func TestStrayByteBeforeMarker(t *testing.T) {
+	p := loadPhoto(t)
+	d := NewDecoder()
+	defer d.Close()
+	enc := encodeT(t, p.src, p.w, p.h, 90, encodeOptions{subsample: true, restart: 5})
+	sos := bytes.Index(enc, []byte{0xFF, 0xDA})
+	// Before the last marker: libjpeg counts the bytes it skips and reports
+	// them at the next marker it looks for, which EOI (read ahead) is not.
+	rst := sos
+	for i := sos; i+1 < len(enc); i++ {
+		if enc[i] == 0xFF && enc[i+1] >= 0xD0 && enc[i+1] <= 0xD7 {
+			rst = i
+		}
+	}
+	stray := append(append(bytes.Clone(enc[:rst]), 0x00), enc[rst:]...)
+	d.cutRegions(false)
+	_, _, libjpegErr := d.Decode(stray, make([]byte, p.w*p.h*3))
+	d.cutRegions(true)
+	if libjpegErr != nil {
+		t.Skipf("this libjpeg reports the stray byte: %v", libjpegErr)
+	}
+	if _, _, err := d.Decode(stray, make([]byte, p.w*p.h*3)); err == nil || !strings.Contains(err.Error(), "extraneous bytes") {
+		t.Fatalf("region decoder: %v, want extraneous bytes", err)
+	}
+	if err := d.Verify(stray); err == nil || !strings.Contains(err.Error(), "restart interval") {
+		t.Fatalf("Verify: %v", err)
+	}
+	for _, keep := range []bool{false, true} {
+		got, err := d.Transcode(stray, 90, keep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(got, enc[sos:rst]) {
+			t.Fatalf("keepScan %t: the scan was kept", keep)
+		}
+		if !bytes.Equal(decodeT(t, d, got, p.w, p.h), decodeT(t, d, enc, p.w, p.h)) {
+			t.Fatalf("keepScan %t: pixels differ from the source's", keep)
+		}
+	}
+}

@@ -66,9 +66,10 @@ class RGBImageField(Field):
     random crop entropy-decodes only the part of the scan under it (the same
     pixels, less CPU per image at load time; FFCV reads such files too). A
     source already at jpeg_quality or coarser would keep its own scan, which
-    usually has no markers: it is then Huffman-coded again. restart_markers=False
-    keeps such scans as they are, which writes those sources faster and decodes
-    their crops slower.
+    usually has no markers: they are spliced into it (its coefficients and
+    Huffman tables unchanged). restart_markers=False keeps such scans as they
+    are, which writes those sources a little faster and decodes their crops
+    slower.
     """
     TYPE_ID = 2
 
