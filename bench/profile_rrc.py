@@ -92,7 +92,7 @@ def main(argv=None):
         decode = ours["huffman-µs/img"] + ours["idct+colour-µs/img"]
         cvr = statistics.median(x["resize"] for x in cv_runs)
         cvf = statistics.median(x["flip"] for x in cv_runs)
-        print(f"\nThe single-core limit on the same {len(cv)} crops: our region decode (libjpeg, DCT-scaled) "
+        print(f"\nThe single-core limit on the same {len(cv)} crops: our region decode (DCT-scaled; our Huffman decoder, libjpeg's IDCT) "
               f"plus OpenCV {cv_version()} INTER_AREA on one thread (cv2.resize, called from Python: about "
               f"1 µs of each call is the call), median of {len(cv_runs)} rounds:\n")
         print("| µs per image | decode | resize | flip | total | images/s per core |")
