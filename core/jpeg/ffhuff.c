@@ -261,6 +261,7 @@ static inline int ffh_value(ffh_bits *r, int s) {
 // zero; blk[0] gets the DC difference, before prediction). It returns 0, or
 // FFH_BAD for a bad code or a run past the block.
 #define FFH_BAD (-1)
+static inline int ffh_ac(const ffh_tbl *t, ffh_bits *r, JCOEF *blk);
 static inline int ffh_block(const ffh_tbl *dc, const ffh_tbl *t, ffh_bits *r, JCOEF *blk, int *diff) {
 	if (r->cnt < 32)
 		ffh_refill(r);
@@ -268,6 +269,11 @@ static inline int ffh_block(const ffh_tbl *dc, const ffh_tbl *t, ffh_bits *r, JC
 	if (s < 0)
 		return FFH_BAD;
 	*diff = s ? ffh_value(r, s) : 0;
+	return ffh_ac(t, r, blk);
+}
+
+// ffh_ac decodes a block's AC codes, as ffh_block.
+static inline int ffh_ac(const ffh_tbl *t, ffh_bits *r, JCOEF *blk) {
 	for (int k = 1; k < 64; k++) {
 		if (r->cnt < 32)
 			ffh_refill(r);
@@ -368,7 +374,9 @@ void ffh_install(ffh_dec *h, j_decompress_ptr c) {
 // in libjpeg; instead, the scan is decoded here only to find where each
 // interval starts, and copied bit for bit, with three changes per interval:
 // byte alignment with 1-bits, a marker, and each component's first DC
-// difference coded again from zero (the prediction a marker resets).
+// difference coded again from zero (the prediction a marker resets). A DC
+// table made for the image may have no code for that: then the standard
+// table replaces it and every DC difference is coded again.
 
 // ffh_out writes bits, stuffing a 0x00 after every 0xFF byte.
 typedef struct {
@@ -440,6 +448,55 @@ static int ffh_align(ffh_out *o) {
 	return 1;
 }
 
+// ffh_dc_end returns where the DC code and value of the block at bit at end.
+static size_t ffh_dc_end(const ffh_dec *h, const ffh_tbl *dc, size_t at) {
+	ffh_bits q = {0, 0, h->buf + at / 8};
+	ffh_refill(&q);
+	ffh_skip(&q, (int)(at & 7));
+	int s = ffh_symbol(dc, &q);
+	return 8 * (size_t)(q.p - h->buf) - (size_t)q.cnt + (size_t)(s > 0 ? s : 0);
+}
+
+// The DC table of JPEG's Annex K (K.3, luminance), which codes every
+// difference of 8-bit samples: what a splice writes where the source's own
+// DC table was made for its image and lacks codes (ffh_std_dc_segment).
+static const JHUFF_TBL ffh_std_dc = {
+	.bits = {0, 0, 1, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0},
+	.huffval = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11},
+};
+
+size_t ffh_std_dc_segment(unsigned char *out, int slot) {
+	size_t n = 0;
+	out[n++] = 0xFF;
+	out[n++] = 0xC4;
+	out[n++] = 0;
+	out[n++] = 2 + 1 + 16 + 12;
+	out[n++] = (unsigned char)slot; // class 0 (DC), table slot
+	for (int l = 1; l <= 16; l++)
+		out[n++] = ffh_std_dc.bits[l];
+	for (int i = 0; i < 12; i++)
+		out[n++] = ffh_std_dc.huffval[i];
+	return n;
+}
+
+int ffh_dc_complete(j_decompress_ptr c) {
+	for (int i = 0; i < c->comps_in_scan; i++) {
+		int no = c->cur_comp_info[i]->dc_tbl_no;
+		const JHUFF_TBL *t = no >= 0 && no < NUM_HUFF_TBLS ? c->dc_huff_tbl_ptrs[no] : NULL;
+		if (!t)
+			return 0;
+		int have = 0, n = 0;
+		for (int l = 1; l <= 16; l++)
+			n += t->bits[l];
+		for (int k = 0; k < n && k < 256; k++)
+			if (t->huffval[k] < 12)
+				have |= 1 << t->huffval[k];
+		if (have != 0xFFF)
+			return 0;
+	}
+	return 1;
+}
+
 // ffh_layout lists the blocks of an MCU of c's interleaved scan (each
 // component's h×v) with their tables, after ffh_tables; it returns their
 // number, 0 for more than an MCU can hold, and the MCUs in the scan.
@@ -488,7 +545,7 @@ int ffh_check(ffh_dec *h, j_decompress_ptr c) {
 }
 
 int ffh_add_restarts(ffh_dec *h, j_decompress_ptr c, const unsigned char *data, size_t len, size_t scan,
-                     long ri, unsigned char **buf, size_t *outlen, size_t *cap) {
+                     long ri, int std_dc, unsigned char **buf, size_t *outlen, size_t *cap) {
 	if (ri <= 0 || c->restart_interval != 0 || c->progressive_mode || c->arith_code || c->data_precision != 8 ||
 	    c->comps_in_scan < 2 || c->comps_in_scan != c->num_components || !ffh_tables(h, c))
 		return 0;
@@ -526,6 +583,8 @@ int ffh_add_restarts(ffh_dec *h, j_decompress_ptr c, const unsigned char *data, 
 	uint8_t size[D_MAX_BLOCKS_IN_MCU][12];
 	for (int b = 0; b < blocks; b++) {
 		const JHUFF_TBL *t = c->dc_huff_tbl_ptrs[c->cur_comp_info[comp[b]]->dc_tbl_no];
+		if (std_dc)
+			t = &ffh_std_dc;
 		memset(size[b], 0, sizeof size[b]);
 		int n = 0, cd = 0;
 		for (int l = 1; l <= 16; l++, cd <<= 1)
@@ -554,6 +613,8 @@ int ffh_add_restarts(ffh_dec *h, j_decompress_ptr c, const unsigned char *data, 
 				first[ci] = 1;
 		}
 		for (int b = 0; ok && b < blocks; b++) {
+			// The DC code and value at [at, dc_end) say pred[ci] minus the
+			// last DC; after a marker they must say pred[ci].
 			size_t at = ffh_pos(h, &r);
 			int diff, ci = comp[b];
 			if (ffh_block(dc[b], ac[b], &r, h->discard, &diff) == FFH_BAD || ffh_pos(h, &r) > end) {
@@ -561,23 +622,17 @@ int ffh_add_restarts(ffh_dec *h, j_decompress_ptr c, const unsigned char *data, 
 				break;
 			}
 			pred[ci] += diff;
-			if (!first[ci])
+			if (!first[ci] && !std_dc)
 				continue;
+			int v = first[ci] ? pred[ci] : diff, mag = v < 0 ? -v : v, cat = 0;
 			first[ci] = 0;
-			// This block's DC code and value (at [at, dc_end)) say pred[ci]
-			// minus the last DC; after the marker they must say pred[ci].
-			ffh_bits q = {0, 0, h->buf + at / 8};
-			ffh_refill(&q);
-			ffh_skip(&q, (int)(at & 7));
-			int s = ffh_symbol(dc[b], &q);
-			size_t dc_end = 8 * (size_t)(q.p - h->buf) - (size_t)q.cnt + (size_t)s;
-			int v = pred[ci], mag = v < 0 ? -v : v, cat = 0;
 			while (mag >> cat)
 				cat++;
 			if (cat > 11 || !size[b][cat]) {
-				ok = 0; // the source's table has no code for it
+				ok = 0; // a difference no 8-bit encoder makes
 				break;
 			}
+			size_t dc_end = ffh_dc_end(h, dc[b], at);
 			ok = ffh_copy(&o, h, from, at) && ffh_put(&o, code[b][cat], size[b][cat]) &&
 			     ffh_put(&o, (uint64_t)(v < 0 ? v - 1 : v), cat);
 			from = dc_end;

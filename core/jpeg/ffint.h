@@ -40,11 +40,21 @@ void ffh_install(ffh_dec *h, j_decompress_ptr c);
 int ffh_check(ffh_dec *h, j_decompress_ptr c);
 // ffh_add_restarts appends to (*buf)[0:*outlen) (of *cap bytes, realloc'ed
 // as needed) the scan data[scan:len) of the JPEG whose header c has read,
-// with restart markers every ri MCUs, up to its EOI (not included). Returns
-// 0, writing nothing, unless the scan is a clean baseline interleaved one
-// without markers whose DC table codes every difference it needs.
+// with restart markers every ri MCUs, up to its EOI (not included). With
+// std_dc every DC difference is coded again with ffh_std_dc (the caller
+// writes ffh_std_dc_segment for each DC table slot the scan uses); without,
+// only each interval's first, with the source's table. Returns 0, writing
+// nothing, unless the scan is a clean baseline interleaved one without
+// markers and the DC table codes every difference it needs.
 int ffh_add_restarts(ffh_dec *h, j_decompress_ptr c, const unsigned char *data, size_t len, size_t scan,
-                     long ri, unsigned char **buf, size_t *outlen, size_t *cap);
+                     long ri, int std_dc, unsigned char **buf, size_t *outlen, size_t *cap);
+// ffh_dc_complete reports whether the DC tables of c's scan code every
+// size of difference 8-bit samples have (0-11), so a splice can keep them.
+int ffh_dc_complete(j_decompress_ptr c);
+// ffh_std_dc_segment writes a DHT segment defining ffh_std_dc as DC table
+// slot, FFH_STD_DC_SEGMENT bytes, and returns that length.
+#define FFH_STD_DC_SEGMENT 33
+size_t ffh_std_dc_segment(unsigned char *out, int slot);
 
 struct ffj_dec {
 	struct jpeg_decompress_struct cinfo;

@@ -154,13 +154,14 @@ static void fft_requantize(j_decompress_ptr in, jvirt_barray_ptr arr, int ci,
 // fft_copy_header copies the header of the source JPEG data[0:end) into
 // dest, up to and including its SOS segment, without its metadata segments:
 // APP1-APP13, APP15 (EXIF, ICC, XMP...) and COM. JFIF (APP0) and Adobe
-// (APP14) stay: they say how the components map to colours. With ri > 0 a
-// DRI segment for ri MCUs goes before SOS. It returns where the scan starts
-// in data, or 0 (dest left empty) on a layout it does not expect.
-static size_t fft_copy_header(const unsigned char *data, size_t end, ffj_dest *dest, long ri) {
+// (APP14) stay: they say how the components map to colours. The segments
+// pre[0:npre) go before SOS. It returns where the scan starts in data, or 0
+// (dest left empty) on a layout it does not expect.
+static size_t fft_copy_header(const unsigned char *data, size_t end, ffj_dest *dest, const unsigned char *pre,
+                              size_t npre) {
 	unsigned char *out = dest->buf;
 	size_t n = 0, i = 2;
-	if (end < 4 || dest->cap < end + 6)
+	if (end < 4 || dest->cap < end + npre)
 		return 0;
 	out[n++] = 0xFF;
 	out[n++] = 0xD8;
@@ -173,10 +174,9 @@ static size_t fft_copy_header(const unsigned char *data, size_t end, ffj_dest *d
 		size_t seglen = 2 + ((size_t)data[i + 2] << 8 | data[i + 3]);
 		if (seglen < 4 || i + seglen > end)
 			return 0;
-		if (marker == 0xDA && ri > 0) {
-			const unsigned char dri[6] = {0xFF, 0xDD, 0, 4, (unsigned char)(ri >> 8), (unsigned char)ri};
-			memcpy(out + n, dri, sizeof dri);
-			n += sizeof dri;
+		if (marker == 0xDA) {
+			memcpy(out + n, pre, npre);
+			n += npre;
 		}
 		int drop = (marker >= 0xE1 && marker <= 0xED) || marker == 0xEF || marker == 0xFE;
 		if (!drop) {
@@ -198,7 +198,7 @@ static size_t fft_copy_header(const unsigned char *data, size_t end, ffj_dest *d
 // markers the loader's decoder would refuse (ffj_scan_clean); the caller
 // then re-encodes.
 static int fft_keep_scan(ffj_dec *d, const unsigned char *data, size_t end, ffj_dest *dest) {
-	size_t scan = fft_copy_header(data, end, dest, 0);
+	size_t scan = fft_copy_header(data, end, dest, NULL, 0);
 	if (scan && ffj_scan_clean(d, data, end, scan) < 0) {
 		dest->pub.next_output_byte = dest->buf;
 		dest->pub.free_in_buffer = dest->cap;
@@ -214,14 +214,29 @@ static int fft_keep_scan(ffj_dec *d, const unsigned char *data, size_t end, ffj_
 
 // fft_splice writes the source JPEG data[0:len) with restart markers every
 // ri MCUs into dest, its scan copied and not re-encoded (ffh_add_restarts).
-// Returns 0, leaving dest empty, where that does not apply.
+// Where the source's DC tables lack codes the splice may need (tables made
+// for the image), every DC difference is coded again with the standard DC
+// table, which the header then defines. Returns 0, leaving dest empty, where
+// that does not apply.
 static int fft_splice(ffj_dec *d, const unsigned char *data, size_t len, long ri, ffj_dest *dest) {
 	j_decompress_ptr in = &d->cinfo;
 	size_t scan = len - in->src->bytes_in_buffer; // libjpeg has read up to the end of SOS
-	if (fft_copy_header(data, scan, dest, ri) != scan)
+	unsigned char pre[6 + NUM_HUFF_TBLS * FFH_STD_DC_SEGMENT] = {0xFF, 0xDD, 0, 4, (unsigned char)(ri >> 8),
+	                                                             (unsigned char)ri};
+	size_t npre = 6;
+	int std_dc = !ffh_dc_complete(in), done = 0;
+	for (int i = 0; std_dc && i < in->comps_in_scan; i++) {
+		int no = in->cur_comp_info[i]->dc_tbl_no;
+		if (no < 0 || no >= NUM_HUFF_TBLS)
+			return 0;
+		if (!(done >> no & 1))
+			npre += ffh_std_dc_segment(pre + npre, no);
+		done |= 1 << no;
+	}
+	if (fft_copy_header(data, scan, dest, pre, npre) != scan)
 		return 0;
 	size_t n = dest->cap - dest->pub.free_in_buffer;
-	if (!ffh_add_restarts(d->huff, in, data, len, scan, ri, &dest->buf, &n, &dest->cap) ||
+	if (!ffh_add_restarts(d->huff, in, data, len, scan, ri, std_dc, &dest->buf, &n, &dest->cap) ||
 	    dest->cap - n < 2) {
 		dest->pub.next_output_byte = dest->buf;
 		dest->pub.free_in_buffer = dest->cap;

@@ -33,12 +33,15 @@ func FuzzDecode(f *testing.F) {
 		f.Add(b)
 		f.Add(b[:len(b)/2])
 	}
-	// At the quality Transcode is asked for and without markers: spliced.
-	b, err := encode(pix, 40, 24, 90, encodeOptions{subsample: true, restart: -1})
-	if err != nil {
-		f.Fatal(err)
+	// At the quality Transcode is asked for and without markers: spliced,
+	// with the source's DC tables or (made for the image) the standard one.
+	for _, optimize := range []bool{false, true} {
+		b, err := encode(pix, 40, 24, 90, encodeOptions{subsample: true, optimize: optimize, restart: -1})
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
 	}
-	f.Add(b)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d := NewDecoder()
 		defer d.Close()

@@ -53,8 +53,9 @@ func (d *Decoder) Verify(data []byte) error {
 // decode only the intervals under it (see DecodeCropResize). A kept scan
 // without them gets them spliced in (decoded once to find the intervals,
 // then copied bit for bit, each interval's first DC differences coded
-// again), unless keepScan is set; one whose markers do not line up, or
-// whose DC table lacks a code the splice needs, is Huffman-coded again. A
+// again; where the source's DC table lacks codes for them, every DC with
+// the standard table), unless keepScan is set; one whose markers do not
+// line up is Huffman-coded again. A
 // scan with markers is kept only if every interval ends exactly at its
 // marker, as the region decoder requires.
 func (d *Decoder) Transcode(data []byte, quality int, keepScan bool) ([]byte, error) {

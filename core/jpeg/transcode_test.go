@@ -3,6 +3,7 @@ package jpeg
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"image"
 	"slices"
 	"strings"
@@ -306,14 +307,16 @@ func TestTranscodeRestartMarkers(t *testing.T) {
 
 // A scan without restart markers gets them spliced in, not re-encoded: the
 // same coefficients (so the same pixels, through libjpeg and through the
-// region decoder), the source's Huffman tables, intervals that line up with
-// MCU rows, at any size and quality. Where the source's DC table lacks a
-// code the splice needs, or the scan is damaged, libjpeg does the work (and
-// reports the damage) as before.
+// region decoder), intervals that line up with MCU rows, at any size and
+// quality. The source's Huffman tables stay, except that DC tables made
+// for the image (which lack codes for the absolute values an interval
+// starts with) give way to the standard one, every DC coded again. A
+// damaged scan goes to libjpeg, which reports the damage, as before.
 func TestTranscodeSplice(t *testing.T) {
 	p := loadPhoto(t)
 	d := NewDecoder()
 	defer d.Close()
+	stdDC := []byte{0xFF, 0xC4, 0, 31, 0, 0, 1, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
 	for _, tt := range []struct {
 		w, h, q int
 		ri      int // the interval wanted: the largest of 4..1 dividing the MCUs per row
@@ -329,46 +332,42 @@ func TestTranscodeSplice(t *testing.T) {
 		for y := 0; y < tt.h; y++ {
 			copy(src[y*tt.w*3:(y+1)*tt.w*3], p.src[y*p.w*3:])
 		}
-		enc := encodeT(t, src, tt.w, tt.h, tt.q, encodeOptions{subsample: true, restart: -1})
-		got, err := d.Transcode(enc, tt.q, false)
-		if err != nil {
-			t.Fatalf("%dx%d q%d: %v", tt.w, tt.h, tt.q, err)
+		for _, optimize := range []bool{false, true} {
+			name := fmt.Sprintf("%dx%d q%d optimize %t", tt.w, tt.h, tt.q, optimize)
+			enc := encodeT(t, src, tt.w, tt.h, tt.q, encodeOptions{subsample: true, optimize: optimize, restart: -1})
+			got, err := d.Transcode(enc, tt.q, false)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if !d.transcodeSpliced() {
+				t.Fatalf("%s: not spliced", name)
+			}
+			if r := restartInterval(got); r != tt.ri {
+				t.Fatalf("%s: restart interval %d, want %d", name, r, tt.ri)
+			}
+			sos := bytes.Index(enc, []byte{0xFF, 0xDA})
+			dht := bytes.Index(enc, []byte{0xFF, 0xC4})
+			if !bytes.Contains(got, enc[dht:sos]) {
+				t.Fatalf("%s: the source's Huffman tables are gone", name)
+			}
+			// Standard tables (libjpeg's default) code every DC difference.
+			if std := bytes.Count(got, stdDC) > bytes.Count(enc, stdDC); std != optimize {
+				t.Fatalf("%s: standard DC table added %t", name, std)
+			}
+			pix := decodeT(t, d, enc, tt.w, tt.h)
+			if !bytes.Equal(decodeT(t, d, got, tt.w, tt.h), pix) {
+				t.Fatalf("%s: pixels differ from the source's", name)
+			}
+			if !d.regionCut() {
+				t.Fatalf("%s: the whole-image decode did not use the intervals", name)
+			}
+			d.cutRegions(false) // libjpeg reads the spliced scan, markers and all
+			libjpeg := decodeT(t, d, got, tt.w, tt.h)
+			d.cutRegions(true)
+			if !bytes.Equal(libjpeg, pix) {
+				t.Fatalf("%s: libjpeg decodes the spliced scan differently", name)
+			}
 		}
-		if !d.transcodeSpliced() {
-			t.Fatalf("%dx%d q%d: not spliced", tt.w, tt.h, tt.q)
-		}
-		if r := restartInterval(got); r != tt.ri {
-			t.Fatalf("%dx%d: restart interval %d, want %d", tt.w, tt.h, r, tt.ri)
-		}
-		sos := bytes.Index(enc, []byte{0xFF, 0xDA})
-		if dht := bytes.Index(enc, []byte{0xFF, 0xC4}); !bytes.Contains(got, enc[dht:sos]) {
-			t.Fatalf("%dx%d: the source's Huffman tables are gone", tt.w, tt.h)
-		}
-		pix := decodeT(t, d, enc, tt.w, tt.h)
-		if !bytes.Equal(decodeT(t, d, got, tt.w, tt.h), pix) {
-			t.Fatalf("%dx%d q%d: pixels differ from the source's", tt.w, tt.h, tt.q)
-		}
-		if !d.regionCut() {
-			t.Fatalf("%dx%d: the whole-image decode did not use the intervals", tt.w, tt.h)
-		}
-		d.cutRegions(false) // libjpeg reads the spliced scan, markers and all
-		libjpeg := decodeT(t, d, got, tt.w, tt.h)
-		d.cutRegions(true)
-		if !bytes.Equal(libjpeg, pix) {
-			t.Fatalf("%dx%d q%d: libjpeg decodes the spliced scan differently", tt.w, tt.h, tt.q)
-		}
-	}
-
-	// Huffman tables made for a smooth image have no DC codes for the
-	// absolute values an interval starts with: re-encoded instead.
-	grad := gradient(200, 120)
-	opt := encodeT(t, grad, 200, 120, 90, encodeOptions{subsample: true, optimize: true, restart: -1})
-	got, err := d.Transcode(opt, 90, false)
-	if err != nil || d.transcodeSpliced() || restartInterval(got) == 0 {
-		t.Fatalf("optimized tables: spliced %t, interval %d, %v", d.transcodeSpliced(), restartInterval(got), err)
-	}
-	if !bytes.Equal(decodeT(t, d, got, 200, 120), decodeT(t, d, opt, 200, 120)) {
-		t.Fatal("optimized tables: pixels differ from the source's")
 	}
 
 	// Damage is reported, as libjpeg reports it, and nothing is spliced.
