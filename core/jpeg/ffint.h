@@ -38,7 +38,7 @@ void ffh_install(ffh_dec *h, j_decompress_ptr c);
 // MCUs) and each decodes cleanly and ends on its last byte, as
 // ffh_install's decoder requires of them.
 int ffh_check(ffh_dec *h, j_decompress_ptr c);
-// ffh_add_restarts appends to (*buf)[0:*outlen) (of *cap bytes, realloc'ed
+// ffsplice.c: ffh_add_restarts appends to (*buf)[0:*outlen) (of *cap bytes, realloc'ed
 // as needed) the scan data[scan:len) of the JPEG whose header c has read,
 // with restart markers every ri MCUs, up to its EOI (not included). With
 // std_dc every DC difference is coded again with ffh_std_dc (the caller

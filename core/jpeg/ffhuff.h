@@ -1,0 +1,172 @@
+// Internal to the Huffman decoder (ffhuff.c) and the restart-marker
+// splice (ffsplice.c): derived tables, the decoder state, and the bit
+// reader and block decoder both use. Include after ffint.h and <jpegint.h>.
+#ifndef FFHUFF_H
+#define FFHUFF_H
+
+#include <stdint.h>
+#include <string.h>
+
+#define FFH_LOOK 11 // bits looked up at once
+// Zero bytes after the last interval, so that reading 64 bits anywhere up to
+// one damaged block's worth (64 codes of at most 16+16 bits) past an
+// interval's end stays inside the buffer.
+#define FFH_PAD (64 * 32 / 8 + 16)
+
+// A derived table: the canonical codes of a JHUFF_TBL.
+typedef struct {
+	JHUFF_TBL src;                  // what it was built from, to reuse it
+	int valid;
+	uint16_t look[1 << FFH_LOOK];   // code length << 8 | symbol; 0: longer
+	int32_t ac[1 << FFH_LOOK];      // AC code and value together (see ffh_build)
+	int32_t maxcode[18];            // largest code of each length, -1: none
+	int32_t valoff[17];             // symbol index of length l's codes minus the first
+	uint8_t val[256];
+} ffh_tbl;
+
+// A bit reader over h->buf: the next cnt bits at the top of bb, then zeros;
+// p is where the bytes not yet in bb start.
+typedef struct {
+	uint64_t bb;
+	int cnt;
+	const unsigned char *p;
+} ffh_bits;
+
+struct ffh_dec {
+	struct jpeg_entropy_decoder pub; // first: libjpeg calls through cinfo->entropy
+	ffh_tbl tbl[2][NUM_HUFF_TBLS];   // DC, AC
+	unsigned char *buf;              // the intervals, unstuffed, then FFH_PAD zeros
+	size_t len, cap;
+	size_t *end; // end[k]: where interval k ends in buf (interval k+1 starts)
+	size_t nend, end_cap;
+	// Per scan:
+	const ffh_tbl *dc[D_MAX_BLOCKS_IN_MCU], *acs[D_MAX_BLOCKS_IN_MCU];
+	int comp[D_MAX_BLOCKS_IN_MCU];
+	int blocks;
+	ffh_bits r;
+	JCOEF discard[DCTSIZE2]; // where skipped MCUs' coefficients go
+	size_t k;   // current interval
+	long left;  // MCUs left in it
+	long mcus;  // MCUs left in the stream
+	int scan_end; // the last interval ends the scan: bytes may follow its codes
+	int last_dc[MAX_COMPS_IN_SCAN];
+};
+
+
+// Zigzag to natural order.
+static const unsigned char ffh_natural[64] = {
+	0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,
+	12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6,  7,  14, 21, 28,
+	35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51,
+	58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63,
+};
+
+// ffh_extend is JPEG's sign extension of an s-bit value (HUFF_EXTEND).
+static inline int ffh_extend(int v, int s) { return v < (1 << (s - 1)) ? v - (1 << s) + 1 : v; }
+
+// ffh_peek returns the 64 bits at bit pos of buf (at least 57 of them real).
+static inline uint64_t ffh_peek(const unsigned char *buf, size_t pos) {
+	uint64_t v;
+	memcpy(&v, buf + (pos >> 3), 8);
+	return __builtin_bswap64(v) << (pos & 7);
+}
+
+// ffh_refill tops bb up to 56-63 bits.
+static inline void ffh_refill(ffh_bits *r) {
+	uint64_t v;
+	memcpy(&v, r->p, 8);
+	r->bb |= __builtin_bswap64(v) >> r->cnt;
+	r->p += (63 - r->cnt) >> 3;
+	r->cnt |= 56;
+}
+
+static inline void ffh_skip(ffh_bits *r, int n) {
+	r->bb <<= n;
+	r->cnt -= n;
+}
+
+// ffh_symbol decodes a symbol (bb holds at least 16 bits); -1 for a bad code.
+static inline int ffh_symbol(const ffh_tbl *t, ffh_bits *r) {
+	unsigned e = t->look[r->bb >> (64 - FFH_LOOK)];
+	if (e) {
+		ffh_skip(r, (int)(e >> 8));
+		return (int)(e & 0xFF);
+	}
+	int l = FFH_LOOK + 1;
+	int32_t code = (int32_t)(r->bb >> (64 - l));
+	while (code > t->maxcode[l]) {
+		if (++l > 16)
+			return -1;
+		code = (int32_t)(r->bb >> (64 - l));
+	}
+	ffh_skip(r, l);
+	return t->val[t->valoff[l] + code];
+}
+
+// ffh_value reads an s-bit value, 1 <= s <= 16 (bb holds at least s bits).
+static inline int ffh_value(ffh_bits *r, int s) {
+	int v = ffh_extend((int)(r->bb >> (64 - s)), s);
+	ffh_skip(r, s);
+	return v;
+}
+
+// ffh_block decodes one block's codes into blk (coefficients that are not
+// zero; blk[0] gets the DC difference, before prediction). It returns 0, or
+// FFH_BAD for a bad code or a run past the block.
+#define FFH_BAD (-1)
+static inline int ffh_ac(const ffh_tbl *t, ffh_bits *r, JCOEF *blk);
+static inline int ffh_block(const ffh_tbl *dc, const ffh_tbl *t, ffh_bits *r, JCOEF *blk, int *diff) {
+	if (r->cnt < 32)
+		ffh_refill(r);
+	int s = ffh_symbol(dc, r);
+	if (s < 0)
+		return FFH_BAD;
+	*diff = s ? ffh_value(r, s) : 0;
+	return ffh_ac(t, r, blk);
+}
+
+// ffh_ac decodes a block's AC codes, as ffh_block.
+static inline int ffh_ac(const ffh_tbl *t, ffh_bits *r, JCOEF *blk) {
+	for (int k = 1; k < 64; k++) {
+		if (r->cnt < 32)
+			ffh_refill(r);
+		int32_t e = t->ac[r->bb >> (64 - FFH_LOOK)];
+		if (e) { // run, size and value in one look
+			ffh_skip(r, e & 15);
+			if (!(e >> 8))
+				return 0; // end of block
+			k += (e >> 4) & 15;
+			if (k > 63)
+				return FFH_BAD;
+			blk[ffh_natural[k]] = (JCOEF)(e >> 8);
+			continue;
+		}
+		int rs = ffh_symbol(t, r);
+		if (rs < 0)
+			return FFH_BAD;
+		int run = rs >> 4, sz = rs & 15;
+		if (sz) {
+			k += run;
+			if (k > 63)
+				return FFH_BAD;
+			blk[ffh_natural[k]] = (JCOEF)ffh_value(r, sz);
+		} else if (run == 15) {
+			k += 15; // sixteen zeros
+		} else {
+			return 0; // end of block
+		}
+	}
+	return 0;
+}
+
+// ffh_pos is the bit position of r in h->buf.
+static inline size_t ffh_pos(const ffh_dec *h, const ffh_bits *r) {
+	return 8 * (size_t)(r->p - h->buf) - (size_t)r->cnt;
+}
+
+// ffh_layout lists the blocks of an MCU of c's interleaved scan (each
+// component's h×v) with their tables, after ffh_tables; it returns their
+// number, 0 for more than an MCU can hold, and the MCUs in the scan.
+int ffh_layout(ffh_dec *h, j_decompress_ptr c, int comp[], const ffh_tbl *dc[], const ffh_tbl *ac[], long *mcus);
+
+#endif
