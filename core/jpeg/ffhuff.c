@@ -113,25 +113,9 @@ void ffh_reset(ffh_dec *h, int scan_end) {
 }
 
 int ffh_append(ffh_dec *h, const unsigned char *p, size_t n) {
-	size_t need = h->len + n + FFH_PAD;
-	if (need > h->cap) {
-		size_t c = h->cap ? h->cap : 1 << 16;
-		while (c < need)
-			c *= 2;
-		unsigned char *nb = realloc(h->buf, c);
-		if (!nb)
-			return 0;
-		h->buf = nb;
-		h->cap = c;
-	}
-	if (h->nend == h->end_cap) {
-		size_t c = h->end_cap ? 2 * h->end_cap : 256;
-		size_t *ne = realloc(h->end, c * sizeof *ne);
-		if (!ne)
-			return 0;
-		h->end = ne;
-		h->end_cap = c;
-	}
+	if (!ffj_reserve((void **)&h->buf, &h->cap, h->len + n + FFH_PAD, 1) ||
+	    !ffj_reserve((void **)&h->end, &h->end_cap, h->nend + 1, sizeof *h->end))
+		return 0;
 	// The caller's interval holds no markers: every 0xFF (after any fill
 	// 0xFFs) is followed by a stuffed 0x00, dropped here.
 	unsigned char *out = h->buf + h->len;

@@ -16,8 +16,7 @@
 #include "ffjpeg.h"
 #include "ffint.h"
 
-// ffr_reserve grows a buffer of *cap elements of size sz to at least n.
-static int ffr_reserve(void **buf, size_t *cap, size_t n, size_t sz) {
+int ffj_reserve(void **buf, size_t *cap, size_t n, size_t sz) {
 	if (n <= *cap)
 		return 1;
 	size_t c = *cap ? *cap : 64;
@@ -29,6 +28,26 @@ static int ffr_reserve(void **buf, size_t *cap, size_t n, size_t sz) {
 	*buf = nb;
 	*cap = c;
 	return 1;
+}
+
+size_t ffj_next_marker(const unsigned char *data, size_t len, size_t *p, int *code) {
+	for (;;) {
+		const unsigned char *q = memchr(data + *p, 0xFF, len - *p);
+		if (!q)
+			break;
+		size_t at = (size_t)(q - data), r = at;
+		while (r + 1 < len && data[r + 1] == 0xFF)
+			r++; // fill bytes
+		if (r + 1 >= len)
+			break;
+		*p = r + 2;
+		if (data[r + 1] != 0x00) { // not a stuffed 0xFF data byte
+			*code = data[r + 1];
+			return at;
+		}
+	}
+	*code = 0;
+	return len;
 }
 
 // ffr_sof returns the offset of the SOF0 or SOF1 marker code in the header
@@ -61,28 +80,14 @@ static int ffr_segments(ffj_dec *d, const unsigned char *data, size_t len, size_
 	for (long i = 0; i <= last; i++) {
 		// Grown as markers are found, so a header claiming a huge image
 		// costs no more memory than its data has markers.
-		if (!ffr_reserve((void **)&d->seg, &d->seg_cap, 2 * (size_t)(i + 1), sizeof *d->seg))
+		if (!ffj_reserve((void **)&d->seg, &d->seg_cap, 2 * (size_t)(i + 1), sizeof *d->seg))
 			return 0;
 		d->seg[2 * i] = p;
-		for (;;) {
-			const unsigned char *q = memchr(data + p, 0xFF, len - p);
-			if (!q)
-				return 0;
-			size_t at = (size_t)(q - data), r = at;
-			while (r + 1 < len && data[r + 1] == 0xFF)
-				r++;
-			if (r + 1 >= len)
-				return 0;
-			int b = data[r + 1];
-			p = r + 2;
-			if (b == 0x00)
-				continue; // a stuffed 0xFF data byte
-			if (b == 0xD0 + (int)(i & 7) || (i == last && (b < 0xD0 || b > 0xD7))) {
-				d->seg[2 * i + 1] = at;
-				break;
-			}
+		int b;
+		size_t at = ffj_next_marker(data, len, &p, &b);
+		if (!b || !(b == 0xD0 + (int)(i & 7) || (i == last && (b < 0xD0 || b > 0xD7))))
 			return 0;
-		}
+		d->seg[2 * i + 1] = at;
 	}
 	return 1;
 }
@@ -151,7 +156,7 @@ int ffj_region_stream(ffj_dec *d, const unsigned char *data, size_t len, int x0,
 	long h = my1 == mh ? (long)c->image_height - my0 * fh : (my1 - my0) * fh;
 	// The header with the region's size, then EOI where the scan would be:
 	// the scan's intervals go to our Huffman decoder, unstuffed.
-	if (!ffh_tables(d->huff, c) || !ffr_reserve((void **)&d->region, &d->region_cap, scan + 2, 1))
+	if (!ffh_tables(d->huff, c) || !ffj_reserve((void **)&d->region, &d->region_cap, scan + 2, 1))
 		return 0;
 	unsigned char *out = d->region;
 	memcpy(out, data, scan);

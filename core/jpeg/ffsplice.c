@@ -29,17 +29,7 @@ typedef struct {
 } ffh_out;
 
 static int ffh_room(ffh_out *o, size_t more) {
-	if (o->len + more <= o->cap)
-		return 1;
-	size_t c = o->cap ? o->cap : 4096;
-	while (c < o->len + more)
-		c *= 2;
-	unsigned char *nb = realloc(o->buf, c);
-	if (!nb)
-		return 0;
-	o->buf = nb;
-	o->cap = c;
-	return 1;
+	return ffj_reserve((void **)&o->buf, &o->cap, o->len + more, 1);
 }
 
 static inline void ffh_byte(ffh_out *o, unsigned b) {
@@ -146,24 +136,11 @@ int ffh_add_restarts(ffh_dec *h, j_decompress_ptr c, const unsigned char *data, 
 	    c->comps_in_scan < 2 || c->comps_in_scan != c->num_components || !ffh_tables(h, c))
 		return 0;
 	// The scan ends at EOI: any other marker is a layout left to libjpeg.
-	size_t p = scan, se = 0;
-	for (;;) {
-		const unsigned char *q = memchr(data + p, 0xFF, len - p);
-		if (!q)
-			return 0;
-		size_t at = (size_t)(q - data), r = at;
-		while (r + 1 < len && data[r + 1] == 0xFF)
-			r++;
-		if (r + 1 >= len)
-			return 0;
-		p = r + 2;
-		if (data[r + 1] == 0xD9) {
-			se = at;
-			break;
-		}
-		if (data[r + 1] != 0x00)
-			return 0;
-	}
+	size_t p = scan;
+	int marker;
+	size_t se = ffj_next_marker(data, len, &p, &marker);
+	if (marker != 0xD9)
+		return 0;
 	ffh_reset(h, 0); // the splice wants the scan to end exactly
 	if (!ffh_append(h, data + scan, se - scan))
 		return 0;
