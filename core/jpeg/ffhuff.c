@@ -211,8 +211,10 @@ int ffh_layout(ffh_dec *h, j_decompress_ptr c, int comp[], const ffh_tbl *dc[], 
 			ac[blocks] = &h->tbl[1][cc->ac_tbl_no];
 		}
 	}
-	long fw = 8L * c->max_h_samp_factor, fh = 8L * c->max_v_samp_factor;
-	*mcus = ((long)c->image_width + fw - 1) / fw * (((long)c->image_height + fh - 1) / fh);
+	int fw, fh;
+	long mw, mh;
+	ffj_mcu_grid(c, &fw, &fh, &mw, &mh);
+	*mcus = mw * mh;
 	return blocks;
 }
 

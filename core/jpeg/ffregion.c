@@ -16,6 +16,16 @@
 #include "ffjpeg.h"
 #include "ffint.h"
 
+void ffj_mcu_grid(j_decompress_ptr c, int *fw, int *fh, long *mw, long *mh) {
+	*fw = *fh = 8;
+	if (c->comps_in_scan > 1) {
+		*fw = 8 * c->max_h_samp_factor;
+		*fh = 8 * c->max_v_samp_factor;
+	}
+	*mw = ((long)c->image_width + *fw - 1) / *fw;
+	*mh = ((long)c->image_height + *fh - 1) / *fh;
+}
+
 int ffj_reserve(void **buf, size_t *cap, size_t n, size_t sz) {
 	if (n <= *cap)
 		return 1;
@@ -98,18 +108,15 @@ int ffj_region_stream(ffj_dec *d, const unsigned char *data, size_t len, int x0,
 	if (d->no_region || c->restart_interval == 0 || c->progressive_mode || c->arith_code ||
 	    c->data_precision != 8 || c->comps_in_scan != c->num_components || !c->src)
 		return 0;
-	// MCU size in full-resolution pixels; one block when the scan has one
-	// component (then it must not be subsampled, or blocks are not MCUs).
-	int fw = 8, fh = 8;
-	if (c->num_components > 1) {
-		fw = 8 * c->max_h_samp_factor;
-		fh = 8 * c->max_v_samp_factor;
-	} else if (c->comp_info[0].h_samp_factor != 1 || c->comp_info[0].v_samp_factor != 1) {
+	// A scan of one component must not be subsampled: its MCUs are then
+	// single blocks, which do not tile the image as the MCU rows would.
+	if (c->comps_in_scan == 1 && (c->comp_info[0].h_samp_factor != 1 || c->comp_info[0].v_samp_factor != 1))
 		return 0;
-	}
+	int fw, fh;
+	long mw, mh;
+	ffj_mcu_grid(c, &fw, &fh, &mw, &mh);
 	int m = (int)c->scale_num; // the scale decided on: MCUs are fw*m/8 scaled pixels wide
 	int sw = fw * m / 8, sh = fh * m / 8;
-	long mw = ((long)c->image_width + fw - 1) / fw, mh = ((long)c->image_height + fh - 1) / fh;
 	long R = (long)c->restart_interval;
 	// Chroma upsampling treats the cut's edges as image edges, which changes
 	// the pixel next to each edge: keep one scaled pixel of margin around
@@ -189,9 +196,10 @@ int ffj_scan_clean(ffj_dec *d, const unsigned char *data, size_t len, size_t sca
 	if (ri <= 0 || c->comps_in_scan < 2 || c->comps_in_scan != c->num_components || c->progressive_mode ||
 	    c->arith_code || !ffh_tables(d->huff, c))
 		return 0;
-	long fw = 8L * c->max_h_samp_factor, fh = 8L * c->max_v_samp_factor;
-	long mcus = ((long)c->image_width + fw - 1) / fw * (((long)c->image_height + fh - 1) / fh);
-	long last = (mcus + ri - 1) / ri - 1;
+	int fw, fh;
+	long mw, mh;
+	ffj_mcu_grid(c, &fw, &fh, &mw, &mh);
+	long last = (mw * mh + ri - 1) / ri - 1;
 	if (!ffr_segments(d, data, len, scan, last))
 		return 0;
 	ffh_reset(d->huff, 1);
