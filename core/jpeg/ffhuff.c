@@ -223,7 +223,7 @@ int ffh_check(ffh_dec *h, j_decompress_ptr c) {
 	long ri = (long)c->restart_interval, mcus;
 	int comp[D_MAX_BLOCKS_IN_MCU];
 	const ffh_tbl *dc[D_MAX_BLOCKS_IN_MCU], *ac[D_MAX_BLOCKS_IN_MCU];
-	if (ri <= 0 || c->comps_in_scan < 2 || !ffh_tables(h, c))
+	if (ri <= 0)
 		return 0;
 	int blocks = ffh_layout(h, c, comp, dc, ac, &mcus);
 	if (!blocks || h->nend != (size_t)((mcus + ri - 1) / ri))

@@ -119,22 +119,28 @@ FFH_INLINE int ffh_value(ffh_bits *r, int s) {
 	return v;
 }
 
-// ffh_block decodes one block's codes into blk (coefficients that are not
-// zero; blk[0] gets the DC difference, before prediction). It returns 0, or
-// FFH_BAD for a bad code or a run past the block.
+// ffh_block decodes one block's codes: the DC difference (before
+// prediction) into *diff, the AC coefficients that are not zero into blk.
+// It returns 0, or FFH_BAD for a bad code or a run past the block. ffh_dc
+// and ffh_ac are its two halves.
 #define FFH_BAD (-1)
-FFH_INLINE int ffh_ac(const ffh_tbl *t, ffh_bits *r, JCOEF *blk);
-FFH_INLINE int ffh_block(const ffh_tbl *dc, const ffh_tbl *t, ffh_bits *r, JCOEF *blk, int *diff) {
+FFH_INLINE int ffh_dc(const ffh_tbl *dc, ffh_bits *r, int *diff) {
 	if (r->cnt < 32)
 		ffh_refill(r);
 	int s = ffh_symbol(dc, r);
 	if (s < 0)
 		return FFH_BAD;
 	*diff = s ? ffh_value(r, s) : 0;
+	return 0;
+}
+
+FFH_INLINE int ffh_ac(const ffh_tbl *t, ffh_bits *r, JCOEF *blk);
+FFH_INLINE int ffh_block(const ffh_tbl *dc, const ffh_tbl *t, ffh_bits *r, JCOEF *blk, int *diff) {
+	if (ffh_dc(dc, r, diff) == FFH_BAD)
+		return FFH_BAD;
 	return ffh_ac(t, r, blk);
 }
 
-// ffh_ac decodes a block's AC codes, as ffh_block.
 FFH_INLINE int ffh_ac(const ffh_tbl *t, ffh_bits *r, JCOEF *blk) {
 	for (int k = 1; k < 64; k++) {
 		if (r->cnt < 32)

@@ -35,12 +35,13 @@ int ffh_append(ffh_dec *h, const unsigned char *p, size_t n);
 void ffh_install(ffh_dec *h, j_decompress_ptr c);
 // ffh_check reports whether the intervals appended to h are the whole
 // scan of c (its header read, restart markers every c->restart_interval
-// MCUs) and each decodes cleanly and ends on its last byte, as
-// ffh_install's decoder requires of them.
+// MCUs, ffh_tables done) and each decodes cleanly and ends on its last
+// byte, as ffh_install's decoder requires of them.
 int ffh_check(ffh_dec *h, j_decompress_ptr c);
 // ffsplice.c: ffh_add_restarts appends to (*buf)[0:*outlen) (of *cap bytes, realloc'ed
 // as needed) the scan data[scan:len) of the JPEG whose header c has read,
-// with restart markers every ri MCUs, up to its EOI (not included). With
+// with restart markers every ri MCUs, up to its EOI (not included), after
+// ffh_tables. With
 // std_dc every DC difference is coded again with ffh_std_dc (the caller
 // writes ffh_std_dc_segment for each DC table slot the scan uses); without,
 // only each interval's first, with the source's table. Returns 0, writing
@@ -48,8 +49,9 @@ int ffh_check(ffh_dec *h, j_decompress_ptr c);
 // markers and the DC table codes every difference it needs.
 int ffh_add_restarts(ffh_dec *h, j_decompress_ptr c, const unsigned char *data, size_t len, size_t scan,
                      long ri, int std_dc, unsigned char **buf, size_t *outlen, size_t *cap);
-// ffh_dc_complete reports whether the DC tables of c's scan code every
-// size of difference 8-bit samples have (0-11), so a splice can keep them.
+// ffh_dc_complete reports whether the DC tables of c's scan (after
+// ffh_tables) code every size of difference 8-bit samples have (0-11), so
+// a splice can keep them.
 int ffh_dc_complete(j_decompress_ptr c);
 // ffh_std_dc_segment writes a DHT segment defining ffh_std_dc as DC table
 // slot, FFH_STD_DC_SEGMENT bytes, and returns that length.

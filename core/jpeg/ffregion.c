@@ -1,11 +1,11 @@
 // Region streams: a JPEG whose scan has restart markers can be cut, at the
 // markers, into a smaller JPEG holding only the MCUs a crop needs. Each
 // restart interval starts with the DC predictions reset and on a byte
-// boundary, so the intervals under the crop, renumbered, make a valid scan
+// boundary, so the intervals under the crop, back to back, make a valid scan
 // on their own, and the rows above the crop and the columns beside it are
 // never entropy-decoded (libjpeg must decode both when it reads the whole
-// scan). The intervals go to our Huffman decoder (ffhuff.c), the header with
-// the region's size to libjpeg.
+// scan). The intervals go to our Huffman decoder (ffhuff.c), a header with
+// the region's size (and EOI for a scan) to libjpeg.
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>

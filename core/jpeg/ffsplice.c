@@ -80,15 +80,6 @@ static int ffh_align(ffh_out *o) {
 	return 1;
 }
 
-// ffh_dc_end returns where the DC code and value of the block at bit at end.
-static size_t ffh_dc_end(const ffh_dec *h, const ffh_tbl *dc, size_t at) {
-	ffh_bits q = {0, 0, h->buf + at / 8};
-	ffh_refill(&q);
-	ffh_skip(&q, (int)(at & 7));
-	int s = ffh_symbol(dc, &q);
-	return 8 * (size_t)(q.p - h->buf) - (size_t)q.cnt + (size_t)(s > 0 ? s : 0);
-}
-
 // The DC table of JPEG's Annex K (K.3, luminance), which codes every
 // difference of 8-bit samples: what a splice writes where the source's own
 // DC table was made for its image and lacks codes (ffh_std_dc_segment).
@@ -113,10 +104,7 @@ size_t ffh_std_dc_segment(unsigned char *out, int slot) {
 
 int ffh_dc_complete(j_decompress_ptr c) {
 	for (int i = 0; i < c->comps_in_scan; i++) {
-		int no = c->cur_comp_info[i]->dc_tbl_no;
-		const JHUFF_TBL *t = no >= 0 && no < NUM_HUFF_TBLS ? c->dc_huff_tbl_ptrs[no] : NULL;
-		if (!t)
-			return 0;
+		const JHUFF_TBL *t = c->dc_huff_tbl_ptrs[c->cur_comp_info[i]->dc_tbl_no];
 		int have = 0, n = 0;
 		for (int l = 1; l <= 16; l++)
 			n += t->bits[l];
@@ -133,7 +121,7 @@ int ffh_dc_complete(j_decompress_ptr c) {
 int ffh_add_restarts(ffh_dec *h, j_decompress_ptr c, const unsigned char *data, size_t len, size_t scan,
                      long ri, int std_dc, unsigned char **buf, size_t *outlen, size_t *cap) {
 	if (ri <= 0 || c->restart_interval != 0 || c->progressive_mode || c->arith_code || c->data_precision != 8 ||
-	    c->comps_in_scan < 2 || c->comps_in_scan != c->num_components || !ffh_tables(h, c))
+	    c->comps_in_scan < 2 || c->comps_in_scan != c->num_components)
 		return 0;
 	// The scan ends at EOI: any other marker is a layout left to libjpeg.
 	size_t p = scan;
@@ -190,7 +178,12 @@ int ffh_add_restarts(ffh_dec *h, j_decompress_ptr c, const unsigned char *data, 
 			// last DC; after a marker they must say pred[ci].
 			size_t at = ffh_pos(h, &r);
 			int diff, ci = comp[b];
-			if (ffh_block(dc[b], ac[b], &r, h->discard, &diff) == FFH_BAD || ffh_pos(h, &r) > end) {
+			if (ffh_dc(dc[b], &r, &diff) == FFH_BAD) {
+				ok = 0;
+				break;
+			}
+			size_t dc_end = ffh_pos(h, &r);
+			if (ffh_ac(ac[b], &r, h->discard) == FFH_BAD || ffh_pos(h, &r) > end) {
 				ok = 0;
 				break;
 			}
@@ -205,7 +198,6 @@ int ffh_add_restarts(ffh_dec *h, j_decompress_ptr c, const unsigned char *data, 
 				ok = 0; // a difference no 8-bit encoder makes
 				break;
 			}
-			size_t dc_end = ffh_dc_end(h, dc[b], at);
 			ok = ffh_copy(&o, h, from, at) && ffh_put(&o, code[b][cat], size[b][cat]) &&
 			     ffh_put(&o, (uint64_t)(v < 0 ? v - 1 : v), cat);
 			from = dc_end;

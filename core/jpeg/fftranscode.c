@@ -192,6 +192,13 @@ static size_t fft_copy_header(const unsigned char *data, size_t end, ffj_dest *d
 	return i;
 }
 
+// fft_dest_empty leaves dest holding nothing, after a copy given up.
+static int fft_dest_empty(ffj_dest *dest) {
+	dest->pub.next_output_byte = dest->buf;
+	dest->pub.free_in_buffer = dest->cap;
+	return 0;
+}
+
 // fft_keep_scan copies the source JPEG data[0:end) (end: just past its EOI)
 // into dest with its header as fft_copy_header leaves it. Returns 0,
 // leaving dest empty, on a layout it does not expect or a scan with restart
@@ -199,13 +206,10 @@ static size_t fft_copy_header(const unsigned char *data, size_t end, ffj_dest *d
 // then re-encodes.
 static int fft_keep_scan(ffj_dec *d, const unsigned char *data, size_t end, ffj_dest *dest) {
 	size_t scan = fft_copy_header(data, end, dest, NULL, 0);
-	if (scan && ffj_scan_clean(d, data, end, scan) < 0) {
-		dest->pub.next_output_byte = dest->buf;
-		dest->pub.free_in_buffer = dest->cap;
-		return 0;
-	}
 	if (!scan)
 		return 0;
+	if (ffj_scan_clean(d, data, end, scan) < 0)
+		return fft_dest_empty(dest);
 	memcpy(dest->pub.next_output_byte, data + scan, end - scan);
 	dest->pub.next_output_byte += end - scan;
 	dest->pub.free_in_buffer -= end - scan;
@@ -224,24 +228,21 @@ static int fft_splice(ffj_dec *d, const unsigned char *data, size_t len, long ri
 	unsigned char pre[6 + NUM_HUFF_TBLS * FFH_STD_DC_SEGMENT] = {0xFF, 0xDD, 0, 4, (unsigned char)(ri >> 8),
 	                                                             (unsigned char)ri};
 	size_t npre = 6;
+	if (!ffh_tables(d->huff, in)) // checks the table numbers ffh_dc_complete and the loop use
+		return 0;
 	int std_dc = !ffh_dc_complete(in), done = 0;
 	for (int i = 0; std_dc && i < in->comps_in_scan; i++) {
 		int no = in->cur_comp_info[i]->dc_tbl_no;
-		if (no < 0 || no >= NUM_HUFF_TBLS)
-			return 0;
 		if (!(done >> no & 1))
 			npre += ffh_std_dc_segment(pre + npre, no);
 		done |= 1 << no;
 	}
 	if (fft_copy_header(data, scan, dest, pre, npre) != scan)
-		return 0;
+		return fft_dest_empty(dest); // a header that does not end where libjpeg's did
 	size_t n = dest->cap - dest->pub.free_in_buffer;
 	if (!ffh_add_restarts(d->huff, in, data, len, scan, ri, std_dc, &dest->buf, &n, &dest->cap) ||
-	    dest->cap - n < 2) {
-		dest->pub.next_output_byte = dest->buf;
-		dest->pub.free_in_buffer = dest->cap;
-		return 0;
-	}
+	    dest->cap - n < 2)
+		return fft_dest_empty(dest);
 	dest->buf[n++] = 0xFF;
 	dest->buf[n++] = 0xD9;
 	dest->pub.next_output_byte = dest->buf + n;
