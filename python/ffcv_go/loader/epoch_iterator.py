@@ -83,7 +83,14 @@ class EpochIterator:
                 raise StopIteration
             self.batch += 1  # a failed batch counts too: the epoch goes on after it
             if isinstance(item, _Failure):
-                raise item.error  # its traceback still shows where user code raised
+                error, item = item.error, None
+                try:
+                    raise error  # its traceback still shows where user code raised
+                finally:
+                    # This frame holds self (and the loader) and is on the
+                    # error's traceback: a local naming the error would make
+                    # a cycle that only the cyclic collector frees.
+                    error = None
             ids, outputs = item
             self.loader._last_ids = ids
             return outputs

@@ -16,6 +16,8 @@ operations), so a Python stage inserted anywhere changes no random draw.
 Layout-only markers (ToTensor, ToTorchImage, ToDevice('cpu')) are moved past
 the built-in operations that follow them, which keeps those in one Go program.
 """
+import gc
+
 import numpy as np
 import torch
 
@@ -77,7 +79,7 @@ class PyStage:
             return self.op._apply(x, ctx)
         if self.decoder is not None:
             indices = ctx.indices.numpy()
-            out = self.code(indices, self._alloc(self.query, len(indices)), *self.decoder)
+            out = self._call(indices, self._alloc(self.query, len(indices)), *self.decoder)
             return np.asarray(out) if self.keep_numpy else torch.from_numpy(np.asarray(out))
         inp = x.numpy() if self.jit_in and isinstance(x, torch.Tensor) else x
         dst = self._alloc(self.query, len(x))
@@ -87,11 +89,23 @@ class PyStage:
             if self.init_shared is not None:
                 self.init_shared(shared)
             args += (shared,)
-        out = self.code(*args)
+        out = self._call(*args)
         if self.keep_numpy:
             return np.asarray(out)
         if self.state.jit_mode or isinstance(out, np.ndarray):
             out = torch.from_numpy(np.asarray(out))
+        return out
+
+    def _call(self, *args):
+        """Runs the custom code. numba compiles on a call with new argument
+        types and leaves reference cycles behind that hold the frames it ran
+        under, and through them the batch, this stage and the loader's build:
+        those are collected right away rather than at the collector's next run."""
+        signatures = getattr(self.code, "signatures", None)
+        compiled = None if signatures is None else len(signatures)
+        out = self.code(*args)
+        if compiled is not None and len(self.code.signatures) != compiled:
+            gc.collect()
         return out
 
     @staticmethod

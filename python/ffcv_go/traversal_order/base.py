@@ -1,4 +1,5 @@
 """TraversalOrder: the base of sample orders (FFCV's ffcv.traversal_order.base)."""
+import weakref
 from abc import ABC, abstractmethod
 
 
@@ -12,6 +13,23 @@ class TraversalOrder(ABC):
         self.distributed = loader.distributed
         self.world_size = loader.world_size
         self.rank = loader.rank
+
+    @property
+    def loader(self):
+        """The Loader this order serves.
+
+        Held through a weak reference: the loader owns its order, and a
+        strong reference back would put both in a cycle that only Python's
+        cyclic collector frees, gigabytes of batch memory later."""
+        ref = self.__dict__.get("_loader_ref")
+        loader = ref() if ref is not None else None
+        if loader is None:
+            raise ReferenceError(f"{type(self).__name__}: the Loader this order belonged to has been freed")
+        return loader
+
+    @loader.setter
+    def loader(self, value):
+        self._loader_ref = weakref.ref(value)
 
     @property
     def indices(self):
