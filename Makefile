@@ -12,7 +12,7 @@ DEB_DATA := mate-backgrounds lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 dat
 PYTEST_ARGS ?=
 CONFORMANCE_ARGS ?=
 
-.PHONY: all build deps venv wheel test test-go test-python conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-ray bench-remote clean
+.PHONY: all build deps venv wheel test test-go test-python conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-ray bench-remote bench-soak clean
 
 all: build
 
@@ -135,6 +135,11 @@ bench-ray: deps venv build
 # The loader over S3 (moto) and HTTP (with added latency) against local disk.
 bench-remote: deps venv build
 	PYTHONPATH=python $(PY) bench/remote.py $(BENCH_ARGS)
+
+# Loaders made, read and dropped 200 times, ffcv_go beside FFCV 1.0: RSS,
+# open files and threads per round (bench/results/soak.{md,png}).
+bench-soak: deps venv build ffcv
+	PYTHONPATH=python $(PY) bench/soak_loaders.py $(BENCH_ARGS)
 
 clean:
 	rm -f $(LIB) $(basename $(LIB)).h

@@ -23,6 +23,7 @@ import (
 	"unsafe"
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
+	"github.com/ffcv-go/ffcv-go/core/cache"
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/loader"
 	"github.com/ffcv-go/ffcv-go/core/remote"
@@ -173,7 +174,9 @@ func ffcv_close(h C.int64_t, err **C.char) (ret C.int64_t) {
 }
 
 //export ffcv_live_objects
-func ffcv_live_objects() C.int64_t { return C.int64_t(handles.count() + liveSlots()) }
+func ffcv_live_objects() C.int64_t {
+	return C.int64_t(handles.count() + liveSlots() + int(cache.LivePages()))
+}
 
 //export ffcv_goroutines
 func ffcv_goroutines() C.int64_t { return C.int64_t(runtime.NumGoroutine()) }

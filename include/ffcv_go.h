@@ -93,7 +93,8 @@ void ffcv_free(void *p);
  * Closing a writer handle abandons the write, as ffcv_writer_abort does. Closing a
  * reader invalidates the map ffcv_reader_mmap and ffcv_reader_read returned. */
 int64_t ffcv_close(int64_t handle, char **err);
-/* Number of live handles and of batch slots held by callers (for leak checks). */
+/* Number of live handles, of batch slots held by callers and of process-cache page
+ * buffers mapped (for leak checks). */
 int64_t ffcv_live_objects(void);
 /* Number of goroutines (for leak checks: a closed loader leaves none behind; idle
  * OS threads, which the Go runtime keeps, say nothing about leaks). */

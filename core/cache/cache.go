@@ -29,7 +29,10 @@ type Source interface {
 	// it can read ahead and evict after last use.
 	Plan(order []uint64)
 	Stats() Stats
+	// Close wakes callers blocked in Acquire and refuses new ones.
 	Close()
+	// Free releases the source's memory; called once nothing reads from it.
+	Free()
 }
 
 // Stats are cache counters.
@@ -99,6 +102,7 @@ func (o *OS) Read(i uint64, f int) ([]byte, []byte, error) {
 func (o *OS) Release(uint64) {}
 func (o *OS) Stats() Stats   { return Stats{} }
 func (o *OS) Close()         {}
+func (o *OS) Free()          {}
 
 // Plan starts a new epoch's advice.
 func (o *OS) Plan(order []uint64) { clear(o.advised) }

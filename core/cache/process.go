@@ -23,6 +23,7 @@ import (
 type Process struct {
 	r           *beton.Reader
 	maxResident int
+	pool        *Pages
 
 	mu         sync.Mutex
 	cond       *sync.Cond
@@ -32,7 +33,7 @@ type Process struct {
 	cursor     int           // plan position of the next sample the scheduler acquires
 	scan       int           // plan positions before this were considered for read-ahead
 	readsAhead bool          // beyond the scheduler (files without a map)
-	free       [][]byte
+	free       [][]byte      // buffers of dropped pages, reused first
 	stats      Stats
 	closed     bool
 }
@@ -45,10 +46,14 @@ type page struct {
 	err    error
 }
 
-// NewProcess opens a process cache over r keeping at most maxResident pages.
-func NewProcess(r *beton.Reader, maxResident int) (*Process, error) {
-	p := &Process{r: r, maxResident: max(maxResident, 1), pages: map[int64]*page{}, remaining: map[int64]int{},
-		readsAhead: !r.Mapped()}
+// NewProcess opens a process cache over r keeping at most maxResident pages,
+// in buffers from pool. Free gives them back.
+func NewProcess(r *beton.Reader, maxResident int, pool *Pages) (*Process, error) {
+	if pool == nil || uint64(pool.size) != r.PageSize() {
+		return nil, fmt.Errorf("process cache of %s needs a pool of %d-byte pages", r.Path, r.PageSize())
+	}
+	p := &Process{r: r, maxResident: max(maxResident, 1), pool: pool, pages: map[int64]*page{},
+		remaining: map[int64]int{}, readsAhead: !r.Mapped()}
 	p.cond = sync.NewCond(&p.mu)
 	return p, nil
 }
@@ -112,14 +117,18 @@ func (p *Process) acquire(i uint64, wait bool) (bool, error) {
 // start begins reading page num with refs holders; called with mu held.
 func (p *Process) start(num int64, refs int) {
 	pg := &page{refs: refs, ahead: refs == 0, loaded: make(chan struct{})}
-	if n := len(p.free); n > 0 {
-		pg.buf, p.free = p.free[n-1], p.free[:n-1]
-	} else {
-		pg.buf = make([]byte, p.r.PageSize())
-	}
 	p.pages[num] = pg
 	p.stats.PeakResidentPages = max(p.stats.PeakResidentPages, len(p.pages))
 	p.stats.PagesRead++
+	if n := len(p.free); n > 0 {
+		pg.buf, p.free = p.free[n-1], p.free[:n-1]
+	} else if buf, err := p.pool.get(); err != nil {
+		pg.err = err
+		close(pg.loaded)
+		return
+	} else {
+		pg.buf = buf
+	}
 	go p.load(num, pg)
 }
 
@@ -176,7 +185,9 @@ func (p *Process) evictIdle() bool {
 func (p *Process) drop(num int64, pg *page) {
 	delete(p.pages, num)
 	<-pg.loaded // never recycle a buffer a read is still filling
-	p.free = append(p.free, pg.buf)
+	if pg.buf != nil {
+		p.free = append(p.free, pg.buf)
+	}
 }
 
 func (p *Process) load(num int64, pg *page) {
@@ -249,14 +260,37 @@ func (p *Process) Stats() Stats {
 	return p.stats
 }
 
-// Close drops every page and wakes blocked callers.
+// Close wakes blocked callers and refuses new ones; the pages stay until Free.
 func (p *Process) Close() {
 	p.mu.Lock()
 	p.closed = true
-	// Not drop: a read still in flight (a stalled server) must not hold up
-	// the end of an epoch, and nothing is recycled after Close.
-	clear(p.pages)
-	p.free = nil
 	p.cond.Broadcast()
 	p.mu.Unlock()
+}
+
+// Free gives every buffer back to the pool, once nothing reads the pages any
+// more (the workers have exited). A read still in flight (a stalled server)
+// does not hold up the end of an epoch: its buffer goes back when it ends.
+func (p *Process) Free() {
+	p.mu.Lock()
+	pages, free := p.pages, p.free
+	p.pages, p.free, p.closed = map[int64]*page{}, nil, true
+	p.mu.Unlock()
+	for _, b := range free {
+		p.pool.put(b)
+	}
+	for _, pg := range pages {
+		if pg.buf == nil {
+			continue
+		}
+		select {
+		case <-pg.loaded:
+			p.pool.put(pg.buf)
+		default:
+			go func(pg *page) {
+				<-pg.loaded
+				p.pool.put(pg.buf)
+			}(pg)
+		}
+	}
 }

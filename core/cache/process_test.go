@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -63,11 +64,16 @@ func writeBlobs(t *testing.T, n int) *beton.Reader {
 
 func newProcess(t *testing.T, r *beton.Reader, max int, order []uint64) *Process {
 	t.Helper()
-	p, err := NewProcess(r, max)
+	pool := NewPages(int(r.PageSize()))
+	p, err := NewProcess(r, max, pool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(p.Close)
+	t.Cleanup(func() {
+		p.Close()
+		p.Free()
+		pool.Close()
+	})
 	p.Plan(order)
 	return p
 }
@@ -409,7 +415,9 @@ func TestProcessCloseDoesNotWaitForReads(t *testing.T) {
 	defer f.Close()
 	st, _ := f.Stat()
 	release := make(chan struct{})
-	defer close(release)
+	var once sync.Once
+	unstall := func() { once.Do(func() { close(release) }) }
+	defer unstall()
 	start, _, err := mapped.PageRange(uint64(PageOf(mapped, 0)))
 	if err != nil {
 		t.Fatal(err)
@@ -418,7 +426,9 @@ func TestProcessCloseDoesNotWaitForReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewProcess(r, 3)
+	live := LivePages()
+	pool := NewPages(int(r.PageSize()))
+	p, err := NewProcess(r, 3, pool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,10 +437,83 @@ func TestProcessCloseDoesNotWaitForReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
-	go func() { p.Close(); close(done) }()
+	go func() { p.Close(); p.Free(); pool.Close(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
-		t.Fatal("Close waited for stalled reads")
+		t.Fatal("Close and Free waited for stalled reads")
+	}
+	if LivePages() == live {
+		t.Fatal("the buffer of a page still being read was unmapped under the read")
+	}
+	unstall() // the reads end: their buffers are unmapped then
+	waitLivePages(t, live)
+}
+
+func waitLivePages(t *testing.T, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for LivePages() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d page buffers mapped, want %d", LivePages(), want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestPagesReusedAndReturned: epochs of one loader share the pool's buffers,
+// and closing the pool unmaps every one of them, whichever way each epoch ended.
+func TestPagesReusedAndReturned(t *testing.T) {
+	r := writeBlobs(t, 40)
+	for _, tc := range []struct {
+		name  string
+		epoch func(p *Process, order []uint64)
+	}{
+		{"whole epochs", func(p *Process, order []uint64) {
+			for _, i := range order {
+				if err := p.Acquire(i); err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := p.Read(i, 0); err != nil {
+					t.Fatal(err)
+				}
+				p.Release(i)
+			}
+		}},
+		{"epochs ended early, pages held", func(p *Process, order []uint64) {
+			for _, i := range order {
+				if ok, err := p.TryAcquire(i); err != nil {
+					t.Fatal(err)
+				} else if !ok {
+					return // the cache is full of pages still held
+				}
+				if _, _, err := p.Read(i, 0); err != nil { // read: no load left in flight
+					t.Fatal(err)
+				}
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			live := LivePages()
+			pool := NewPages(int(r.PageSize()))
+			var peak int64
+			for epoch := 0; epoch < 4; epoch++ {
+				p, err := NewProcess(r, 3, pool)
+				if err != nil {
+					t.Fatal(err)
+				}
+				order := seq(40)
+				p.Plan(order)
+				tc.epoch(p, order)
+				p.Close()
+				p.Free()
+				peak = max(peak, LivePages()-live)
+			}
+			if peak > 3 {
+				t.Errorf("%d buffers mapped for a cache of 3 pages: epochs did not reuse them", peak)
+			}
+			pool.Close()
+			waitLivePages(t, live)
+		})
 	}
 }

@@ -107,7 +107,7 @@ func (l *Loader) Start(epoch uint64, startBatch int, ord []uint64, perRank bool)
 		}
 		it.src = o
 	} else {
-		p, err := cache.NewProcess(l.r, l.cfg.MaxResidentPages)
+		p, err := cache.NewProcess(l.r, l.cfg.MaxResidentPages, l.bufs)
 		if err != nil {
 			return nil, err
 		}
@@ -119,6 +119,7 @@ func (l *Loader) Start(epoch uint64, startBatch int, ord []uint64, perRank bool)
 	if l.closed {
 		l.mu.Unlock()
 		it.src.Close()
+		it.src.Free()
 		return nil, fmt.Errorf("loader is closed")
 	}
 	l.iters[it] = struct{}{}
@@ -448,8 +449,9 @@ func (it *Iterator) Close() error {
 		it.l.pool.wake()
 		it.src.Close()
 		it.wg.Wait()
-		// Every goroutine has exited: nothing writes to these slots any more,
-		// finished or not.
+		// Every goroutine has exited: nothing reads the cache's pages or
+		// writes to these slots any more, finished or not.
+		it.src.Free()
 		it.mu.Lock()
 		for k, b := range it.batches {
 			if b.slot != nil {

@@ -48,6 +48,7 @@ type Loader struct {
 	cfg   Config
 	progs []*pipeline.Program
 	pool  *slotPool
+	bufs  *cache.Pages // buffers of the epochs' process caches
 	// staged[k] is the slot buffer program k's per-sample part writes to:
 	// its output buffer, or a staging buffer its batch operations read.
 	staged []int
@@ -124,6 +125,7 @@ func New(r *beton.Reader, cfg Config, progs []*pipeline.Program) (*Loader, error
 		}
 	}
 	l.pool = newSlotPool(sizes, cfg.BatchesAhead+2, cfg.MaxBatchMemory)
+	l.bufs = cache.NewPages(int(r.PageSize()))
 	return l, nil
 }
 
@@ -326,5 +328,6 @@ func (l *Loader) Close() error {
 		it.Close()
 	}
 	l.pool.close()
+	l.bufs.Close()
 	return nil
 }
