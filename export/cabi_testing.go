@@ -47,10 +47,40 @@ func cStr(s string) (*C.char, func()) {
 	return p, func() { C.free(unsafe.Pointer(p)) }
 }
 
-func testReaderOpen(path string) cResult {
-	p, free := cStr(path)
+// testDatasetOpen opens paths (a JSON list) as ffcv_dataset_open does;
+// "null" passes a NULL pointer.
+func testDatasetOpen(pathsJSON string) cResult {
+	if pathsJSON == "null" {
+		return cCall(func(e **C.char) C.int64_t { return ffcv_dataset_open(nil, nil, e) })
+	}
+	p, free := cStr(pathsJSON)
 	defer free()
-	return cCall(func(e **C.char) C.int64_t { return ffcv_reader_open(p, nil, e) })
+	return cCall(func(e **C.char) C.int64_t { return ffcv_dataset_open(p, nil, e) })
+}
+
+// testDatasetPaths expands paths (a JSON list) as ffcv_dataset_paths does.
+func testDatasetPaths(pathsJSON string) (string, cResult) {
+	p, free := cStr(pathsJSON)
+	defer free()
+	var out *C.char
+	r := cCall(func(e **C.char) C.int64_t { return ffcv_dataset_paths(p, &out, e) })
+	if out == nil {
+		return "", r
+	}
+	defer C.free(unsafe.Pointer(out))
+	return C.GoString(out), r
+}
+
+func testWriterCreate(path, spec string) cResult {
+	p, freeP := cStr(path)
+	defer freeP()
+	s, freeS := cStr(spec)
+	defer freeS()
+	return cCall(func(e **C.char) C.int64_t { return ffcv_writer_create(p, s, e) })
+}
+
+func testWriterAbort(h int64) cResult {
+	return cCall(func(e **C.char) C.int64_t { return ffcv_writer_abort(C.int64_t(h), e) })
 }
 
 // testReaderRead reads field f of sample i and returns its column's length

@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
+	"github.com/ffcv-go/ffcv-go/core/dataset"
 	"github.com/ffcv-go/ffcv-go/core/field"
 )
 
@@ -77,7 +78,7 @@ func ffcv_reader_open(path, customJSON *C.char, err **C.char) (ret C.int64_t) {
 	if e != nil {
 		return fail(err, e)
 	}
-	r, e := openPath(p, custom)
+	r, e := dataset.OpenFile(p, dataset.Options{Custom: custom})
 	if e != nil {
 		return fail(err, e)
 	}
@@ -160,6 +161,30 @@ func ffcv_reader_mmap(h C.int64_t, data *unsafe.Pointer, n *C.uint64_t, err **C.
 		return fail(err, e)
 	}
 	*data, *n = unsafe.Pointer(unsafe.SliceData(d)), C.uint64_t(len(d))
+	return 0
+}
+
+//export ffcv_reader_tables
+func ffcv_reader_tables(h C.int64_t, meta *unsafe.Pointer, metaLen *C.uint64_t, allocs *unsafe.Pointer,
+	allocsLen *C.uint64_t, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	r, done, e := acquireReader(int64(h))
+	defer done()
+	if e != nil {
+		return fail(err, e)
+	}
+	if meta == nil || metaLen == nil || allocs == nil || allocsLen == nil {
+		return fail(err, errNil)
+	}
+	m, a := r.Metadata(), r.AllocTable()
+	*meta, *metaLen = unsafe.Pointer(unsafe.SliceData(m)), C.uint64_t(len(m))
+	*allocs, *allocsLen = unsafe.Pointer(unsafe.SliceData(a)), C.uint64_t(len(a))
+	if len(m) == 0 {
+		*meta = nil
+	}
+	if len(a) == 0 {
+		*allocs = nil
+	}
 	return 0
 }
 
