@@ -58,7 +58,7 @@ func waitGoroutines(t *testing.T, want int64) {
 }
 
 func TestABIVersionIsTheHeaders(t *testing.T) {
-	if got := testABIVersion(); got != 2 {
+	if got := testABIVersion(); got != 3 {
 		t.Fatalf("ffcv_abi_version() = %d", got)
 	}
 }

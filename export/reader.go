@@ -14,7 +14,6 @@ import (
 	"unsafe"
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
-	"github.com/ffcv-go/ffcv-go/core/dataset"
 	"github.com/ffcv-go/ffcv-go/core/field"
 )
 
@@ -66,25 +65,6 @@ func releaseReader(r *beton.Reader) error {
 type readerHandle struct{ *beton.Reader }
 
 func (h readerHandle) Close() error { return releaseReader(h.Reader) }
-
-//export ffcv_reader_open
-func ffcv_reader_open(path, customJSON *C.char, err **C.char) (ret C.int64_t) {
-	defer guard(err, &ret)
-	p, e := goString(path, "path")
-	if e != nil {
-		return fail(err, e)
-	}
-	custom, e := parseCustom(customJSON)
-	if e != nil {
-		return fail(err, e)
-	}
-	r, e := dataset.OpenFile(p, dataset.Options{Custom: custom})
-	if e != nil {
-		return fail(err, e)
-	}
-	retainReader(r)
-	return C.int64_t(handles.add(readerHandle{r}))
-}
 
 type fieldInfo struct {
 	Name    string   `json:"name"`
@@ -221,7 +201,7 @@ func acquireReader(h int64) (*beton.Reader, func(), error) {
 
 // ffcv_file_fields describes the fields of the file at path (header and
 // descriptors only), so a caller can give the column layouts of its custom
-// fields to ffcv_reader_open.
+// fields to ffcv_dataset_open.
 //
 //export ffcv_file_fields
 func ffcv_file_fields(path *C.char, out **C.char, err **C.char) (ret C.int64_t) {

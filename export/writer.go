@@ -170,17 +170,6 @@ func ffcv_writer_put(h C.int64_t, first, count C.uint64_t, values *C.ffcv_value,
 	return 0
 }
 
-//export ffcv_writer_progress
-func ffcv_writer_progress(h C.int64_t, err **C.char) (ret C.int64_t) {
-	defer guard(err, &ret)
-	w, done, e := acquire[fileWriter](int64(h))
-	defer done()
-	if e != nil {
-		return fail(err, e)
-	}
-	return C.int64_t(w.Placed())
-}
-
 //export ffcv_writer_finish
 func ffcv_writer_finish(h C.int64_t, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)

@@ -22,7 +22,7 @@ class SampleError(ValueError):
 
 
 # These mirror include/ffcv_go.h (tests/python/test_abi.py checks them against it).
-ABI_VERSION = 2
+ABI_VERSION = 3
 ERR_INTERNAL = -1
 ERR_ARGUMENT = -2
 ERR_FORMAT = -3
@@ -119,7 +119,6 @@ def _signatures():
         "ffcv_close": (i64, [i64, err]),
         "ffcv_live_objects": (i64, []),
         "ffcv_goroutines": (i64, []),
-        "ffcv_reader_open": (i64, [cp, cp, err]),
         "ffcv_reader_info": (i64, [i64, out_str, err]),
         "ffcv_dataset_open": (i64, [cp, cp, err]),
         "ffcv_dataset_paths": (i64, [cp, out_str, err]),
@@ -133,7 +132,6 @@ def _signatures():
         "ffcv_verify": (i64, [i64, i32, out_str, err]),
         "ffcv_writer_create": (i64, [cp, cp, err]),
         "ffcv_writer_put": (i64, [i64, u64, u64, ctypes.POINTER(Value), err]),
-        "ffcv_writer_progress": (i64, [i64, err]),
         "ffcv_writer_finish": (i64, [i64, err]),
         "ffcv_writer_abort": (i64, [i64, err]),
         "ffcv_scan_image_folder": (i64, [cp, out_str, err]),
