@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/loader"
 )
 
@@ -189,6 +191,54 @@ func TestWriterDestinations(t *testing.T) {
 			}
 			if r.ret != c.code || !strings.Contains(r.msg, c.msg) {
 				t.Fatalf("got %d %q, want %d containing %q", r.ret, r.msg, c.code, c.msg)
+			}
+		})
+	}
+}
+
+// TestReaderPairs: the allocation index and the page maps reach C as the
+// core computes them, counted first or copied into the caller's arrays.
+func TestReaderPairs(t *testing.T) {
+	arrays := filepath.Join("..", "tests", "fixtures", "ffcv-1.0", "arrays.beton")
+	r := testDatasetOpen(fmt.Sprintf("[%q]", arrays))
+	if r.ret <= 0 {
+		t.Fatal(r.err())
+	}
+	defer testClose(r.ret)
+	br, err := beton.Open(arrays, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer br.Close()
+	ptrs, sizes, err := br.AllocIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, pages, err := br.AllocPages()
+	if err != nil || len(ptrs) < 2 || len(samples) < 2 {
+		t.Fatalf("fixture: %d allocations, %d page pairs (%v)", len(ptrs), len(samples), err)
+	}
+	cases := []struct {
+		name   string
+		h      int64
+		pages  bool
+		room   int // -1: NULL arrays
+		code   int64
+		wa, wb []uint64
+	}{
+		{"index: count", r.ret, false, -1, int64(len(ptrs)), nil, nil},
+		{"index: copy", r.ret, false, len(ptrs), int64(len(ptrs)), ptrs, sizes},
+		{"index: short arrays", r.ret, false, 1, int64(len(ptrs)), ptrs[:1], sizes[:1]},
+		{"pages: count", r.ret, true, -1, int64(len(samples)), nil, nil},
+		{"pages: copy", r.ret, true, len(samples), int64(len(samples)), samples, pages},
+		{"pages: short arrays", r.ret, true, 1, int64(len(samples)), samples[:1], pages[:1]},
+		{"pages: bad handle", 0, true, -1, codeArgument, nil, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a, b, res := testReaderPairs(c.h, c.pages, c.room)
+			if res.ret != c.code || (c.room > 0 && (!slices.Equal(a, c.wa) || !slices.Equal(b, c.wb))) {
+				t.Fatalf("got %d (%s) %v %v, want %d %v %v", res.ret, res.msg, a, b, c.code, c.wa, c.wb)
 			}
 		})
 	}

@@ -233,23 +233,41 @@ func ffcv_file_fields(path *C.char, out **C.char, err **C.char) (ret C.int64_t) 
 //export ffcv_reader_allocs
 func ffcv_reader_allocs(h C.int64_t, ptrs, sizes *C.uint64_t, capacity C.uint64_t, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
+	return readerPairs(h, (*beton.Reader).AllocIndex, "ptrs", "sizes", ptrs, sizes, capacity, err)
+}
+
+// ffcv_reader_alloc_pages writes the reader's page maps (the distinct
+// (sample, page) pairs of its allocations, sorted) into samples and pages,
+// up to capacity entries (both may be NULL to ask for the count).
+//
+//export ffcv_reader_alloc_pages
+func ffcv_reader_alloc_pages(h C.int64_t, samples, pages *C.uint64_t, capacity C.uint64_t, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	return readerPairs(h, (*beton.Reader).AllocPages, "samples", "pages", samples, pages, capacity, err)
+}
+
+// readerPairs copies the two columns get gives for reader h into the
+// caller's arrays a and b (named na and nb), of capacity entries each, and
+// returns the count; with both NULL it only counts.
+func readerPairs(h C.int64_t, get func(*beton.Reader) ([]uint64, []uint64, error), na, nb string,
+	a, b *C.uint64_t, capacity C.uint64_t, err **C.char) C.int64_t {
 	r, done, e := acquireReader(int64(h))
 	defer done()
 	if e != nil {
 		return fail(err, e)
 	}
-	p, s, e := r.AllocIndex()
+	x, y, e := get(r)
 	if e != nil {
 		return fail(err, fmt.Errorf("%s: %w", r.Path, e))
 	}
-	if ptrs != nil || sizes != nil {
-		dp, e1 := cArray((*uint64)(unsafe.Pointer(ptrs)), uint64(capacity), "ptrs")
-		ds, e2 := cArray((*uint64)(unsafe.Pointer(sizes)), uint64(capacity), "sizes")
+	if a != nil || b != nil {
+		da, e1 := cArray((*uint64)(unsafe.Pointer(a)), uint64(capacity), na)
+		db, e2 := cArray((*uint64)(unsafe.Pointer(b)), uint64(capacity), nb)
 		if e1 != nil || e2 != nil {
-			return fail(err, fmt.Errorf("%w: ptrs and sizes need room for %d entries", errArgument, capacity))
+			return fail(err, fmt.Errorf("%w: %s and %s need room for %d entries", errArgument, na, nb, capacity))
 		}
-		copy(dp, p)
-		copy(ds, s)
+		copy(da, x)
+		copy(db, y)
 	}
-	return C.int64_t(len(p))
+	return C.int64_t(len(x))
 }

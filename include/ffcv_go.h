@@ -125,6 +125,11 @@ int64_t ffcv_reader_info(int64_t reader, char **out, char **err);
  * loses to it). Writes up to cap entries into ptrs and sizes (both NULL: count
  * only); returns the count. */
 int64_t ffcv_reader_allocs(int64_t reader, uint64_t *ptrs, uint64_t *sizes, uint64_t cap, char **err);
+/* The page maps of FFCV's memory managers: the distinct (sample id, page) pairs of
+ * the allocation table, sorted by sample then page, where an allocation's page is
+ * the one its pointer starts on (pointer / page_size). Writes up to cap pairs into
+ * samples and pages (both NULL: count only); returns the count. */
+int64_t ffcv_reader_alloc_pages(int64_t reader, uint64_t *samples, uint64_t *pages, uint64_t cap, char **err);
 /* The metadata and allocation tables (NULL when empty): valid until the reader is closed. */
 int64_t ffcv_reader_tables(int64_t reader, void **meta, uint64_t *meta_len, void **allocs,
                            uint64_t *allocs_len, char **err);

@@ -126,6 +126,7 @@ def _signatures():
                                      ctypes.POINTER(u64), err]),
         "ffcv_file_fields": (i64, [cp, out_str, err]),
         "ffcv_reader_allocs": (i64, [i64, ctypes.POINTER(u64), ctypes.POINTER(u64), u64, err]),
+        "ffcv_reader_alloc_pages": (i64, [i64, ctypes.POINTER(u64), ctypes.POINTER(u64), u64, err]),
         "ffcv_reader_mmap": (i64, [i64, ctypes.POINTER(vp), ctypes.POINTER(u64), err]),
         "ffcv_reader_read": (i64, [i64, u64, i32, ctypes.POINTER(vp), ctypes.POINTER(u64),
                                    ctypes.POINTER(vp), ctypes.POINTER(u64), err]),
@@ -237,6 +238,29 @@ def close(handle):
     if os.getpid() != _PID:
         return
     call("ffcv_close", handle)
+
+
+def _uint64_pairs(fn, handle, context):
+    """Two uint64 numpy arrays from a function that counts with NULL arrays
+    and fills arrays of the count it gave."""
+    import numpy as np
+    n = call(fn, handle, None, None, 0, context=context)
+    a, b = np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.uint64)
+    p64 = ctypes.POINTER(ctypes.c_uint64)
+    call(fn, handle, a.ctypes.data_as(p64), b.ctypes.data_as(p64), n, context=context)
+    return a, b
+
+
+def alloc_index(handle, context=None):
+    """(pointers, sizes) of a reader's allocations: every distinct pointer,
+    sorted, sized as the Go reader resolves it (what memory_read searches)."""
+    return _uint64_pairs("ffcv_reader_allocs", handle, context)
+
+
+def alloc_pages(handle, context=None):
+    """(samples, pages) of a reader's allocations: each distinct pair of a
+    sample id and the page an allocation of it starts on, sorted."""
+    return _uint64_pairs("ffcv_reader_alloc_pages", handle, context)
 
 
 def live_objects():
