@@ -47,10 +47,64 @@ func cStr(s string) (*C.char, func()) {
 	return p, func() { C.free(unsafe.Pointer(p)) }
 }
 
-func testReaderOpen(path string) cResult {
-	p, free := cStr(path)
+// testDatasetOpen opens paths (a JSON list) as ffcv_dataset_open does;
+// "null" passes a NULL pointer.
+func testDatasetOpen(pathsJSON string) cResult {
+	if pathsJSON == "null" {
+		return cCall(func(e **C.char) C.int64_t { return ffcv_dataset_open(nil, nil, e) })
+	}
+	p, free := cStr(pathsJSON)
 	defer free()
-	return cCall(func(e **C.char) C.int64_t { return ffcv_reader_open(p, nil, e) })
+	return cCall(func(e **C.char) C.int64_t { return ffcv_dataset_open(p, nil, e) })
+}
+
+// testDatasetPaths expands paths (a JSON list) as ffcv_dataset_paths does.
+func testDatasetPaths(pathsJSON string) (string, cResult) {
+	p, free := cStr(pathsJSON)
+	defer free()
+	var out *C.char
+	r := cCall(func(e **C.char) C.int64_t { return ffcv_dataset_paths(p, &out, e) })
+	if out == nil {
+		return "", r
+	}
+	defer C.free(unsafe.Pointer(out))
+	return C.GoString(out), r
+}
+
+func testWriterCreate(path, spec string) cResult {
+	p, freeP := cStr(path)
+	defer freeP()
+	s, freeS := cStr(spec)
+	defer freeS()
+	return cCall(func(e **C.char) C.int64_t { return ffcv_writer_create(p, s, e) })
+}
+
+func testWriterAbort(h int64) cResult {
+	return cCall(func(e **C.char) C.int64_t { return ffcv_writer_abort(C.int64_t(h), e) })
+}
+
+// testReaderPairs calls ffcv_reader_allocs (pages false) or
+// ffcv_reader_alloc_pages with arrays of room entries (nil for room < 0).
+func testReaderPairs(h int64, pages bool, room int) ([]uint64, []uint64, cResult) {
+	fn := ffcv_reader_allocs
+	if pages {
+		fn = ffcv_reader_alloc_pages
+	}
+	var a, b []uint64
+	var pa, pb *C.uint64_t
+	if room >= 0 {
+		a, b = make([]uint64, room+1), make([]uint64, room+1) // one spare: nothing is written past room
+		a[room], b[room] = 7, 7
+		pa, pb = (*C.uint64_t)(&a[0]), (*C.uint64_t)(&b[0])
+	}
+	r := cCall(func(e **C.char) C.int64_t { return fn(C.int64_t(h), pa, pb, C.uint64_t(max(room, 0)), e) })
+	if room >= 0 && (a[room] != 7 || b[room] != 7) {
+		panic("written past the capacity given")
+	}
+	if room > 0 {
+		a, b = a[:room], b[:room]
+	}
+	return a, b, r
 }
 
 // testReaderRead reads field f of sample i and returns its column's length

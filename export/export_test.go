@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/loader"
 )
 
@@ -18,7 +20,7 @@ var scalars = filepath.Join("..", "tests", "fixtures", "ffcv-1.0", "scalars.beto
 
 func openScalars(t *testing.T) int64 {
 	t.Helper()
-	r := testReaderOpen(scalars)
+	r := testDatasetOpen(fmt.Sprintf("[%q]", scalars))
 	if r.ret <= 0 {
 		t.Fatalf("open: %v", r.err())
 	}
@@ -58,7 +60,7 @@ func waitGoroutines(t *testing.T, want int64) {
 }
 
 func TestABIVersionIsTheHeaders(t *testing.T) {
-	if got := testABIVersion(); got != 2 {
+	if got := testABIVersion(); got != 3 {
 		t.Fatalf("ffcv_abi_version() = %d", got)
 	}
 }
@@ -90,8 +92,6 @@ func TestBadHandles(t *testing.T) {
 		{"unknown op argument", func() cResult {
 			return testLoaderCreate(strings.Replace(scalarsSpec(""), `{"op": "int"}`, `{"op": "int", "p": 1}`, 1))
 		}, codeArgument, `unknown field "p"`},
-		{"missing file", func() cResult { return testReaderOpen("/nonexistent.beton") }, codeNotFound, "nonexistent"},
-		{"not a beton", func() cResult { return testReaderOpen("export_test.go") }, codeFormat, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -109,6 +109,138 @@ func TestBadHandles(t *testing.T) {
 	}
 	if r := testClose(h); r.ret != 0 {
 		t.Fatal(r.err())
+	}
+}
+
+// TestDatasetOpen: what names a dataset reaches the core as it was given,
+// and each kind of failure comes back as its error class.
+func TestDatasetOpen(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("FFCV_GO_REMOTE_ATTEMPTS", "many")
+	cases := []struct {
+		name    string
+		paths   string // JSON; "null" for a NULL pointer
+		code    int64  // 0: opens
+		msg     string
+		expands string // what ffcv_dataset_paths gives when it opens
+	}{
+		{"one file", fmt.Sprintf("[%q]", scalars), 0, "", fmt.Sprintf("[%q]", scalars)},
+		{"shards", fmt.Sprintf("[%q, %q]", scalars, scalars), 0, "", fmt.Sprintf("[%q,%q]", scalars, scalars)},
+		{"NULL", "null", codeArgument, "null pointer", ""},
+		{"not JSON", "[", codeArgument, "JSON list of strings", ""},
+		{"not a list", `{"a": 1}`, codeArgument, "JSON list of strings", ""},
+		{"no paths", "[]", codeArgument, "no paths given", ""},
+		{"missing file", `["/nonexistent.beton"]`, codeNotFound, "nonexistent", ""},
+		{"not a beton", `["export_test.go"]`, codeFormat, "export_test.go", ""},
+		{"directory without shards", fmt.Sprintf("[%q]", dir), codeNotFound, "no .beton files", ""},
+		{"glob matching nothing", fmt.Sprintf("[%q]", dir+"/*.beton"), codeNotFound, "matches no file", ""},
+		{"bad glob", fmt.Sprintf("[%q]", dir+"/[.beton"), codeArgument, "syntax error in pattern", ""},
+		{"bad remote setting", `["s3://bucket/x.beton"]`, codeArgument, "FFCV_GO_REMOTE_ATTEMPTS", ""},
+		{"not a URL we read", `["ftp://host/x.beton"]`, codeNotFound, "ftp://host/x.beton", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := testDatasetOpen(c.paths)
+			if c.code == 0 {
+				if r.ret <= 0 {
+					t.Fatal(r.err())
+				}
+				testClose(r.ret)
+				if got, pr := testDatasetPaths(c.paths); pr.ret <= 0 || got != c.expands {
+					t.Fatalf("paths %s, %v; want %s", got, pr.err(), c.expands)
+				}
+				return
+			}
+			if r.ret != c.code || !strings.Contains(r.msg, c.msg) {
+				t.Fatalf("got %d %q, want %d containing %q", r.ret, r.msg, c.code, c.msg)
+			}
+		})
+	}
+}
+
+// TestWriterDestinations: ffcv_writer_create reports a destination it cannot
+// write as the caller's error, before anything is written.
+func TestWriterDestinations(t *testing.T) {
+	dir := t.TempDir()
+	spec := `{"num_samples": 1, "fields": [{"name": "x", "type_id": 1}]}`
+	cases := []struct {
+		name string
+		path string
+		env  string // FFCV_GO_REMOTE_TIMEOUT
+		code int64  // 0: created
+		msg  string
+	}{
+		{"local file", filepath.Join(dir, "out.beton"), "", 0, ""},
+		{"HTTP is read-only", "https://host/out.beton", "", codeArgument, "only s3:// URLs can be written"},
+		{"S3 URL without a key", "s3://bucket", "", codeArgument, "bucket and a key"},
+		{"bad remote setting", "s3://bucket/out.beton", "0", codeArgument, "FFCV_GO_REMOTE_TIMEOUT"},
+		{"missing directory", filepath.Join(dir, "no", "out.beton"), "", codeNotFound, "out.beton"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("FFCV_GO_REMOTE_TIMEOUT", c.env)
+			r := testWriterCreate(c.path, spec)
+			if c.code == 0 {
+				if r.ret <= 0 {
+					t.Fatal(r.err())
+				}
+				if a := testWriterAbort(r.ret); a.ret != 0 {
+					t.Fatal(a.err())
+				}
+				return
+			}
+			if r.ret != c.code || !strings.Contains(r.msg, c.msg) {
+				t.Fatalf("got %d %q, want %d containing %q", r.ret, r.msg, c.code, c.msg)
+			}
+		})
+	}
+}
+
+// TestReaderPairs: the allocation index and the page maps reach C as the
+// core computes them, counted first or copied into the caller's arrays.
+func TestReaderPairs(t *testing.T) {
+	arrays := filepath.Join("..", "tests", "fixtures", "ffcv-1.0", "arrays.beton")
+	r := testDatasetOpen(fmt.Sprintf("[%q]", arrays))
+	if r.ret <= 0 {
+		t.Fatal(r.err())
+	}
+	defer testClose(r.ret)
+	br, err := beton.Open(arrays, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer br.Close()
+	ptrs, sizes, err := br.AllocIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, pages, err := br.AllocPages()
+	if err != nil || len(ptrs) < 2 || len(samples) < 2 {
+		t.Fatalf("fixture: %d allocations, %d page pairs (%v)", len(ptrs), len(samples), err)
+	}
+	cases := []struct {
+		name   string
+		h      int64
+		pages  bool
+		room   int // -1: NULL arrays
+		code   int64
+		wa, wb []uint64
+	}{
+		{"index: count", r.ret, false, -1, int64(len(ptrs)), nil, nil},
+		{"index: copy", r.ret, false, len(ptrs), int64(len(ptrs)), ptrs, sizes},
+		{"index: short arrays", r.ret, false, 1, int64(len(ptrs)), ptrs[:1], sizes[:1]},
+		{"pages: count", r.ret, true, -1, int64(len(samples)), nil, nil},
+		{"pages: copy", r.ret, true, len(samples), int64(len(samples)), samples, pages},
+		{"pages: short arrays", r.ret, true, 1, int64(len(samples)), samples[:1], pages[:1]},
+		{"pages: bad handle", 0, true, -1, codeArgument, nil, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a, b, res := testReaderPairs(c.h, c.pages, c.room)
+			if res.ret != c.code || (c.room > 0 && (!slices.Equal(a, c.wa) || !slices.Equal(b, c.wb))) {
+				t.Fatalf("got %d (%s) %v %v, want %d %v %v", res.ret, res.msg, a, b, c.code, c.wa, c.wb)
+			}
+		})
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/ffcv-go/ffcv-go/core/dataset"
 	"github.com/ffcv-go/ffcv-go/core/imagefolder"
 )
 
@@ -81,7 +82,7 @@ func ffcv_write_image_folder(root, path, specJSON *C.char, progress *C.int64_t, 
 			}
 		}()
 	}
-	e = writeTo(p, func(p string) error {
+	e = dataset.Write(p, dataset.Options{}, func(p string) error {
 		return f.Write(p, imagefolder.Options{
 			Image: spec.Image.imageOptions(spec.Seed), PageSize: spec.PageSize, Workers: spec.NumWorkers, Progress: &done,
 		})

@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
+	"github.com/ffcv-go/ffcv-go/core/dataset"
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/loader"
 	"github.com/ffcv-go/ffcv-go/core/order"
@@ -89,7 +90,7 @@ func ffcv_loader_create(specJSON *C.char, indices *C.uint64_t, nIndices C.uint64
 		for k, v := range spec.Custom {
 			custom[k] = field.Column{Size: v[0], Align: v[1]}
 		}
-		if r, e = openPath(spec.Path, custom); e != nil {
+		if r, e = dataset.OpenFile(spec.Path, dataset.Options{Custom: custom}); e != nil {
 			return fail(err, e)
 		}
 	}

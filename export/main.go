@@ -24,6 +24,7 @@ import (
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/cache"
+	"github.com/ffcv-go/ffcv-go/core/dataset"
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/loader"
 	"github.com/ffcv-go/ffcv-go/core/remote"
@@ -74,7 +75,8 @@ func fail(err **C.char, e error) C.int64_t {
 	case errors.Is(e, beton.ErrFormat):
 		return codeFormat
 	case errors.Is(e, errArgument), errors.Is(e, errNil), errors.Is(e, field.ErrNoHandler),
-		errors.Is(e, beton.ErrShards), errors.Is(e, beton.ErrNotMapped), errors.Is(e, remote.ErrBadURL):
+		errors.Is(e, beton.ErrShards), errors.Is(e, beton.ErrNotMapped), errors.Is(e, dataset.ErrArgument),
+		errors.Is(e, remote.ErrBadURL), errors.Is(e, remote.ErrBadEnv):
 		return codeArgument
 	case errors.As(e, &pe):
 		return codeIO

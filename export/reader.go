@@ -66,25 +66,6 @@ type readerHandle struct{ *beton.Reader }
 
 func (h readerHandle) Close() error { return releaseReader(h.Reader) }
 
-//export ffcv_reader_open
-func ffcv_reader_open(path, customJSON *C.char, err **C.char) (ret C.int64_t) {
-	defer guard(err, &ret)
-	p, e := goString(path, "path")
-	if e != nil {
-		return fail(err, e)
-	}
-	custom, e := parseCustom(customJSON)
-	if e != nil {
-		return fail(err, e)
-	}
-	r, e := openPath(p, custom)
-	if e != nil {
-		return fail(err, e)
-	}
-	retainReader(r)
-	return C.int64_t(handles.add(readerHandle{r}))
-}
-
 type fieldInfo struct {
 	Name    string   `json:"name"`
 	TypeID  int      `json:"type_id"`
@@ -163,6 +144,30 @@ func ffcv_reader_mmap(h C.int64_t, data *unsafe.Pointer, n *C.uint64_t, err **C.
 	return 0
 }
 
+//export ffcv_reader_tables
+func ffcv_reader_tables(h C.int64_t, meta *unsafe.Pointer, metaLen *C.uint64_t, allocs *unsafe.Pointer,
+	allocsLen *C.uint64_t, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	r, done, e := acquireReader(int64(h))
+	defer done()
+	if e != nil {
+		return fail(err, e)
+	}
+	if meta == nil || metaLen == nil || allocs == nil || allocsLen == nil {
+		return fail(err, errNil)
+	}
+	m, a := r.Metadata(), r.AllocTable()
+	*meta, *metaLen = unsafe.Pointer(unsafe.SliceData(m)), C.uint64_t(len(m))
+	*allocs, *allocsLen = unsafe.Pointer(unsafe.SliceData(a)), C.uint64_t(len(a))
+	if len(m) == 0 {
+		*meta = nil
+	}
+	if len(a) == 0 {
+		*allocs = nil
+	}
+	return 0
+}
+
 //export ffcv_reader_read
 func ffcv_reader_read(h C.int64_t, sample C.uint64_t, f C.int32_t, col *unsafe.Pointer, colLen *C.uint64_t,
 	heap *unsafe.Pointer, heapLen *C.uint64_t, err **C.char) (ret C.int64_t) {
@@ -196,7 +201,7 @@ func acquireReader(h int64) (*beton.Reader, func(), error) {
 
 // ffcv_file_fields describes the fields of the file at path (header and
 // descriptors only), so a caller can give the column layouts of its custom
-// fields to ffcv_reader_open.
+// fields to ffcv_dataset_open.
 //
 //export ffcv_file_fields
 func ffcv_file_fields(path *C.char, out **C.char, err **C.char) (ret C.int64_t) {
@@ -228,23 +233,41 @@ func ffcv_file_fields(path *C.char, out **C.char, err **C.char) (ret C.int64_t) 
 //export ffcv_reader_allocs
 func ffcv_reader_allocs(h C.int64_t, ptrs, sizes *C.uint64_t, capacity C.uint64_t, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
+	return readerPairs(h, (*beton.Reader).AllocIndex, "ptrs", "sizes", ptrs, sizes, capacity, err)
+}
+
+// ffcv_reader_alloc_pages writes the reader's page maps (the distinct
+// (sample, page) pairs of its allocations, sorted) into samples and pages,
+// up to capacity entries (both may be NULL to ask for the count).
+//
+//export ffcv_reader_alloc_pages
+func ffcv_reader_alloc_pages(h C.int64_t, samples, pages *C.uint64_t, capacity C.uint64_t, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	return readerPairs(h, (*beton.Reader).AllocPages, "samples", "pages", samples, pages, capacity, err)
+}
+
+// readerPairs copies the two columns get gives for reader h into the
+// caller's arrays a and b (named na and nb), of capacity entries each, and
+// returns the count; with both NULL it only counts.
+func readerPairs(h C.int64_t, get func(*beton.Reader) ([]uint64, []uint64, error), na, nb string,
+	a, b *C.uint64_t, capacity C.uint64_t, err **C.char) C.int64_t {
 	r, done, e := acquireReader(int64(h))
 	defer done()
 	if e != nil {
 		return fail(err, e)
 	}
-	p, s, e := r.AllocIndex()
+	x, y, e := get(r)
 	if e != nil {
 		return fail(err, fmt.Errorf("%s: %w", r.Path, e))
 	}
-	if ptrs != nil || sizes != nil {
-		dp, e1 := cArray((*uint64)(unsafe.Pointer(ptrs)), uint64(capacity), "ptrs")
-		ds, e2 := cArray((*uint64)(unsafe.Pointer(sizes)), uint64(capacity), "sizes")
+	if a != nil || b != nil {
+		da, e1 := cArray((*uint64)(unsafe.Pointer(a)), uint64(capacity), na)
+		db, e2 := cArray((*uint64)(unsafe.Pointer(b)), uint64(capacity), nb)
 		if e1 != nil || e2 != nil {
-			return fail(err, fmt.Errorf("%w: ptrs and sizes need room for %d entries", errArgument, capacity))
+			return fail(err, fmt.Errorf("%w: %s and %s need room for %d entries", errArgument, na, nb, capacity))
 		}
-		copy(dp, p)
-		copy(ds, s)
+		copy(da, x)
+		copy(db, y)
 	}
-	return C.int64_t(len(p))
+	return C.int64_t(len(x))
 }

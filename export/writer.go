@@ -12,9 +12,9 @@ import (
 	"unsafe"
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
+	"github.com/ffcv-go/ffcv-go/core/dataset"
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/imageenc"
-	"github.com/ffcv-go/ffcv-go/core/remote"
 )
 
 type fieldSpec struct {
@@ -56,20 +56,18 @@ type writerSpec struct {
 }
 
 // fileWriter is a beton.Writer with the field count the C side needs, and
-// the upload its file goes to when the destination is an s3:// URL.
+// its destination (an s3:// one uploads the file when it is finished).
 type fileWriter struct {
 	*beton.Writer
-	nf int
-	up *upload
+	nf   int
+	dest *dataset.Dest
 }
 
 func (w fileWriter) Close() error { w.abort(); return nil }
 
 func (w fileWriter) abort() {
 	w.Abort()
-	if w.up != nil {
-		w.up.abort()
-	}
+	w.dest.Abort()
 }
 
 //export ffcv_writer_create
@@ -107,22 +105,17 @@ func ffcv_writer_create(path, specJSON *C.char, err **C.char) (ret C.int64_t) {
 			return fail(err, fmt.Errorf("%w: field %q: %v", errArgument, f.Name, e))
 		}
 	}
-	var up *upload
-	if remote.IsURL(p) {
-		if up, e = beginUpload(p); e != nil {
-			return fail(err, e)
-		}
-		p = up.local
-	}
-	w, e := beton.Create(p, descs, encs, spec.NumSamples,
-		beton.WriterOptions{PageSize: spec.PageSize, Workers: spec.NumWorkers, Custom: custom})
+	dest, e := dataset.Create(p, dataset.Options{})
 	if e != nil {
-		if up != nil {
-			up.abort()
-		}
 		return fail(err, e)
 	}
-	return C.int64_t(handles.add(fileWriter{w, len(descs), up}))
+	w, e := beton.Create(dest.Path(), descs, encs, spec.NumSamples,
+		beton.WriterOptions{PageSize: spec.PageSize, Workers: spec.NumWorkers, Custom: custom})
+	if e != nil {
+		dest.Abort()
+		return fail(err, e)
+	}
+	return C.int64_t(handles.add(fileWriter{w, len(descs), dest}))
 }
 
 //export ffcv_writer_put
@@ -177,17 +170,6 @@ func ffcv_writer_put(h C.int64_t, first, count C.uint64_t, values *C.ffcv_value,
 	return 0
 }
 
-//export ffcv_writer_progress
-func ffcv_writer_progress(h C.int64_t, err **C.char) (ret C.int64_t) {
-	defer guard(err, &ret)
-	w, done, e := acquire[fileWriter](int64(h))
-	defer done()
-	if e != nil {
-		return fail(err, e)
-	}
-	return C.int64_t(w.Placed())
-}
-
 //export ffcv_writer_finish
 func ffcv_writer_finish(h C.int64_t, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
@@ -195,11 +177,7 @@ func ffcv_writer_finish(h C.int64_t, err **C.char) (ret C.int64_t) {
 	if e != nil {
 		return fail(err, e)
 	}
-	e = w.Writer.Close()
-	if w.up != nil {
-		e = w.up.finish(e)
-	}
-	if e != nil {
+	if e := w.dest.Finish(w.Writer.Close()); e != nil {
 		return fail(err, e)
 	}
 	return 0

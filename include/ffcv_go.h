@@ -33,7 +33,7 @@ extern "C" {
 
 /* Version of this ABI: raised whenever a signature, a struct, an error code or
  * a JSON key changes meaning. Callers compare it with ffcv_abi_version(). */
-#define FFCV_GO_ABI_VERSION 2
+#define FFCV_GO_ABI_VERSION 3
 
 /* Error codes: every call that can fail returns one of these (negative), with
  * a message in *err. */
@@ -102,20 +102,20 @@ int64_t ffcv_goroutines(void);
 
 /* ---- reading ---- */
 
-/* Opens a .beton file. custom_json: {"field name": [column size, column alignment], ...}
- * for custom fields (type_id 255), or NULL. Returns a reader handle. */
-int64_t ffcv_reader_open(const char *path, const char *custom_json, char **err);
-/* Opens a dataset: paths_json is a JSON list of paths, directories (their *.beton
- * files, sorted) and globs (sorted matches). One file is read as ffcv_reader_open
- * does; several are shards with one set of fields read as one dataset, sample
- * indices in shard order. Returns a reader handle. */
+/* Opens a dataset: paths_json is a JSON list of .beton files, directories (their
+ * *.beton files, sorted), globs (sorted matches), s3://, http:// and https:// URLs,
+ * and S3 prefixes (s3://bucket/dir/) and patterns (sorted matches). One file is read
+ * as itself (a local one mapped); several are shards with one set of fields read as
+ * one dataset, sample indices in shard order. custom_json: {"field name": [column
+ * size, column alignment], ...} for custom fields (type_id 255), or NULL. Returns a
+ * reader handle. */
 int64_t ffcv_dataset_open(const char *paths_json, const char *custom_json, char **err);
 /* The files paths_json (as for ffcv_dataset_open) names, as a JSON list in *out
  * (freed with ffcv_free). Returns their count. */
 int64_t ffcv_dataset_paths(const char *paths_json, char **out, char **err);
 /* JSON list of the fields of the file at path [{name, type_id, shape, dtype, args_hex}],
  * from its header and descriptors only (to learn the custom fields' layouts before
- * ffcv_reader_open). *out is freed with ffcv_free. */
+ * ffcv_dataset_open). *out is freed with ffcv_free. */
 int64_t ffcv_file_fields(const char *path, char **out, char **err);
 /* JSON description: num_samples, page_size, alloc_table_ptr, metadata_offset, row_size,
  * fields [{name, type_id, offset, size, shape, dtype, args_hex}], mapped (heap bytes
@@ -126,6 +126,11 @@ int64_t ffcv_reader_info(int64_t reader, char **out, char **err);
  * loses to it). Writes up to cap entries into ptrs and sizes (both NULL: count
  * only); returns the count. */
 int64_t ffcv_reader_allocs(int64_t reader, uint64_t *ptrs, uint64_t *sizes, uint64_t cap, char **err);
+/* The page maps of FFCV's memory managers: the distinct (sample id, page) pairs of
+ * the allocation table, sorted by sample then page, where an allocation's page is
+ * the one its pointer starts on (pointer / page_size). Writes up to cap pairs into
+ * samples and pages (both NULL: count only); returns the count. */
+int64_t ffcv_reader_alloc_pages(int64_t reader, uint64_t *samples, uint64_t *pages, uint64_t cap, char **err);
 /* The metadata and allocation tables (NULL when empty): valid until the reader is closed. */
 int64_t ffcv_reader_tables(int64_t reader, void **meta, uint64_t *meta_len, void **allocs,
                            uint64_t *allocs_len, char **err);
@@ -148,14 +153,14 @@ int64_t ffcv_verify(int64_t reader, int32_t workers, char **out, char **err);
 /* Starts writing. spec_json: {"num_samples": N, "page_size": P, "num_workers": W,
  * "fields": [{"name", "type_id", "shape", "dtype", "write_mode", "max_resolution",
  * "smart_threshold", "jpeg_quality", "compress_probability"}]}.
- * The file appears at path only when ffcv_writer_close succeeds. */
+ * path is a local file or an s3:// URL (written to a local temporary file, uploaded
+ * by ffcv_writer_finish). The file appears at path only when ffcv_writer_finish
+ * succeeds. */
 int64_t ffcv_writer_create(const char *path, const char *spec_json, char **err);
 /* Queues samples first .. first+count-1; values holds count * num_fields entries,
  * sample-major. Samples must be put in order. Blocks while the encoders are behind. */
 int64_t ffcv_writer_put(int64_t writer, uint64_t first, uint64_t count,
                         const ffcv_value *values, char **err);
-/* Number of samples fully placed in the file so far (for progress bars). */
-int64_t ffcv_writer_progress(int64_t writer, char **err);
 /* Finishes the file and renames it into place; the handle is closed either way. */
 int64_t ffcv_writer_finish(int64_t writer, char **err);
 /* Abandons the write, removing the temporary file; the handle is closed. */

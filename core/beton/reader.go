@@ -1,6 +1,7 @@
 package beton
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"syscall"
@@ -478,6 +480,35 @@ func (r *Reader) AllocIndex() (ptrs, sizes []uint64, err error) {
 		ptrs, sizes = append(ptrs, r.allocPtrs[i]), append(sizes, r.allocSizes[r.pick(i)])
 	}
 	return ptrs, sizes, nil
+}
+
+// AllocPages returns the distinct (sample, page) pairs of the allocation
+// table, sorted by sample then page, where an allocation's page is the one
+// it starts on (pointer / page size): FFCV's memory managers' page maps.
+func (r *Reader) AllocPages() (samples, pages []uint64, err error) {
+	r.allocOnce.Do(r.indexAllocs)
+	if r.allocErr != nil {
+		return nil, nil, r.allocErr
+	}
+	n := r.NumAllocs()
+	pairs := make([][2]uint64, n)
+	ps := r.PageSize()
+	for k := range pairs {
+		e := r.Alloc(uint64(k))
+		pairs[k] = [2]uint64{e.SampleID, e.Ptr / ps}
+	}
+	// Both fields in order, so slices.Compact leaves distinct pairs; the
+	// check skips the sort for a table already in sample order.
+	cmpPair := func(a, b [2]uint64) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) }
+	if !slices.IsSortedFunc(pairs, cmpPair) {
+		slices.SortFunc(pairs, cmpPair)
+	}
+	pairs = slices.Compact(pairs)
+	samples, pages = make([]uint64, len(pairs)), make([]uint64, len(pairs))
+	for k, p := range pairs {
+		samples[k], pages[k] = p[0], p[1]
+	}
+	return samples, pages, nil
 }
 
 func (r *Reader) indexAllocs() {

@@ -46,19 +46,19 @@ static const union {
 #undef KSUF
 #pragma GCC pop_options
 
-void ffr_area_run(int avx2, uint8_t *dst, int dw, int dh, const uint8_t *src, long stride,
-                  const int32_t *xfirst, const float *xw, int xn,
-                  const int32_t *yfirst, const int32_t *yoff, const float *yw,
-                  long src_len, float *buf, float *sum, float *wx) {
+void ffresize_area_run(int avx2, uint8_t *dst, int dw, int dh, const uint8_t *src, long stride,
+                       const int32_t *xfirst, const float *xw, int xn,
+                       const int32_t *yfirst, const int32_t *yoff, const float *yw,
+                       long src_len, float *buf, float *sum, float *wx) {
 	if (avx2)
 		area_run_avx2(dst, dw, dh, src, stride, xfirst, xw, xn, yfirst, yoff, yw, src_len, buf, sum, wx);
 	else
 		area_run_sse2(dst, dw, dh, src, stride, xfirst, xw, xn, yfirst, yoff, yw, src_len, buf, sum, wx);
 }
 
-void ffr_linear_run(int avx2, uint8_t *dst, int dw, int dh, const uint8_t *src, int sh, long stride,
-                    const int32_t *xofs, const int16_t *xa, const int32_t *yofs, const int16_t *ya,
-                    long src_len, int32_t *r0, int32_t *r1) {
+void ffresize_linear_run(int avx2, uint8_t *dst, int dw, int dh, const uint8_t *src, int sh, long stride,
+                         const int32_t *xofs, const int16_t *xa, const int32_t *yofs, const int16_t *ya,
+                         long src_len, int32_t *r0, int32_t *r1) {
 	if (avx2)
 		linear_run_avx2(dst, dw, dh, src, sh, stride, xofs, xa, yofs, ya, src_len, r0, r1);
 	else

@@ -40,7 +40,7 @@ func (r *Resizer) areaRunSIMD(dst []byte, dw, dh int, src []byte, srcStride int)
 	r.fbuf = growF32(r.fbuf, dw*3+1)
 	r.fsum = growF32(r.fsum, dw*3+1)
 	r.fwx = growF32(r.fwx, (dw/2)*r.fx.n*8+1) // the AVX2 kernel's weights
-	C.ffr_area_run(cbool(useAVX2), (*C.uint8_t)(&dst[0]), C.int(dw), C.int(dh),
+	C.ffresize_area_run(cbool(useAVX2), (*C.uint8_t)(&dst[0]), C.int(dw), C.int(dh),
 		(*C.uint8_t)(&src[0]), C.long(srcStride),
 		(*C.int32_t)(&r.fx.first[0]), (*C.float)(&r.fx.w[0]), C.int(r.fx.n),
 		(*C.int32_t)(&r.y.first[0]), (*C.int32_t)(&r.y.off[0]), (*C.float)(&r.y.w[0]),
@@ -54,7 +54,7 @@ func (r *Resizer) areaRunSIMD(dst []byte, dw, dh int, src []byte, srcStride int)
 func (r *Resizer) linearRunSIMD(dst []byte, dw, dh int, src []byte, sh, srcStride int) {
 	r.ibuf = growI32(r.ibuf, dw*3+1)
 	r.ibuf2 = growI32(r.ibuf2, dw*3+1)
-	C.ffr_linear_run(cbool(useAVX2), (*C.uint8_t)(&dst[0]), C.int(dw), C.int(dh),
+	C.ffresize_linear_run(cbool(useAVX2), (*C.uint8_t)(&dst[0]), C.int(dw), C.int(dh),
 		(*C.uint8_t)(&src[0]), C.int(sh), C.long(srcStride),
 		(*C.int32_t)(&r.sx.ofs[0]), (*C.int16_t)(unsafe.Pointer(&r.sx.a[0])),
 		(*C.int32_t)(&r.ly.ofs[0]), (*C.int16_t)(unsafe.Pointer(&r.sy.a[0])),

@@ -27,6 +27,7 @@
 
 #include "ffjpeg.h"
 #include "ffint.h"
+#include "ffscan.h"
 #include "ffhuff.h"
 
 

@@ -4,8 +4,27 @@
 #ifndef FFHUFF_H
 #define FFHUFF_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+// The decoder takes the place of libjpeg-turbo's entropy decoder through
+// its private jpegint.h (ffh_install sets cinfo->entropy), so it depends on
+// the layout of struct jpeg_entropy_decoder and on the coefficient
+// controller calling decode_mcu once per MCU. Both hold through the 2.0 and
+// 2.1 series (written for 2.1.5, Debian bookworm; 2.0 is the oldest series
+// distributions still ship). 2.1.90 and later (the 3.0 betas and 3.x)
+// insert decode_mcus and process_restart before insufficient_data, for
+// lossless JPEG: a build against them would hand libjpeg a struct it reads
+// wrongly. LIBJPEG_TURBO_VERSION_NUMBER (jconfig.h, through jpeglib.h) is
+// MMMmmmppp; "+ 0" turns a defined-but-empty one into a clear error too.
+#if !defined(LIBJPEG_TURBO_VERSION_NUMBER)
+#error "core/jpeg needs libjpeg-turbo 2.0 to 2.1.x, and jconfig.h defines no LIBJPEG_TURBO_VERSION_NUMBER (IJG libjpeg?)"
+#elif LIBJPEG_TURBO_VERSION_NUMBER + 0 < 2000000 || LIBJPEG_TURBO_VERSION_NUMBER + 0 >= 2001090
+#error "core/jpeg's region Huffman decoder (ffhuff.c) replaces libjpeg-turbo's private entropy decoder and supports libjpeg-turbo 2.0.0 to 2.1.x only; install libjpeg62-turbo-dev 2.x (Debian bookworm: 2.1.5)"
+#endif
+_Static_assert(offsetof(struct jpeg_entropy_decoder, insufficient_data) == 2 * sizeof(void (*)(void)),
+               "struct jpeg_entropy_decoder is not libjpeg-turbo 2.x's {start_pass, decode_mcu, insufficient_data}");
 
 // The bit reader and block decoder must be inlined where they are used, so
 // that the bit buffer stays in registers: with three callers gcc would

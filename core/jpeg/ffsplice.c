@@ -18,6 +18,7 @@
 
 #include "ffjpeg.h"
 #include "ffint.h"
+#include "ffscan.h"
 #include "ffhuff.h"
 
 // ffh_out writes bits, stuffing a 0x00 after every 0xFF byte.

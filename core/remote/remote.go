@@ -2,6 +2,8 @@
 // as an io.ReaderAt (one range GET per read, a bounded number in flight,
 // retried with backoff on transient failures), and uploads files to S3 with
 // multipart uploads that are completed only when the whole file is there.
+// Its environment (request settings, AWS credentials, region and endpoint)
+// is read in env.go only.
 package remote
 
 import (

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/ffcv-go/ffcv-go/core/internal/s3test"
 )
 
 // fast retries for tests: failures cost milliseconds, not seconds.
@@ -352,10 +354,10 @@ func TestCloseStopsReads(t *testing.T) {
 // TestS3 reads and writes through moto, a real S3-compatible server on
 // 127.0.0.1, via the standard configuration chain with an endpoint override.
 func TestS3(t *testing.T) {
-	endpoint := startMoto(t)
-	s3Env(t, endpoint)
+	endpoint := s3test.Start(t)
+	s3test.Env(t, endpoint)
 	data := blob(2<<20+77, 8)
-	putObject(t, "remote-test", "dir/data.beton", data)
+	s3test.Put(t, endpoint, "remote-test", "dir/data.beton", data)
 	ctx := context.Background()
 
 	t.Run("read", func(t *testing.T) {
@@ -423,7 +425,7 @@ func TestS3(t *testing.T) {
 
 	t.Run("glob", func(t *testing.T) {
 		for _, k := range []string{"shards/a-0.beton", "shards/a-1.beton", "shards/b-0.beton", "shards/notes.txt", "shards/sub/a-2.beton"} {
-			putObject(t, "remote-test", k, []byte("x"))
+			s3test.Put(t, endpoint, "remote-test", k, []byte("x"))
 		}
 		for _, c := range []struct{ pattern, want, err string }{
 			{"s3://remote-test/shards/", "a-0 a-1 b-0", ""},
@@ -488,7 +490,7 @@ func TestS3(t *testing.T) {
 			} else if err := u.Complete(ctx, path); err != nil {
 				t.Fatal(err)
 			}
-			got, err := getObject(t, "remote-test", key)
+			got, err := s3test.Get(endpoint, "remote-test", key)
 			if c.fail {
 				if err == nil {
 					t.Fatalf("%s: an aborted upload left an object", c.name)
@@ -505,7 +507,7 @@ func TestS3(t *testing.T) {
 		if err := u.Complete(ctx, filepath.Join(dir, "missing")); err == nil {
 			t.Fatal("upload of a missing file succeeded")
 		}
-		if _, err := getObject(t, "remote-test", "up/broken.beton"); err == nil {
+		if _, err := s3test.Get(endpoint, "remote-test", "up/broken.beton"); err == nil {
 			t.Fatal("a failed upload left an object")
 		}
 		c, _, _ := newS3Client(ctx, 1)

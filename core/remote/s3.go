@@ -15,7 +15,6 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
@@ -35,22 +34,15 @@ func ParseS3(rawURL string) (bucket, key string, err error) {
 	return bucket, key, nil
 }
 
-// newS3Client builds a client from the standard AWS configuration chain:
-// credentials from the environment, ~/.aws/config and credentials files
-// (AWS_PROFILE), SSO, web identity or the instance role; the region from
-// AWS_REGION or the profile (us-east-1 when none is set); an endpoint
-// override from AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL or the profile's
-// endpoint_url, for S3-compatible servers, which get path-style addressing.
-// The SDK's own retries are off: this package retries, and counts them.
-// Nothing here logs; the SDK logs nothing unless asked.
-// The HTTP client is returned too, for closing its idle connections.
+// newS3Client builds a client from the standard AWS configuration chain
+// (awsConfig); S3-compatible servers named by an endpoint override get
+// path-style addressing. The SDK's own retries are off: this package
+// retries, and counts them. Nothing here logs; the SDK logs nothing unless
+// asked. The HTTP client is returned too, for closing its idle connections.
 func newS3Client(ctx context.Context, inFlight int) (*s3.Client, *http.Client, error) {
-	cfg, err := config.LoadDefaultConfig(ctx)
+	cfg, err := awsConfig(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("AWS configuration: %w", err)
-	}
-	if cfg.Region == "" {
-		cfg.Region = "us-east-1"
+		return nil, nil, err
 	}
 	cfg.Logger = logging.Nop{} // errors come back to the caller; nothing goes to stderr
 	hc := newHTTPClient(inFlight)

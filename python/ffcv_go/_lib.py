@@ -22,7 +22,7 @@ class SampleError(ValueError):
 
 
 # These mirror include/ffcv_go.h (tests/python/test_abi.py checks them against it).
-ABI_VERSION = 2
+ABI_VERSION = 3
 ERR_INTERNAL = -1
 ERR_ARGUMENT = -2
 ERR_FORMAT = -3
@@ -119,7 +119,6 @@ def _signatures():
         "ffcv_close": (i64, [i64, err]),
         "ffcv_live_objects": (i64, []),
         "ffcv_goroutines": (i64, []),
-        "ffcv_reader_open": (i64, [cp, cp, err]),
         "ffcv_reader_info": (i64, [i64, out_str, err]),
         "ffcv_dataset_open": (i64, [cp, cp, err]),
         "ffcv_dataset_paths": (i64, [cp, out_str, err]),
@@ -127,13 +126,13 @@ def _signatures():
                                      ctypes.POINTER(u64), err]),
         "ffcv_file_fields": (i64, [cp, out_str, err]),
         "ffcv_reader_allocs": (i64, [i64, ctypes.POINTER(u64), ctypes.POINTER(u64), u64, err]),
+        "ffcv_reader_alloc_pages": (i64, [i64, ctypes.POINTER(u64), ctypes.POINTER(u64), u64, err]),
         "ffcv_reader_mmap": (i64, [i64, ctypes.POINTER(vp), ctypes.POINTER(u64), err]),
         "ffcv_reader_read": (i64, [i64, u64, i32, ctypes.POINTER(vp), ctypes.POINTER(u64),
                                    ctypes.POINTER(vp), ctypes.POINTER(u64), err]),
         "ffcv_verify": (i64, [i64, i32, out_str, err]),
         "ffcv_writer_create": (i64, [cp, cp, err]),
         "ffcv_writer_put": (i64, [i64, u64, u64, ctypes.POINTER(Value), err]),
-        "ffcv_writer_progress": (i64, [i64, err]),
         "ffcv_writer_finish": (i64, [i64, err]),
         "ffcv_writer_abort": (i64, [i64, err]),
         "ffcv_scan_image_folder": (i64, [cp, out_str, err]),
@@ -239,6 +238,29 @@ def close(handle):
     if os.getpid() != _PID:
         return
     call("ffcv_close", handle)
+
+
+def _uint64_pairs(fn, handle, context):
+    """Two uint64 numpy arrays from a function that counts with NULL arrays
+    and fills arrays of the count it gave."""
+    import numpy as np
+    n = call(fn, handle, None, None, 0, context=context)
+    a, b = np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.uint64)
+    p64 = ctypes.POINTER(ctypes.c_uint64)
+    call(fn, handle, a.ctypes.data_as(p64), b.ctypes.data_as(p64), n, context=context)
+    return a, b
+
+
+def alloc_index(handle, context=None):
+    """(pointers, sizes) of a reader's allocations: every distinct pointer,
+    sorted, sized as the Go reader resolves it (what memory_read searches)."""
+    return _uint64_pairs("ffcv_reader_allocs", handle, context)
+
+
+def alloc_pages(handle, context=None):
+    """(samples, pages) of a reader's allocations: each distinct pair of a
+    sample id and the page an allocation of it starts on, sorted."""
+    return _uint64_pairs("ffcv_reader_alloc_pages", handle, context)
 
 
 def live_objects():

@@ -141,16 +141,6 @@ class Reader:
         start = heap.value - self._mapped("read").ctypes.data
         return self._buffer[start:start + heap_len.value]
 
-    def _alloc_index(self):
-        """(pointers, sizes): every distinct allocation, sorted, sized as the
-        Go reader resolves it; the table Python's memory_read searches."""
-        n = _lib.call("ffcv_reader_allocs", self._handle, None, None, 0, context=self.file_name)
-        ptrs, sizes = np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.uint64)
-        p64 = ctypes.POINTER(ctypes.c_uint64)
-        _lib.call("ffcv_reader_allocs", self._handle, ptrs.ctypes.data_as(p64), sizes.ctypes.data_as(p64), n,
-                  context=self.file_name)
-        return ptrs, sizes
-
     def verify(self, num_workers=-1):
         """Reads every sample, decoding images fully; returns the problems
         found as [{'sample', 'field', 'error'}], in sample order."""

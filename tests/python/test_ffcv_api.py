@@ -301,6 +301,8 @@ def test_memory_manager_page_maps(tmp_path):
     for cls in (OSCacheManager, ProcessCacheManager):
         m = cls(reader)
         pages = {s: {int(p) for p in ps} for s, ps in m.sample_to_pages.items()}
+        assert sum(map(len, pages.values())) == len({(int(r["sample_id"]), int(r["ptr"]) // reader.page_size)
+                                                     for r in reader.alloc_table})
         for row in reader.alloc_table:
             page = int(row["ptr"]) // reader.page_size
             assert page in pages[int(row["sample_id"])]

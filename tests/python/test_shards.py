@@ -121,6 +121,11 @@ def test_reader_and_filter(dataset):
     state = manager.schedule_epoch(np.arange(N)).state
     for i in (5, 30, N - 1):
         assert np.array_equal(read(many.metadata["f0"]["data_ptr"][i], state), one.read(i, "image"))
+    # Its page maps, from Go, are FFCV's: each allocation's sample and start page.
+    table = many.alloc_table
+    pairs = {(int(s), int(p) // many.page_size) for s, p in zip(table["sample_id"], table["ptr"])}
+    assert {(int(s), int(p)) for s, ps in manager.sample_to_pages.items() for p in ps} == pairs
+    assert {(int(s), int(p)) for p, ss in manager.page_to_samples.items() for s in ss} == pairs
     keep = loader(parts).filter("label", lambda x: int(x) % 4 == 1)
     assert ids(collect(keep), 1).tolist() == list(range(1, N, 4))
 

@@ -10,6 +10,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from .. import _lib
 from ..pipeline.compiler import Compiler
 
 
@@ -42,13 +43,13 @@ class MemoryManager:
 
     def __init__(self, reader):
         self.reader = reader
-        table = reader.alloc_table
-        self.ptrs, self.sizes = reader._alloc_index()  # the Go reader's lookup, not a second one
+        # Both lookups are the Go reader's, read through the C ABI: the
+        # allocation table is parsed in one place.
+        self.ptrs, self.sizes = _lib.alloc_index(reader._handle, context=reader.file_name)
         self.ptr_to_size = dict(zip(self.ptrs, self.sizes))
-        pages = table["ptr"] >> np.uint64(int(np.log2(reader.page_size)))
         self.sample_to_pages = defaultdict(set)
         self.page_to_samples = defaultdict(set)
-        for sample, page in zip(table["sample_id"], pages):
+        for sample, page in zip(*_lib.alloc_pages(reader._handle, context=reader.file_name)):
             self.sample_to_pages[sample].add(page)
             self.page_to_samples[page].add(sample)
 
