@@ -15,15 +15,20 @@ from pathlib import Path
 import griffe
 from mkdocs.exceptions import PluginError
 
-_BLOCK = re.compile(r"^:::\s+([\w.]+)", re.MULTILINE)
+# A ::: block and its indented options; a members: [...] option limits what
+# a module's block renders.
+_BLOCK = re.compile(r"^:::\s+([\w.]+)[ \t]*\n((?:[ \t]+\S.*\n?)*)", re.MULTILINE)
+_MEMBERS = re.compile(r"^\s*members:\s*\[([^\]]*)\]", re.MULTILINE)
 
 
-def _public(obj):
-    """The public classes and functions among obj's members, by the path
-    where each is defined (re-exports resolved)."""
+def _public(obj, only=None):
+    """The public classes and functions among obj's members (those named in
+    only, if given), by the path where each is defined (re-exports resolved)."""
     found = set()
     for member in obj.members.values():
         if member.name.startswith("_") or not member.is_public:
+            continue
+        if only is not None and member.name not in only:
             continue
         try:
             target = member.final_target if member.is_alias else member
@@ -50,10 +55,12 @@ def on_pre_build(config):
 
     shown = set()
     for page in sorted((Path(config["docs_dir"]) / "reference").glob("*.md")):
-        for ident in _BLOCK.findall(page.read_text()):
+        for ident, options in _BLOCK.findall(page.read_text()):
             obj = package if ident == "ffcv_go" else package[ident.removeprefix("ffcv_go.")]
             obj = obj.final_target if obj.is_alias else obj
-            shown |= _public(obj) if obj.is_module else {obj.path}
+            members = _MEMBERS.search(options)
+            only = None if members is None else {m.strip() for m in members.group(1).split(",") if m.strip()}
+            shown |= _public(obj, only) if obj.is_module else {obj.path}
 
     missing = sorted(wanted - shown)
     if missing:
