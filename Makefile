@@ -12,7 +12,7 @@ DEB_DATA := mate-backgrounds lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 dat
 PYTEST_ARGS ?=
 CONFORMANCE_ARGS ?=
 
-.PHONY: all build deps venv wheel test test-go test-python conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-ray bench-remote bench-soak clean
+.PHONY: all build deps venv wheel test test-go test-python conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-ray bench-remote bench-soak clean docs docs-check
 
 all: build
 
@@ -92,7 +92,22 @@ test-python: deps venv build wheel
 conformance: deps venv build
 	$(PY) tests/conformance/run.py $(CONFORMANCE_ARGS)
 
-test: deps venv build vet test-go fuzz test-python conformance
+test: docs-check deps venv build vet test-go fuzz test-python conformance
+
+# The documentation site (mkdocs.yml, docs/) into build/site. --strict turns
+# every warning into a failure: a broken link or anchor, a page missing from
+# the navigation, a reference that does not resolve, a docstring that does not
+# parse, or a public name without an API page (docs/hooks/api_coverage.py).
+# It reads the Python sources without importing them, so it needs no build.
+$(VENV)/.docs-tools: docs/requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -r docs/requirements.txt
+	touch $@
+
+docs: $(VENV)/.docs-tools
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict -d build/site
+
+docs-check: docs
 
 # Optional: FFCV 1.0 itself in .venv, for tests/python/test_ffcv_compat.py and the
 # benchmark's FFCV column (both skip it otherwise). Builds against Debian's OpenCV.

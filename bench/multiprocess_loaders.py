@@ -21,8 +21,7 @@ page cache, workers started), then --epochs timed ones.
 
     PYTHONPATH=python .venv/bin/python bench/multiprocess_loaders.py --data bench/data/imagenet-like
 
-The goal (issue 16): with N = 4, at least 90% of N = 1's total img/s, in both
-settings. Markdown to bench/results/multiprocess.md.
+The goal: with N = 4, at least 90% of N = 1's total img/s, in both settings. Markdown to bench/results/multiprocess.md.
 """
 import argparse
 import json

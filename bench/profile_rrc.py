@@ -6,7 +6,7 @@ from the JPEG bytes, on one thread, timed with the thread's CPU clock per
 stage (Huffman decode, IDCT + upsampling + colour conversion, resize with
 the flip fused). It runs every resize kernel (the scalar Go code, the
 SSE2 and the AVX2 C kernels: FFCV_GO_SIMD=off|sse2|auto) in turn, so one run shows
-the before and after, and prints a Markdown table. There is no copy stage:
+the kernels side by side, and prints a Markdown table. There is no copy stage:
 the loader writes the resize's output straight into the batch.
 
     python bench/profile_rrc.py [--data bench/data/imagenet-like] [--images 4000]
@@ -16,8 +16,8 @@ Add --cpuprofile FILE for a Go CPU profile of the first AVX2 run
 
 With OpenCV installed (make ffcv), each round also times cv2.resize
 (INTER_AREA, one thread) on the very crops the Go benchmark ran, and a second
-table sets the single-core limit the issue names (region decode + OpenCV's
-resize) against our decode + resize.
+table sets a single-core limit as a reference: our region decode plus
+OpenCV's resize, against our decode + resize.
 """
 import argparse
 import os

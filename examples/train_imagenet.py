@@ -33,13 +33,12 @@ Steps:
 
 Progressive resizing: the training resolution of epoch e is --min-res up to
 --start-ramp, --max-res from --end-ramp on, and linearly interpolated (rounded
-to a multiple of 32) in between, as in FFCV. ffcv_go compiles a Loader's
-pipeline (decoder output size included) into its Go program when the Loader is
-built, so changing ``decoder.output_size`` afterwards has no effect. Instead
-this script builds a new train Loader whenever the resolution changes, and
-calls ``loader.load_state_dict({'epoch': e, 'batch': 0, 'seed': seed})`` on it
-so that it draws exactly the random order epoch e would have had with a single
-Loader iterated across all epochs.
+to a multiple of 32) in between, as in FFCV. Setting ``decoder.output_size``
+between epochs would work as in FFCV (the pipeline is planned again at every
+epoch); this script instead builds a new train Loader whenever the resolution
+changes, and calls ``loader.load_state_dict({'epoch': e, 'batch': 0, 'seed':
+seed})`` on it so that it draws exactly the random order epoch e would have had
+with a single Loader iterated across all epochs.
 
 The last line printed is ``RESULT {json}`` with the per-epoch resolutions,
 batch counts, losses and the final validation accuracy.

@@ -11,6 +11,7 @@ def chunks(lst, n):
 
 
 def is_power_of_2(n):
+    """True when the positive integer n is a power of two."""
     return n != 0 and (n & (n - 1)) == 0
 
 

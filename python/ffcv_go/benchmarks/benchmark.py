@@ -14,4 +14,5 @@ class Benchmark(AbstractContextManager, metaclass=ABCMeta):
 
     @abstractmethod
     def run(self):
+        """One timed run of the benchmark (called warm_up + runs times)."""
         raise NotImplementedError

@@ -16,16 +16,16 @@ class FakeSink:
     """A file-like object that discards what is written."""
 
     def write(self, *args):
-        pass
+        """Discards its arguments."""
 
     def writelines(self, *args):
-        pass
+        """Discards its arguments."""
 
     def flush(self, *args):
-        pass
+        """Does nothing."""
 
     def close(self, *args):
-        pass
+        """Does nothing."""
 
 
 def benchmark(arg_values={}):

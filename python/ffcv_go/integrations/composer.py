@@ -36,7 +36,7 @@ How it fits Composer:
 - Resumption: add ``LoaderState()`` to the Trainer's callbacks (saving and
   resuming runs) to keep the loader's ``state_dict`` in the checkpoints; a
   resumed run then continues the epoch where it stopped, also at another
-  world size or batch size (elastic resume, see the README). Without it
+  world size or batch size (elastic resume: see the documentation's guide). Without it
   Composer spins the loader, which is exact only at the saving run's sizes.
   Composer stops all ranks together when one runs out of batches, so the
   uneven last step of an elastic resume with ``drop_last=False`` cannot
@@ -80,9 +80,12 @@ class LoaderState(Callback):
         return dl if isinstance(dl, Loader) else None
 
     def init(self, state, logger):
+        """Keeps Composer's training state, to find the train loader later."""
         self._state = state
 
     def fit_start(self, state, logger):
+        """Hands a checkpoint's loader state to the train Loader, and tells
+        Composer the loader is positioned (no spinning)."""
         self._state = state
         loader = self._loader()
         if self._pending is not None and loader is not None:
@@ -92,10 +95,14 @@ class LoaderState(Callback):
         self._pending = None
 
     def state_dict(self):
+        """``{"loader": the train Loader's state_dict()}`` (None without one),
+        saved in Composer's checkpoints."""
         loader = self._loader()
         return {"loader": None if loader is None else loader.state_dict()}
 
     def load_state_dict(self, state):
+        """Takes the saved loader state; it is applied at fit start, once
+        the train Loader exists."""
         self._pending = state.get("loader")
 
 

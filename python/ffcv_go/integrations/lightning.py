@@ -35,7 +35,7 @@ Behaviour:
   uninterrupted run would have. The state also records what the run took
   of the epoch, so a run resumed with another number of devices (or batch
   size) trains on the rest of that epoch, each remaining sample once over
-  its ranks (elastic resume, see the README), then on normal epochs. A state taken after an epoch's last batch
+  its ranks (elastic resume: see the documentation's guide), then on normal epochs. A state taken after an epoch's last batch
   resumes at the next epoch (``LazyEpochLoader.load_state_dict``), as
   Lightning does not iterate the finished epoch again. The training loader is also positioned at
   ``trainer.current_epoch`` when built, so
@@ -58,16 +58,24 @@ class FFCVDataModule(LightningDataModule):
     """A LightningDataModule over .beton files.
 
     Args:
-        train_path, val_path, test_path, predict_path: .beton files; a
-            missing one leaves that dataloader undefined (Lightning skips it).
-        batch_size: per-process batch size; eval_batch_size defaults to it.
+        train_path: the training .beton file (or shards, as Loader takes);
+            None leaves train_dataloader undefined.
+        val_path: the validation file; None: Lightning skips validation.
+        test_path: the test file, or None.
+        predict_path: the prediction file, or None.
+        batch_size: per-process batch size.
+        eval_batch_size: per-process batch size of validation, test and
+            predict (default: batch_size).
         train_pipelines: pipelines dict for the training loader.
         eval_pipelines: pipelines dict for validation, test and predict.
         seed: order seed (None: random, or 0 when distributed).
         distributed: None (auto: world size > 1), True or False.
         loader_kwargs: extra ffcv_go.Loader arguments for every loader
-            (num_workers, os_cache, order, drop_last, indices, ...);
-            train_loader_kwargs / eval_loader_kwargs override them per kind.
+            (num_workers, os_cache, order, drop_last, indices, ...).
+        train_loader_kwargs: Loader arguments for the training loader only,
+            over loader_kwargs.
+        eval_loader_kwargs: Loader arguments for the other loaders only,
+            over loader_kwargs.
     """
 
     def __init__(self, train_path=None, val_path=None, test_path=None, predict_path=None, batch_size=256, *,
@@ -120,18 +128,27 @@ class FFCVDataModule(LightningDataModule):
         return loader
 
     def train_dataloader(self):
+        """A new Loader over train_path for this rank (by default RANDOM order and drop_last; positioned at the trainer's current epoch); the one
+        built before for it is closed."""
         return self._build("train")
 
     def val_dataloader(self):
+        """A new Loader over val_path for this rank (by default SEQUENTIAL, every sample); the one
+        built before for it is closed."""
         return self._build("val")
 
     def test_dataloader(self):
+        """A new Loader over test_path for this rank (by default SEQUENTIAL, every sample); the one
+        built before for it is closed."""
         return self._build("test")
 
     def predict_dataloader(self):
+        """A new Loader over predict_path for this rank (by default SEQUENTIAL, every sample); the one
+        built before for it is closed."""
         return self._build("predict")
 
     def teardown(self, stage=None):
+        """Closes the loaders this module built."""
         # Loaders already handed to Lightning stay usable until it drops them;
         # close() only stops their background work early.
         for loader in self.loaders.values():

@@ -3,15 +3,24 @@ import os
 
 
 class Compiler:
+    """How custom operations' generated code is compiled (FFCV's Compiler).
+
+    With numba installed and compilation enabled, ``compile`` is
+    ``numba.njit(nogil=True, ...)``; otherwise the function runs as plain
+    Python. Built-in operations run in Go and are not affected.
+    """
     is_enabled = True
     num_threads = 1
 
     @classmethod
     def set_enabled(cls, b):
+        """Turns numba compilation of custom code on or off (on by default)."""
         cls.is_enabled = bool(b)
 
     @classmethod
     def set_num_threads(cls, n):
+        """Threads for numba's parallel loops (< 1: every core in the
+        process's affinity mask)."""
         if n < 1:
             n = len(os.sched_getaffinity(0))
         cls.num_threads = n
@@ -21,6 +30,9 @@ class Compiler:
 
     @classmethod
     def compile(cls, code, signature=None):
+        """``code`` compiled with numba (parallel when ``code.is_parallel``
+        and more than one thread), or ``code`` itself when compilation is
+        disabled or numba is missing."""
         nb = _numba()
         if not cls.is_enabled or nb is None:
             return code
@@ -31,6 +43,8 @@ class Compiler:
 
     @classmethod
     def get_iterator(cls):
+        """The loop over a batch's samples for generated code: numba's
+        ``prange`` when compiling with several threads, else ``range``."""
         nb = _numba()
         if cls.is_enabled and nb is not None and cls.num_threads > 1:
             return nb.prange

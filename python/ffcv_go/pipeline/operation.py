@@ -14,24 +14,63 @@ __all__ = ["Operation", "AllocationQuery"]
 
 
 class Operation(ABC):
+    """A stage of a field's pipeline: a decoder or a transform (FFCV's protocol).
+
+    ffcv_go's built-in operations run in Go. Subclass Operation to write your
+    own: the Loader asks it for its output state and memory each epoch
+    (``declare_state_and_memory``), then runs the function ``generate_code``
+    returns on whole batches, in Python (numba-compiled when numba is
+    installed and the state is in jit mode), on a loader thread ahead of
+    training. See the custom operations guide.
+    """
 
     def __init__(self):
         self.metadata = None
         self.memory_read = None
 
     def accept_field(self, field):
+        """Receives the Field whose pipeline this operation is in (kept as
+        ``self.field``)."""
         self.field = field
 
     def accept_globals(self, metadata, memory_read):
+        """Receives the field's metadata column (one row per sample) and
+        ``memory_read(address, storage_state)``, which returns the heap
+        allocation starting at ``address`` as a uint8 array: what a decoder
+        written in Python needs to find a sample's bytes."""
         self.metadata = metadata
         self.memory_read = memory_read
 
     @abstractmethod
     def generate_code(self) -> Callable:
+        """The function that runs this operation on a batch.
+
+        A decoder's is ``f(batch_indices, destination, metadata,
+        storage_state)``; a transform's is ``f(inp, dst)``, plus the batch's
+        sample ids as a third argument when the function has the attribute
+        ``with_indices = True``. ``dst`` is the memory the operation's
+        AllocationQuery asked for (None if none), and the function returns its
+        output. Loop over samples with ``Compiler.get_iterator()``; set
+        ``is_parallel = True`` on the function to let numba run that loop in
+        parallel.
+        """
         raise NotImplementedError
 
     @abstractmethod
     def declare_state_and_memory(self, previous_state: State) -> Tuple[State, Optional[AllocationQuery]]:
+        """The state after this operation, and the memory it needs.
+
+        Called again before every epoch, so an attribute changed between
+        epochs (a decoder's ``output_size``) takes effect at the next one.
+
+        Args:
+            previous_state: the state of the previous operation's output
+                (``initial_state()`` for a decoder).
+
+        Returns:
+            ``(state, query)``: the output's State, and an AllocationQuery
+            for the per-sample output buffer (or a list of them, or None).
+        """
         raise NotImplementedError
 
     def declare_shared_memory(self, previous_state: State) -> Optional[AllocationQuery]:

@@ -8,6 +8,16 @@ import torch
 
 @dataclass
 class State:
+    """What flows between two operations of a pipeline.
+
+    Attributes:
+        jit_mode: the data is a numpy array on the CPU that numba-compiled
+            code may work on (a torch dtype or a non-CPU device then is an
+            error).
+        device: where the data is (``torch.device``).
+        shape: the shape of one sample's data (no batch dimension).
+        dtype: a numpy dtype in jit mode, else a numpy or torch dtype.
+    """
     jit_mode: bool
     device: torch.device
     shape: Optional[Tuple[int, ...]]
@@ -21,4 +31,5 @@ class State:
 
 
 def initial_state():
+    """The state a decoder starts from: jit mode, CPU, no shape, uint8."""
     return State(jit_mode=True, device=torch.device("cpu"), shape=None, dtype=np.dtype("uint8"))
