@@ -6,6 +6,7 @@ so blocking calls (the next batch, a full writer queue) never stall other
 Python threads.
 """
 import ctypes
+import functools
 import json
 import os
 
@@ -261,6 +262,86 @@ def alloc_pages(handle, context=None):
     """(samples, pages) of a reader's allocations: each distinct pair of a
     sample id and the page an allocation of it starts on, sorted."""
     return _uint64_pairs("ffcv_reader_alloc_pages", handle, context)
+
+
+def _u64(a):
+    """A uint64 array's data as the signatures' pointer (None stays NULL)."""
+    return None if a is None else a.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64))
+
+
+def _u64_array(x):
+    import numpy as np
+    return None if x is None else np.ascontiguousarray(x, dtype=np.uint64)
+
+
+def loader_create(spec, indices, context=None):
+    """A Go loader from its spec (a dict) over indices (None: every sample)."""
+    idx = _u64_array(indices)
+    return call("ffcv_loader_create", json.dumps(spec).encode(), _u64(idx), 0 if idx is None else idx.size,
+                context=context)
+
+
+def loader_tail(handle, spec, context=None):
+    """(handle, {shape, dtype}) of built-in operations run on a batch a
+    Python stage produced."""
+    out = ctypes.c_void_p()
+    tail = call("ffcv_loader_tail", handle, json.dumps(spec).encode(), ctypes.byref(out), context=context)
+    return tail, json.loads(_take_string(out.value))
+
+
+def loader_order(handle, epoch):
+    """This rank's sample order of epoch, as a uint64 array."""
+    import numpy as np
+    n = call("ffcv_loader_order", handle, epoch, None, 0)
+    out = np.empty(n, dtype=np.uint64)
+    call("ffcv_loader_order", handle, epoch, _u64(out), n)
+    return out
+
+
+def loader_start(handle, epoch, batch, order, per_rank, context=None):
+    """An iterator handle for epoch from batch on; order None: the loader's own."""
+    order = _u64_array(order)
+    return call("ffcv_loader_start", handle, epoch, batch, _u64(order), 0 if order is None else order.size,
+                per_rank, context=context)
+
+
+def loader_elastic(handle, spec, global_order, capacity, context=None):
+    """(this rank's ids, info) of an elastic resume spec; global_order: the
+    epoch's order when Python draws it (None: Go does)."""
+    import numpy as np
+    g = _u64_array(global_order)
+    out = np.empty(capacity, dtype=np.uint64)
+    info = ctypes.c_void_p()
+    n = call("ffcv_loader_elastic", handle, json.dumps(spec).encode(), _u64(g), 0 if g is None else g.size,
+             _u64(out) if capacity else None, capacity, ctypes.byref(info), context=context)
+    return out[:n], json.loads(_take_string(info.value))
+
+
+class BatchSlots:
+    """Room for the DLManagedTensor pointers of one batch (outputs and ids)."""
+
+    def __init__(self, n):
+        self.n = n
+        self.ptrs = _slot_array(n)()
+
+    def next(self, handle, context=None):
+        """The iterator's next batch as torch tensors (the last: sample ids),
+        or None at the end of the epoch."""
+        k = call("ffcv_iter_next", handle, self.ptrs, self.n, context=context)
+        return tensors_from_dlpack(self.ptrs[:k]) if k else None
+
+
+@functools.lru_cache(maxsize=None)
+def _slot_array(n):
+    # One ctypes array type per size: a new type per batch source would be
+    # garbage that only the cyclic collector frees (types are cycles).
+    return DLManagedTensorPtr * n
+
+
+def tail_run(handle, epoch, batch, ids, x, out):
+    """Runs a tail's built-in operations on the contiguous CPU tensor x into out."""
+    call("ffcv_tail_run", handle, epoch, batch, ctypes.cast(ids.data_ptr(), ctypes.POINTER(ctypes.c_uint64)),
+         len(ids), x.data_ptr(), x.numel() * x.element_size(), out.data_ptr(), out.numel() * out.element_size())
 
 
 def live_objects():

@@ -6,12 +6,8 @@ import os
 import numpy as np
 
 from . import _lib
-from .fields import TYPE_ID_HANDLER
 from .fields.base import ARG_TYPE
-
-CURRENT_VERSION = 2  # the .beton version ffcv_go reads and writes, as FFCV 1.0
-
-ALLOC_TABLE_TYPE = np.dtype([("sample_id", "<u8"), ("ptr", "<u8"), ("size", "<u8")])
+from .types import ALLOC_TABLE_TYPE, CURRENT_VERSION, TYPE_ID_HANDLER  # noqa: F401 - FFCV's module path
 
 
 class Reader:

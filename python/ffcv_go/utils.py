@@ -1,7 +1,16 @@
 """Small helpers of FFCV's ffcv.utils."""
+import os
 from threading import Lock
 
 import numpy as np
+
+
+def _cpu_count():
+    """The cores this process may run on (its affinity mask)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
 
 
 def chunks(lst, n):

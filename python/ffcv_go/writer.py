@@ -12,13 +12,12 @@ import numpy as np
 
 from . import _forked, _lib
 from .fields.base import Field, _set_data
+from .types import CURRENT_VERSION, TYPE_ID_HANDLER  # noqa: F401 - FFCV's module path
+from .utils import _cpu_count
 
 MiB = 1 << 20
 MIN_PAGE_SIZE = 1 << 21  # 2 MiB
 MAX_PAGE_SIZE = 1 << 32  # exclusive: page offsets are uint32 in the header
-
-from .fields import TYPE_ID_HANDLER  # noqa: E402,F401  (FFCV's module path)
-from .reader import CURRENT_VERSION  # noqa: E402,F401
 
 
 def from_shard(shard, pipeline):
@@ -234,8 +233,7 @@ class DatasetWriter:
 
 def _builtin_base(f):
     """The built-in field class f is (or derives from), or None."""
-    from .fields import TYPE_ID_HANDLER
-    builtins = set(TYPE_ID_HANDLER.values())
+    builtins = set(TYPE_ID_HANDLER.values()) - {None}
     return next((c for c in type(f).__mro__ if c in builtins), None)
 
 
@@ -301,13 +299,6 @@ def _encode_custom(f, value, v, keep):
     keep.append(col)
     v.column = col.ctypes.data if col.nbytes else None
     v.column_len = col.nbytes
-
-def _cpu_count():
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
 
 def _path_items(dataset, indices, fields):
     """(path, label) items for a torchvision DatasetFolder whose items are

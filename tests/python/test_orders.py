@@ -43,11 +43,17 @@ def test_random_is_numpy_permutation(index_file, seed):
         assert epoch_ids(loader).tolist() == want.tolist()
 
 
-def test_random_seed_plus_epoch_does_not_wrap(index_file):
-    seed = 2**64 - 1
+def test_random_largest_seed(index_file):
+    seed = 2**63 - 1  # the largest: seed + epoch stays within the Go side's uint64
     loader = Loader(index_file, batch_size=103, num_workers=1, order=OrderOption.RANDOM, seed=seed)
     assert epoch_ids(loader).tolist() == np.random.default_rng(seed).permutation(N_INDEX).tolist()
     assert epoch_ids(loader).tolist() == np.random.default_rng(seed + 1).permutation(N_INDEX).tolist()
+
+
+@pytest.mark.parametrize("seed", [2**63, 2**64 - 1, 2**70, -1])
+def test_seed_out_of_range_is_refused(index_file, seed):
+    with pytest.raises(ValueError, match=r"seed .* must be an integer in \[0, 2\*\*63\)"):
+        Loader(index_file, batch_size=103, num_workers=1, order=OrderOption.RANDOM, seed=seed)
 
 
 def test_random_large_seed(index_file):

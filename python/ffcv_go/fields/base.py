@@ -74,6 +74,7 @@ class _Decoder(Operation):
     """The base of the built-in decoders of scalar, array and bytes fields:
     run in Go; generate_code is FFCV's protocol, used to decode a field stored
     as a custom one, or by code that drives decoders by hand."""
+    _builtin = _decoder = True
     _go_name = None
 
     def _field_classes(self):

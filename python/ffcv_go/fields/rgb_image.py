@@ -164,18 +164,20 @@ def _pil_pixels(value):
     return np.asarray(value)
 
 
+from ..transforms.utils import fast_crop  # noqa: E402
 from ..transforms.utils.fast_crop import get_random_crop  # noqa: E402,F401  (FFCV's module path)
 
 
 def get_center_crop(height, width, _, ratio):
-    """The crop generator of CenterCropRGBImageDecoder (the scale argument
-    is unused): (row, column, side, side) of the centred square of side
-    int(ratio * min(height, width))."""
-    c = int(ratio * min(height, width))
-    return (height - c) // 2, (width - c) // 2, c, c
+    """The crop generator of CenterCropRGBImageDecoder, with FFCV's signature
+    for crop generators (the scale argument is unused): fast_crop's centred
+    square."""
+    return fast_crop.get_center_crop(height, width, ratio)
 
 
 class _ImageDecoder(Operation):
+    _builtin = _decoder = True
+
     def generate_code(self):
         raise NotImplementedError(f"{type(self).__name__} runs in the Go core only")
 

@@ -121,10 +121,10 @@ def build_loader(path, batch_size, *, rank=0, world_size=1, distributed=None, tr
 
 
 def _num_indices(loader):
-    """len(loader.indices) without materialising the full index list of a
-    Loader over all samples (it builds that lazily)."""
-    if getattr(loader, "_all_samples", False) and getattr(loader, "_indices", None) is None:
-        return int(loader.reader.num_samples)
+    """len(loader.indices), without materialising the index list of an
+    ffcv_go Loader over all samples (an FFCV Loader has it already)."""
+    if hasattr(loader, "_num_indices"):
+        return loader._num_indices()
     return len(loader.indices)
 
 

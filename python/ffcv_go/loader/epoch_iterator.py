@@ -9,7 +9,6 @@ thread (``_Pump``) calls produce ``batches_ahead`` batches ahead, so the
 training thread only receives finished batches; otherwise ``__next__`` calls
 it directly.
 """
-import ctypes
 import queue
 import threading
 import weakref
@@ -50,11 +49,8 @@ class EpochIterator:
         self._lock = threading.Lock()
 
     def _start(self):
-        order = self._order
-        n = 0 if order is None else len(order)
-        ptr = None if order is None else order.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64))
-        handle = _lib.call("ffcv_loader_start", self._build.handle, self.epoch, self.batch, ptr, n,
-                           self._per_rank, context=self.loader.fname)
+        handle = _lib.loader_start(self._build.handle, self.epoch, self.batch, self._order, self._per_rank,
+                                   context=self.loader.fname)
         self._order = None
         self._source = _Source(self._build, handle, self.loader.seed, self.epoch, self.batch, self.loader.fname)
         if self._build.python_steps:
@@ -114,8 +110,7 @@ class _Source:
     def __init__(self, build, handle, seed, epoch, batch, fname):
         self.build, self.handle, self.seed, self.epoch, self.batch = build, handle, seed, epoch, batch
         self.fname = fname
-        self.nout = len(build.go_outputs) + 1
-        self.buf = (_lib.DLManagedTensorPtr * self.nout)()
+        self.slots = _lib.BatchSlots(len(build.go_outputs) + 1)
 
     def produce_or_failure(self):
         try:
@@ -126,10 +121,9 @@ class _Source:
 
     def produce(self):
         """(sample ids, outputs) of the next batch, or None at the end."""
-        n = _lib.call("ffcv_iter_next", self.handle, self.buf, self.nout, context=self.fname)
-        if n == 0:
+        tensors = self.slots.next(self.handle, context=self.fname)
+        if tensors is None:
             return None
-        tensors = _lib.tensors_from_dlpack(self.buf[:n])
         ids = tensors.pop()
         batch, build = self.batch, self.build
         outputs = []
@@ -159,10 +153,7 @@ def _run_tail(tail, x, epoch, batch, ids):
                          f"built-in operations after it, got {tuple(x.shape)} {x.dtype} on {x.device}")
     x = x.contiguous()
     out = torch.empty((len(x), *tail.out_shape), dtype=tail.out_dtype)
-    ids = ids.contiguous()
-    _lib.call("ffcv_tail_run", tail.handle, epoch, batch, ctypes.cast(ids.data_ptr(), ctypes.POINTER(ctypes.c_uint64)),
-              len(ids), x.data_ptr(), x.numel() * x.element_size(), out.data_ptr(),
-              out.numel() * out.element_size())
+    _lib.tail_run(tail.handle, epoch, batch, ids.contiguous(), x, out)
     return out
 
 

@@ -1,6 +1,5 @@
 """Loader: batches of torch tensors from a .beton file (FFCV's ffcv.loader.Loader)."""
 import atexit
-import ctypes
 import enum
 import json
 import os
@@ -13,11 +12,13 @@ import torch
 from .. import _lib
 from ..pipeline import PipelineSpec
 from ..pipeline.operation import Operation
-from ..pipeline.pipeline import PyStage, GoTail, plan_output
+from ..pipeline.pipeline import PyStage, plan_output
 from ..reader import Reader
 from ..traversal_order import TraversalOrder, Sequential, Random, QuasiRandom
-from ..transforms.ops import ToTensor
-from ..transforms._base import torch_dtype
+from ..transforms.ops import ModuleWrapper, ToTensor
+from ..utils import _cpu_count
+from ._builds import _Build, _Builds
+from ._elastic import Resume
 from .epoch_iterator import EpochIterator, iterating_threads
 
 
@@ -34,13 +35,6 @@ ORDER_MAP = {o: o.value for o in OrderOption}
 # cache the default (os_cache=False).
 DEFAULT_PROCESS_CACHE = int(os.environ.get("FFCV_DEFAULT_CACHE_PROCESS", "0"))
 DEFAULT_OS_CACHE = not DEFAULT_PROCESS_CACHE
-
-
-def _cpu_count():
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
 
 
 def _default_workers(distributed):
@@ -147,8 +141,9 @@ class Loader:
                 seed = 0
             else:
                 seed = int(np.random.randint(0, 2**31 - 1))
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ValueError(f"seed {seed!r} must be a non-negative integer (as numpy's default_rng needs)")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**63:
+            # Below 2**63, seed + epoch fits the Go side's uint64 for any epoch.
+            raise ValueError(f"seed {seed!r} must be an integer in [0, 2**63)")
         self.seed = int(seed)
         self._order_cls = order_cls
         # Custom orders get order_kwargs; the built-in ones read theirs (window_pages).
@@ -167,9 +162,8 @@ class Loader:
         self._length = self._build.length
         self.next_epoch = 0
         self._resume_batch = 0
-        self._current = None
-        self._elastic = None  # a loaded state's rest of an epoch, at this world size
-        self._described = None  # ((epoch, order, window), its fingerprint...)
+        self._current = None  # a weak reference to the latest epoch's iterator
+        self._resume = Resume()
 
     @property
     def indices(self):
@@ -200,7 +194,8 @@ class Loader:
                     raise ValueError(f"PipelineSpec {out_name!r}: its source {spec.source!r} is "
                                      f"{'in no' if not found else 'in more than one'} pipeline")
                 fidx, prefix = found[0]
-                outputs.append((fidx, out_name, prefix + list(spec.transforms)))
+                outputs.append((fidx, out_name, prefix + [ModuleWrapper(op) if isinstance(op, torch.nn.Module) else op
+                                                          for op in spec.transforms]))
             elif isinstance(spec, PipelineSpec):
                 if spec.source not in names:
                     raise ValueError(f"PipelineSpec {out_name!r}: no field {spec.source!r} in {self.fname}")
@@ -215,7 +210,8 @@ class Loader:
         field = self.reader.handlers[name]
         if ops is None:
             ops = [ToTensor()]
-        if ops and isinstance(ops[0], Operation) and _is_decoder(ops[0], field):
+        ops = [ModuleWrapper(op) if isinstance(op, torch.nn.Module) else op for op in ops]
+        if ops and isinstance(ops[0], Operation) and (ops[0]._decoder or isinstance(ops[0], field.get_decoder_class())):
             return ops
         return [field.get_decoder_class()()] + ops
 
@@ -265,11 +261,7 @@ class Loader:
         return self._reader_fn
 
     def _go_order(self, epoch):
-        handle = self._build.handle
-        n = _lib.call("ffcv_loader_order", handle, epoch, None, 0)
-        out = np.empty(n, dtype=np.uint64)
-        _lib.call("ffcv_loader_order", handle, epoch, out.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)), n)
-        return out
+        return _lib.loader_order(self._build.handle, epoch)
 
     @property
     def code(self):
@@ -283,8 +275,9 @@ class Loader:
 
     def next_traversal_order(self):
         """The sample order of the next epoch (this rank's)."""
-        if self._elastic is not None and self._elastic["epoch"] == self.next_epoch:
-            return self._elastic["ids"].copy()
+        rest = self._resume.peek(self.next_epoch)
+        if rest is not None:
+            return rest["ids"].copy()
         return self.traversal_order.sample_order(self.next_epoch)
 
     @property
@@ -304,23 +297,18 @@ class Loader:
 
     def __iter__(self):
         epoch, start = self.next_epoch, self._resume_batch
-        elastic, self._elastic = self._elastic, None
-        if elastic is not None and elastic["epoch"] != epoch:
-            elastic = None
+        rest = self._resume.take(epoch)
         self.next_epoch += 1
         self._resume_batch = 0
         order, per_rank = None, 1
-        if elastic is not None:
-            order = elastic["ids"]  # this rank's part of what the saving run left
+        if rest is not None:
+            order = rest["ids"]  # this rank's part of what the saving run left
         elif not hasattr(self._order_cls, "_go_name"):
             order = np.asarray(self.traversal_order.sample_order(epoch), dtype=np.uint64)
         elif self._order_cls is Random and self.distributed:
             order, per_rank = self.traversal_order._torch_order(epoch), 0
-        elif self._order_cls is Random and self.seed + epoch >= 2**64:
-            # Beyond the Go side's uint64 seeds: numpy takes any integer.
-            order = np.random.default_rng(self.seed + epoch).permutation(self.indices)
         it = EpochIterator(self, self._build_epoch(recompile=self.recompile), epoch, start, order, per_rank,
-                           elastic=elastic)
+                           elastic=rest)
         self._current = weakref.ref(it)
         return it
 
@@ -329,28 +317,7 @@ class Loader:
         for the built-in orders, what the run has taken of the epoch (see
         ``load_state_dict``). Synchronous training is assumed: every rank has
         taken the same number of batches, so any rank's state describes all."""
-        it = self._current() if self._current is not None else None
-        if it is not None and not it.finished:
-            epoch, batch, elastic, length = it.epoch, it.batch, it.elastic, len(it) + it.batch
-        else:
-            epoch, batch = self.next_epoch, self._resume_batch
-            elastic = self._elastic if self._elastic is not None and self._elastic["epoch"] == epoch else None
-            length = len(self) if elastic is None else elastic["length"]
-        if batch >= length:  # after an epoch's last batch: the next epoch, not an empty one
-            epoch, batch, elastic = epoch + 1, 0, None
-        state = {"epoch": epoch, "batch": batch, "seed": self.seed, "world": self.world_size,
-                 "batch_size": self.batch_size}
-        kind = self._order_kind()
-        if elastic is not None:
-            stage = dict(self._stage(0), layout="rest", batches=batch)
-            state["elastic"] = {"samples": self._num_indices(), "order": elastic["order"],
-                                "window": elastic["window"], "fingerprint": elastic["fingerprint"],
-                                "stages": elastic["stages"] + [stage]}
-        elif kind is not None:
-            info = self._describe(epoch, kind, 0) if batch else {"window": 0, "fingerprint": None}
-            state["elastic"] = {"samples": self._num_indices(), "order": kind, "window": info["window"],
-                                "fingerprint": info["fingerprint"], "stages": [self._stage(batch)]}
-        return state
+        return self._resume.state_dict(self)
 
     def load_state_dict(self, state):
         """The next iter() resumes the saved epoch.
@@ -361,126 +328,18 @@ class Loader:
         rebuilds the epoch's global order from the seed, checks it against
         the state's fingerprint, and gives this rank its part of the samples
         the saving run had not taken: each of them once over the new ranks,
-        none repeated, every rank the same number of batches (see
-        ``ffcv_go`` README, "Elastic resume"). Later epochs are normal epochs
-        at the new world size.
+        none repeated, every rank the same number of batches (see the guide
+        "Elastic resume"). Later epochs are normal epochs at the new world size.
         """
-        if int(state.get("seed", self.seed)) != self.seed:
-            raise ValueError(f"state was saved with seed {state['seed']}, this loader has seed {self.seed}")
-        epoch, batch = int(state["epoch"]), int(state["batch"])
-        self._elastic = None
-        self._current = None
-        elastic = state.get("elastic")
-        if elastic is not None and any(int(st["batches"]) for st in elastic["stages"]):
-            if self._resumes_exactly(epoch, elastic):
-                self._check_fingerprint(epoch, elastic, self._describe(epoch, elastic["order"], 0))
-            else:
-                self._load_elastic(epoch, elastic)
-                return
-        elif elastic is None and batch and "world" in state and \
-                (int(state["world"]), int(state.get("batch_size", self.batch_size))) != \
-                (self.world_size, self.batch_size):
-            raise ValueError(f"state was saved mid-epoch at world size {state['world']}, batch size "
-                             f"{state.get('batch_size')} with a custom order; it resumes only at the same sizes "
-                             f"(this loader: {self.world_size}, {self.batch_size})")
-        self.next_epoch, self._resume_batch = epoch, batch
-        if self._resume_batch >= len(self):
-            self.next_epoch, self._resume_batch = self.next_epoch + 1, 0
+        self._resume.load_state_dict(self, state)
 
     def _next_epoch_length(self):
         """Batches the next iter() yields (a resumed epoch's rest)."""
-        if self._elastic is not None and self._elastic["epoch"] == self.next_epoch:
-            return self._elastic["length"]
-        return len(self) - self._resume_batch
-
-    # ---- elastic resume (core/order/elastic.go does the work) -------------------
+        rest = self._resume.peek(self.next_epoch)
+        return len(self) - self._resume_batch if rest is None else rest["length"]
 
     def _num_indices(self):
         return int(self.reader.num_samples) if self._indices is None else int(self._indices.size)
-
-    def _order_kind(self):
-        """The name of this loader's global order, None for a custom order.
-        Distributed RANDOM draws torch's permutation, one process numpy's."""
-        if not hasattr(self._order_cls, "_go_name"):
-            return None
-        if self._order_cls is Random and self.distributed:
-            return "random_torch"
-        return self._order_cls._go_name
-
-    def _stage(self, batches):
-        return {"layout": self._build.layout, "world": self.world_size, "batch_size": self.batch_size,
-                "drop_last": self.drop_last, "batches": int(batches)}
-
-    def _resumes_exactly(self, epoch, elastic):
-        """Whether a state continues as this loader's own epoch would: one
-        stage, taken with this loader's order, sizes and drop_last."""
-        stages = elastic["stages"]
-        if len(stages) != 1 or elastic["order"] != self._order_kind():
-            return False
-        if dict(stages[0], batches=0) != self._stage(0):
-            return False
-        # QUASI_RANDOM's window (2 x batch size by default) is part of its order.
-        return elastic["order"] != "quasi_random" or \
-            int(elastic["window"]) == self._describe(epoch, elastic["order"], 0)["window"]
-
-    def _global_order(self, kind, epoch):
-        """The epoch's global order when Python draws it (None: Go does)."""
-        if kind == "random_torch":
-            g = torch.Generator()
-            g.manual_seed(self.seed + epoch)
-            return self.indices[torch.randperm(self._num_indices(), generator=g).numpy()]
-        if kind == "random" and self.seed + epoch >= 2**64:
-            return np.random.default_rng(self.seed + epoch).permutation(self.indices).astype(np.uint64)
-        return None
-
-    def _elastic_call(self, epoch, kind, window, stages):
-        """(this rank's ids for the rest of the epoch, info on its global order)."""
-        g = self._global_order(kind, epoch)
-        gptr = None if g is None else np.ascontiguousarray(g, dtype=np.uint64)
-        spec = {"epoch": int(epoch), "order": "random" if kind == "random_torch" else kind,
-                "window": int(window), "stages": stages}
-        out = np.empty(self._num_indices() if stages else 0, dtype=np.uint64)
-        info = ctypes.c_void_p()
-        u64p = ctypes.POINTER(ctypes.c_uint64)
-        n = _lib.call("ffcv_loader_elastic", self._build.handle, json.dumps(spec).encode(),
-                      None if gptr is None else gptr.ctypes.data_as(u64p), 0 if gptr is None else gptr.size,
-                      out.ctypes.data_as(u64p) if out.size else None, out.size, ctypes.byref(info),
-                      context=self.fname)
-        return out[:n], json.loads(_lib._take_string(info.value))
-
-    def _describe(self, epoch, kind, window):
-        key = (epoch, kind, window)
-        if self._described is None or self._described[0] != key:
-            self._described = (key, self._elastic_call(epoch, kind, window, [])[1])
-        return self._described[1]
-
-    def _check_fingerprint(self, epoch, elastic, info):
-        if info["fingerprint"] != elastic["fingerprint"]:
-            raise ValueError(f"state does not match this loader: epoch {epoch}'s {elastic['order']} order over "
-                             f"{info['samples']} samples with seed {self.seed} is not the order the state was saved "
-                             f"with (another dataset, indices or order?)")
-
-    def _load_elastic(self, epoch, elastic):
-        if self._order_kind() is None:
-            raise ValueError("elastic resume (another world size, batch size or drop_last than the saving run) "
-                             "needs a built-in order; this loader has a custom TraversalOrder")
-        if int(elastic["samples"]) != self._num_indices():
-            raise ValueError(f"state was saved for {elastic['samples']} samples, this loader has "
-                             f"{self._num_indices()} (another dataset or indices?)")
-        stages = [dict(st) for st in elastic["stages"]]
-        try:
-            ids, info = self._elastic_call(epoch, elastic["order"], elastic["window"], stages)
-        except ValueError as e:
-            raise ValueError(f"state does not fit this loader's epoch {epoch}: {e}") from None
-        self._check_fingerprint(epoch, elastic, info)
-        length = len(ids) // self.batch_size if self.drop_last else -(-len(ids) // self.batch_size)
-        left = info["remaining"] >= (self.world_size * self.batch_size if self.drop_last else 1)
-        if not left:  # nothing of the epoch left for any rank: go on with the next one
-            self.next_epoch, self._resume_batch = epoch + 1, 0
-            return
-        self._elastic = {"epoch": epoch, "order": elastic["order"], "window": elastic["window"],
-                         "fingerprint": elastic["fingerprint"], "stages": stages, "ids": ids, "length": length}
-        self.next_epoch, self._resume_batch = epoch, 0
 
     @property
     def stats(self):
@@ -523,12 +382,6 @@ class Loader:
         self.close()
 
 
-def _is_decoder(op, field):
-    from ..fields import decoders
-    from ..fields import rgb_image
-    return isinstance(op, (decoders._Decoder, rgb_image._ImageDecoder)) or isinstance(op, field.get_decoder_class())
-
-
 _live_loaders = weakref.WeakSet()
 
 
@@ -546,116 +399,3 @@ def _close_at_exit(timeout=1.0):
     for t in list(iterating_threads):
         if t is not threading.current_thread():
             t.join(max(0.0, deadline - time.monotonic()))
-
-
-class _Build:
-    """The Go side of one epoch's plans: a Go loader running every output's
-    per-sample program, and a handle per GoTail. Epochs whose plans run the
-    same Go programs share a build; iterators keep theirs alive."""
-
-    def __init__(self, loader, plans, signature):
-        self.signature = signature
-        outputs = [{"field": p.field, "ops": p.go_ops} for p in plans if p.go_ops is not None]
-        spec = {
-            "reader": loader.reader._mapping.handle,  # the file is opened and mapped once
-            "batch_size": loader.batch_size, "num_workers": loader.num_workers,
-            "batches_ahead": loader.batches_ahead, "drop_last": loader.drop_last, "seed": loader.seed,
-            "order": getattr(loader._order_cls, "_go_name", None) or "sequential",
-            "rank": loader.rank, "world": loader.world_size, "os_cache": loader.os_cache,
-            "max_resident_pages": loader._max_resident_pages,
-            "quasi_window": int(loader.order_kwargs.get("window_pages", 0)),
-            "skip_errors": loader.on_error == "skip", "max_batch_memory": loader._max_batch_memory,
-            "outputs": outputs,
-        }
-        if loader._all_samples:
-            ptr, n = None, 0  # the Go side enumerates them itself
-        else:
-            idx = np.ascontiguousarray(loader.indices, dtype=np.uint64)
-            ptr, n = idx.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)), idx.size
-        self.handle = _lib.call("ffcv_loader_create", json.dumps(spec).encode(), ptr, n, context=loader.fname)
-        self.pinned = _Pinned()
-        self.tails = []
-        self._finalizer = weakref.finalize(self, _close_build, self.handle, self.tails, self.pinned)
-        info = _lib.call_json("ffcv_loader_info", self.handle)
-        self.length = info["length"]
-        self.layout = info["layout"]
-        self.go_outputs = info["outputs"] or []  # none when every field is decoded in Python or dropped
-        self.plans = []
-        self.adopt(plans, fname=loader.fname)
-
-    def adopt(self, plans, fname=None):
-        """Takes plans whose Go part equals this build's, making (first time)
-        or reusing the Go handle of each GoTail."""
-        tails = [s for p in plans for s in p.steps if isinstance(s, GoTail)]
-        old = [s for p in self.plans for s in p.steps if isinstance(s, GoTail)]
-        for k, tail in enumerate(tails):
-            if k < len(old):
-                tail.handle, tail.out_shape, tail.out_dtype = old[k].handle, old[k].out_shape, old[k].out_dtype
-            else:
-                out = ctypes.c_void_p()
-                tail.handle = _lib.call("ffcv_loader_tail", self.handle, json.dumps(tail.spec()).encode(),
-                                        ctypes.byref(out), context=fname)
-                self.tails.append(tail.handle)
-                info = json.loads(_lib._take_string(out.value))
-                tail.out_shape = tuple(info["shape"])
-                tail.out_dtype = torch_dtype(np.dtype(info["dtype"]))
-            tail.in_dtype = torch_dtype(np.dtype(tail.in_state.dtype))
-        n = 0
-        for p in plans:  # the Go loader's outputs are the plans with a Go program, in order
-            p.go_index = None
-            if p.go_ops is not None:
-                p.go_index, n = n, n + 1
-        self.plans = plans
-        # Python stages (custom code, modules, GPU copies, Go tails) run on a
-        # thread of their own; views and casts right on the training thread.
-        self.python_steps = any(not getattr(s, "light", False) for p in plans for s in p.steps)
-
-    def close(self):
-        self._finalizer()
-
-
-class _Builds:
-    """The loader's builds still in use (by the loader or its iterators)."""
-
-    def __init__(self):
-        self.closed = False
-        self._set = weakref.WeakSet()
-
-    def add(self, build):
-        self._set.add(build)
-
-    def close(self):
-        self.closed = True
-        for build in list(self._set):
-            build.close()
-
-
-class _Pinned:
-    """Slot buffers page-locked with cudaHostRegister, unregistered before the
-    Go loader (and so the memory) goes away."""
-
-    def __init__(self):
-        self.ptrs = set()
-
-    def pin(self, ptr, size):
-        if ptr in self.ptrs or not size:
-            return
-        err = torch.cuda.cudart().cudaHostRegister(ptr, size, 0)
-        if int(err) == 0:
-            self.ptrs.add(ptr)
-
-    def unpin_all(self):
-        if self.ptrs:
-            rt = torch.cuda.cudart()
-            for p in self.ptrs:
-                rt.cudaHostUnregister(p)
-            self.ptrs.clear()
-
-
-def _close_build(handle, tails, pinned):
-    try:
-        pinned.unpin_all()
-    finally:
-        for t in tails:
-            _lib.close(t)
-        _lib.close(handle)

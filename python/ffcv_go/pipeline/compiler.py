@@ -1,5 +1,5 @@
 """Compiler: how custom operations' generated code is run (numba when present)."""
-import os
+from ..utils import _cpu_count
 
 
 class Compiler:
@@ -22,7 +22,7 @@ class Compiler:
         """Threads for numba's parallel loops (< 1: every core in the
         process's affinity mask)."""
         if n < 1:
-            n = len(os.sched_getaffinity(0))
+            n = _cpu_count()
         cls.num_threads = n
         if _numba() is not None:
             import numba

@@ -82,7 +82,21 @@ class Operation(ABC):
         """A function that fills the shared memory before each batch, or None."""
         return None
 
+    # What the loader's planner asks of an operation; this library's decoders
+    # and transforms set them, an operation of the user's keeps these defaults.
+    _builtin = False  # a decoder or transform of this library: reads no memory itself
+    _decoder = False  # a decoder of this library
+    _transform = False  # a transform of this library: Go runs it per sample, or _apply on batches
+    _marker = False  # a layout marker, moved past the built-in operations after it
+    _chw = False  # turns (H, W, C) samples into (C, H, W) views, which Go operations cannot follow
+    _light = False  # a view or cast: run on the training thread, not worth a thread of its own
+
     # Built-in operations return {"op": name, ...params} for the Go program;
     # None means the operation runs in Python.
     def _go_spec(self, previous_state: State):
         return None
+
+    def _runs_in_python(self, state: State) -> bool:
+        """Whether the operation runs in Python on batches in state, after
+        the per-sample Go program: an operation of the user's always does."""
+        return True

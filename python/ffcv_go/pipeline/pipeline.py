@@ -21,6 +21,8 @@ import gc
 import numpy as np
 import torch
 
+from .._dtypes import numpy_dtype, torch_dtype
+from .compiler import Compiler
 from .state import State, initial_state
 
 __all__ = ["plan_output", "OutputPlan", "PyStage", "GoTail"]
@@ -46,10 +48,9 @@ class PyStage:
     reading its samples itself (decoder: (metadata column, file buffer))."""
 
     def __init__(self, op, state, index, decoder=None, compiled=None):
-        from ..transforms._base import Transform
         self.op, self.index, self.decoder = op, index, decoder
         self.jit_in = state.jit_mode
-        if isinstance(op, Transform):
+        if op._transform:
             self.kind = "builtin"
             self.state, self.query = op.declare_state_and_memory(state)[0], None
             self.code = None
@@ -62,17 +63,13 @@ class PyStage:
             code = op.generate_code()
             self.with_indices = bool(getattr(code, "with_indices", False))
             if compiled is None:
-                from .compiler import Compiler
                 compiled = Compiler.compile(code)
             self.code = compiled
 
     @property
     def light(self):
         """A tensor-layout op (a view or cast): not worth a thread."""
-        from ..transforms.ops import ToTensor, ToTorchImage, ToDevice, Convert, Squeeze
-        op = self.op
-        return isinstance(op, (ToTensor, ToTorchImage, Convert, Squeeze)) or \
-            (isinstance(op, ToDevice) and op.device.type == "cpu")
+        return self.op._light
 
     def run(self, x, ctx):
         if self.kind == "builtin":
@@ -119,7 +116,6 @@ class PyStage:
 
 def _one(q, n):
     if isinstance(q.dtype, torch.dtype) or (q.device is not None and torch.device(q.device).type != "cpu"):
-        from ..transforms._base import torch_dtype
         return torch.empty((n, *q.shape), dtype=torch_dtype(q.dtype), device=q.device or "cpu")
     return np.empty((n, *q.shape), dtype=np.dtype(q.dtype))
 
@@ -150,9 +146,8 @@ def plan_output(field_index, name, ops, field, metadata, memory_read, compiled_s
 def _plan(field_index, name, ops, field, metadata, memory_read, compiled_stage):
     """Plans one output. memory_read() gives FFCV's memory_read for custom
     operations; compiled_stage(op, state, index, decoder) returns a PyStage,
-    reusing compiled code where the loader allows."""
-    from ..transforms._base import Transform, numpy_dtype
-    from ..transforms.ops import ToTensor, ToTorchImage, ToDevice, ModuleWrapper
+    reusing compiled code where the loader allows. ops are Operations (the
+    loader wraps torch modules)."""
     plan = OutputPlan(field_index, name)
     state = initial_state()   # the state the user's pipeline has reached
     go_state = state          # the same, before the markers not applied yet
@@ -161,24 +156,21 @@ def _plan(field_index, name, ops, field, metadata, memory_read, compiled_stage):
     key = 0
     chw = False  # batches are (B, C, H, W) views: Go ops, which need (H, W, C), cannot follow
     for index, op in enumerate(ops):
-        if isinstance(op, torch.nn.Module):
-            op = ModuleWrapper(op)
         op.accept_field(field)
         # Only code run in Python reads memory itself: custom operations, and
         # built-in decoders of fields whose layout Go does not know.
-        in_go = _builtin(op) and (index > 0 or op._go_spec(state) is not None)
+        in_go = op._builtin and (index > 0 or op._go_spec(state) is not None)
         op.accept_globals(metadata, None if in_go else memory_read())
         if index == 0 and not in_go:  # a decoder reading its samples in Python
             stage = compiled_stage(op, state, 0, decoder=True)
             plan.steps.append(stage)
             state = go_state = stage.state
             continue
-        if index > 0 and (isinstance(op, (ToTensor, ToTorchImage)) or
-                          (isinstance(op, ToDevice) and op.device.type == "cpu")):
+        if index > 0 and op._marker:
             markers.append((index, op))
             state = op.declare_state_and_memory(state)[0]
             continue
-        spec = op._go_spec(_as_go_input(go_state, numpy_dtype)) if _builtin(op) and not chw else None
+        spec = op._go_spec(_as_go_input(go_state)) if op._builtin and not chw else None
         if spec is not None:
             if segment is None or (segment and _is_batch_spec(segment[-1]) and not getattr(op, "_batch", False)):
                 if index == 0:
@@ -187,7 +179,7 @@ def _plan(field_index, name, ops, field, metadata, memory_read, compiled_stage):
                     if go_state.shape is None:
                         raise ValueError(f"{name!r}: {type(op).__name__} (operation {index}) follows a "
                                          f"stage that declares no shape")
-                    tail = GoTail(field_index, _as_go_input(go_state, numpy_dtype))
+                    tail = GoTail(field_index, _as_go_input(go_state))
                     tail.after = f"{name!r}, operation {index - 1} ({type(ops[index - 1]).__name__})"
                     plan.steps.append(tail)
                     segment = tail.ops
@@ -199,12 +191,12 @@ def _plan(field_index, name, ops, field, metadata, memory_read, compiled_stage):
             for _, m in markers:
                 state = m.declare_state_and_memory(state)[0]
             continue
-        if not isinstance(op, Transform) or op._runs_in_python(go_state):
+        if op._runs_in_python(go_state):
             # A Python stage: the markers before it apply first, as written.
             for mi, m in markers:
                 plan.steps.append(compiled_stage(m, go_state, mi))
                 go_state = plan.steps[-1].state
-                chw = chw or isinstance(m, ToTorchImage)
+                chw = chw or m._chw
             markers.clear()
             stage = compiled_stage(op, go_state, index)
             plan.steps.append(stage)
@@ -225,7 +217,7 @@ def _plan(field_index, name, ops, field, metadata, memory_read, compiled_stage):
     return plan
 
 
-def _as_go_input(state, numpy_dtype):
+def _as_go_input(state):
     """The state as Go sees a CPU batch: numpy dtype, whatever the container."""
     if state.device is not None and torch.device(state.device).type != "cpu":
         return state
@@ -238,9 +230,3 @@ def _as_go_input(state, numpy_dtype):
 
 def _is_batch_spec(spec):
     return spec["op"] in ("image_mixup", "label_mixup")
-
-
-def _builtin(op):
-    from ..fields import decoders, rgb_image
-    from ..transforms._base import Transform
-    return isinstance(op, (Transform, decoders._Decoder, rgb_image._ImageDecoder))

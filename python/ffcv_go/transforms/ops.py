@@ -8,6 +8,8 @@ from ._base import Transform, replace_state, torch_dtype
 class ToTensor(Transform):
     """Marks the end of the numpy (jit) part; batches are torch tensors already."""
 
+    _marker = _light = True
+
     def declare_state_and_memory(self, previous_state):
         dtype = previous_state.dtype
         return replace_state(previous_state, jit_mode=False, dtype=torch_dtype(dtype)), None
@@ -20,6 +22,13 @@ class ToDevice(Transform):
     """Moves the batch to device; with non_blocking the copy comes from pinned
     memory on a side stream and overlaps compute (the loader keeps the source
     batch alive until the copy has finished)."""
+
+    @property
+    def _marker(self):
+        # A copy to the CPU moves nothing: a layout marker, like ToTensor.
+        return self.device.type == "cpu"
+
+    _light = _marker
 
     def __init__(self, device, non_blocking=True):
         super().__init__()
@@ -58,6 +67,8 @@ class ToDevice(Transform):
 class ToTorchImage(Transform):
     """(B, H, W, C) -> (B, C, H, W); a channels_last view by default."""
 
+    _marker = _light = _chw = True
+
     def __init__(self, channels_last=True, convert_back_int16=True):
         super().__init__()
         self.channels_last = channels_last
@@ -94,6 +105,8 @@ class ToTorchImage(Transform):
 class Convert(Transform):
     """Casts the batch to target_dtype (numpy or torch dtype)."""
 
+    _light = True
+
     def __init__(self, target_dtype):
         super().__init__()
         self.target_dtype = target_dtype
@@ -114,6 +127,8 @@ class View(Convert):
 
 class Squeeze(Transform):
     """Removes size-1 dimensions (all of them, or the given ones)."""
+
+    _light = True
 
     def __init__(self, *dims):
         super().__init__()

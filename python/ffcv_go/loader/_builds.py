@@ -1,0 +1,122 @@
+"""The Go side of a Loader's epochs: builds, and the batch memory they pin.
+
+A ``_Build`` is one Go loader running every output's per-sample program,
+plus a handle per ``GoTail``. Epochs whose plans run the same Go programs
+share a build; each iterator keeps its build alive, and the Loader's
+``_Builds`` closes them all at ``close()``.
+"""
+import weakref
+
+import numpy as np
+import torch
+
+from .. import _lib
+from .._dtypes import torch_dtype
+from ..pipeline.pipeline import GoTail
+
+
+class _Build:
+    """The Go side of one epoch's plans: a Go loader running every output's
+    per-sample program, and a handle per GoTail. Epochs whose plans run the
+    same Go programs share a build; iterators keep theirs alive."""
+
+    def __init__(self, loader, plans, signature):
+        self.signature = signature
+        outputs = [{"field": p.field, "ops": p.go_ops} for p in plans if p.go_ops is not None]
+        spec = {
+            "reader": loader.reader._mapping.handle,  # the file is opened and mapped once
+            "batch_size": loader.batch_size, "num_workers": loader.num_workers,
+            "batches_ahead": loader.batches_ahead, "drop_last": loader.drop_last, "seed": loader.seed,
+            "order": getattr(loader._order_cls, "_go_name", None) or "sequential",
+            "rank": loader.rank, "world": loader.world_size, "os_cache": loader.os_cache,
+            "max_resident_pages": loader._max_resident_pages,
+            "quasi_window": int(loader.order_kwargs.get("window_pages", 0)),
+            "skip_errors": loader.on_error == "skip", "max_batch_memory": loader._max_batch_memory,
+            "outputs": outputs,
+        }
+        # All samples: the Go side enumerates them itself.
+        indices = None if loader._all_samples else loader.indices
+        self.handle = _lib.loader_create(spec, indices, context=loader.fname)
+        self.pinned = _Pinned()
+        self.tails = []
+        self._finalizer = weakref.finalize(self, _close_build, self.handle, self.tails, self.pinned)
+        info = _lib.call_json("ffcv_loader_info", self.handle)
+        self.length = info["length"]
+        self.layout = info["layout"]
+        self.go_outputs = info["outputs"] or []  # none when every field is decoded in Python or dropped
+        self.plans = []
+        self.adopt(plans, fname=loader.fname)
+
+    def adopt(self, plans, fname=None):
+        """Takes plans whose Go part equals this build's, making (first time)
+        or reusing the Go handle of each GoTail."""
+        tails = [s for p in plans for s in p.steps if isinstance(s, GoTail)]
+        old = [s for p in self.plans for s in p.steps if isinstance(s, GoTail)]
+        for k, tail in enumerate(tails):
+            if k < len(old):
+                tail.handle, tail.out_shape, tail.out_dtype = old[k].handle, old[k].out_shape, old[k].out_dtype
+            else:
+                tail.handle, info = _lib.loader_tail(self.handle, tail.spec(), context=fname)
+                self.tails.append(tail.handle)
+                tail.out_shape = tuple(info["shape"])
+                tail.out_dtype = torch_dtype(np.dtype(info["dtype"]))
+            tail.in_dtype = torch_dtype(np.dtype(tail.in_state.dtype))
+        n = 0
+        for p in plans:  # the Go loader's outputs are the plans with a Go program, in order
+            p.go_index = None
+            if p.go_ops is not None:
+                p.go_index, n = n, n + 1
+        self.plans = plans
+        # Python stages (custom code, modules, GPU copies, Go tails) run on a
+        # thread of their own; views and casts right on the training thread.
+        self.python_steps = any(not getattr(s, "light", False) for p in plans for s in p.steps)
+
+    def close(self):
+        self._finalizer()
+
+
+class _Builds:
+    """The loader's builds still in use (by the loader or its iterators)."""
+
+    def __init__(self):
+        self.closed = False
+        self._set = weakref.WeakSet()
+
+    def add(self, build):
+        self._set.add(build)
+
+    def close(self):
+        self.closed = True
+        for build in list(self._set):
+            build.close()
+
+
+class _Pinned:
+    """Slot buffers page-locked with cudaHostRegister, unregistered before the
+    Go loader (and so the memory) goes away."""
+
+    def __init__(self):
+        self.ptrs = set()
+
+    def pin(self, ptr, size):
+        if ptr in self.ptrs or not size:
+            return
+        err = torch.cuda.cudart().cudaHostRegister(ptr, size, 0)
+        if int(err) == 0:
+            self.ptrs.add(ptr)
+
+    def unpin_all(self):
+        if self.ptrs:
+            rt = torch.cuda.cudart()
+            for p in self.ptrs:
+                rt.cudaHostUnregister(p)
+            self.ptrs.clear()
+
+
+def _close_build(handle, tails, pinned):
+    try:
+        pinned.unpin_all()
+    finally:
+        for t in tails:
+            _lib.close(t)
+        _lib.close(handle)
