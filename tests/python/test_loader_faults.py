@@ -118,14 +118,12 @@ def test_interpreter_exit_with_running_iterator(tmp_path, small_jpeg_file, mode,
     script = tmp_path / "exit.py"
     script.write_text(EXIT_SCRIPT)
     env = dict(os.environ, PYTHONPATH=PYTHONPATH)
-    t0 = time.monotonic()
     try:
         proc = subprocess.run([sys.executable, str(script), str(small_jpeg_file), mode, cache], capture_output=True,
                               text=True, timeout=60, env=env)
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"interpreter did not exit: {e.stderr}")
     assert proc.returncode == 0, proc.stderr
-    assert time.monotonic() - t0 < 30
 
 
 def test_sigint_while_iterating(tmp_path, small_jpeg_file):
@@ -226,7 +224,7 @@ loader = Loader(sys.argv[1], batch_size=16, num_workers=2, order=OrderOption.QUA
                               ToTorchImage(), NormalizeImage(np.array([120.0] * 3), np.array([60.0] * 3),
                                                              np.float16)],
                     "label": [IntDecoder(), AddOne(), ToTensor()]})
-samples, t0 = [], time.monotonic()
+samples = []
 for epoch in range(200):
     labels = []
     for img, label in loader:
@@ -237,14 +235,13 @@ for epoch in range(200):
         gc.collect()
         samples.append((rss_bytes(), len(os.listdir("/proc/self/fd")), len(os.listdir("/proc/self/task")),
                         _lib.live_objects(), threading.active_count()))
-elapsed = time.monotonic() - t0
 loader.close()
 del loader, img, label
 gc.collect()
 deadline = time.monotonic() + 5  # the workers exit just after they signal the close
 while _lib.goroutines() > goroutines_before and time.monotonic() < deadline:
     time.sleep(0.01)
-print(json.dumps({"samples": samples, "elapsed": elapsed, "objects_after_close": _lib.live_objects(),
+print(json.dumps({"samples": samples, "objects_after_close": _lib.live_objects(),
                   "goroutines": [goroutines_before, _lib.goroutines()]}))
 """
 
@@ -272,4 +269,3 @@ def test_soak_many_epochs(tmp_path, small_jpeg_file, cache):
         assert objs == base[3] and pythreads == base[4], samples
     assert res["objects_after_close"] == 0, res
     assert res["goroutines"][1] == res["goroutines"][0], res["goroutines"]
-    assert res["elapsed"] < 60, res["elapsed"]
