@@ -251,3 +251,77 @@ def photo_folder(tmp_path_factory):
     root = tmp_path_factory.mktemp("folder")
     make_dataset.make_image_folder(root, 24, classes=3, processes=1, photos=photos, verbose=False)
     return root
+
+
+# ---- files and helpers shared by the reliability suites ----------------------------
+# (test_corrupt_data, test_writer_faults, test_loader_faults, test_c_abi_misuse,
+# test_concurrency, test_file_changes)
+
+# What a test's subprocess needs on sys.path: the package and this folder (conftest).
+PYTHONPATH = os.pathsep.join([str(Path(__file__).resolve().parents[2] / "python"), str(Path(__file__).parent)])
+
+
+def last_json(proc):
+    """The JSON object a subprocess printed last, after checking it did not crash."""
+    assert proc.returncode == 0, f"exit code {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+N_JPEG = 48
+
+
+def noise_image(i, side=300):
+    """Incompressible pixels: about 100 KB as a JPEG, so the file spans pages."""
+    return np.random.default_rng(i).integers(0, 256, (side, side, 3), dtype=np.uint8)
+
+
+@pytest.fixture(scope="session")
+def jpeg_file(tmp_path_factory):
+    """N_JPEG noise JPEGs (image) with their index (label) on several 2 MiB pages."""
+    from ffcv_go.fields import IntField, RGBImageField
+    path = tmp_path_factory.mktemp("rel") / "jpeg.beton"
+    return write(path, {"image": RGBImageField(write_mode="jpg", jpeg_quality=90), "label": IntField()},
+                 FnDataset(N_JPEG, lambda i: (noise_image(i), i)), num_workers=2)
+
+
+@pytest.fixture(scope="session")
+def jpeg_info(jpeg_file):
+    """Where each sample's image lives: (metadata offset, row size, page size, ptrs, sizes, file bytes)."""
+    from ffcv_go.reader import Reader
+    r = Reader(jpeg_file)
+    ptrs = np.asarray(r.metadata["f0"]["data_ptr"], dtype=np.int64)
+    table = {int(p): int(s) for p, s in zip(r.alloc_table["ptr"], r.alloc_table["size"])}
+    info = dict(meta=r._info["metadata_offset"], row=r._info["row_size"], page=r.page_size, ptrs=ptrs,
+                sizes=np.array([table[int(p)] for p in ptrs]), data=jpeg_file.read_bytes())
+    r.close()
+    assert len(np.unique(ptrs // info["page"])) >= 2, "the JPEG fixture should span several pages"
+    return info
+
+
+@pytest.fixture(scope="session")
+def small_jpeg_file(tmp_path_factory):
+    """64 small JPEGs (40x48) with their index."""
+    from ffcv_go.fields import IntField, RGBImageField
+    path = tmp_path_factory.mktemp("rel_small") / "small.beton"
+    rng = np.random.default_rng(5)
+    imgs = [np.clip(rng.normal(128, 40, (40, 48, 3)), 0, 255).astype(np.uint8) for _ in range(64)]
+    return write(path, {"image": RGBImageField(write_mode="jpg"), "label": IntField()},
+                 FnDataset(64, lambda i: (imgs[i], i)))
+
+
+@pytest.fixture(scope="module")
+def warmed(small_jpeg_file):
+    """Loaders of every kind have run once, so their one-time allocations are not counted as leaks."""
+    from ffcv_go import Loader
+    for workers in (1, 2, 4):
+        for os_cache in (True, False):
+            collect(Loader(small_jpeg_file, batch_size=8, num_workers=workers, os_cache=os_cache))
+    settle()
+
+
+@pytest.fixture
+def no_leaks(warmed):
+    """Fails the test if library objects, threads, fds or goroutines outlive it."""
+    before = resources()
+    yield
+    check_resources_back(before)
