@@ -11,6 +11,7 @@ package main
 import "C"
 
 import (
+	"encoding/json"
 	"fmt"
 	"image"
 	"unsafe"
@@ -18,6 +19,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/imgproc"
 	"github.com/ffcv-go/ffcv-go/core/jpeg"
+	"github.com/ffcv-go/ffcv-go/core/pipeline"
 )
 
 // ffcv_memcpy copies n bytes from src to dst (FFCV's my_memcpy).
@@ -147,5 +149,32 @@ func ffcv_encode_jpeg(pix unsafe.Pointer, h, w, quality C.int64_t, out *unsafe.P
 	}
 	*out = C.CBytes(data)
 	*outLen = C.uint64_t(len(data))
+	return 0
+}
+
+// ffcv_normalize_table writes the lookup table of a NormalizeImage spec
+// ({"mean": [...], "std": [...], "dtype": "<f2"|"<f4"}) into out: 256 rows
+// (the byte value) of one output value per channel, little endian, in the
+// spec's dtype. outLen must be 256 × channels × the dtype's size. The GPU
+// path of NormalizeImage looks its values up there, so CPU and GPU agree.
+//
+//export ffcv_normalize_table
+func ffcv_normalize_table(spec *C.char, out unsafe.Pointer, outLen C.uint64_t, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	if spec == nil {
+		return fail(err, fmt.Errorf("%w: NULL spec", errArgument))
+	}
+	table, _, _, e := pipeline.NormalizeTable(json.RawMessage(C.GoString(spec)))
+	if e != nil {
+		return fail(err, fmt.Errorf("%w: %v", errArgument, e))
+	}
+	if uint64(outLen) != uint64(len(table)) {
+		return fail(err, fmt.Errorf("%w: the table is %d bytes, out has %d", errArgument, len(table), uint64(outLen)))
+	}
+	dst, e := cArray((*byte)(out), uint64(outLen), "table")
+	if e != nil {
+		return fail(err, e)
+	}
+	copy(dst, table)
 	return 0
 }

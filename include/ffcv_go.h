@@ -249,6 +249,11 @@ int64_t ffcv_resize_crop(void *src, int64_t src_h, int64_t src_w, int64_t r0, in
  * (free it with ffcv_free) holds *out_len bytes. */
 int64_t ffcv_encode_jpeg(void *pix, int64_t h, int64_t w, int64_t quality, void **out,
                          uint64_t *out_len, char **err);
+/* Writes the lookup table of a NormalizeImage spec ({"mean": [...], "std": [...],
+ * "dtype": "<f2" or "<f4"}) into out: 256 rows, one per byte value, of one output
+ * value per channel, little endian, in the spec's dtype, computed in double and
+ * rounded once. out_len must be 256 x channels x the dtype's size. */
+int64_t ffcv_normalize_table(const char *spec, void *out, uint64_t out_len, char **err);
 
 #endif /* FFCV_GO_TYPES_ONLY */
 

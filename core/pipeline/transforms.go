@@ -481,9 +481,11 @@ type normalize struct {
 }
 
 func newNormalize(_ Env, raw json.RawMessage) (Op, error) {
+	// float64, as the caller gave them: FFCV computes its table from the
+	// user's values, and rounding them to float32 first changes it.
 	var a struct {
-		Mean  []float32 `json:"mean"`
-		Std   []float32 `json:"std"`
+		Mean  []float64 `json:"mean"`
+		Std   []float64 `json:"std"`
 		DType string    `json:"dtype"`
 	}
 	if err := parse(raw, &a); err != nil {
@@ -506,11 +508,39 @@ func newNormalize(_ Env, raw json.RawMessage) (Op, error) {
 	n.f16, n.f32 = make([][256]uint16, n.ch), make([][256]uint32, n.ch)
 	for k := range a.Mean {
 		for x := 0; x < 256; x++ {
-			v := (float64(x) - float64(a.Mean[k])) / float64(a.Std[k])
+			v := (float64(x) - a.Mean[k]) / a.Std[k]
 			n.f16[k][x], n.f32[k][x] = float16of64(v), math.Float32bits(float32(v))
 		}
 	}
 	return n, nil
+}
+
+// NormalizeTable returns the table of a normalize spec: for each byte value
+// (rows) and channel (columns), the output value's little-endian bytes, and
+// the output's dtype. The GPU path looks its values up in it, so that both
+// paths give the same numbers.
+func NormalizeTable(raw json.RawMessage) (table []byte, channels int, dtype string, err error) {
+	op, err := newNormalize(Env{}, raw)
+	if err != nil {
+		return nil, 0, "", fmt.Errorf("normalize: %w", err)
+	}
+	n := op.(*normalize)
+	size, dtype := 4, "<f4"
+	if n.half {
+		size, dtype = 2, "<f2"
+	}
+	table = make([]byte, 256*n.ch*size)
+	for x := 0; x < 256; x++ {
+		for c := 0; c < n.ch; c++ {
+			o := (x*n.ch + c) * size
+			if n.half {
+				binary.LittleEndian.PutUint16(table[o:], n.f16[c][x])
+			} else {
+				binary.LittleEndian.PutUint32(table[o:], n.f32[c][x])
+			}
+		}
+	}
+	return table, n.ch, dtype, nil
 }
 
 func (n *normalize) Out(in Spec) (Spec, error) {

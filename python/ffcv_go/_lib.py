@@ -151,6 +151,7 @@ def _signatures():
         "ffcv_imdecode": (i64, [vp, u64, vp, u64] + [i64] * 8 + [i32, i32, err]),
         "ffcv_resize_crop": (i64, [vp] + [i64] * 6 + [vp, i64, i64, err]),
         "ffcv_encode_jpeg": (i64, [vp, i64, i64, i64, ctypes.POINTER(vp), ctypes.POINTER(u64), err]),
+        "ffcv_normalize_table": (i64, [cp, vp, u64, err]),
     }
 
 
@@ -342,6 +343,65 @@ def tail_run(handle, epoch, batch, ids, x, out):
     """Runs a tail's built-in operations on the contiguous CPU tensor x into out."""
     call("ffcv_tail_run", handle, epoch, batch, ctypes.cast(ids.data_ptr(), ctypes.POINTER(ctypes.c_uint64)),
          len(ids), x.data_ptr(), x.numel() * x.element_size(), out.data_ptr(), out.numel() * out.element_size())
+
+
+def normalize_table(mean, std, dtype):
+    """NormalizeImage's (256, channels) lookup table, as the Go core computes
+    it, in dtype (numpy float16 or float32)."""
+    import numpy as np
+    dt = np.dtype(dtype)
+    mean, std = np.asarray(mean, dtype=np.float64).reshape(-1), np.asarray(std, dtype=np.float64).reshape(-1)
+    out = np.empty((256, mean.size), dtype=dt)
+    spec = json.dumps({"mean": mean.tolist(), "std": std.tolist(), "dtype": dt.str}).encode()
+    call("ffcv_normalize_table", spec, out.ctypes.data, out.nbytes)
+    return out
+
+
+class _CudaRuntime:
+    """The few CUDA runtime calls the loader makes itself, on the libcudart
+    that torch loaded: page-locking batch slots (cudaHostRegister) and reading
+    back, which also clears, the last error of a failed call, so that it does
+    not surface in a later, unrelated kernel launch."""
+
+    _NAMES = ("libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so")
+
+    def __init__(self):
+        import torch
+        torch.cuda.init()  # torch loads its runtime first; dlopen then finds that one
+        for name in self._NAMES:
+            try:
+                self._rt = ctypes.CDLL(name)
+                break
+            except OSError:
+                continue
+        else:
+            raise RuntimeError(f"ffcv_go: none of {', '.join(self._NAMES)} could be loaded beside torch's CUDA")
+        self._rt.cudaHostRegister.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint]
+        self._rt.cudaHostUnregister.argtypes = [ctypes.c_void_p]
+        self._rt.cudaGetErrorString.restype = ctypes.c_char_p
+        self._rt.cudaGetErrorString.argtypes = [ctypes.c_int]
+
+    def host_register(self, ptr, size):
+        return self._rt.cudaHostRegister(ptr, size, 0)
+
+    def host_unregister(self, ptr):
+        return self._rt.cudaHostUnregister(ptr)
+
+    def get_last_error(self):
+        return self._rt.cudaGetLastError()
+
+    def error_string(self, code):
+        return self._rt.cudaGetErrorString(code).decode("utf-8", "replace")
+
+
+_CUDART = []
+
+
+def cudart():
+    """The CUDA runtime calls the loader makes (see _CudaRuntime), loaded once."""
+    if not _CUDART:
+        _CUDART.append(_CudaRuntime())
+    return _CUDART[0]
 
 
 def live_objects():

@@ -5,6 +5,8 @@ plus a handle per ``GoTail``. Epochs whose plans run the same Go programs
 share a build; each iterator keeps its build alive, and the Loader's
 ``_Builds`` closes them all at ``close()``.
 """
+import threading
+import warnings
 import weakref
 
 import numpy as np
@@ -39,7 +41,8 @@ class _Build:
         self.handle = _lib.loader_create(spec, indices, context=loader.fname)
         self.pinned = _Pinned()
         self.tails = []
-        self._finalizer = weakref.finalize(self, _close_build, self.handle, self.tails, self.pinned)
+        self.runs = weakref.WeakSet()  # started epochs (epoch_iterator._Run) not collected yet
+        self._finalizer = weakref.finalize(self, _close_build, self.handle, self.tails, self.pinned, self.runs)
         info = _lib.call_json("ffcv_loader_info", self.handle)
         self.length = info["length"]
         self.layout = info["layout"]
@@ -70,6 +73,18 @@ class _Build:
         # Python stages (custom code, modules, GPU copies, Go tails) run on a
         # thread of their own; views and casts right on the training thread.
         self.python_steps = any(not getattr(s, "light", False) for p in plans for s in p.steps)
+        # The GPU the outputs are copied to (resolved on the training thread
+        # when the plans were made); buffers made on the way are then pinned.
+        devices = set()
+        for p in plans:
+            targets = [s.op._target for s in p.steps if getattr(getattr(s, "op", None), "_target", None) is not None]
+            cuda = [d for d in targets if d.type == "cuda"]
+            p.pin = bool(cuda)
+            devices.update(cuda)
+        if len(devices) > 1:
+            raise ValueError(f"outputs go to several GPUs ({', '.join(sorted(map(str, devices)))}); "
+                             f"one loader serves one device")
+        self.cuda_device = devices.pop() if devices else None
 
     def close(self):
         self._finalizer()
@@ -92,29 +107,57 @@ class _Builds:
 
 
 class _Pinned:
-    """Slot buffers page-locked with cudaHostRegister, unregistered before the
-    Go loader (and so the memory) goes away."""
+    """Slot buffers page-locked with cudaHostRegister, so that copies from
+    them are asynchronous; all unregistered before the Go loader (and so the
+    memory) goes away. Stage threads pin while close() may run: a lock keeps
+    the set whole, and nothing is pinned once it is closed."""
 
     def __init__(self):
         self.ptrs = set()
+        self.failed = set()
+        self.closed = False
+        self._lock = threading.Lock()
 
-    def pin(self, ptr, size):
-        if ptr in self.ptrs or not size:
-            return
-        err = torch.cuda.cudart().cudaHostRegister(ptr, size, 0)
-        if int(err) == 0:
-            self.ptrs.add(ptr)
+    def pin(self, ptr, size, device):
+        with self._lock:
+            if self.closed or not size or ptr in self.ptrs or ptr in self.failed:
+                return
+            rt = _lib.cudart()
+            with torch.cuda.device(device):
+                err = rt.host_register(ptr, size)
+            if err == 0:
+                self.ptrs.add(ptr)
+                return
+            rt.get_last_error()  # read back: it would surface in the next kernel launch
+            self.failed.add(ptr)
+            warnings.warn(f"ffcv_go: page-locking a {size}-byte batch slot failed ({rt.error_string(err)}): "
+                          f"copies from it to {device} are synchronous", RuntimeWarning, stacklevel=2)
 
     def unpin_all(self):
-        if self.ptrs:
-            rt = torch.cuda.cudart()
-            for p in self.ptrs:
-                rt.cudaHostUnregister(p)
-            self.ptrs.clear()
+        with self._lock:
+            self.closed = True
+            ptrs, self.ptrs = self.ptrs, set()
+            if not ptrs:
+                return
+            rt = _lib.cudart()
+            failed = []
+            for p in ptrs:
+                err = rt.host_unregister(p)
+                if err != 0:
+                    rt.get_last_error()
+                    failed.append(rt.error_string(err))
+        if failed:
+            warnings.warn(f"ffcv_go: unregistering {len(failed)} batch slot(s) failed ({failed[0]})",
+                          RuntimeWarning, stacklevel=2)
 
 
-def _close_build(handle, tails, pinned):
+def _close_build(handle, tails, pinned, runs):
+    """Frees a build in the order its memory needs: stop and join the epochs'
+    stage threads and wait for their copies, unregister the pinned slots,
+    then release everything to Go."""
     try:
+        for run in list(runs):
+            run.close()
         pinned.unpin_all()
     finally:
         for t in tails:

@@ -8,6 +8,13 @@ Go with ``ffcv_tail_run``). When an output has such steps, a loader-owned
 thread (``_Pump``) calls produce ``batches_ahead`` batches ahead, so the
 training thread only receives finished batches; otherwise ``__next__`` calls
 it directly.
+
+On a GPU (an output with ``ToDevice('cuda')``) the thread copies each batch
+and runs the operations after the copy on a side stream of its own, one per
+batch in flight, and records an event. ``__next__``, on the training thread,
+makes the stream current there wait for that event, so the model reads a
+batch only after its copy, whichever stream it trains on. The batch's CPU
+sources stay alive until their copy is done.
 """
 import queue
 import threading
@@ -42,7 +49,7 @@ class EpochIterator:
         self._order = None if order is None else np.ascontiguousarray(order, dtype=np.uint64)
         self._per_rank = per_rank
         self._source = None
-        self._pump = None
+        self._run = None
         self._finalizer = None
         # Threads may share an iterator: one next() at a time, so the epoch
         # starts once and batches are handed out once each.
@@ -52,10 +59,13 @@ class EpochIterator:
         handle = _lib.loader_start(self._build.handle, self.epoch, self.batch, self._order, self._per_rank,
                                    context=self.loader.fname)
         self._order = None
-        self._source = _Source(self._build, handle, self.loader.seed, self.epoch, self.batch, self.loader.fname)
-        if self._build.python_steps:
-            self._pump = _Pump(self._source, self.loader.batches_ahead)
-        self._finalizer = weakref.finalize(self, _close_epoch, handle, self._pump)
+        build = self._build
+        self._source = _Source(build, handle, self.loader.seed, self.epoch, self.batch, self.loader.fname,
+                               self.loader.batches_ahead)
+        pump = _Pump(self._source, self.loader.batches_ahead, build.cuda_device) if build.python_steps else None
+        self._run = _Run(handle, pump)
+        build.runs.add(self._run)  # the build stops it before it unpins and frees memory
+        self._finalizer = weakref.finalize(self, self._run.close)
 
     def __iter__(self):
         return self
@@ -70,8 +80,8 @@ class EpochIterator:
                 raise StopIteration
             if self._source is None:
                 self._start()
-            if self._pump is not None:
-                item = self._pump.get()
+            if self._run.pump is not None:
+                item = self._run.pump.get()
             else:
                 item = self._source.produce_or_failure()
             if item is None:
@@ -87,7 +97,9 @@ class EpochIterator:
                     # error's traceback: a local naming the error would make
                     # a cycle that only the cyclic collector frees.
                     error = None
-            ids, outputs = item
+            ids, outputs, handoff = item
+            if handoff is not None:
+                self._run.hand_over(handoff, outputs)
             self.loader._last_ids = ids
             return outputs
 
@@ -107,10 +119,16 @@ class _Source:
     reference to its EpochIterator, so an abandoned iterator is collected
     (and its thread stopped) even while a thread runs produce."""
 
-    def __init__(self, build, handle, seed, epoch, batch, fname):
+    def __init__(self, build, handle, seed, epoch, batch, fname, ahead):
         self.build, self.handle, self.seed, self.epoch, self.batch = build, handle, seed, epoch, batch
         self.fname = fname
         self.slots = _lib.BatchSlots(len(build.go_outputs) + 1)
+        self.device = build.cuda_device
+        self.streams = None
+        if self.device is not None:
+            # One side stream per batch in flight (as many as may be queued
+            # ahead, one in the consumer's hands, and the one being made).
+            self.streams = [torch.cuda.Stream(self.device) for _ in range(max(1, ahead) + 2)]
 
     def produce_or_failure(self):
         try:
@@ -120,29 +138,55 @@ class _Source:
             return _Failure(e)
 
     def produce(self):
-        """(sample ids, outputs) of the next batch, or None at the end."""
+        """(sample ids, outputs, GPU handoff or None) of the next batch, or
+        None at the end."""
         tensors = self.slots.next(self.handle, context=self.fname)
         if tensors is None:
             return None
         ids = tensors.pop()
+        if self.device is None:
+            outputs = self._steps(tensors, ids, None)
+            handoff = None
+        else:
+            stream = self.streams[self.batch % len(self.streams)]
+            keep = []
+            with torch.cuda.device(self.device), torch.cuda.stream(stream):
+                outputs = self._steps(tensors, ids, keep)
+                event = torch.cuda.Event()
+                event.record(stream)
+            handoff = _Handoff(self.device, event, keep)
+        self.batch += 1
+        return ids, outputs, handoff
+
+    def _steps(self, tensors, ids, keep):
+        """Runs every output's steps after its Go program on one batch."""
         batch, build = self.batch, self.build
         outputs = []
         for k, plan in enumerate(build.plans):
             x, pin = None, None
             if plan.go_index is not None:
                 x = tensors[plan.go_index]
-                pin = _pinner(build.pinned, x.data_ptr(), build.go_outputs[plan.go_index]["slot_bytes"])
+                pin = _pinner(build.pinned, x.data_ptr(), build.go_outputs[plan.go_index]["slot_bytes"],
+                              self.device)
             for st in plan.steps:
                 if isinstance(st, GoTail):
-                    x = _run_tail(st, x, self.epoch, batch, ids)
+                    x = _run_tail(st, x, self.epoch, batch, ids, plan.pin)
                 else:
-                    x = st.run(x, BatchContext(ids, self.seed, self.epoch, batch, (k, st.index), pin))
+                    x = st.run(x, BatchContext(ids, self.seed, self.epoch, batch, (k, st.index), pin, keep,
+                                               plan.pin))
             outputs.append(x)
-        self.batch += 1
-        return ids, tuple(outputs)
+        return tuple(outputs)
 
 
-def _run_tail(tail, x, epoch, batch, ids):
+class _Handoff:
+    """A batch's GPU work: the event recorded after it on its side stream,
+    and the CPU tensors its copies read, kept until the event has passed."""
+
+    def __init__(self, device, event, keep):
+        self.device, self.event, self.keep = device, event, keep
+
+
+def _run_tail(tail, x, epoch, batch, ids, pin):
     """Built-in operations after a Python stage: Go runs them on the batch,
     drawing what its workers would have drawn at these positions."""
     if not isinstance(x, torch.Tensor):
@@ -152,7 +196,8 @@ def _run_tail(tail, x, epoch, batch, ids):
         raise ValueError(f"{tail.after}: expected a CPU batch of {want} {tail.in_dtype} samples for the "
                          f"built-in operations after it, got {tuple(x.shape)} {x.dtype} on {x.device}")
     x = x.contiguous()
-    out = torch.empty((len(x), *tail.out_shape), dtype=tail.out_dtype)
+    # Pinned when the batch goes on to a GPU, so that its copy is asynchronous.
+    out = torch.empty((len(x), *tail.out_shape), dtype=tail.out_dtype, pin_memory=pin)
     _lib.tail_run(tail.handle, epoch, batch, ids.contiguous(), x, out)
     return out
 
@@ -162,14 +207,18 @@ class _Pump:
     the GIL meanwhile) and runs the Python stages, up to `ahead` batches
     ahead of the training thread."""
 
-    def __init__(self, source, ahead):
+    def __init__(self, source, ahead, device):
         self.queue = queue.Queue(maxsize=max(1, ahead))
         self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, args=(source,), name="ffcv_go-stages", daemon=True)
+        self.thread = threading.Thread(target=self._run, args=(source, device), name="ffcv_go-stages", daemon=True)
         iterating_threads.add(self.thread)
         self.thread.start()
 
-    def _run(self, source):
+    def _run(self, source, device):
+        if device is not None:
+            # CUDA's current device is per thread: this one works for the
+            # device the training thread chose (as torch's pin-memory thread).
+            torch.cuda.set_device(device)
         while not self.stop.is_set():
             item = source.produce_or_failure()
             while not self.stop.is_set():
@@ -199,28 +248,61 @@ class _Pump:
         self.drain()
 
     def drain(self):
+        """Takes what was made ahead; its copies are waited for before the
+        sources they read go."""
         while True:
             try:
-                self.queue.get_nowait()
+                item = self.queue.get_nowait()
             except queue.Empty:
                 return
+            if isinstance(item, tuple) and item[2] is not None:
+                item[2].event.synchronize()
 
 
-def _close_epoch(handle, pump):
-    """Stops the epoch: the thread first (closing the Go iterator wakes it if
-    it waits there), then frees what it had made ahead."""
-    if pump is not None:
-        pump.close()
-    try:
-        _lib.close(handle)
-    except Exception:
-        pass
-    if pump is not None:
-        pump.join()
+class _Run:
+    """A started epoch: its Go iterator, its stage thread, and the copies in
+    flight of the batches handed over. close() stops it, once, in the order
+    the memory needs: the thread first (closing the Go iterator wakes it if
+    it waits there), then the copies still reading batch memory."""
+
+    def __init__(self, handle, pump):
+        self.handle, self.pump = handle, pump
+        self.inflight = []  # _Handoffs whose copies may still run
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def hand_over(self, handoff, outputs):
+        """On the training thread: its current stream waits for the batch."""
+        current = torch.cuda.current_stream(handoff.device)
+        current.wait_event(handoff.event)
+        for x in outputs:
+            if isinstance(x, torch.Tensor) and x.device == handoff.device:
+                x.record_stream(current)  # the allocator must wait for the model's use too
+        with self._lock:
+            self.inflight = [h for h in self.inflight if not h.event.query()]
+            self.inflight.append(handoff)
+
+    def close(self):
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        if self.pump is not None:
+            self.pump.close()
+        try:
+            _lib.close(self.handle)
+        except Exception:
+            pass
+        if self.pump is not None:
+            self.pump.join()
+        with self._lock:
+            inflight, self.inflight = self.inflight, []
+        for h in inflight:
+            h.event.synchronize()
 
 
-def _pinner(pinned, base, size):
+def _pinner(pinned, base, size, device):
     def pin(x):
-        if x.data_ptr() == base:  # still the loader's memory, not a copy
-            pinned.pin(base, size)
+        if x.data_ptr() == base and device is not None:  # still the loader's memory, not a copy
+            pinned.pin(base, size, device)
     return pin

@@ -76,13 +76,13 @@ class PyStage:
             return self.op._apply(x, ctx)
         if self.decoder is not None:
             indices = ctx.indices.numpy()
-            out = self._call(indices, self._alloc(self.query, len(indices)), *self.decoder)
+            out = self._call(indices, self._alloc(self.query, len(indices), ctx.pin_memory), *self.decoder)
             return np.asarray(out) if self.keep_numpy else torch.from_numpy(np.asarray(out))
         inp = x.numpy() if self.jit_in and isinstance(x, torch.Tensor) else x
-        dst = self._alloc(self.query, len(x))
+        dst = self._alloc(self.query, len(x), ctx.pin_memory)
         args = (inp, dst, ctx.indices.numpy()) if self.with_indices else (inp, dst)
         if self.shared_query is not None or self.init_shared is not None:
-            shared = self._alloc(self.shared_query, len(x))
+            shared = self._alloc(self.shared_query, len(x), ctx.pin_memory)
             if self.init_shared is not None:
                 self.init_shared(shared)
             args += (shared,)
@@ -106,17 +106,22 @@ class PyStage:
         return out
 
     @staticmethod
-    def _alloc(q, n):
+    def _alloc(q, n, pin):
+        """The memory of an AllocationQuery for n samples; pinned CPU memory
+        when the batch goes on to a GPU, so that its copy is asynchronous."""
         if q is None:
             return None
         if isinstance(q, (list, tuple)):
-            return tuple(_one(x, n) for x in q)
-        return _one(q, n)
+            return tuple(_one(x, n, pin) for x in q)
+        return _one(q, n, pin)
 
 
-def _one(q, n):
-    if isinstance(q.dtype, torch.dtype) or (q.device is not None and torch.device(q.device).type != "cpu"):
-        return torch.empty((n, *q.shape), dtype=torch_dtype(q.dtype), device=q.device or "cpu")
+def _one(q, n, pin):
+    device = torch.device(q.device) if q.device is not None else torch.device("cpu")
+    if isinstance(q.dtype, torch.dtype) or device.type != "cpu":
+        return torch.empty((n, *q.shape), dtype=torch_dtype(q.dtype), device=device, pin_memory=pin and device.type == "cpu")
+    if pin:
+        return torch.empty((n, *q.shape), dtype=torch_dtype(q.dtype), pin_memory=True).numpy()
     return np.empty((n, *q.shape), dtype=np.dtype(q.dtype))
 
 
@@ -127,6 +132,7 @@ class OutputPlan:
     def __init__(self, field, name):
         self.field, self.name = field, name
         self.go_ops, self.steps, self.state = None, [], None
+        self.pin = False  # set by the loader's build: the output goes on to a GPU
 
     def go_signature(self):
         """What the Go side is built from: equal signatures share a build."""

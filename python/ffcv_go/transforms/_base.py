@@ -8,11 +8,16 @@ from ..pipeline.state import State
 class BatchContext:
     """What a Python-side stage knows about the batch it transforms."""
 
-    def __init__(self, indices, seed, epoch, batch, stage, pin=None):
+    def __init__(self, indices, seed, epoch, batch, stage, pin=None, keep=None, pin_memory=False):
         self.indices, self.seed, self.epoch, self.batch, self.stage = indices, seed, epoch, batch, stage
         # pin(tensor) page-locks the batch memory under tensor if it is
         # loader memory (before an asynchronous host-to-device copy).
         self.pin = pin
+        # keep: where a GPU copy leaves its CPU source, alive until the copy is
+        # done (None: no asynchronous copy here). pin_memory: whether buffers
+        # made for the batch should be pinned (it goes on to a GPU).
+        self.keep = keep
+        self.pin_memory = pin_memory
 
 
 class Transform(Operation):

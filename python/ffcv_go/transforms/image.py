@@ -7,7 +7,8 @@ torch only)."""
 import numpy as np
 import torch
 
-from ._base import Transform, replace_state, torch_dtype
+from .. import _lib
+from ._base import Transform, numpy_dtype, replace_state, torch_dtype
 
 
 def _is_cpu_image(state):
@@ -136,46 +137,56 @@ class RandomCrop(_RandomImage):
 
 
 class NormalizeImage(Transform):
-    """(x - mean) / std per channel, as `type` (np.float16 or np.float32).
-    uint8 (B, H, W, C) on the CPU is done in Go; a tensor on the GPU (e.g.
-    after ToDevice and ToTorchImage) is normalised there."""
+    """(x - mean) / std per channel, as `type` (np.float16 or np.float32), from
+    a lookup table computed in float64 from mean and std as given and rounded
+    once, as FFCV's: the values are FFCV's to the bit. uint8 (B, H, W, C) on
+    the CPU is done in Go; a uint8 tensor on the GPU (after ToDevice and
+    ToTorchImage) looks the same table up there."""
 
     def __init__(self, mean, std, type):
         super().__init__()
-        self.mean = np.asarray(mean, dtype=np.float32)
-        self.std = np.asarray(std, dtype=np.float32)
+        self.mean = np.asarray(mean, dtype=np.float64)
+        self.std = np.asarray(std, dtype=np.float64)
         self.type = type
         if self.mean.shape != self.std.shape or self.mean.ndim != 1:
             raise ValueError("mean and std need one value per channel")
+        if numpy_dtype(type) not in (np.float16, np.float32):
+            raise ValueError(f"NormalizeImage: type {type!r} must be np.float16 or np.float32")
+        self._tables = {}  # device -> the (channels x 256) table there
 
     def declare_state_and_memory(self, previous_state):
-        from ._base import numpy_dtype
-        dt = self.type if not previous_state.jit_mode else numpy_dtype(self.type)
-        if not previous_state.jit_mode:
-            dt = torch_dtype(self.type)
+        dt = numpy_dtype(self.type) if previous_state.jit_mode else torch_dtype(self.type)
         return replace_state(previous_state, dtype=dt), None
 
     def _go_spec(self, state):
-        from ._base import numpy_dtype
-        dt = numpy_dtype(self.type)
-        if not _is_cpu_image(state) or dt not in (np.float16, np.float32):
+        if not _is_cpu_image(state):
             return None
-        return {"op": "normalize", "mean": self.mean.tolist(), "std": self.std.tolist(), "dtype": dt.str}
+        return {"op": "normalize", "mean": self.mean.tolist(), "std": self.std.tolist(),
+                "dtype": numpy_dtype(self.type).str}
 
     def _runs_in_python(self, state):
         return torch.device(state.device).type != "cpu"  # the GPU path; on the CPU, Go
 
+    def _table(self, device):
+        """The Go core's table on device, channel-major, moved there once."""
+        table = self._tables.get(device)
+        if table is None:
+            lut = _lib.normalize_table(self.mean, self.std, numpy_dtype(self.type))  # (256, channels)
+            table = torch.tensor(np.ascontiguousarray(lut.T)).reshape(-1).to(device)
+            self._tables[device] = table
+        return table
+
     def _apply(self, x, ctx):
-        dt = torch_dtype(self.type)
+        if x.dtype != torch.uint8:
+            raise TypeError(f"NormalizeImage: expected uint8 images, got {x.dtype}")
         c = len(self.mean)
-        if x.dim() == 4 and x.shape[1] == c and x.shape[-1] != c:
-            shape = (1, c, 1, 1)
-        else:
-            shape = (1,) * (x.dim() - 1) + (c,)
-        mean = torch.from_numpy(self.mean).to(x.device).view(shape)
-        std = torch.from_numpy(self.std).to(x.device).view(shape)
-        work = torch.float32 if dt in (torch.float16, torch.bfloat16) and x.device.type == "cpu" else dt
-        return ((x.to(work) - mean.to(work)) / std.to(work)).to(dt)
+        chw = x.dim() == 4 and x.shape[1] == c and x.shape[-1] != c
+        hwc = x.permute(0, 2, 3, 1) if chw else x  # a view: no copy of a channels_last batch
+        if hwc.shape[-1] != c:
+            raise ValueError(f"NormalizeImage: {c} channels in mean and std, images of shape {tuple(x.shape)}")
+        offsets = torch.arange(c, device=x.device) * 256
+        out = torch.take(self._table(x.device), hwc.long() + offsets)
+        return out.permute(0, 3, 1, 2) if chw else out
 
 
 class ReplaceLabel(Transform):
@@ -264,13 +275,16 @@ class MixupToOneHot(Transform):
     def __init__(self, num_classes):
         super().__init__()
         self.num_classes = int(num_classes)
+        self._eyes = {}  # device -> identity matrix, made once
 
     def declare_state_and_memory(self, previous_state):
         return replace_state(previous_state, shape=(self.num_classes,)), None
 
     def _apply(self, x, ctx):
         y1, y2, lam = x[:, 0].long(), x[:, 1].long(), x[:, 2:3].float()
-        eye = torch.eye(self.num_classes, device=x.device)
+        eye = self._eyes.get(x.device)
+        if eye is None:
+            eye = self._eyes[x.device] = torch.eye(self.num_classes, device=x.device)
         return lam * eye[y1] + (1 - lam) * eye[y2]
 
 

@@ -19,9 +19,12 @@ class ToTensor(Transform):
 
 
 class ToDevice(Transform):
-    """Moves the batch to device; with non_blocking the copy comes from pinned
-    memory on a side stream and overlaps compute (the loader keeps the source
-    batch alive until the copy has finished)."""
+    """Moves the batch to device. ``ToDevice('cuda')`` means the device that
+    is current on the training thread when the epoch starts (``iter()``), as
+    ``torch.cuda.set_device`` left it: under torchrun, Composer or Lightning,
+    each rank's own GPU. With non_blocking the copy comes from page-locked
+    batch memory on a side stream and overlaps compute; the training thread's
+    stream waits for it when it receives the batch."""
 
     @property
     def _marker(self):
@@ -34,34 +37,28 @@ class ToDevice(Transform):
         super().__init__()
         self.device = torch.device(device)
         self.non_blocking = non_blocking
-        self._streams = {}
-        self._inflight = []  # (event, source tensor): sources live until their copy is done
+        self._target = None  # the device resolved on the training thread
 
     def declare_state_and_memory(self, previous_state):
-        return replace_state(previous_state, jit_mode=False, device=self.device,
+        # Called on the training thread at iter(): CUDA's current device is
+        # per thread, and the loader's stage thread has none of its own.
+        self._target = self.device
+        if self.device.type == "cuda" and self.device.index is None and torch.cuda.is_available():
+            self._target = torch.device("cuda", torch.cuda.current_device())
+        return replace_state(previous_state, jit_mode=False, device=self._target,
                              dtype=torch_dtype(previous_state.dtype)), None
 
     def _apply(self, x, ctx):
-        if self.device.type != "cuda" or x.device.type != "cpu":
-            return x.to(self.device, non_blocking=self.non_blocking)
-        device = self.device if self.device.index is not None else torch.device("cuda", torch.cuda.current_device())
-        if ctx is not None and ctx.pin is not None and self.non_blocking:
-            ctx.pin(x)
-        self._inflight = [(e, t) for e, t in self._inflight if not e.query()]
-        # Copy on a side stream so it overlaps the model's work; the model's
-        # stream waits for it, and the source batch stays alive until done.
-        stream = self._streams.get(device)
-        if stream is None:
-            stream = self._streams[device] = torch.cuda.Stream(device)
-        current = torch.cuda.current_stream(device)
-        with torch.cuda.stream(stream):
-            y = x.to(device, non_blocking=self.non_blocking)
-            done = torch.cuda.Event()
-            done.record(stream)
-        current.wait_stream(stream)
-        y.record_stream(current)
-        self._inflight.append((done, x))
-        return y
+        target = self._target or self.device
+        if x.device == target:
+            return x
+        if self.non_blocking and target.type == "cuda" and x.device.type == "cpu" and ctx is not None \
+                and ctx.keep is not None:
+            if ctx.pin is not None:
+                ctx.pin(x)  # page-locks the batch slot under x, once
+            ctx.keep.append(x)  # x lives until the copy is done
+            return x.to(target, non_blocking=True)
+        return x.to(target)
 
 
 class ToTorchImage(Transform):
