@@ -80,6 +80,8 @@ class EpochIterator:
                 raise StopIteration
             if self._source is None:
                 self._start()
+            if self._run.closed:
+                raise ValueError(f"{self.loader.fname}: the loader was closed during this epoch")
             if self._run.pump is not None:
                 item = self._run.pump.get()
             else:
@@ -269,7 +271,7 @@ class _Run:
         self.handle, self.pump = handle, pump
         self.inflight = []  # _Handoffs whose copies may still run
         self._lock = threading.Lock()
-        self._closed = False
+        self.closed = False
 
     def hand_over(self, handoff, outputs):
         """On the training thread: its current stream waits for the batch."""
@@ -284,9 +286,9 @@ class _Run:
 
     def close(self):
         with self._lock:
-            if self._closed:
+            if self.closed:
                 return
-            self._closed = True
+            self.closed = True
         if self.pump is not None:
             self.pump.close()
         try:
