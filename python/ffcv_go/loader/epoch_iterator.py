@@ -223,14 +223,18 @@ class _Pump:
             torch.cuda.set_device(device)
         while not self.stop.is_set():
             item = source.produce_or_failure()
+            queued = False
             while not self.stop.is_set():
                 try:
                     self.queue.put(item, timeout=0.05)
+                    queued = True
                     break
                 except queue.Full:
                     pass
             if item is None:
                 return
+            if not queued:
+                _wait_copies(item)  # stopped: dropped here, after its copies
             del item
 
     def get(self):
@@ -257,8 +261,13 @@ class _Pump:
                 item = self.queue.get_nowait()
             except queue.Empty:
                 return
-            if isinstance(item, tuple) and item[2] is not None:
-                item[2].event.synchronize()
+            _wait_copies(item)
+
+
+def _wait_copies(item):
+    """Waits for the GPU copies of a batch that is being dropped unseen."""
+    if isinstance(item, tuple) and item[2] is not None:
+        item[2].event.synchronize()
 
 
 class _Run:
