@@ -265,6 +265,71 @@ def alloc_pages(handle, context=None):
     return _uint64_pairs("ffcv_reader_alloc_pages", handle, context)
 
 
+class _GoMemory:
+    """Go-owned memory as numpy sees it (__array_interface__); it keeps its
+    owner, whatever keeps the memory mapped, alive as long as any view."""
+
+    def __init__(self, address, size, owner):
+        self.__array_interface__ = {"data": (address, True), "shape": (size,), "typestr": "|u1", "version": 3}
+        self.owner = owner
+
+
+def memory_view(address, size, owner):
+    """A read-only uint8 array over size bytes of library memory at address,
+    keeping owner (what keeps that memory mapped) alive while it is used."""
+    import numpy as np
+    out = np.asarray(_GoMemory(address, size, owner)) if size else np.empty(0, dtype=np.uint8)
+    out.flags.writeable = False
+    return out
+
+
+def reader_mmap(handle):
+    """(address, size) of a reader's memory map."""
+    ptr, size = ctypes.c_void_p(), ctypes.c_uint64()
+    call("ffcv_reader_mmap", handle, ctypes.byref(ptr), ctypes.byref(size))
+    return ptr.value, size.value
+
+
+def reader_tables(handle):
+    """((address, size) of the metadata table, (address, size) of the
+    allocation table), both owned by the reader."""
+    meta, meta_len = ctypes.c_void_p(), ctypes.c_uint64()
+    allocs, allocs_len = ctypes.c_void_p(), ctypes.c_uint64()
+    call("ffcv_reader_tables", handle, ctypes.byref(meta), ctypes.byref(meta_len), ctypes.byref(allocs),
+         ctypes.byref(allocs_len))
+    return (meta.value, meta_len.value), (allocs.value, allocs_len.value)
+
+
+def reader_read(handle, sample, field, context=None):
+    """(column address, column size, heap address or None, heap size) of a sample's field."""
+    col, col_len = ctypes.c_void_p(), ctypes.c_uint64()
+    heap, heap_len = ctypes.c_void_p(), ctypes.c_uint64()
+    call("ffcv_reader_read", handle, sample, field, ctypes.byref(col), ctypes.byref(col_len),
+         ctypes.byref(heap), ctypes.byref(heap_len), context=context)
+    return col.value, col_len.value, heap.value, heap_len.value
+
+
+class Counter:
+    """An int64 the library counts into from another thread (progress)."""
+
+    def __init__(self):
+        self._c = ctypes.c_int64(0)
+        self.ref = ctypes.byref(self._c)
+
+    @property
+    def value(self):
+        return self._c.value
+
+
+def libffcv_functions():
+    """(memcpy, imdecode, resize_crop): FFCV's libffcv C functions with
+    numba-compatible signatures (pointers as void*, err passed as 0)."""
+    i32, i64, u64, vp = ctypes.c_int32, ctypes.c_int64, ctypes.c_uint64, ctypes.c_void_p
+    return (c_function("ffcv_memcpy", i64, [vp, vp, u64, vp]),
+            c_function("ffcv_imdecode", i64, [vp, u64, vp, u64] + [i64] * 8 + [i32, i32, vp]),
+            c_function("ffcv_resize_crop", i64, [vp] + [i64] * 6 + [vp, i64, i64, vp]))
+
+
 def _u64(a):
     """A uint64 array's data as the signatures' pointer (None stays NULL)."""
     return None if a is None else a.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64))
@@ -330,6 +395,16 @@ class BatchSlots:
         or None at the end of the epoch."""
         k = call("ffcv_iter_next", handle, self.ptrs, self.n, context=context)
         return tensors_from_dlpack(self.ptrs[:k]) if k else None
+
+
+def values(n):
+    """An array of n zeroed Values, the writer's per-sample arguments."""
+    return _value_array(n)()
+
+
+@functools.lru_cache(maxsize=64)
+def _value_array(n):
+    return Value * n
 
 
 @functools.lru_cache(maxsize=None)

@@ -3,7 +3,6 @@ and area resizer the loader uses. As in FFCV, they are plain functions that
 numba can compile (Compiler.compile), so custom operations' generated code
 may call them."""
 import os
-from ctypes import c_int32, c_int64, c_uint64, c_void_p
 
 import numpy as np
 
@@ -11,11 +10,7 @@ from . import _lib
 
 lib = _lib.lib
 
-ctypes_memcopy = _lib.c_function("ffcv_memcpy", c_int64, [c_void_p, c_void_p, c_uint64, c_void_p])
-ctypes_imdecode = _lib.c_function("ffcv_imdecode", c_int64,
-                                  [c_void_p, c_uint64, c_void_p, c_uint64] + [c_int64] * 8 + [c_int32, c_int32, c_void_p])
-ctypes_resize = _lib.c_function("ffcv_resize_crop", c_int64,
-                                [c_void_p] + [c_int64] * 6 + [c_void_p, c_int64, c_int64, c_void_p])
+ctypes_memcopy, ctypes_imdecode, ctypes_resize = _lib.libffcv_functions()
 
 
 def memcpy(source: np.ndarray, dest: np.ndarray):

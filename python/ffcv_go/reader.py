@@ -1,5 +1,4 @@
 """Reader: a .beton file's header, fields, metadata and allocation table."""
-import ctypes
 import json
 import os
 
@@ -48,31 +47,19 @@ class Reader:
         self.fields = self.handlers
         self._buffer = None  # the map, where there is one (not for a file read without one)
         if info["mapped"]:
-            ptr, size = ctypes.c_void_p(), ctypes.c_uint64()
-            _lib.call("ffcv_reader_mmap", handle, ctypes.byref(ptr), ctypes.byref(size))
-            self._buffer = self._view(ptr.value, size.value)
+            self._buffer = self._view(*_lib.reader_mmap(handle))
         types = [(f"f{i}", self.handlers[n].metadata_type) for i, n in enumerate(self.field_names)]
         self.metadata_type = np.dtype(types, align=True)
         if self.metadata_type.itemsize != info["row_size"]:
             raise _lib.CorruptFileError(f"{self.file_name}: metadata row is {info['row_size']} bytes, handlers give "
                                         f"{self.metadata_type.itemsize}")
-        meta, meta_len = ctypes.c_void_p(), ctypes.c_uint64()
-        allocs, allocs_len = ctypes.c_void_p(), ctypes.c_uint64()
-        _lib.call("ffcv_reader_tables", handle, ctypes.byref(meta), ctypes.byref(meta_len), ctypes.byref(allocs),
-                  ctypes.byref(allocs_len))
-        self.metadata = self._view(meta.value, meta_len.value).view(self.metadata_type)
-        self.alloc_table = self._view(allocs.value, allocs_len.value).view(ALLOC_TABLE_TYPE)
+        meta, allocs = _lib.reader_tables(handle)
+        self.metadata = self._view(*meta).view(self.metadata_type)
+        self.alloc_table = self._view(*allocs).view(ALLOC_TABLE_TYPE)
 
     def _view(self, address, size):
         """A read-only uint8 view of Go-owned memory that keeps the reader open."""
-        if not size:
-            out = np.empty(0, dtype=np.uint8)
-        else:
-            buf = (ctypes.c_uint8 * size).from_address(address)
-            buf._mapping = self._mapping  # the memory lives as long as any view of it
-            out = np.frombuffer(buf, dtype=np.uint8)
-        out.flags.writeable = False
-        return out
+        return _lib.memory_view(address, size, self._mapping)
 
     def _mapped(self, what):
         """The map, for what needs one; a clear error where there is none."""
@@ -128,21 +115,16 @@ class Reader:
                 raise IndexError(f"{self.file_name}: field index {idx} out of range [0, {len(self.field_names)})")
         if not 0 <= int(sample) < self.num_samples:
             raise IndexError(f"{self.file_name}: sample {sample} out of range [0, {self.num_samples})")
-        col, col_len = ctypes.c_void_p(), ctypes.c_uint64()
-        heap, heap_len = ctypes.c_void_p(), ctypes.c_uint64()
-        _lib.call("ffcv_reader_read", self._handle, int(sample), idx, ctypes.byref(col), ctypes.byref(col_len),
-                  ctypes.byref(heap), ctypes.byref(heap_len), context=self.file_name)
-        if not heap.value:
+        _, _, heap, heap_len = _lib.reader_read(self._handle, int(sample), idx, context=self.file_name)
+        if not heap:
             return None
-        start = heap.value - self._mapped("read").ctypes.data
-        return self._buffer[start:start + heap_len.value]
+        start = heap - self._mapped("read").ctypes.data
+        return self._buffer[start:start + heap_len]
 
     def verify(self, num_workers=-1):
         """Reads every sample, decoding images fully; returns the problems
         found as [{'sample', 'field', 'error'}], in sample order."""
-        out = ctypes.c_void_p()
-        _lib.call("ffcv_verify", self._handle, int(num_workers), ctypes.byref(out), context=self.file_name)
-        return json.loads(_lib._take_string(out.value))
+        return _lib.call_json("ffcv_verify", self._handle, int(num_workers), context=self.file_name)
 
     def close(self):
         """Drops this reader's references; the map goes once no view of it is left."""

@@ -173,7 +173,7 @@ class DatasetWriter:
                 if len(item) != nf:
                     raise ValueError(f"dataset item {source_ids[pos]} has {len(item)} values; "
                                      f"the writer has {nf} fields ({', '.join(self.fields)})")
-                vals = (_lib.Value * nf)()
+                vals = _lib.values(nf)
                 for k, ((name, f), value) in enumerate(zip(fields, item)):
                     try:
                         if self._python_encoded[k]:
@@ -224,7 +224,7 @@ class DatasetWriter:
 
     def _put(self, handle, first, chunk):
         nf = len(self._specs)
-        flat = (_lib.Value * (nf * len(chunk)))()
+        flat = _lib.values(nf * len(chunk))
         for k, vals in enumerate(chunk):
             for j in range(nf):
                 flat[k * nf + j] = vals[j]
@@ -394,19 +394,18 @@ def _fetch(dataset, indices, chunksize, pool, workers, portable=None):
 
 def _write_image_folder(writer, root, image_field, progress):
     """Runs the Go ImageFolder writer in a thread, polling its progress."""
-    import ctypes
     import threading
     root = os.fspath(root)
     listing = _lib.call_json("ffcv_scan_image_folder", root.encode(), context=root)
     n = len(listing["files"])
     spec = {"page_size": writer.page_size, "num_workers": writer.num_workers, "image": image_field._spec()}
-    counter = ctypes.c_int64(0)
+    counter = _lib.Counter()
     result = {}
 
     def run():
         try:
             _lib.call("ffcv_write_image_folder", root.encode(), writer.fname.encode(), json.dumps(spec).encode(),
-                      ctypes.byref(counter), context=root)
+                      counter.ref, context=root)
         except BaseException as e:  # re-raised in the caller's thread
             result["error"] = e
 
