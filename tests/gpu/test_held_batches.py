@@ -41,8 +41,11 @@ def test_held_batches_stay_intact(photos, target, stream):
         needs_cuda("a side stream")
     cpu_loader, device_loader = make_loader(photos), make_loader(photos, target)
     assert len(cpu_loader) > 0, "the dataset holds less than one batch"
-    side = torch.cuda.Stream() if stream == "side" else None
     work = torch.randn(1024, 1024, device=target)
+    side = None
+    if stream == "side":
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())  # work was made on the default stream
     ring = []  # (step, images, labels on the device, their CPU copies at arrival)
     with torch.cuda.stream(side) if side is not None else contextlib.nullcontext():
         # Both loaders draw the same order epoch after epoch (seed + epoch).

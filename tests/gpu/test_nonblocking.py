@@ -60,7 +60,10 @@ def test_device_batches_equal_cpu_batches(arrays, target, index, non_blocking, s
     weight = torch.randn(SIZE, 64, device=device)
     x = torch.empty(BATCH, SIZE, device=device)
     total = torch.zeros(64, device=device)
-    side = torch.cuda.Stream() if stream == "side" else None
+    side = None
+    if stream == "side":
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())  # weight, x and total were made on the default stream
     got = []
     # Nothing here synchronises with the host: the consumer runs as far ahead
     # as the loader lets it, so a batch used before its copy ends shows up.
