@@ -25,6 +25,7 @@ dataloader variant is left out.
 """
 import argparse
 import datetime
+import importlib.util
 import json
 import os
 import platform
@@ -313,9 +314,7 @@ def main(argv=None):
     try:
         for name in variants:
             if name == "dataloader":
-                try:
-                    import torchvision  # noqa: F401
-                except ImportError:
+                if importlib.util.find_spec("torchvision") is None:
                     result["variants"][name] = {"skipped": "torchvision is not installed"}
                     continue
                 if args.folder is None:

@@ -4,7 +4,6 @@ taken when it arrived and with the CPU loader's batch. Then close in the
 middle of an epoch leaves CUDA usable."""
 import contextlib
 
-import numpy as np
 import pytest
 import torch
 

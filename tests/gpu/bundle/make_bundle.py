@@ -123,7 +123,7 @@ def main(argv=None):
     files = sorted(f for f in OUT.rglob("*") if f.is_file())
     total = sum(f.stat().st_size for f in files)
     dirty = " (with uncommitted changes)" if git("status", "--porcelain", "--untracked-files=no") else ""
-    manifest = [f"ffcv_go GPU bundle: bash build/gpu-bundle/run.sh [--bench]  (docs/guides/gpu.md)",
+    manifest = ["ffcv_go GPU bundle: bash build/gpu-bundle/run.sh [--bench]  (docs/guides/gpu.md)",
                 f"commit {git('rev-parse', 'HEAD') or '?'}{dirty}",
                 f"made {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}",
                 f"wheel {wheel.name}", f"data/photos.beton: {args.images} photos", "",
