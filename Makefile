@@ -12,7 +12,7 @@ DEB_DATA := mate-backgrounds lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 dat
 PYTEST_ARGS ?=
 CONFORMANCE_ARGS ?=
 
-.PHONY: all build deps venv wheel test test-go test-python conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-ray bench-remote bench-soak clean docs docs-check
+.PHONY: all build deps venv wheel test test-go test-python test-gpu gpu-bundle conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-ray bench-remote bench-soak clean docs docs-check
 
 all: build
 
@@ -86,6 +86,21 @@ fuzz: deps
 
 test-python: deps venv build wheel
 	PYTHONPATH=python $(PY) -m pytest -q tests/python $(PYTEST_ARGS)
+
+# Everything that needs CUDA (tests/gpu): on a machine without it, one line
+# saying why, and success. From a wheel on a GPU machine without Go or
+# network: make gpu-bundle here, then bash build/gpu-bundle/run.sh there
+# (docs/guides/gpu.md). FFCV_GO_GPU_BETON names a photo .beton to use.
+test-gpu: deps venv build
+	@if why="$$($(PY) tests/gpu/cuda_available.py)"; then echo "test-gpu: $$why"; \
+	  PYTHONPATH=python $(PY) -m pytest -c tests/gpu/pytest.ini tests/gpu $(PYTEST_ARGS); \
+	else echo "test-gpu: skipped, $$why"; fi
+
+# build/gpu-bundle (< 60 MiB): the wheel, a .beton of GPU_BUNDLE_IMAGES photos,
+# tests/gpu, bench/gpu_train.py and run.sh; see tests/gpu/bundle/make_bundle.py.
+GPU_BUNDLE_IMAGES ?= 512
+gpu-bundle: deps venv build wheel
+	PYTHONPATH=python $(PY) tests/gpu/bundle/make_bundle.py --images $(GPU_BUNDLE_IMAGES)
 
 # FFCV 1.0.2's own test suite (from its PyPI sdist, cached in build/conformance)
 # with every `ffcv` import resolved to ffcv_go; see tests/conformance/run.py.
