@@ -54,8 +54,10 @@ def soak(lib, beton, rounds, batch_size, workers, res):
         from ffcv.transforms import NormalizeImage, RandomHorizontalFlip, Squeeze, ToTensor, ToTorchImage
 
     def make(k):
-        pipes = {"image": [RandomResizedCropRGBImageDecoder((res, res)), RandomHorizontalFlip(), ToTensor(),
-                           ToTorchImage(), NormalizeImage(MEAN, STD, np.float32)],
+        # Normalised on the CPU before ToTensor, as FFCV needs it there (after
+        # ToTorchImage, FFCV 1.0.2's stage grouping never returns).
+        pipes = {"image": [RandomResizedCropRGBImageDecoder((res, res)), RandomHorizontalFlip(),
+                           NormalizeImage(MEAN, STD, np.float32), ToTensor(), ToTorchImage()],
                  "label": [IntDecoder(), ToTensor(), Squeeze()]}
         return Loader(beton, batch_size=batch_size, num_workers=workers, order=OrderOption.QUASI_RANDOM,
                       os_cache=(k // 4) % 2 == 0, seed=k, drop_last=True, pipelines=pipes)
@@ -109,8 +111,8 @@ def make_beton(args):
     from ffcv_go.fields import IntField, RGBImageField
     root, n = image_folder(args.data, args.num_images)
     print(f"[soak] writing {n} photos from {root} -> {args.beton}", flush=True)
-    DatasetWriter(args.beton, {"image": RGBImageField(max_resolution=args.max_resolution), "label": IntField()},
-                  progress=False).from_image_folder(root)
+    DatasetWriter(args.beton, {"image": RGBImageField(write_mode="jpg", max_resolution=args.max_resolution),
+                               "label": IntField()}, progress=False).from_image_folder(root)
 
 
 def report(results, args, out):
