@@ -193,3 +193,25 @@ func testLive() int64 { return int64(ffcv_live_objects()) }
 func testGoroutines() int64 { return int64(ffcv_goroutines()) }
 
 func testABIVersion() int64 { return int64(ffcv_abi_version()) }
+
+// testNormalizeTable fills a room-byte table as ffcv_normalize_table does
+// ("null" passes a NULL spec).
+func testNormalizeTable(spec string, room int) ([]byte, cResult) {
+	out := make([]byte, room)
+	var p unsafe.Pointer
+	if room > 0 {
+		p = C.malloc(C.size_t(room))
+		defer C.free(p)
+	}
+	var s *C.char
+	if spec != "null" {
+		var free func()
+		s, free = cStr(spec)
+		defer free()
+	}
+	r := cCall(func(e **C.char) C.int64_t { return ffcv_normalize_table(s, p, C.uint64_t(room), e) })
+	if room > 0 {
+		copy(out, unsafe.Slice((*byte)(p), room))
+	}
+	return out, r
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -475,4 +476,62 @@ func TestCloseUnblocksNext(t *testing.T) {
 			waitGoroutines(t, routines)
 		})
 	}
+}
+
+func TestNormalizeTable(t *testing.T) {
+	const imagenet = `{"mean": [123.675, 116.28, 103.53], "std": [58.395, 57.12, 57.375], "dtype": "%s"}`
+	for _, tc := range []struct {
+		name, spec string
+		room       int
+		want       string // "" for success, else a part of the error
+	}{
+		{"float32", fmt.Sprintf(imagenet, "<f4"), 256 * 3 * 4, ""},
+		{"float16", fmt.Sprintf(imagenet, "<f2"), 256 * 3 * 2, ""},
+		{"room too small", fmt.Sprintf(imagenet, "<f4"), 100, "the table is 3072 bytes, out has 100"},
+		{"no room", fmt.Sprintf(imagenet, "<f4"), 0, "the table is 3072 bytes"},
+		{"NULL spec", "null", 16, "NULL spec"},
+		{"not JSON", "{", 16, "normalize"},
+		{"zero std", `{"mean": [1], "std": [0], "dtype": "<f4"}`, 1024, "std has a zero"},
+		{"float64", `{"mean": [1], "std": [2], "dtype": "<f8"}`, 2048, "float16 or float32"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			table, r := testNormalizeTable(tc.spec, tc.room)
+			if tc.want != "" {
+				if r.ret != codeArgument || !strings.Contains(r.msg, tc.want) {
+					t.Fatalf("got %d %q, want an argument error with %q", r.ret, r.msg, tc.want)
+				}
+				return
+			}
+			if err := r.err(); err != nil {
+				t.Fatal(err)
+			}
+			// Row x, column c: (x - mean[c]) / std[c], rounded once.
+			mean, std := []float64{123.675, 116.28, 103.53}, []float64{58.395, 57.12, 57.375}
+			for x := 0; x < 256; x++ {
+				for c := 0; c < 3; c++ {
+					v := (float64(x) - mean[c]) / std[c]
+					if tc.name == "float32" {
+						got := math.Float32frombits(binary.LittleEndian.Uint32(table[(x*3+c)*4:]))
+						if got != float32(v) {
+							t.Fatalf("x=%d c=%d: %v, want %v", x, c, got, float32(v))
+						}
+					} else if got := half(binary.LittleEndian.Uint16(table[(x*3+c)*2:])); math.Abs(got-v) > math.Abs(v)/2048 {
+						t.Fatalf("x=%d c=%d: %v, want %v rounded to float16", x, c, got, v)
+					}
+				}
+			}
+		})
+	}
+}
+
+// half decodes a normal or zero IEEE float16.
+func half(h uint16) float64 {
+	sign, exp, frac := 1.0, int(h>>10)&0x1f, float64(h&0x3ff)
+	if h&0x8000 != 0 {
+		sign = -1
+	}
+	if exp == 0 {
+		return sign * frac * math.Pow(2, -24)
+	}
+	return sign * (1 + frac/1024) * math.Pow(2, float64(exp-15))
 }
