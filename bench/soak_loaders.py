@@ -11,8 +11,11 @@ alternating every four rounds) and ends it one of four ways:
   k % 4 == 2   a full epoch, then close() (FFCV: close() where it has one)
   k % 4 == 3   one batch held across the drop and released after it
 
-After every round the process's RSS, open files and threads are recorded.
-Output: a table (markdown) and a plot (PNG) of the three against the round.
+After every round the process's RSS, open files and threads are recorded. A
+side whose RSS passes --max-rss-gib stops there (FFCV 1.0 keeps every
+dropped loader's memory, files and threads: FFCV #345), so that it cannot
+take the machine down. Output: a table (markdown) and a plot (PNG) of the
+three against the round.
 
     PYTHONPATH=python .venv/bin/python bench/soak_loaders.py --rounds 200
 """
@@ -41,7 +44,7 @@ def usage():
     return rss, len(os.listdir("/proc/self/fd")), len(os.listdir("/proc/self/task"))
 
 
-def soak(lib, beton, rounds, batch_size, workers, res):
+def soak(lib, beton, rounds, batch_size, workers, res, max_rss_mib):
     """Runs the rounds with lib ('ffcv_go' or 'ffcv'); returns one record per round."""
     if lib == "ffcv_go":
         sys.path.insert(0, os.path.join(REPO, "python"))
@@ -85,13 +88,17 @@ def soak(lib, beton, rounds, batch_size, workers, res):
         records.append({"round": k + 1, "seconds": time.perf_counter() - t0, "rss_mib": rss, "files": files,
                         "threads": threads})
         print(json.dumps(records[-1]), file=sys.stderr, flush=True)
+        if rss > max_rss_mib:
+            print(f"[soak] {lib}: RSS {rss / 1024:.1f} GiB after round {k + 1}: stopped", file=sys.stderr, flush=True)
+            break
     return records
 
 
 def run_side(lib, args):
     """Runs one library's soak in a fresh process; its records, or None."""
     cmd = [sys.executable, __file__, "--side", lib, "--beton", args.beton, "--rounds", str(args.rounds),
-           "--batch-size", str(args.batch_size), "--workers", str(args.workers), "--res", str(args.res)]
+           "--batch-size", str(args.batch_size), "--workers", str(args.workers), "--res", str(args.res),
+           "--max-rss-gib", str(args.max_rss_gib)]
     env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
     print(f"[soak] {lib}: {args.rounds} rounds", flush=True)
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True)
@@ -121,6 +128,7 @@ def report(results, args, out):
     date = datetime.date.today().isoformat()
     libs = [k for k, v in results.items() if v]
     marks = sorted({1, 10, 25, 50, 100, 150, args.rounds} & set(range(1, args.rounds + 1)))
+    marks = sorted(set(marks) | {len(results[lib]) for lib in libs})
     lines = [f"Soak of {args.rounds} make-read-drop rounds ({m['cores']} cores, {m['cpu']}, {date}); "
              f"RandomResizedCrop {args.res} + flip + normalize (float32), batch {args.batch_size}, "
              f"{args.workers} workers, QUASI_RANDOM, os_cache alternating.", "",
@@ -129,6 +137,9 @@ def report(results, args, out):
     for r in marks:
         row = [str(r)]
         for lib in libs:
+            if r > len(results[lib]):
+                row += ["stopped"] * 3
+                continue
             rec = results[lib][r - 1]
             row += [f"{rec['rss_mib']:.0f}", str(rec["files"]), str(rec["threads"])]
         lines.append("| " + " | ".join(row) + " |")
@@ -177,11 +188,13 @@ def main(argv=None):
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--res", type=int, default=160)
     p.add_argument("--libs", default="ffcv_go,ffcv")
+    p.add_argument("--max-rss-gib", type=float, default=12.0, help="a side stops when its RSS passes this")
     p.add_argument("--out", default=os.path.join(HERE, "results"))
     p.add_argument("--side", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.side:
-        json.dump(soak(args.side, args.beton, args.rounds, args.batch_size, args.workers, args.res), sys.stdout)
+        json.dump(soak(args.side, args.beton, args.rounds, args.batch_size, args.workers, args.res,
+                       args.max_rss_gib * 1024), sys.stdout)
         return
     make_beton(args)
     results = {lib: run_side(lib, args) for lib in args.libs.split(",")}
