@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from .. import _lib
+from .._trace import now
 from ..pipeline.pipeline import GoTail
 from ..transforms._base import BatchContext
 
@@ -64,6 +65,7 @@ class EpochIterator:
         return self._length - self.batch
 
     def __next__(self):
+        t0 = now()
         iterating_threads.add(threading.current_thread())
         with self._lock:
             if self.finished:
@@ -89,12 +91,14 @@ class EpochIterator:
                     error = None
             ids, outputs = item
             self.loader._last_ids = ids
+            self.loader._tracer.waited(t0, self)
             return outputs
 
     def close(self):
         self.finished = True
         if self._finalizer is not None:
             self._finalizer()
+            self.loader._tracer.flush(self._build)
 
 
 class _Failure:
@@ -121,11 +125,15 @@ class _Source:
 
     def produce(self):
         """(sample ids, outputs) of the next batch, or None at the end."""
+        tracer = self.build.tracer if self.build.tracer.spans else None
+        t0 = tracer and now()
         tensors = self.slots.next(self.handle, context=self.fname)
         if tensors is None:
             return None
         ids = tensors.pop()
         batch, build = self.batch, self.build
+        if tracer:
+            tracer.fetched(t0, batch)
         outputs = []
         for k, plan in enumerate(build.plans):
             x, pin = None, None
@@ -133,10 +141,13 @@ class _Source:
                 x = tensors[plan.go_index]
                 pin = _pinner(build.pinned, x.data_ptr(), build.go_outputs[plan.go_index]["slot_bytes"])
             for st in plan.steps:
+                t0 = tracer and now()
                 if isinstance(st, GoTail):
                     x = _run_tail(st, x, self.epoch, batch, ids)
                 else:
                     x = st.run(x, BatchContext(ids, self.seed, self.epoch, batch, (k, st.index), pin))
+                if tracer:
+                    tracer.step(st, t0, batch)
             outputs.append(x)
         self.batch += 1
         return ids, tuple(outputs)
