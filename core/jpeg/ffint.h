@@ -73,6 +73,7 @@ struct ffj_dec {
 	// here) to add up its ticks.
 	boolean (*decode_mcu)(j_decompress_ptr c, JBLOCKROW *mcu);
 	unsigned long long entropy_ticks;
+	unsigned long long tick_cost; // of a clock reading pair (ffj_tick_cost)
 	int spliced;            // the last ffj_transcode spliced markers in (fft_splice)
 };
 

@@ -153,13 +153,35 @@ static inline unsigned long long ffj_ticks(void) {
 #endif
 }
 
+// ffj_tick_cost is what reading the clock twice adds to an interval: the
+// least of a few back-to-back readings, taken once (threads racing to set it
+// compute about the same value). Subtracted from every timed MCU, it keeps
+// the timing's own cost out of the entropy share.
+static unsigned long long ffj_tick_cost_v;
+static int ffj_tick_cost_set;
+
+static unsigned long long ffj_tick_cost(void) {
+	if (!__atomic_load_n(&ffj_tick_cost_set, __ATOMIC_ACQUIRE)) {
+		unsigned long long best = ~0ull;
+		for (int i = 0; i < 64; i++) {
+			unsigned long long a = ffj_ticks(), b = ffj_ticks();
+			if (b - a < best)
+				best = b - a;
+		}
+		__atomic_store_n(&ffj_tick_cost_v, best, __ATOMIC_RELAXED);
+		__atomic_store_n(&ffj_tick_cost_set, 1, __ATOMIC_RELEASE);
+	}
+	return __atomic_load_n(&ffj_tick_cost_v, __ATOMIC_RELAXED);
+}
+
 // ffj_timed_decode_mcu stands in for the entropy decoder's decode_mcu
 // during a timed decode. d starts with its cinfo, so c is d.
 static boolean ffj_timed_decode_mcu(j_decompress_ptr c, JBLOCKROW *mcu) {
 	ffj_dec *d = (ffj_dec *)c;
 	unsigned long long t = ffj_ticks();
 	boolean ok = d->decode_mcu(c, mcu);
-	d->entropy_ticks += ffj_ticks() - t;
+	unsigned long long dt = ffj_ticks() - t;
+	d->entropy_ticks += dt > d->tick_cost ? dt - d->tick_cost : 0;
 	return ok;
 }
 
@@ -260,6 +282,7 @@ int ffj_decode(ffj_dec *d, const unsigned char *data, unsigned long len,
 	if (d->region_used)
 		ffh_install(d->huff, c);
 	if (g->timed && !multiscan) {
+		d->tick_cost = ffj_tick_cost();
 		d->decode_mcu = c->entropy->decode_mcu;
 		c->entropy->decode_mcu = ffj_timed_decode_mcu;
 	}
