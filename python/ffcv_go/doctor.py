@@ -823,12 +823,12 @@ def diagnose(data, pipeline="train", *, res=224, batch_size=256, num_workers=Non
         batch_size: of the loader and the model.
         num_workers: the setting to diagnose (None: the Loader's default,
             the usable cores); the doctor measures 1, 2, 4, ... cores anyway.
-        order, os_cache: the order ("random", "quasi_random", "sequential")
-            and cache to diagnose.
+        order: the order to diagnose: "random", "quasi_random" or "sequential".
+        os_cache: the cache to diagnose.
         model: None, a torchvision model name, a .py file defining
             ``model``, an ``nn.Module`` or a function returning one.
-        device, amp: where and how the model trains (and where "train" and
-            "val" normalise).
+        device: where the model trains (and where "train" and "val" normalise).
+        amp: train the model with mixed precision.
         max_seconds: the time the measurements may take, about.
         progress: a progress bar on stderr.
     """
