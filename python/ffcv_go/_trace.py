@@ -6,8 +6,8 @@ open it in https://ui.perfetto.dev or chrome://tracing): a track per Go worker
 with a span per sample stage (read, entropy decode, IDCT and resize, ops), the
 process cache's page reads, batch operations, and on the Python threads the
 training loop's waits for batches, the loader's waits for Go, and each Python
-stage (custom operations, modules, ``ToDevice`` copies). Spans are written at
-the end of every epoch and when the loader closes; the file is valid JSON once
+stage (custom operations, modules, ``ToDevice`` copies). Spans are written every
+256 batches, at the end of every epoch and when the loader closes; the file is valid JSON once
 the loader is closed (a file cut short still loads in both viewers).
 ``trace=True`` times the stages for ``loader.stats`` without writing a file.
 
@@ -22,6 +22,9 @@ import time
 from . import _lib
 
 now = time.monotonic_ns
+
+# Batches between writes of the spans recorded so far, within an epoch.
+FLUSH_EVERY = 256
 
 # Trace thread ids of the Go side's tracks: far above Linux thread ids.
 _GO_TID = 1 << 30
@@ -66,6 +69,8 @@ class Tracer:
         self.waits += 1
         if self.spans:
             self._span("wait for batch", "training loop", t0, t1, {"epoch": it.epoch, "batch": it.batch - 1})
+            if self.waits % FLUSH_EVERY == 0:  # bounds what Go and Python hold within a long epoch
+                self.flush(it._build)
 
     def step(self, st, t0, batch):
         """A Python stage (or Go tail) of the batch ran from t0 until now."""
@@ -118,10 +123,12 @@ class Tracer:
                 for track in sorted(set(go["track"].tolist())):
                     tname = _TRACK_NAMES.get(track, f"go worker {track}")
                     self._name(lines, _GO_TID + track, tname)
+                pid = self._pid
                 for start, dur, arg, track, stage in go.tolist():
                     label = "page" if stage == 4 else "batch" if stage == 5 else "sample"
-                    lines.append(_event(_lib.STAGES[stage], "go", self._pid, _GO_TID + track, start, dur,
-                                        {label: arg}))
+                    lines.append(f'{{"name":"{_lib.STAGES[stage]}","cat":"go","ph":"X","ts":{start / 1000:.3f},'
+                                 f'"dur":{dur / 1000:.3f},"pid":{pid},"tid":{_GO_TID + track},'
+                                 f'"args":{{"{label}":{arg}}}}}')
             if lines:
                 out.write(",\n" + ",\n".join(lines))
                 out.flush()
