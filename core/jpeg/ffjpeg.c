@@ -274,7 +274,8 @@ int ffj_decode(ffj_dec *d, const unsigned char *data, unsigned long len,
 		d->entropy_ticks += ffj_ticks() - t;
 	// A file of several scans (progressive) is entropy-decoded whole inside
 	// jpeg_start_decompress; a single scan MCU by MCU as rows are read.
-	int multiscan = jpeg_has_multiple_scans(c);
+	// (Asked only when timed: the untimed path stays as it was.)
+	int multiscan = g->timed && jpeg_has_multiple_scans(c);
 	t = g->timed && multiscan ? ffj_ticks() : 0;
 	jpeg_start_decompress(c);
 	if (g->timed && multiscan)
