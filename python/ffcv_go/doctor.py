@@ -859,6 +859,8 @@ def diagnose(data, pipeline="train", *, res=224, batch_size=256, num_workers=Non
 
     reader = Reader(data)
     ds = _dataset_info(reader, data)
+    if not ds["samples"]:
+        raise ValueError(f"{data}: the dataset has no samples")
     make, pipe_desc = _load_pipeline(pipeline, reader, res, device, amp)
     facts = _pipeline_facts(make())
     if ds["remote"]:
@@ -910,6 +912,9 @@ def diagnose(data, pipeline="train", *, res=224, batch_size=256, num_workers=Non
         report.loader["scan"] = scan
         cur = next(p for p in scan if p["workers"] == current)
         best = max(scan, key=lambda p: p["img_s"])
+        if not best["img_s"]:
+            raise RuntimeError(f"{data}: the loader delivered no batches in {max(1.0, per_point):.0f} s with "
+                               f"this pipeline")
         report.loader["current"] = {k: v for k, v in cur.items() if k != "stages"}
         report.loader["best"] = {k: v for k, v in best.items() if k != "stages"}
         report.loader["first_batch_s"] = cur["first_batch_s"]
