@@ -129,8 +129,13 @@ func New(mode Mode, maxEvents int) *Recorder {
 	r := &Recorder{mode: mode, maxEvents: maxEvents}
 	// Go's monotonic clock is CLOCK_MONOTONIC: spans are base plus Go's
 	// durations, comparable with the caller's own monotonic timestamps.
-	r.base = time.Now()
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err == nil {
+	// The clock is read by a system call (about a microsecond): base is the
+	// middle of the Go readings around it.
+	t1 := time.Now()
+	err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	t2 := time.Now()
+	r.base = t1.Add(t2.Sub(t1) / 2)
+	if err == nil {
 		r.baseNs = ts.Nano()
 	}
 	return r
