@@ -53,12 +53,17 @@ def test_cpu_bound_heavy_pipeline_on_one_worker(big_photos, tmp_path):
     report = diagnose(big_photos, pipeline=heavy_pipeline(), num_workers=1, batch_size=32, max_seconds=8,
                       progress=False)
     assert report.bottleneck == "cpu", report.format()
-    cores = usable_cores()
     settings = " ".join(r.setting for r in report.recommendations)
-    # 800 px stored for 256 px crops: max_resolution; more cores than one: num_workers too.
+    # 800 px stored for 256 px crops: max_resolution (from the metadata). More
+    # workers only where the scan measured them faster: on a machine whose
+    # other jobs hold the other cores it may not (the decision rules' test
+    # checks that case alone).
     assert "max_resolution=320" in settings, report.format()
-    if cores > 1:
-        assert f"num_workers={cores}" in settings or "num_workers=2" in settings, report.format()
+    workers = [r for r in report.recommendations if "num_workers=" in r.setting]
+    assert all(int(r.setting.split("num_workers=")[1].split(")")[0]) > 1 for r in workers), report.format()
+    best = max(report.loader["scan"], key=lambda p: p["img_s"])
+    if usable_cores() > 1 and best["workers"] > 1 and best["img_s"] > 1.1 * report.loader["current"]["img_s"]:
+        assert workers, report.format()
     scan = report.loader["scan"]
     assert [p["workers"] for p in scan][0] == 1 and all(p["img_s"] > 0 for p in scan)
     share = report.loader["stages"]["share"]
