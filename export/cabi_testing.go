@@ -215,3 +215,28 @@ func testNormalizeTable(spec string, room int) ([]byte, cResult) {
 	}
 	return out, r
 }
+
+// testLoaderTrace calls ffcv_loader_trace with room for room spans (nil
+// for room < 0) and returns the spans it wrote.
+func testLoaderTrace(h int64, room int) ([]C.ffcv_trace_event, cResult) {
+	var buf []C.ffcv_trace_event
+	var p *C.ffcv_trace_event
+	if room >= 0 {
+		buf = make([]C.ffcv_trace_event, room+1) // one spare: nothing is written past room
+		buf[room].arg = 77
+		p = &buf[0]
+	}
+	r := cCall(func(e **C.char) C.int64_t { return ffcv_loader_trace(C.int64_t(h), p, C.uint64_t(max(room, 0)), e) })
+	if room >= 0 && buf[room].arg != 77 {
+		panic("written past the capacity given")
+	}
+	if room < 0 || r.ret < 0 {
+		return nil, r
+	}
+	return buf[:r.ret], r
+}
+
+// traceSpan is a span's fields, in Go types.
+func traceSpan(ev C.ffcv_trace_event) (start, dur int64, arg uint64, track, stage int32) {
+	return int64(ev.start_ns), int64(ev.dur_ns), uint64(ev.arg), int32(ev.track), int32(ev.stage)
+}

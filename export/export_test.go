@@ -61,7 +61,7 @@ func waitGoroutines(t *testing.T, want int64) {
 }
 
 func TestABIVersionIsTheHeaders(t *testing.T) {
-	if got := testABIVersion(); got != 3 {
+	if got := testABIVersion(); got != 4 {
 		t.Fatalf("ffcv_abi_version() = %d", got)
 	}
 }
@@ -90,6 +90,8 @@ func TestBadHandles(t *testing.T) {
 		{"close twice", func() cResult { return testClose(closed) }, codeArgument, "invalid or closed"},
 		{"iterate a reader", func() cResult { _, r := testIterNext(h, 4); return r }, codeArgument, "not a"},
 		{"unknown spec key", func() cResult { return testLoaderCreate(scalarsSpec(`, "bogus": 1`)) }, codeArgument, `unknown field "bogus"`},
+		{"unknown trace mode", func() cResult { return testLoaderCreate(scalarsSpec(`, "trace": "on"`)) }, codeArgument, `trace mode "on"`},
+		{"trace a reader", func() cResult { _, r := testLoaderTrace(h, 4); return r }, codeArgument, "not a"},
 		{"unknown op argument", func() cResult {
 			return testLoaderCreate(strings.Replace(scalarsSpec(""), `{"op": "int"}`, `{"op": "int", "p": 1}`, 1))
 		}, codeArgument, `unknown field "p"`},
@@ -377,6 +379,74 @@ func TestLoaderThroughABI(t *testing.T) {
 	testClose(l.ret)
 	waitLive(t, base)
 	waitGoroutines(t, routines)
+}
+
+// TestLoaderTraceThroughABI: a loader made with "trace": "events" hands its
+// spans out through ffcv_loader_trace, counted with a NULL array and taken
+// in parts; its stats have the stage totals. Without tracing there is none.
+func TestLoaderTraceThroughABI(t *testing.T) {
+	for _, c := range []struct {
+		mode      string
+		wantSpans bool
+	}{{"", false}, {`, "trace": "off"`, false}, {`, "trace": "stages"`, false}, {`, "trace": "events"`, true}} {
+		t.Run(c.mode, func(t *testing.T) {
+			l := testLoaderCreate(scalarsSpec(c.mode))
+			if l.ret <= 0 {
+				t.Fatal(l.err())
+			}
+			defer testClose(l.ret)
+			it := testLoaderStart(l.ret, 0)
+			if it.ret <= 0 {
+				t.Fatal(it.err())
+			}
+			for {
+				ts, r := testIterNext(it.ret, 3)
+				if r.ret < 0 {
+					t.Fatal(r.err())
+				}
+				if r.ret == 0 {
+					break
+				}
+				for _, x := range ts {
+					x.free()
+				}
+			}
+			testClose(it.ret) // the workers have handed over their spans
+			_, pending := testLoaderTrace(l.ret, -1)
+			if pending.ret < 0 || (pending.ret > 0) != c.wantSpans {
+				t.Fatalf("%d spans waiting: %v", pending.ret, pending.err())
+			}
+			stats, r := testJSON(ffcv_loader_stats, l.ret)
+			if r.ret < 0 {
+				t.Fatal(r.err())
+			}
+			if strings.Contains(stats, `"stages"`) != (c.mode != "" && !strings.Contains(c.mode, "off")) {
+				t.Fatalf("stats %s", stats)
+			}
+			if !c.wantSpans {
+				return
+			}
+			first, r := testLoaderTrace(l.ret, 10)
+			if r.ret != 10 || len(first) != 10 {
+				t.Fatalf("took %d of %d spans into room for 10: %v", r.ret, pending.ret, r.err())
+			}
+			rest, r := testLoaderTrace(l.ret, int(pending.ret))
+			if int64(len(rest))+10 != pending.ret || r.ret != int64(len(rest)) {
+				t.Fatalf("then %d, of %d", len(rest), pending.ret)
+			}
+			samples := map[uint64]bool{}
+			for _, ev := range append(first, rest...) {
+				start, dur, arg, track, stage := traceSpan(ev)
+				if start <= 0 || dur < 0 || track < 0 || track > 1 || stage < 0 || stage > 3 || arg > 256 {
+					t.Fatalf("span %d %d %d %d %d", start, dur, arg, track, stage)
+				}
+				samples[arg] = true
+			}
+			if len(samples) != 257 {
+				t.Fatalf("spans of %d samples, want 257", len(samples))
+			}
+		})
+	}
 }
 
 // TestFailedWrapLeaksNothing: when wrapping tensor k of a batch fails, the

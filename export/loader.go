@@ -17,6 +17,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/loader"
 	"github.com/ffcv-go/ffcv-go/core/order"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
+	"github.com/ffcv-go/ffcv-go/core/trace"
 )
 
 type outputSpec struct {
@@ -41,6 +42,7 @@ type loaderSpec struct {
 	QuasiWindow      int               `json:"quasi_window"`
 	SkipErrors       bool              `json:"skip_errors"`
 	MaxBatchMemory   int64             `json:"max_batch_memory"`
+	Trace            string            `json:"trace"`
 	Outputs          []outputSpec      `json:"outputs"`
 }
 
@@ -115,11 +117,15 @@ func buildLoader(r *beton.Reader, spec *loaderSpec, indices *C.uint64_t, n C.uin
 		}
 		progs[k] = p
 	}
+	mode, err := trace.ParseMode(spec.Trace)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errArgument, err)
+	}
 	cfg := loader.Config{
 		BatchSize: spec.BatchSize, Workers: spec.NumWorkers, BatchesAhead: spec.BatchesAhead,
 		DropLast: spec.DropLast, Seed: spec.Seed, Order: spec.Order, Rank: spec.Rank, World: spec.World,
 		OSCache: spec.OSCache, MaxResidentPages: spec.MaxResidentPages, QuasiWindow: spec.QuasiWindow,
-		SkipErrors: spec.SkipErrors, MaxBatchMemory: spec.MaxBatchMemory,
+		SkipErrors: spec.SkipErrors, MaxBatchMemory: spec.MaxBatchMemory, Trace: mode,
 	}
 	idx, err := cArray((*uint64)(unsafe.Pointer(indices)), uint64(n), "indices")
 	if err != nil {
@@ -310,6 +316,27 @@ func ffcv_loader_stats(h C.int64_t, out **C.char, err **C.char) (ret C.int64_t) 
 		return fail(err, e)
 	}
 	return 0
+}
+
+// The Go span must be laid out as the C one, which ffcv_loader_trace fills.
+var _ = [1]struct{}{}[unsafe.Sizeof(trace.Event{})-unsafe.Sizeof(C.ffcv_trace_event{})]
+
+//export ffcv_loader_trace
+func ffcv_loader_trace(h C.int64_t, out *C.ffcv_trace_event, capacity C.uint64_t, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	l, done, e := acquire[fileLoader](int64(h))
+	defer done()
+	if e != nil {
+		return fail(err, e)
+	}
+	if out == nil {
+		return C.int64_t(l.TracePending())
+	}
+	dst, e := cArray((*trace.Event)(unsafe.Pointer(out)), uint64(capacity), "out")
+	if e != nil {
+		return fail(err, e)
+	}
+	return C.int64_t(l.Trace(dst))
 }
 
 // tailProgram is a handle on built-in operations that run on batches a

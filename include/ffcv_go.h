@@ -33,7 +33,7 @@ extern "C" {
 
 /* Version of this ABI: raised whenever a signature, a struct, an error code or
  * a JSON key changes meaning. Callers compare it with ffcv_abi_version(). */
-#define FFCV_GO_ABI_VERSION 3
+#define FFCV_GO_ABI_VERSION 4
 
 /* Error codes: every call that can fail returns one of these (negative), with
  * a message in *err. */
@@ -78,6 +78,31 @@ typedef struct {
   uint64_t column_len;
   int64_t ptr_offset;
 } ffcv_value;
+
+/* One span of a loader's trace (ffcv_loader_trace). */
+typedef struct {
+  int64_t start_ns; /* CLOCK_MONOTONIC (Python's time.monotonic_ns()) */
+  int64_t dur_ns;
+  uint64_t arg;     /* the sample id; a page read's page number; batch operations' batch */
+  int32_t track;    /* the worker (0, 1, ...) or FFCV_TRACK_* */
+  int32_t stage;    /* FFCV_STAGE_* */
+} ffcv_trace_event;
+
+/* Stages of ffcv_trace_event and of ffcv_loader_stats' "stages". A worker's
+ * sample is read (the cache lookup, waiting for a process-cache page, the copy
+ * out of the map where the OS cache's page faults land), entropy-decoded (JPEG
+ * Huffman decoding, which alternates with the IDCT MCU by MCU: its span is
+ * their sum, laid before the rest), decoded and resized (IDCT, upsampling,
+ * colour conversion, crop and resize; other fields' decoders), then the
+ * built-in operations after the decoder run. */
+#define FFCV_STAGE_READ      0 /* "read" */
+#define FFCV_STAGE_ENTROPY   1 /* "entropy_decode" */
+#define FFCV_STAGE_DECODE    2 /* "idct_resize" */
+#define FFCV_STAGE_OPS       3 /* "ops" */
+#define FFCV_STAGE_PAGE_READ 4 /* "page_read": a process-cache page read, track FFCV_TRACK_PAGES */
+#define FFCV_STAGE_BATCH_OPS 5 /* "batch_ops": a batch's batch operations, track FFCV_TRACK_BATCH */
+#define FFCV_TRACK_PAGES (-1)
+#define FFCV_TRACK_BATCH (-2)
 
 #ifndef FFCV_GO_TYPES_ONLY /* the Go side includes the types only */
 
@@ -179,7 +204,9 @@ int64_t ffcv_write_image_folder(const char *root, const char *path, const char *
 
 /* Builds a loader from a pipeline spec (JSON, see python/ffcv_go/loader/loader.py:
  * path, batch_size, num_workers, batches_ahead, drop_last, seed, order, rank, world,
- * os_cache, outputs [{field, ops [{op, ...args}]}], ...).
+ * os_cache, outputs [{field, ops [{op, ...args}]}], ...). "trace": "stages" times
+ * every sample's stages (ffcv_loader_stats' "stages"), "events" also keeps their
+ * spans for ffcv_loader_trace; "off" or absent, the workers time nothing.
  * indices (may be NULL) restricts and orders the samples. */
 int64_t ffcv_loader_create(const char *spec_json, const uint64_t *indices, uint64_t n_indices,
                            char **err);
@@ -227,8 +254,15 @@ int64_t ffcv_loader_tail(int64_t loader, const char *spec_json, char **out, char
  * with the random draws the loader's workers would make at those positions. */
 int64_t ffcv_tail_run(int64_t tail, uint64_t epoch, uint64_t batch, const uint64_t *ids, uint64_t n,
                       const void *in, uint64_t in_len, void *out, uint64_t out_len, char **err);
-/* Loader counters as JSON: samples_skipped, peak_resident_pages, slots, ... */
+/* Loader counters as JSON: samples_skipped, peak_resident_pages, slots, ...; for a
+ * traced loader "stages": {name: {"ns", "count"}} (FFCV_STAGE_*: the time workers
+ * spent in each stage) and "trace_dropped", the spans not kept. */
 int64_t ffcv_loader_stats(int64_t loader, char **out, char **err);
+/* Moves up to cap of the spans a loader created with "trace": "events" recorded
+ * into out, oldest first, and returns their number; out NULL: returns how many
+ * are waiting. Workers hand their spans over every 256 samples and at the end of
+ * their epoch; at most 4M spans wait (later ones are dropped and counted). */
+int64_t ffcv_loader_trace(int64_t loader, ffcv_trace_event *out, uint64_t cap, char **err);
 
 /* ---- FFCV's libffcv helpers ---- */
 

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
+	"github.com/ffcv-go/ffcv-go/core/trace"
 )
 
 // Process is the process cache: heap pages are read with pread (or range
@@ -24,6 +25,7 @@ type Process struct {
 	r           *beton.Reader
 	maxResident int
 	pool        *Pages
+	rec         *trace.Recorder // page reads are traced when not nil
 
 	mu         sync.Mutex
 	cond       *sync.Cond
@@ -57,6 +59,9 @@ func NewProcess(r *beton.Reader, maxResident int, pool *Pages) (*Process, error)
 	p.cond = sync.NewCond(&p.mu)
 	return p, nil
 }
+
+// Trace makes p record its page reads in rec (nil: none); call it before Plan.
+func (p *Process) Trace(rec *trace.Recorder) { p.rec = rec }
 
 // Plan records how many times each page will be used this epoch.
 func (p *Process) Plan(order []uint64) {
@@ -192,6 +197,13 @@ func (p *Process) drop(num int64, pg *page) {
 
 func (p *Process) load(num int64, pg *page) {
 	defer close(pg.loaded)
+	if rec := p.rec; rec != nil {
+		start := rec.Now()
+		defer func() {
+			rec.Add(trace.Event{Start: start, Dur: rec.Now() - start, Arg: uint64(num), Track: trace.TrackPages,
+				Stage: trace.PageRead})
+		}()
+	}
 	start, end, err := p.r.PageRange(uint64(num))
 	if err != nil {
 		pg.err = err

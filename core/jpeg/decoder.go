@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"time"
 	"unsafe"
 
 	"github.com/ffcv-go/ffcv-go/core/imgproc"
@@ -34,6 +35,31 @@ type Decoder struct {
 	rs      imgproc.Resizer
 	g       C.ffj_geom // request/result of the last decode; a field so it is not allocated per call
 	src     []byte     // the input, copied (see own)
+	timed   bool
+	timing  Timing // of the last decode, when timed
+}
+
+// Timing is where the last decode of a timed Decoder spent its time, in
+// nanoseconds. Entropy decoding and the rest of a decode (IDCT, upsampling,
+// colour conversion) alternate MCU by MCU; Entropy is their split of the
+// libjpeg call by the CPU's time-stamp counter, read around every MCU.
+type Timing struct {
+	Copy    int64 // copying the input: the page faults of a mapped file happen here
+	Entropy int64 // entropy decoding, with the marker scan of a region decode
+	Decode  int64 // the libjpeg call, Entropy included
+}
+
+// SetTimed turns the timing of decodes on or off (see LastTiming). Timing
+// reads the clock twice per MCU: a few percent of a decode.
+func (d *Decoder) SetTimed(on bool) { d.timed = on }
+
+// LastTiming is the Timing of the last decode (the zero Timing when the
+// Decoder is not timed, or the decode failed).
+func (d *Decoder) LastTiming() Timing {
+	if !d.timed {
+		return Timing{}
+	}
+	return d.timing
 }
 
 // NewDecoder returns a Decoder. Call Close to free its C memory promptly;
@@ -143,8 +169,34 @@ func (d *Decoder) decode(data []byte, g *C.ffj_geom, buf []byte) error {
 	if err := d.check(data); err != nil {
 		return err
 	}
+	if d.timed {
+		return d.decodeTimed(data, g, buf)
+	}
 	data = d.own(data)
+	return d.result(C.ffj_decode(d.c, bytePtr(data), C.ulong(len(data)), g, bytePtr(buf), C.size_t(len(buf))), g, buf)
+}
+
+// decodeTimed is decode, recording its Timing.
+func (d *Decoder) decodeTimed(data []byte, g *C.ffj_geom, buf []byte) error {
+	d.timing = Timing{}
+	t0 := time.Now()
+	data = d.own(data)
+	t1 := time.Now()
+	g.timed = 1
 	rc := C.ffj_decode(d.c, bytePtr(data), C.ulong(len(data)), g, bytePtr(buf), C.size_t(len(buf)))
+	dec := int64(time.Since(t1))
+	err := d.result(rc, g, buf)
+	if err == nil {
+		d.timing = Timing{Copy: int64(t1.Sub(t0)), Decode: dec}
+		if g.total_ticks > 0 {
+			d.timing.Entropy = int64(float64(dec) * float64(g.entropy_ticks) / float64(g.total_ticks))
+		}
+	}
+	return err
+}
+
+// result turns ffj_decode's return code into an error.
+func (d *Decoder) result(rc C.int, g *C.ffj_geom, buf []byte) error {
 	runtime.KeepAlive(d)
 	switch rc {
 	case C.FFJ_OK:

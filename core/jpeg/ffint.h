@@ -69,6 +69,11 @@ struct ffj_dec {
 	ffh_dec *huff;
 	int region_used;        // the last ffj_decode decoded region, from scaled row region_oy
 	int region_oy;
+	// A timed ffj_decode wraps the entropy decoder's decode_mcu (saved
+	// here) to add up its ticks.
+	boolean (*decode_mcu)(j_decompress_ptr c, JBLOCKROW *mcu);
+	unsigned long long entropy_ticks;
+	unsigned long long tick_cost; // of a clock reading pair (ffj_tick_cost)
 	int spliced;            // the last ffj_transcode spliced markers in (fft_splice)
 };
 

@@ -5,6 +5,12 @@
 
 #include <jpeglib.h>
 #include <jerror.h>
+#include <jpegint.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#else
+#include <time.h>
+#endif
 
 #include "ffjpeg.h"
 #include "ffint.h"
@@ -134,6 +140,51 @@ static void ffj_setup(j_decompress_ptr c, int cmyk, int scale_num) {
 	jpeg_calc_output_dimensions(c);
 }
 
+// ffj_ticks reads the clock of timed decodes: the time-stamp counter where
+// there is one (a few nanoseconds to read, against 20 or more for
+// clock_gettime, and a timed decode reads it twice per MCU).
+static inline unsigned long long ffj_ticks(void) {
+#if defined(__x86_64__) || defined(__i386__)
+	return __rdtsc();
+#else
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+#endif
+}
+
+// ffj_tick_cost is what reading the clock twice adds to an interval: the
+// least of a few back-to-back readings, taken once (threads racing to set it
+// compute about the same value). Subtracted from every timed MCU, it keeps
+// the timing's own cost out of the entropy share.
+static unsigned long long ffj_tick_cost_v;
+static int ffj_tick_cost_set;
+
+static unsigned long long ffj_tick_cost(void) {
+	if (!__atomic_load_n(&ffj_tick_cost_set, __ATOMIC_ACQUIRE)) {
+		unsigned long long best = ~0ull;
+		for (int i = 0; i < 64; i++) {
+			unsigned long long a = ffj_ticks(), b = ffj_ticks();
+			if (b - a < best)
+				best = b - a;
+		}
+		__atomic_store_n(&ffj_tick_cost_v, best, __ATOMIC_RELAXED);
+		__atomic_store_n(&ffj_tick_cost_set, 1, __ATOMIC_RELEASE);
+	}
+	return __atomic_load_n(&ffj_tick_cost_v, __ATOMIC_RELAXED);
+}
+
+// ffj_timed_decode_mcu stands in for the entropy decoder's decode_mcu
+// during a timed decode. d starts with its cinfo, so c is d.
+static boolean ffj_timed_decode_mcu(j_decompress_ptr c, JBLOCKROW *mcu) {
+	ffj_dec *d = (ffj_dec *)c;
+	unsigned long long t = ffj_ticks();
+	boolean ok = d->decode_mcu(c, mcu);
+	unsigned long long dt = ffj_ticks() - t;
+	d->entropy_ticks += dt > d->tick_cost ? dt - d->tick_cost : 0;
+	return ok;
+}
+
 int ffj_fail(j_decompress_ptr c, int code) {
 	jpeg_abort_decompress(c);
 	ffj_forget_src(c);
@@ -145,6 +196,8 @@ int ffj_decode(ffj_dec *d, const unsigned char *data, unsigned long len,
 	j_decompress_ptr c = &d->cinfo;
 	d->err.msg[0] = 0;
 	d->region_used = 0;
+	d->entropy_ticks = 0;
+	unsigned long long t0 = g->timed ? ffj_ticks() : 0, t;
 	if (setjmp(d->err.jb))
 		return ffj_fail(c, FFJ_ERR_LIB);
 
@@ -208,6 +261,7 @@ int ffj_decode(ffj_dec *d, const unsigned char *data, unsigned long len,
 	// With restart markers, decode a JPEG of only the MCUs under the crop;
 	// (ox, oy) is where its first pixel lies in the whole scaled image.
 	int ox = 0, oy = 0;
+	t = g->timed ? ffj_ticks() : 0;
 	d->region_used = ffj_region_stream(d, data, len, x0, y0, x1, y1, &ox, &oy);
 	d->region_oy = oy;
 	if (d->region_used) {
@@ -216,9 +270,23 @@ int ffj_decode(ffj_dec *d, const unsigned char *data, unsigned long len,
 		jpeg_read_header(c, TRUE);
 		ffj_setup(c, cmyk, g->scale_num);
 	}
+	if (g->timed) // the marker scan and the cut are the entropy-coded data's
+		d->entropy_ticks += ffj_ticks() - t;
+	// A file of several scans (progressive) is entropy-decoded whole inside
+	// jpeg_start_decompress; a single scan MCU by MCU as rows are read.
+	// (Asked only when timed: the untimed path stays as it was.)
+	int multiscan = g->timed && jpeg_has_multiple_scans(c);
+	t = g->timed && multiscan ? ffj_ticks() : 0;
 	jpeg_start_decompress(c);
+	if (g->timed && multiscan)
+		d->entropy_ticks += ffj_ticks() - t;
 	if (d->region_used)
 		ffh_install(d->huff, c);
+	if (g->timed && !multiscan) {
+		d->tick_cost = ffj_tick_cost();
+		d->decode_mcu = c->entropy->decode_mcu;
+		c->entropy->decode_mcu = ffj_timed_decode_mcu;
+	}
 	JDIMENSION xoff = (JDIMENSION)(x0 - ox), w = (JDIMENSION)(x1 - x0);
 	if (w != c->output_width)
 		jpeg_crop_scanline(c, &xoff, &w); // aligns xoff down to an iMCU
@@ -262,6 +330,10 @@ int ffj_decode(ffj_dec *d, const unsigned char *data, unsigned long len,
 	else
 		jpeg_abort_decompress(c);
 	ffj_forget_src(c);
+	if (g->timed) {
+		g->entropy_ticks = d->entropy_ticks;
+		g->total_ticks = ffj_ticks() - t0;
+	}
 	return FFJ_OK;
 }
 

@@ -23,6 +23,13 @@ typedef struct {
 	int out_w, out_h;         // out: size of the whole image at this scale
 	int buf_x, buf_y;         // out: scaled position of the first decoded pixel
 	int buf_w, buf_h;         // out: decoded columns and rows (rows are buf_w*3 bytes)
+	// Timing (when timed is set): the entropy decoding, marker scan of a
+	// region stream included, and the whole call, in one clock's ticks
+	// (the CPU's time-stamp counter on x86, else nanoseconds); their ratio
+	// splits the call's time.
+	int timed;                           // in
+	unsigned long long entropy_ticks;    // out
+	unsigned long long total_ticks;      // out
 } ffj_geom;
 
 typedef struct ffj_dec ffj_dec;

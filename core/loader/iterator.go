@@ -4,14 +4,17 @@ import (
 	"encoding/binary"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ffcv-go/ffcv-go/core/cache"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 	"github.com/ffcv-go/ffcv-go/core/procs"
 	"github.com/ffcv-go/ffcv-go/core/remote"
+	"github.com/ffcv-go/ffcv-go/core/trace"
 )
 
 // Iterator runs one epoch. Next returns batches in order; Close (or reaching
@@ -111,6 +114,7 @@ func (l *Loader) Start(epoch uint64, startBatch int, ord []uint64, perRank bool)
 		if err != nil {
 			return nil, err
 		}
+		p.Trace(l.rec)
 		it.src = p
 	}
 	end := min(it.nb*l.cfg.BatchSize, len(ord))
@@ -132,7 +136,7 @@ func (l *Loader) Start(epoch uint64, startBatch int, ord []uint64, perRank bool)
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			it.work()
+			it.work(int32(w))
 		}()
 	}
 	go func() {
@@ -250,14 +254,20 @@ func (b *batch) fail(pos int, err error) {
 	b.mu.Unlock()
 }
 
-// work decodes jobs' samples into their slots.
-func (it *Iterator) work() {
+// work decodes jobs' samples into their slots; w is the worker's number,
+// its track in traces.
+func (it *Iterator) work(w int32) {
 	panicOnFault()
 	defer it.wg.Done()
 	ctx := pipeline.NewCtx()
 	defer ctx.Close()
 	scratch := make([]pipeline.Scratch, len(it.l.progs))
 	ctx.Seed, ctx.Epoch = it.seed, it.epoch
+	tb := it.l.rec.Buffer(w) // nil when not tracing
+	if tb != nil {
+		defer tb.Flush()
+		ctx.Times = new(trace.Times)
+	}
 	bs := it.l.cfg.BatchSize
 	for j := range it.jobs {
 		if it.stopped() {
@@ -267,8 +277,16 @@ func (it *Iterator) work() {
 		for pos := j.lo; pos < j.hi; pos++ {
 			gpos := j.b.index*bs + pos
 			id := it.order[gpos]
+			var start int64
+			if tb != nil {
+				*ctx.Times = trace.Times{}
+				start = tb.Now()
+			}
 			if err := it.decode(ctx, scratch, j.b, pos, uint64(gpos), id); err != nil {
 				j.b.fail(pos, err)
+			}
+			if tb != nil {
+				tb.Sample(id, start, ctx.Times)
 			}
 			it.release(id)
 			runtime.Gosched() // a schedule tick per sample (see package procs)
@@ -301,7 +319,14 @@ func (it *Iterator) decode(ctx *pipeline.Ctx, scratch []pipeline.Scratch, b *bat
 	}()
 	ctx.Sample, ctx.Pos = id, gpos
 	for k, p := range it.l.progs {
+		var t0 time.Time
+		if ctx.Times != nil {
+			t0 = time.Now()
+		}
 		col, heap, err := it.src.Read(id, p.Field)
+		if ctx.Times != nil {
+			ctx.Times[trace.Read] += int64(time.Since(t0))
+		}
 		if err != nil {
 			return fmt.Errorf("%s: sample %d, field %q: %w", it.l.r.Path, id, it.l.r.Fields[p.Field].Name, err)
 		}
@@ -342,6 +367,13 @@ func (it *Iterator) runBatchOps(b *batch) (err error) {
 		}
 	}()
 	bc := &pipeline.BatchCtx{Seed: it.seed, Epoch: it.epoch, Index: uint64(b.index)}
+	if rec := it.l.rec; rec != nil && slices.ContainsFunc(it.l.progs, (*pipeline.Program).HasBatchOps) {
+		start := rec.Now()
+		defer func() {
+			rec.Add(trace.Event{Start: start, Dur: rec.Now() - start, Arg: uint64(b.index), Track: trace.TrackBatch,
+				Stage: trace.BatchOps})
+		}()
+	}
 	for k, p := range it.l.progs {
 		if !p.HasBatchOps() {
 			continue

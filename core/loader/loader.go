@@ -15,6 +15,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 	"github.com/ffcv-go/ffcv-go/core/procs"
 	"github.com/ffcv-go/ffcv-go/core/remote"
+	"github.com/ffcv-go/ffcv-go/core/trace"
 )
 
 var errStopped = errors.New("iterator closed")
@@ -39,6 +40,9 @@ type Config struct {
 	SkipErrors bool
 	// MaxBatchMemory bounds the slot memory when callers hold batches (0: 16 GiB).
 	MaxBatchMemory int64
+	// Trace times the workers' stages (trace.Stages) and keeps their spans
+	// for Trace (trace.Events); trace.Off, the zero value, times nothing.
+	Trace trace.Mode
 }
 
 // Loader is a configured pipeline over one file. It is safe for concurrent use;
@@ -48,7 +52,8 @@ type Loader struct {
 	cfg   Config
 	progs []*pipeline.Program
 	pool  *slotPool
-	bufs  *cache.Pages // buffers of the epochs' process caches
+	bufs  *cache.Pages    // buffers of the epochs' process caches
+	rec   *trace.Recorder // nil unless Config.Trace
 	// staged[k] is the slot buffer program k's per-sample part writes to:
 	// its output buffer, or a staging buffer its batch operations read.
 	staged []int
@@ -126,8 +131,18 @@ func New(r *beton.Reader, cfg Config, progs []*pipeline.Program) (*Loader, error
 	}
 	l.pool = newSlotPool(sizes, cfg.BatchesAhead+2, cfg.MaxBatchMemory)
 	l.bufs = cache.NewPages(int(r.PageSize()))
+	l.rec = trace.New(cfg.Trace, 0)
 	return l, nil
 }
+
+// Trace moves up to len(dst) recorded spans into dst (see trace.Recorder.Drain)
+// and returns their number; a loader without Config.Trace = trace.Events has
+// none. Workers hand theirs over every few hundred samples and at the end of
+// their epoch.
+func (l *Loader) Trace(dst []trace.Event) int { return l.rec.Drain(dst) }
+
+// TracePending is the number of spans Trace would return with room for all.
+func (l *Loader) TracePending() int { return l.rec.Pending() }
 
 // Reader is the loader's file.
 func (l *Loader) Reader() *beton.Reader { return l.r }
@@ -258,6 +273,10 @@ type Stats struct {
 	Retries           uint64       `json:"retries"`
 	PeakInFlight      int64        `json:"peak_in_flight"`
 	Epochs            []EpochStats `json:"epochs"`
+	// Stages is the time the workers spent in each stage (see package
+	// trace), when the loader traces; TraceDropped the spans not kept.
+	Stages       map[string]trace.Total `json:"stages,omitempty"`
+	TraceDropped uint64                 `json:"trace_dropped,omitempty"`
 }
 
 // EpochStats is what one epoch read: pages loaded by the process cache and,
@@ -286,7 +305,7 @@ func (l *Loader) Stats() Stats {
 		SamplesSkipped: l.skipped.Load(), PeakResidentPages: l.peak.Load(), PagesRead: l.pages.Load(),
 		Slots: l.pool.total, SlotsGrown: l.pool.grown,
 		Requests: rq.Requests, BytesFetched: rq.Bytes, Retries: rq.Retries, PeakInFlight: rq.PeakInFlight,
-		Epochs: epochs,
+		Epochs: epochs, Stages: l.rec.Totals(), TraceDropped: l.rec.Dropped(),
 	}
 }
 

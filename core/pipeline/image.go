@@ -10,6 +10,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/imgproc"
 	"github.com/ffcv-go/ffcv-go/core/jpeg"
+	"github.com/ffcv-go/ffcv-go/core/trace"
 )
 
 // RGB image decoders (raw or JPEG samples in one file both work): whole
@@ -34,7 +35,18 @@ func imageOf(col []byte) imageRef {
 }
 
 func decoderOf(c *Ctx) *jpeg.Decoder {
-	return c.State("jpeg", func() any { return jpeg.NewDecoder() }).(*jpeg.Decoder)
+	d := c.State("jpeg", func() any { return jpeg.NewDecoder() }).(*jpeg.Decoder)
+	d.SetTimed(c.Times != nil)
+	return d
+}
+
+// timed adds the last decode's copy and entropy decoding to c.Times.
+func timed(c *Ctx, d *jpeg.Decoder) {
+	if c.Times != nil {
+		tm := d.LastTiming()
+		c.Times[trace.Read] += tm.Copy
+		c.Times[trace.Entropy] += tm.Entropy
+	}
 }
 
 func resizerOf(c *Ctx) *imgproc.Resizer {
@@ -84,10 +96,12 @@ func (d *simpleRGB) Run(c *Ctx, _ int, _, out []byte) error {
 		copy(out, c.Heap)
 		return nil
 	}
-	w, h, err := decoderOf(c).Decode(c.Heap, out)
+	dec := decoderOf(c)
+	w, h, err := dec.Decode(c.Heap, out)
 	if err != nil {
 		return fmt.Errorf("%w: %v", field.ErrData, err)
 	}
+	timed(c, dec)
 	if w != d.w || h != d.h {
 		return fmt.Errorf("%w: JPEG is %dx%d, the metadata says %dx%d", field.ErrData, w, h, d.w, d.h)
 	}
@@ -171,9 +185,11 @@ func (d *cropRGB) Run(c *Ctx, op int, _, out []byte) error {
 	crop := d.rect(c.Rand(op), im.w, im.h)
 	flip := d.fused && c.Rand(d.flipOp).Float64() < d.flipP // the draw flip.Run makes
 	if im.mode == field.ModeJPEG {
-		if err := decoderOf(c).DecodeCropResizeFlip(c.Heap, crop, d.ow, d.oh, out, flip); err != nil {
+		dec := decoderOf(c)
+		if err := dec.DecodeCropResizeFlip(c.Heap, crop, d.ow, d.oh, out, flip); err != nil {
 			return fmt.Errorf("%w: %v", field.ErrData, err)
 		}
+		timed(c, dec)
 		return nil
 	}
 	if len(c.Heap) != im.w*im.h*3 {

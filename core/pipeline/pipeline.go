@@ -10,9 +10,11 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/trace"
 )
 
 // Spec is the per-sample shape and numpy dtype ("|u1", "<f4", ...) of a stage.
@@ -45,6 +47,9 @@ type Ctx struct {
 	Epoch  uint64
 	Col    []byte // metadata column of the program's field
 	Heap   []byte // its heap bytes (nil for Int and Float)
+	// Times, when not nil, gets the time of each stage added up (see
+	// Program.Run); nil leaves the programs untimed.
+	Times *trace.Times
 
 	pcg   rand.PCG
 	rng   *rand.Rand
@@ -313,10 +318,33 @@ func (p *Program) Run(c *Ctx, s *Scratch, in, out []byte) error {
 			s.b = grow(s.b, p.specs[i].Bytes())
 			dst = s.b
 		}
-		if err := op.Run(c, p.keys[i], in, dst); err != nil {
+		var err error
+		if c.Times == nil {
+			err = op.Run(c, p.keys[i], in, dst)
+		} else {
+			err = p.runTimed(c, i, in, dst)
+		}
+		if err != nil {
 			return fmt.Errorf("%s: %w", p.names[i], err)
 		}
 		in = dst
 	}
 	return nil
+}
+
+// runTimed runs op i adding its time to c.Times: a decoder's to Decode,
+// less what it reported itself as Read (copying its bytes) and Entropy;
+// any other operation's to Ops.
+func (p *Program) runTimed(c *Ctx, i int, in, dst []byte) error {
+	t := c.Times
+	before := t[trace.Read] + t[trace.Entropy]
+	t0 := time.Now()
+	err := p.ops[i].Run(c, p.keys[i], in, dst)
+	d := int64(time.Since(t0))
+	if decoders[p.names[i]] {
+		t[trace.Decode] += d - (t[trace.Read] + t[trace.Entropy] - before)
+	} else {
+		t[trace.Ops] += d
+	}
+	return err
 }

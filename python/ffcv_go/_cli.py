@@ -1,4 +1,4 @@
-"""The ffcv-go command line: convert, info, verify, bench."""
+"""The ffcv-go command line: convert, info, verify, bench, doctor."""
 import argparse
 import os
 import sys
@@ -103,6 +103,20 @@ def cmd_bench(a):
     return 0
 
 
+def cmd_doctor(a):
+    from .doctor import diagnose
+    report = diagnose(a.data if len(a.data) > 1 else a.data[0], pipeline=a.pipeline, res=a.res,
+                      batch_size=a.batch_size, num_workers=a.workers, order=a.order, os_cache=not a.no_os_cache,
+                      model=a.model, device=a.device, amp=a.amp, max_seconds=a.max_seconds,
+                      progress=not a.json and sys.stderr.isatty() or a.progress)
+    if a.plot:
+        report.plot(a.plot)
+    print(report.to_json() if a.json else report.format())
+    if a.plot and not a.json:
+        print(f"plot: {a.plot}")
+    return 0
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="ffcv-go", description="Write and inspect .beton datasets; benchmark loading.")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -134,6 +148,25 @@ def main(argv=None):
     b.add_argument("--order", default="random", choices=["sequential", "random", "quasi_random"])
     b.add_argument("--no-os-cache", action="store_true")
     b.set_defaults(fn=cmd_bench)
+    d = sub.add_parser("doctor", help="measure storage, the loader and the model here; name the bottleneck "
+                                      "and the settings that fix it")
+    d.add_argument("data", nargs="+", help=".beton file(s), a directory or glob of shards, or an s3:// or "
+                                           "http(s):// URL")
+    d.add_argument("--pipeline", default="train",
+                   help="train (RandomResizedCrop + flip), val (centre crop) or FILE.py defining `pipelines`")
+    d.add_argument("--res", type=int, default=224, help="crop size of the train and val pipelines")
+    d.add_argument("--model", default=None, help="a torchvision model name (resnet50) or FILE.py defining `model`")
+    d.add_argument("--device", default="cpu", help="where the model trains: cpu, cuda, cuda:1, ...")
+    d.add_argument("--amp", action="store_true", help="train the model with mixed precision")
+    d.add_argument("--batch-size", type=int, default=256)
+    d.add_argument("--workers", type=int, default=None, help="the num_workers to diagnose (default: all usable cores)")
+    d.add_argument("--order", default="random", choices=["sequential", "random", "quasi_random"])
+    d.add_argument("--no-os-cache", action="store_true", help="diagnose os_cache=False")
+    d.add_argument("--max-seconds", type=float, default=40.0, help="about how long measuring may take")
+    d.add_argument("--json", action="store_true", help="print the report as JSON")
+    d.add_argument("--plot", default=None, metavar="PNG", help="write a figure of img/s against workers")
+    d.add_argument("--progress", action="store_true", help="a progress bar even when stderr is not a terminal")
+    d.set_defaults(fn=cmd_doctor)
     a = p.parse_args(argv)
     try:
         return a.fn(a)

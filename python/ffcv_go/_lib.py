@@ -23,13 +23,17 @@ class SampleError(ValueError):
 
 
 # These mirror include/ffcv_go.h (tests/python/test_abi.py checks them against it).
-ABI_VERSION = 3
+ABI_VERSION = 4
 ERR_INTERNAL = -1
 ERR_ARGUMENT = -2
 ERR_FORMAT = -3
 ERR_IO = -4
 ERR_NOT_FOUND = -5
 ERR_DATA = -6
+# ffcv_trace_event's stages (FFCV_STAGE_*) by value, and its tracks.
+STAGES = ("read", "entropy_decode", "idct_resize", "ops", "page_read", "batch_ops")
+TRACK_PAGES = -1
+TRACK_BATCH = -2
 
 _CODES = {
     ERR_ARGUMENT: ValueError,
@@ -145,6 +149,7 @@ def _signatures():
         "ffcv_loader_start": (i64, [i64, u64, u64, ctypes.POINTER(u64), u64, i32, err]),
         "ffcv_iter_next": (i64, [i64, ctypes.POINTER(ctypes.POINTER(_DLManagedTensor)), i32, err]),
         "ffcv_loader_stats": (i64, [i64, out_str, err]),
+        "ffcv_loader_trace": (i64, [i64, vp, u64, err]),
         "ffcv_loader_tail": (i64, [i64, cp, out_str, err]),
         "ffcv_tail_run": (i64, [i64, u64, u64, ctypes.POINTER(u64), u64, vp, u64, vp, u64, err]),
         "ffcv_memcpy": (i64, [vp, vp, u64, err]),
@@ -381,6 +386,30 @@ def loader_elastic(handle, spec, global_order, capacity, context=None):
     n = call("ffcv_loader_elastic", handle, json.dumps(spec).encode(), _u64(g), 0 if g is None else g.size,
              _u64(out) if capacity else None, capacity, ctypes.byref(info), context=context)
     return out[:n], json.loads(_take_string(info.value))
+
+
+def _trace_dtype():
+    import numpy as np
+    return np.dtype([("start_ns", "<i8"), ("dur_ns", "<i8"), ("arg", "<u8"), ("track", "<i4"), ("stage", "<i4")])
+
+
+def loader_trace(handle):
+    """The spans a loader traced with "events" has recorded since the last
+    call, as a numpy array of ffcv_trace_event records (start_ns, dur_ns,
+    arg, track, stage)."""
+    import numpy as np
+    dtype = _trace_dtype()
+    parts = []
+    while True:
+        n = call("ffcv_loader_trace", handle, None, 0)
+        if n == 0:
+            break
+        out = np.empty(n, dtype=dtype)
+        got = call("ffcv_loader_trace", handle, out.ctypes.data, n)
+        parts.append(out[:got])
+        if got < n:
+            break
+    return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
 
 
 class BatchSlots:

@@ -34,8 +34,9 @@ class _Build:
             "max_resident_pages": loader._max_resident_pages,
             "quasi_window": int(loader.order_kwargs.get("window_pages", 0)),
             "skip_errors": loader.on_error == "skip", "max_batch_memory": loader._max_batch_memory,
-            "outputs": outputs,
+            "trace": loader._tracer.mode, "outputs": outputs,
         }
+        self.tracer = loader._tracer
         # All samples: the Go side enumerates them itself.
         indices = None if loader._all_samples else loader.indices
         self.handle = _lib.loader_create(spec, indices, context=loader.fname)

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from .. import _lib
+from .._trace import now
 from ..pipeline.pipeline import GoTail
 from ..transforms._base import BatchContext
 
@@ -74,6 +75,7 @@ class EpochIterator:
         return self._length - self.batch
 
     def __next__(self):
+        t0 = now()
         iterating_threads.add(threading.current_thread())
         with self._lock:
             if self.finished:
@@ -103,12 +105,14 @@ class EpochIterator:
             if handoff is not None:
                 self._run.hand_over(handoff, outputs)
             self.loader._last_ids = ids
+            self.loader._tracer.waited(t0, self)
             return outputs
 
     def close(self):
         self.finished = True
         if self._finalizer is not None:
             self._finalizer()
+            self.loader._tracer.flush(self._build)
 
 
 class _Failure:
@@ -142,25 +146,29 @@ class _Source:
     def produce(self):
         """(sample ids, outputs, GPU handoff or None) of the next batch, or
         None at the end."""
+        tracer = self.build.tracer if self.build.tracer.spans else None
+        t0 = tracer and now()
         tensors = self.slots.next(self.handle, context=self.fname)
         if tensors is None:
             return None
         ids = tensors.pop()
+        if tracer:
+            tracer.fetched(t0, self.batch)
         if self.device is None:
-            outputs = self._steps(tensors, ids, None)
+            outputs = self._steps(tensors, ids, None, tracer)
             handoff = None
         else:
             stream = self.streams[self.batch % len(self.streams)]
             keep = []
             with torch.cuda.device(self.device), torch.cuda.stream(stream):
-                outputs = self._steps(tensors, ids, keep)
+                outputs = self._steps(tensors, ids, keep, tracer)
                 event = torch.cuda.Event()
                 event.record(stream)
             handoff = _Handoff(self.device, event, keep)
         self.batch += 1
         return ids, outputs, handoff
 
-    def _steps(self, tensors, ids, keep):
+    def _steps(self, tensors, ids, keep, tracer):
         """Runs every output's steps after its Go program on one batch."""
         batch, build = self.batch, self.build
         outputs = []
@@ -171,11 +179,14 @@ class _Source:
                 pin = _pinner(build.pinned, x.data_ptr(), build.go_outputs[plan.go_index]["slot_bytes"],
                               self.device)
             for st in plan.steps:
+                t0 = tracer and now()
                 if isinstance(st, GoTail):
                     x = _run_tail(st, x, self.epoch, batch, ids, plan.pin)
                 else:
                     x = st.run(x, BatchContext(ids, self.seed, self.epoch, batch, (k, st.index), pin, keep,
                                                plan.pin))
+                if tracer:
+                    tracer.step(st, t0, batch)
             outputs.append(x)
         return tuple(outputs)
 

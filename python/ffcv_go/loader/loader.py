@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from .. import _lib
+from .._trace import Tracer
 from ..pipeline import PipelineSpec
 from ..pipeline.operation import Operation
 from ..pipeline.pipeline import PyStage, plan_output
@@ -82,7 +83,8 @@ class Loader:
     arguments: on_error ('raise' or 'skip' bad samples), max_resident_pages
     (process cache bound; by default room for the workers' read-ahead plus, for
     QUASI_RANDOM, its window of open pages), max_batch_memory (bytes of batches
-    you may hold).
+    you may hold), trace (a path: write a Chrome/Perfetto trace there; True:
+    time the workers' stages for ``stats`` only; see ``ffcv_go._trace``).
     num_workers < 1 (the default): the process's cores, split between the
     loader processes of a node when distributed (see ``_default_workers``).
     """
@@ -90,7 +92,7 @@ class Loader:
     def __init__(self, fname, batch_size, num_workers=-1, os_cache=DEFAULT_OS_CACHE, order=OrderOption.SEQUENTIAL,
                  distributed=False, seed=None, indices=None, pipelines={}, custom_fields={},
                  drop_last=True, batches_ahead=3, recompile=False, order_kwargs={},
-                 on_error="raise", max_resident_pages=0, max_batch_memory=0):
+                 on_error="raise", max_resident_pages=0, max_batch_memory=0, trace=None):
         # A file, a directory or glob of shards, or a list of these (see Reader).
         self.fname = [os.fspath(p) for p in fname] if isinstance(fname, (list, tuple)) else os.fspath(fname)
         if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
@@ -115,6 +117,7 @@ class Loader:
         self._order_arg = order
         self.rank, self.world_size = _dist_info(self.distributed)
 
+        self._tracer = Tracer(trace)
         self.reader = Reader(self.fname, custom_handlers=self.custom_fields)
         if not self.reader._info["mapped"]:
             # s3:// and http(s):// files have no OS page cache to lean on: their
@@ -347,7 +350,7 @@ class Loader:
         for s3:// and http(s):// files requests, bytes_fetched, retries and
         peak_in_flight since the file was opened; and epochs, one entry per
         finished epoch: {epoch, pages_read, requests, bytes_fetched, retries}."""
-        return _lib.call_json("ffcv_loader_stats", self._build.handle)
+        return self._tracer.stats(_lib.call_json("ffcv_loader_stats", self._build.handle))
 
     def filter(self, field_name, condition):
         """A new Loader over the samples whose decoded field_name satisfies condition."""
@@ -373,6 +376,7 @@ class Loader:
 
     def close(self):
         """Stops every iterator and frees the loader; batches you hold stay valid."""
+        self._tracer.close(self._build)
         self._finalizer()
 
     def __enter__(self):

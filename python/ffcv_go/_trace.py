@@ -1,0 +1,165 @@
+"""What a Loader measures about itself: the training loop's waits for batches
+(always), and with ``Loader(trace=...)`` where the workers' time goes.
+
+``trace="run.json"`` writes a Chrome/Perfetto trace (JSON trace-event format,
+open it in https://ui.perfetto.dev or chrome://tracing): a track per Go worker
+with a span per sample stage (read, entropy decode, IDCT and resize, ops), the
+process cache's page reads, batch operations, and on the Python threads the
+training loop's waits for batches, the loader's waits for Go, and each Python
+stage (custom operations, modules, ``ToDevice`` copies). Spans are written every
+256 batches, at the end of every epoch and when the loader closes; the file is valid JSON once
+the loader is closed (a file cut short still loads in both viewers).
+``trace=True`` times the stages for ``loader.stats`` without writing a file.
+
+Timestamps are CLOCK_MONOTONIC on both sides (Go records its spans on it and
+Python's ``time.monotonic_ns`` reads it), so the tracks line up.
+"""
+import json
+import os
+import threading
+import time
+
+from . import _lib
+
+now = time.monotonic_ns
+
+# Batches between writes of the spans recorded so far, within an epoch.
+FLUSH_EVERY = 256
+
+# Trace thread ids of the Go side's tracks: far above Linux thread ids.
+_GO_TID = 1 << 30
+_TRACK_NAMES = {_lib.TRACK_PAGES: "page reads (process cache)", _lib.TRACK_BATCH: "batch operations"}
+
+
+class Tracer:
+    """One loader's: its waits, and the trace it writes (mode "events"),
+    or only the stage totals (mode "stages")."""
+
+    def __init__(self, target):
+        if target is None or target is False:
+            self.mode, self.path = "off", None
+        elif target is True:
+            self.mode, self.path = "stages", None
+        elif isinstance(target, (str, os.PathLike)):
+            self.mode, self.path = "events", os.fspath(target)
+            if not self.path:
+                raise ValueError("trace: an empty path")
+            parent = os.path.dirname(os.path.abspath(self.path))
+            if not os.path.isdir(parent):
+                raise FileNotFoundError(f"trace: no directory {parent} for {self.path}")
+        else:
+            raise ValueError(f"trace={target!r}: a file path for a Chrome/Perfetto trace, True for stage "
+                             "times in loader.stats only, or None")
+        self.spans = self.mode == "events"
+        self.wait_ns = 0
+        self.waits = 0
+        self._events = []  # Python spans not written yet
+        self._lock = threading.Lock()
+        self._file = None
+        self._named = set()  # tids whose thread_name is written
+        self._pid = os.getpid()
+
+    # ---- recording (cheap: called per batch) ----------------------------------
+
+    def waited(self, t0, it):
+        """The training loop's next() on iterator it, which started at t0,
+        returned a batch."""
+        t1 = now()
+        self.wait_ns += t1 - t0
+        self.waits += 1
+        if self.spans:
+            self._span("wait for batch", "training loop", t0, t1, {"epoch": it.epoch, "batch": it.batch - 1})
+            if self.waits % FLUSH_EVERY == 0:  # bounds what Go and Python hold within a long epoch
+                self.flush(it._build)
+
+    def step(self, st, t0, batch):
+        """A Python stage (or Go tail) of the batch ran from t0 until now."""
+        op = getattr(st, "op", None)
+        name = type(op).__name__ if op is not None else "built-in operations (Go tail)"
+        cat = "python stage"
+        if name == "ToDevice" and getattr(getattr(op, "device", None), "type", "cpu") != "cpu":
+            name, cat = f"ToDevice {op.device} (copy launch)", "gpu copy"
+        self._span(name, cat, t0, now(), {"batch": batch})
+
+    def fetched(self, t0, batch):
+        """The loader's thread waited for Go's batch from t0 until now."""
+        self._span("wait for Go", "loader", t0, now(), {"batch": batch})
+
+    def _span(self, name, cat, t0, t1, args):
+        th = threading.current_thread()
+        with self._lock:
+            self._events.append((name, cat, threading.get_native_id(), th.name, t0, t1 - t0, args))
+
+    # ---- stats and output -------------------------------------------------------
+
+    def stats(self, go):
+        """loader.stats: Go's counters, its stage totals in seconds, and the waits."""
+        stages = go.pop("stages", None)
+        if stages:
+            go["stages"] = {k: {"seconds": v["ns"] / 1e9, "count": v["count"]} for k, v in stages.items()}
+        go["wait_seconds"] = self.wait_ns / 1e9
+        go["waits"] = self.waits
+        return go
+
+    def flush(self, build):
+        """Writes the spans recorded so far: Go's from build (a _Build, or
+        None once it is closed) and Python's."""
+        if not self.spans:
+            return
+        go = None
+        if build is not None:
+            try:
+                go = _lib.loader_trace(build.handle)
+            except ValueError:  # the build is closed: its spans are gone with it
+                go = None
+        with self._lock:
+            events, self._events = self._events, []
+            out = self._open()
+            lines = []
+            for name, cat, tid, tname, t0, dur, args in events:
+                self._name(lines, tid, tname)
+                lines.append(_event(name, cat, self._pid, tid, t0, dur, args))
+            if go is not None and len(go):
+                for track in sorted(set(go["track"].tolist())):
+                    tname = _TRACK_NAMES.get(track, f"go worker {track}")
+                    self._name(lines, _GO_TID + track, tname)
+                pid = self._pid
+                for start, dur, arg, track, stage in go.tolist():
+                    label = "page" if stage == 4 else "batch" if stage == 5 else "sample"
+                    lines.append(f'{{"name":"{_lib.STAGES[stage]}","cat":"go","ph":"X","ts":{start / 1000:.3f},'
+                                 f'"dur":{dur / 1000:.3f},"pid":{pid},"tid":{_GO_TID + track},'
+                                 f'"args":{{"{label}":{arg}}}}}')
+            if lines:
+                out.write(",\n" + ",\n".join(lines))
+                out.flush()
+
+    def close(self, build):
+        """Writes what is left and ends the file's JSON array."""
+        if not self.spans:
+            return
+        self.flush(build)
+        with self._lock:
+            if self._file is not None:
+                self._file.write("\n]\n")
+                self._file.close()
+                self._file = None
+                self.spans = False  # later epochs are not traced: the file is complete
+
+    def _open(self):
+        if self._file is None:
+            self._file = open(self.path, "w")
+            self._file.write("[" + json.dumps({"name": "process_name", "ph": "M", "pid": self._pid, "tid": 0,
+                                               "args": {"name": "ffcv_go loader"}}))
+        return self._file
+
+    def _name(self, lines, tid, name):
+        if tid not in self._named:
+            self._named.add(tid)
+            lines.append(json.dumps({"name": "thread_name", "ph": "M", "pid": self._pid, "tid": tid,
+                                     "args": {"name": name}}))
+
+
+def _event(name, cat, pid, tid, t0, dur, args):
+    """A complete ("X") event; times in microseconds, as the format has them."""
+    return (f'{{"name":{json.dumps(name)},"cat":"{cat}","ph":"X","ts":{t0 / 1000:.3f},"dur":{dur / 1000:.3f},'
+            f'"pid":{pid},"tid":{tid},"args":{json.dumps(args)}}}')
