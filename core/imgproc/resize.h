@@ -1,3 +1,6 @@
+// The C resize kernels for 3-channel images: resize_amd64.c (SSE2, and AVX2
+// when avx2 is set) and resize_arm64.c (NEON, which ignores avx2). Both
+// reproduce the Go code of area.go and area_linear.go byte for byte.
 #include <stdint.h>
 
 void ffr_area_run(int avx2, uint8_t *dst, int dw, int dh, const uint8_t *src, long stride,
