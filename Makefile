@@ -12,7 +12,7 @@ DEB_DATA := mate-backgrounds lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 dat
 PYTEST_ARGS ?=
 CONFORMANCE_ARGS ?=
 
-.PHONY: all build deps venv wheel test test-go test-python conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-ray bench-remote clean
+.PHONY: all build deps venv wheel wheel-deps check-wheel test test-go test-python conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-ray bench-remote clean
 
 all: build
 
@@ -42,19 +42,76 @@ $(VENV)/.installed: requirements-dev.txt requirements-extra.txt
 
 venv: $(VENV)/.installed
 
-$(VENV)/.wheel-tools: requirements-wheel.txt $(VENV)/.installed
-	$(PY) -m pip install -q -r requirements-wheel.txt
+# ---- Wheels --------------------------------------------------------------
+# dist/ffcv_go-<version>-py3-none-manylinux2014_{x86_64,aarch64}.whl, both
+# built here (x86-64): the Go library cross-compiled with cgo and Zig's C
+# compiler for glibc 2.17, with libjpeg-turbo (Debian's source package,
+# pinned in packaging/) built by the same compiler, with its SIMD, and linked
+# in statically. The library is loaded with ctypes, so one wheel per
+# architecture serves every CPython 3. Everything is cached under build/:
+# a second `make wheel` only repackages. See docs/install.md.
+WHEEL_ARCHES := x86_64 aarch64
+JPEG_VERSION := 1:2.1.5-2
+JPEG_SRC := build/src/libjpeg-turbo-$(subst :,_,$(JPEG_VERSION))
+TOOLS := build/tools
+WHEEL_DEB_PACKAGES := cmake nasm dpkg-dev binutils
+GOARCH_x86_64 := amd64
+GOARCH_aarch64 := arm64
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 315532800)
+
+wheel-deps:
+	@missing=""; for p in $(WHEEL_DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then echo "installing Debian packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "missing Debian packages (run as root or install them):$$missing"; exit 1; fi; fi
+
+# The wheel tools (Zig, setuptools, auditwheel) in a venv of their own.
+$(TOOLS)/.installed: requirements-wheel.txt
+	test -x $(TOOLS)/bin/python || $(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install -q -r requirements-wheel.txt
 	touch $@
 
-# dist/ffcv_go-<version>-py3-none-manylinux_<glibc>_x86_64.whl: the Go library
-# (loaded with ctypes, so one wheel serves every CPython 3) with libjpeg-turbo
-# bundled by auditwheel (soname rewritten with patchelf). Installing it needs
-# neither Go nor system libraries.
-wheel: deps venv $(VENV)/.wheel-tools
+build/toolchain/%/cc: $(TOOLS)/.installed packaging/toolchain.sh
+	packaging/toolchain.sh "$$($(TOOLS)/bin/python -c 'import os, ziglang; print(os.path.join(os.path.dirname(ziglang.__file__), "zig"))')" \
+	  $*-linux-gnu.2.17 build/toolchain/$*
+
+$(JPEG_SRC)/.unpacked: packaging/fetch-libjpeg-turbo.sh packaging/libjpeg-turbo.sha256
+	packaging/fetch-libjpeg-turbo.sh $(JPEG_VERSION) $(JPEG_SRC)
+	touch $@
+
+build/jpeg/%/lib/libjpeg.a: $(JPEG_SRC)/.unpacked build/toolchain/%/cc packaging/build-libjpeg-turbo.sh
+	packaging/build-libjpeg-turbo.sh $(JPEG_SRC) build/toolchain/$* $* build/jpeg/$*
+
+# GOAMD64=v1 keeps x86-64's floor (and keeps Go from fusing multiply-adds,
+# which v3 allows); the C code is built without -g, so there is no DWARF.
+build/so/%/_ffcv_go.so: $(GO_SOURCES) build/jpeg/%/lib/libjpeg.a build/toolchain/%/cc
+	mkdir -p $(@D)
+	CGO_ENABLED=1 GOOS=linux GOARCH=$(GOARCH_$*) GOAMD64=v1 CC=$(abspath build/toolchain/$*/cc) \
+	  CGO_CFLAGS="-O2 -I$(abspath build/jpeg/$*/include)" CGO_LDFLAGS="-L$(abspath build/jpeg/$*/lib)" \
+	  go build -trimpath -ldflags=-w -buildmode=c-shared -o $@.tmp ./export
+	rm -f $(@D)/*.h
+	mv $@.tmp $@
+
+dist/.wheels: $(foreach a,$(WHEEL_ARCHES),build/so/$(a)/_ffcv_go.so) $(shell find python -name '*.py') setup.py pyproject.toml README.md
 	rm -rf build/lib build/bdist.* build/wheel dist/ffcv_go-*.whl
-	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w build/wheel .
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m auditwheel repair -w dist build/wheel/ffcv_go-*.whl
-	rm -rf build/lib build/bdist.* build/wheel
+	set -e; for a in $(WHEEL_ARCHES); do \
+	  FFCV_GO_LIB=build/so/$$a/_ffcv_go.so FFCV_GO_PLAT=manylinux2014_$$a SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) \
+	    $(TOOLS)/bin/python -m pip wheel -q --no-deps --no-build-isolation -w build/wheel .; \
+	  rm -rf build/lib build/bdist.*; done
+	mkdir -p dist && mv build/wheel/ffcv_go-*.whl dist/ && rm -rf build/wheel
+	touch $@
+
+wheel: wheel-deps dist/.wheels check-wheel
+
+# Pattern-rule intermediates: kept, they are the cache.
+.SECONDARY: $(foreach a,$(WHEEL_ARCHES),build/toolchain/$(a)/cc build/jpeg/$(a)/lib/libjpeg.a build/so/$(a)/_ffcv_go.so)
+
+# Each wheel's library: the right machine, no GLIBC symbol version above
+# 2.17, nothing NEEDED outside glibc, libjpeg's symbols not exported; and
+# auditwheel agrees with the tag.
+check-wheel: $(TOOLS)/.installed
+	packaging/check-wheel.sh $(TOOLS)/bin/auditwheel dist/ffcv_go-*-py3-none-manylinux2014_*.whl
 
 vet:
 	test -z "$$(gofmt -l core export tests/go)" || { gofmt -l core export tests/go; exit 1; }
