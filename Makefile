@@ -12,7 +12,7 @@ DEB_DATA := mate-backgrounds lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 dat
 PYTEST_ARGS ?=
 CONFORMANCE_ARGS ?=
 
-.PHONY: all build deps venv wheel wheel-deps check-wheel test test-go test-python conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-ray bench-remote clean
+.PHONY: all build deps venv wheel wheel-deps check-wheel test test-torch113 aarch64-deps test-aarch64-quick test-aarch64 test-go test-python conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-ray bench-remote bench-wheel-ab clean
 
 all: build
 
@@ -149,7 +149,100 @@ test-python: deps venv build wheel
 conformance: deps venv build
 	$(PY) tests/conformance/run.py $(CONFORMANCE_ARGS)
 
-test: deps venv build vet test-go fuzz test-python conformance
+test: deps venv build vet test-go fuzz test-python conformance test-torch113 test-aarch64-quick
+
+# ---- Debian's torch 1.13 ---------------------------------------------------
+# The reader, writer, loader and transform tests under Debian's own python3,
+# python3-torch 1.13 and numpy 1.24 (apt, no venv), against the library that
+# `make build` puts in python/: the oldest torch and numpy ffcv_go supports.
+TORCH113_DEB_PACKAGES := python3-torch python3-numpy python3-pil python3-pytest
+TORCH113_TESTS := test_reader.py test_writer.py test_loader.py test_loader_api.py test_pipeline.py test_custom_ops.py
+
+test-torch113: deps build
+	@missing=""; for p in $(TORCH113_DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then echo "installing Debian packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  else echo "missing Debian packages (run as root or install them):$$missing"; exit 1; fi; fi
+	cd tests/python && PYTHONPATH=$(abspath python) /usr/bin/python3 -m pytest -q -p no:cacheprovider $(TORCH113_TESTS)
+
+# ---- arm64, under emulation ------------------------------------------------
+# The aarch64 wheel installed in a Debian bookworm arm64 root (python3-torch
+# 1.13, numpy, Pillow) run by qemu-user-static: it writes the same photos
+# into a .beton and loads fixed-seed epochs through RandomResizedCrop, flip
+# and normalize, and both must equal x86-64's byte for byte (the x86-64 wheel
+# under Debian's python3 here). The Go tests of the resize kernels and the
+# pipeline run there too. The root is built once into a tarball under build/.
+# make test runs the quick set; test-aarch64 everything, and times the NEON
+# against the Go resize kernels (emulated: indicative only).
+AARCH64 := build/aarch64
+AARCH64_ROOT := $(AARCH64)/root
+AARCH64_DEB_PACKAGES := mmdebstrap qemu-user-static binfmt-support
+AARCH64_GO_QUICK := core/imgproc core/pipeline
+AARCH64_GO_FULL := core/imgproc core/pipeline core/jpeg core/field core/order core/beton
+ARM_CC_ENV = CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC=$(abspath build/toolchain/aarch64/cc) \
+  CGO_CFLAGS="-O2 -I$(abspath build/jpeg/aarch64/include)" CGO_LDFLAGS="-L$(abspath build/jpeg/aarch64/lib)"
+
+aarch64-deps:
+	@missing=""; for p in $(AARCH64_DEB_PACKAGES) $(TORCH113_DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then echo "installing Debian packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  else echo "missing Debian packages (run as root or install them):$$missing"; exit 1; fi; fi
+	tests/aarch64/binfmt.sh
+
+$(AARCH64)/bookworm-arm64.tar: tests/aarch64/make-root.sh
+	mkdir -p $(@D)
+	tests/aarch64/make-root.sh $@
+
+$(AARCH64_ROOT)/.extracted: $(AARCH64)/bookworm-arm64.tar
+	rm -rf $(AARCH64_ROOT) && mkdir -p $(AARCH64_ROOT)
+	tar --numeric-owner -C $(AARCH64_ROOT) -xf $<
+	touch $@
+
+$(AARCH64)/photos-%/.done: bench/make_dataset.py
+	$(PY) bench/make_dataset.py $(@D) --num-images $* --num-classes 4 --processes 1 >/dev/null
+	touch $@
+
+# aarch64-go-test PACKAGES: each package's tests cross-compiled for arm64
+# and run under qemu, in the package's directory (testdata).
+define aarch64-go-test
+	mkdir -p $(AARCH64)/go-tests; set -e; for p in $(1); do t=$(abspath $(AARCH64))/go-tests/$$(basename $$p).test; \
+	  $(ARM_CC_ENV) go test -c -o $$t ./$$p; \
+	  if ! (cd $$p && QEMU_LD_PREFIX=$(abspath $(AARCH64_ROOT)) $$t -test.count=1 >$$t.log 2>&1); then \
+	    cat $$t.log; echo "arm64 $$p: FAIL"; exit 1; fi; \
+	  echo "arm64 $$p: $$(tail -1 $$t.log)"; done
+endef
+
+# aarch64-crossarch N ARGS: N photos written and loaded on both machines,
+# compared; ARGS go to crossarch.py run.
+define aarch64-crossarch
+	rm -rf $(AARCH64)/x86-site $(AARCH64)/out-x86 $(AARCH64_ROOT)/tmp/xarch
+	$(PY) -m pip install -q --no-deps --no-index --target $(AARCH64)/x86-site dist/ffcv_go-*-py3-none-manylinux2014_x86_64.whl
+	PYTHONPATH=$(AARCH64)/x86-site /usr/bin/python3 tests/aarch64/crossarch.py run $(AARCH64)/photos-$(1) $(AARCH64)/out-x86 $(2)
+	mkdir -p $(AARCH64_ROOT)/tmp/xarch
+	cp -r $(AARCH64)/photos-$(1) $(AARCH64_ROOT)/tmp/xarch/photos
+	cp tests/aarch64/crossarch.py dist/ffcv_go-*-py3-none-manylinux2014_aarch64.whl $(AARCH64_ROOT)/tmp/xarch/
+	tests/aarch64/in-root.sh $(AARCH64_ROOT) 'cd /tmp/xarch && \
+	  python3 -m pip install -q --no-deps --no-index --break-system-packages --force-reinstall --root-user-action=ignore ffcv_go-*.whl && \
+	  python3 crossarch.py run photos out $(2)'
+	/usr/bin/python3 tests/aarch64/crossarch.py compare $(AARCH64)/out-x86 $(AARCH64_ROOT)/tmp/xarch/out
+endef
+
+test-aarch64-quick: deps venv aarch64-deps wheel $(AARCH64_ROOT)/.extracted $(AARCH64)/photos-16/.done
+	$(call aarch64-go-test,$(AARCH64_GO_QUICK))
+	$(call aarch64-crossarch,16,--epochs 2)
+
+test-aarch64: deps venv aarch64-deps wheel $(AARCH64_ROOT)/.extracted $(AARCH64)/photos-64/.done
+	$(call aarch64-go-test,$(AARCH64_GO_FULL))
+	$(call aarch64-crossarch,64,--full --epochs 3)
+	@echo "arm64 with FFCV_GO_SIMD=off (the Go resize kernels instead of NEON):"
+	tests/aarch64/in-root.sh $(AARCH64_ROOT) 'cd /tmp/xarch && FFCV_GO_SIMD=off python3 crossarch.py run photos out-go --full --epochs 3'
+	/usr/bin/python3 tests/aarch64/crossarch.py compare $(AARCH64)/out-x86 $(AARCH64_ROOT)/tmp/xarch/out-go
+	@echo "NEON against the Go resize kernels, emulated (indicative only):"
+	cd core/imgproc && QEMU_LD_PREFIX=$(abspath $(AARCH64_ROOT)) $(abspath $(AARCH64))/go-tests/imgproc.test \
+	  -test.run '^$$' -test.bench Kernels -test.cpu 1 -test.benchtime 20x | grep -E 'Benchmark|ok'
+
 
 # Optional: FFCV 1.0 itself in .venv, for tests/python/test_ffcv_compat.py and the
 # benchmark's FFCV column (both skip it otherwise). Builds against Debian's OpenCV.
@@ -192,6 +285,18 @@ bench-ray: deps venv build
 # The loader over S3 (moto) and HTTP (with added latency) against local disk.
 bench-remote: deps venv build
 	PYTHONPATH=python $(PY) bench/remote.py $(BENCH_ARGS)
+
+# Loader speed of the wheel main ships (OLD_REF, built here as main builds it:
+# the system's gcc, glibc and shared libjpeg-turbo) against make wheel's
+# x86-64 wheel, alternating in one run (bench/wheel_ab.py). Needs an idle
+# machine. BENCH_ARGS e.g. --rounds 8 --num-images 5000.
+OLD_REF ?= main
+bench-wheel-ab: deps venv wheel
+	rm -rf build/wheel-ab/src-old build/wheel-ab/old-wheel && mkdir -p build/wheel-ab/src-old
+	git archive $(OLD_REF) | tar -x -C build/wheel-ab/src-old
+	cd build/wheel-ab/src-old && $(abspath $(TOOLS))/bin/python -m pip wheel -q --no-deps --no-build-isolation -w ../old-wheel .
+	$(PY) bench/wheel_ab.py --old build/wheel-ab/old-wheel/ffcv_go-*.whl \
+	  --new $$(ls dist/ffcv_go-*-py3-none-manylinux2014_x86_64.whl) $(BENCH_ARGS)
 
 clean:
 	rm -f $(LIB) $(basename $(LIB)).h
