@@ -172,7 +172,8 @@ test-torch113: deps build
 # into a .beton and loads fixed-seed epochs through RandomResizedCrop, flip
 # and normalize, and both must equal x86-64's byte for byte (the x86-64 wheel
 # under Debian's python3 here). The Go tests of the resize kernels and the
-# pipeline run there too. The root is built once into a tarball under build/.
+# pipeline run there too. The root is built once into a tarball under build/
+# (tests/aarch64/make-root.sh: about a minute, then seconds to unpack).
 # make test runs the quick set; test-aarch64 everything, and times the NEON
 # against the Go resize kernels (emulated: indicative only).
 AARCH64 := build/aarch64
