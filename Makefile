@@ -84,11 +84,12 @@ build/jpeg/%/lib/libjpeg.a: $(JPEG_SRC)/.unpacked build/toolchain/%/cc packaging
 	packaging/build-libjpeg-turbo.sh $(JPEG_SRC) build/toolchain/$* $* build/jpeg/$*
 
 # GOAMD64=v1 keeps x86-64's floor (and keeps Go from fusing multiply-adds,
-# which v3 allows); the C code is built without -g, so there is no DWARF.
+# which v3 allows). -g0: Zig's clang writes DWARF by default, and its paths
+# would make the library depend on where the tree is.
 build/so/%/_ffcv_go.so: $(GO_SOURCES) build/jpeg/%/lib/libjpeg.a build/toolchain/%/cc
 	mkdir -p $(@D)
 	CGO_ENABLED=1 GOOS=linux GOARCH=$(GOARCH_$*) GOAMD64=v1 CC=$(abspath build/toolchain/$*/cc) \
-	  CGO_CFLAGS="-O2 -I$(abspath build/jpeg/$*/include)" CGO_LDFLAGS="-L$(abspath build/jpeg/$*/lib)" \
+	  CGO_CFLAGS="-O2 -g0 -I$(abspath build/jpeg/$*/include)" CGO_LDFLAGS="-L$(abspath build/jpeg/$*/lib)" \
 	  go build -trimpath -ldflags=-w -buildmode=c-shared -o $@.tmp ./export
 	rm -f $(@D)/*.h
 	mv $@.tmp $@

@@ -9,7 +9,7 @@
 # cc drops -Wl,-S: Go's linker passes it with -ldflags=-w to drop the C
 # objects' DWARF (GNU ld's --strip-debug), but Zig takes it for strip-all and
 # would drop the symbol table that stack traces and perf use. The C code is
-# compiled without -g, so there is no DWARF to drop.
+# compiled with -g0, so there is no DWARF to drop.
 set -eu
 zig=$1 target=$2 dir=$3
 mkdir -p "$dir"
