@@ -84,13 +84,14 @@ build/jpeg/%/lib/libjpeg.a: $(JPEG_SRC)/.unpacked build/toolchain/%/cc packaging
 	packaging/build-libjpeg-turbo.sh $(JPEG_SRC) build/toolchain/$* $* build/jpeg/$*
 
 # GOAMD64=v1 keeps x86-64's floor (and keeps Go from fusing multiply-adds,
-# which v3 allows). -g0: Zig's clang writes DWARF by default, and its paths
-# would make the library depend on where the tree is.
-build/so/%/_ffcv_go.so: $(GO_SOURCES) build/jpeg/%/lib/libjpeg.a build/toolchain/%/cc
+# which v3 allows). Nothing in the library depends on where the tree is:
+# -g0, as Zig's clang writes DWARF by default, with the build's paths; no Go
+# build ID, which hashes the compiler's path; a GNU build ID from the content.
+build/so/%/_ffcv_go.so: $(GO_SOURCES) build/jpeg/%/lib/libjpeg.a build/toolchain/%/cc Makefile
 	mkdir -p $(@D)
 	CGO_ENABLED=1 GOOS=linux GOARCH=$(GOARCH_$*) GOAMD64=v1 CC=$(abspath build/toolchain/$*/cc) \
 	  CGO_CFLAGS="-O2 -g0 -I$(abspath build/jpeg/$*/include)" CGO_LDFLAGS="-L$(abspath build/jpeg/$*/lib)" \
-	  go build -trimpath -ldflags=-w -buildmode=c-shared -o $@.tmp ./export
+	  go build -trimpath -ldflags='-w -buildid= -extldflags=-Wl,--build-id=sha1' -buildmode=c-shared -o $@.tmp ./export
 	rm -f $(@D)/*.h
 	mv $@.tmp $@
 
