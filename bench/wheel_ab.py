@@ -76,15 +76,16 @@ def main(argv=None):
     if not args.old or not args.new:
         p.error("--old and --new are required")
 
-    os.makedirs(args.work, exist_ok=True)
-    sites = {name: os.path.join(args.work, name) for name in ("old", "new")}
+    work = os.path.abspath(args.work)
+    os.makedirs(work, exist_ok=True)
+    sites = {name: os.path.join(work, name) for name in ("old", "new")}
     for name, wheel in (("old", args.old), ("new", args.new)):
         install(wheel, sites[name])
     if not os.path.isdir(args.data) or not os.listdir(args.data):
         sys.path.insert(0, HERE)
         import make_dataset
         make_dataset.make_image_folder(args.data, args.num_images, classes=10, processes=2)
-    beton = os.path.join(args.work, f"ab_{args.max_resolution}.beton")
+    beton = os.path.join(work, f"ab_{args.max_resolution}.beton")
     write = ("import sys; from ffcv_go import DatasetWriter; from ffcv_go.fields import RGBImageField, IntField; "
              f"DatasetWriter(sys.argv[1], {{'image': RGBImageField(write_mode='jpg', max_resolution={args.max_resolution}, "
              "jpeg_quality=90), 'label': IntField()}, progress=False).from_image_folder(sys.argv[2])")
@@ -95,11 +96,12 @@ def main(argv=None):
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FFCV_GO_LIBRARY")}
     for r in range(args.rounds):
         for name in (("old", "new") if r % 2 == 0 else ("new", "old")):
-            out = subprocess.run([sys.executable, __file__, "--child", sites[name], beton, "--epochs", str(args.epochs),
-                                  "--res", str(args.res), "--batch-size", str(args.batch_size),
-                                  "--workers", str(args.workers)],
-                                 check=True, capture_output=True, text=True, env=env).stdout
-            res = json.loads(out.strip().splitlines()[-1])
+            proc = subprocess.run([sys.executable, __file__, "--child", sites[name], beton, "--epochs", str(args.epochs),
+                                   "--res", str(args.res), "--batch-size", str(args.batch_size),
+                                   "--workers", str(args.workers)], capture_output=True, text=True, env=env)
+            if proc.returncode != 0:
+                sys.exit(f"the {name} wheel's run failed:\n{proc.stderr}")
+            res = json.loads(proc.stdout.strip().splitlines()[-1])
             for k in res:
                 runs[name][k] += res[k]
             print(f"round {r + 1}/{args.rounds} {name}: {statistics.median(res['img_s']):.0f} img/s, "
