@@ -12,7 +12,7 @@ DEB_DATA := mate-backgrounds lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 dat
 PYTEST_ARGS ?=
 CONFORMANCE_ARGS ?=
 
-.PHONY: all build deps venv wheel test test-go test-python test-gpu gpu-bundle conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-ray bench-remote bench-soak clean docs docs-check
+.PHONY: all build deps venv wheel wheel-deps check-wheel test test-torch113 aarch64-deps test-aarch64-quick test-aarch64 test-go test-python test-gpu gpu-bundle conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-ray bench-remote bench-soak bench-wheel-ab clean docs docs-check
 
 all: build
 
@@ -42,19 +42,78 @@ $(VENV)/.installed: requirements-dev.txt requirements-extra.txt
 
 venv: $(VENV)/.installed
 
-$(VENV)/.wheel-tools: requirements-wheel.txt $(VENV)/.installed
-	$(PY) -m pip install -q -r requirements-wheel.txt
+# ---- Wheels --------------------------------------------------------------
+# dist/ffcv_go-<version>-py3-none-manylinux2014_{x86_64,aarch64}.whl, both
+# built here (x86-64): the Go library cross-compiled with cgo and Zig's C
+# compiler for glibc 2.17, with libjpeg-turbo (Debian's source package,
+# pinned in packaging/) built by the same compiler, with its SIMD, and linked
+# in statically. The library is loaded with ctypes, so one wheel per
+# architecture serves every CPython 3. Everything is cached under build/:
+# a second `make wheel` only repackages. See docs/install.md.
+WHEEL_ARCHES := x86_64 aarch64
+JPEG_VERSION := 1:2.1.5-2
+JPEG_SRC := build/src/libjpeg-turbo-$(subst :,_,$(JPEG_VERSION))
+TOOLS := build/tools
+WHEEL_DEB_PACKAGES := cmake nasm dpkg-dev binutils
+GOARCH_x86_64 := amd64
+GOARCH_aarch64 := arm64
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 315532800)
+
+wheel-deps:
+	@missing=""; for p in $(WHEEL_DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then echo "installing Debian packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "missing Debian packages (run as root or install them):$$missing"; exit 1; fi; fi
+
+# The wheel tools (Zig, setuptools, auditwheel) in a venv of their own.
+$(TOOLS)/.installed: requirements-wheel.txt
+	test -x $(TOOLS)/bin/python || $(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install -q -r requirements-wheel.txt
 	touch $@
 
-# dist/ffcv_go-<version>-py3-none-manylinux_<glibc>_x86_64.whl: the Go library
-# (loaded with ctypes, so one wheel serves every CPython 3) with libjpeg-turbo
-# bundled by auditwheel (soname rewritten with patchelf). Installing it needs
-# neither Go nor system libraries.
-wheel: deps venv $(VENV)/.wheel-tools
+build/toolchain/%/cc: $(TOOLS)/.installed packaging/toolchain.sh
+	packaging/toolchain.sh "$$($(TOOLS)/bin/python -c 'import os, ziglang; print(os.path.join(os.path.dirname(ziglang.__file__), "zig"))')" \
+	  $*-linux-gnu.2.17 build/toolchain/$*
+
+$(JPEG_SRC)/.unpacked: packaging/fetch-libjpeg-turbo.sh packaging/libjpeg-turbo.sha256
+	packaging/fetch-libjpeg-turbo.sh $(JPEG_VERSION) $(JPEG_SRC)
+	touch $@
+
+build/jpeg/%/lib/libjpeg.a: $(JPEG_SRC)/.unpacked build/toolchain/%/cc packaging/build-libjpeg-turbo.sh
+	packaging/build-libjpeg-turbo.sh $(JPEG_SRC) build/toolchain/$* $* build/jpeg/$*
+
+# GOAMD64=v1 keeps x86-64's floor (and keeps Go from fusing multiply-adds,
+# which v3 allows). Nothing in the library depends on where the tree is:
+# -g0, as Zig's clang writes DWARF by default, with the build's paths; no Go
+# build ID, which hashes the compiler's path; a GNU build ID from the content.
+build/so/%/_ffcv_go.so: $(GO_SOURCES) build/jpeg/%/lib/libjpeg.a build/toolchain/%/cc Makefile
+	mkdir -p $(@D)
+	CGO_ENABLED=1 GOOS=linux GOARCH=$(GOARCH_$*) GOAMD64=v1 CC=$(abspath build/toolchain/$*/cc) \
+	  CGO_CFLAGS="-O2 -g0 -I$(abspath build/jpeg/$*/include)" CGO_LDFLAGS="-L$(abspath build/jpeg/$*/lib)" \
+	  go build -trimpath -ldflags='-w -buildid= -extldflags=-Wl,--build-id=sha1' -buildmode=c-shared -o $@.tmp ./export
+	rm -f $(@D)/*.h
+	mv $@.tmp $@
+
+dist/.wheels: $(foreach a,$(WHEEL_ARCHES),build/so/$(a)/_ffcv_go.so) $(shell find python -name '*.py') setup.py pyproject.toml README.md
 	rm -rf build/lib build/bdist.* build/wheel dist/ffcv_go-*.whl
-	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w build/wheel .
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m auditwheel repair -w dist build/wheel/ffcv_go-*.whl
-	rm -rf build/lib build/bdist.* build/wheel
+	set -e; for a in $(WHEEL_ARCHES); do \
+	  FFCV_GO_LIB=build/so/$$a/_ffcv_go.so FFCV_GO_PLAT=manylinux2014_$$a SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) \
+	    $(TOOLS)/bin/python -m pip wheel -q --no-deps --no-build-isolation -w build/wheel .; \
+	  rm -rf build/lib build/bdist.*; done
+	mkdir -p dist && mv build/wheel/ffcv_go-*.whl dist/ && rm -rf build/wheel
+	touch $@
+
+wheel: wheel-deps dist/.wheels check-wheel
+
+# Pattern-rule intermediates: kept, they are the cache.
+.SECONDARY: $(foreach a,$(WHEEL_ARCHES),build/toolchain/$(a)/cc build/jpeg/$(a)/lib/libjpeg.a build/so/$(a)/_ffcv_go.so)
+
+# Each wheel's library: the right machine, no GLIBC symbol version above
+# 2.17, nothing NEEDED outside glibc, libjpeg's symbols not exported; and
+# auditwheel agrees with the tag.
+check-wheel: $(TOOLS)/.installed
+	packaging/check-wheel.sh $(TOOLS)/bin/auditwheel dist/ffcv_go-*-py3-none-manylinux2014_*.whl
 
 vet:
 	test -z "$$(gofmt -l core export tests/go)" || { gofmt -l core export tests/go; exit 1; }
@@ -107,7 +166,7 @@ gpu-bundle: deps venv build wheel
 conformance: deps venv build
 	$(PY) tests/conformance/run.py $(CONFORMANCE_ARGS)
 
-test: docs-check deps venv build vet test-go fuzz test-python conformance
+test: docs-check deps venv build vet test-go fuzz test-python conformance test-torch113 test-aarch64-quick
 
 # The documentation site (mkdocs.yml, docs/) into build/site. --strict turns
 # every warning into a failure: a broken link or anchor, a page missing from
@@ -123,6 +182,100 @@ docs: $(VENV)/.docs-tools
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict -d build/site
 
 docs-check: docs
+
+# ---- Debian's torch 1.13 ---------------------------------------------------
+# The reader, writer, loader and transform tests under Debian's own python3,
+# python3-torch 1.13 and numpy 1.24 (apt, no venv), against the library that
+# `make build` puts in python/: the oldest torch and numpy ffcv_go supports.
+TORCH113_DEB_PACKAGES := python3-torch python3-numpy python3-pil python3-pytest
+TORCH113_TESTS := test_reader.py test_writer.py test_loader.py test_loader_api.py test_pipeline.py test_custom_ops.py
+
+test-torch113: deps build
+	@missing=""; for p in $(TORCH113_DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then echo "installing Debian packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  else echo "missing Debian packages (run as root or install them):$$missing"; exit 1; fi; fi
+	cd tests/python && PYTHONPATH=$(abspath python) /usr/bin/python3 -m pytest -q -p no:cacheprovider $(TORCH113_TESTS)
+
+# ---- arm64, under emulation ------------------------------------------------
+# The aarch64 wheel installed in a Debian bookworm arm64 root (python3-torch
+# 1.13, numpy, Pillow) run by qemu-user-static: it writes the same photos
+# into a .beton and loads fixed-seed epochs through RandomResizedCrop, flip
+# and normalize, and both must equal x86-64's byte for byte (the x86-64 wheel
+# under Debian's python3 here). The Go tests of the resize kernels and the
+# pipeline run there too. The root is built once into a tarball under build/
+# (tests/aarch64/make-root.sh: about a minute, then seconds to unpack).
+# make test runs the quick set; test-aarch64 everything, and times the NEON
+# against the Go resize kernels (emulated: indicative only).
+AARCH64 := build/aarch64
+AARCH64_ROOT := $(AARCH64)/root
+AARCH64_DEB_PACKAGES := mmdebstrap qemu-user-static binfmt-support
+AARCH64_GO_QUICK := core/imgproc core/pipeline
+AARCH64_GO_FULL := core/imgproc core/pipeline core/jpeg core/field core/order core/beton
+ARM_CC_ENV = CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC=$(abspath build/toolchain/aarch64/cc) \
+  CGO_CFLAGS="-O2 -I$(abspath build/jpeg/aarch64/include)" CGO_LDFLAGS="-L$(abspath build/jpeg/aarch64/lib)"
+
+aarch64-deps:
+	@missing=""; for p in $(AARCH64_DEB_PACKAGES) $(TORCH113_DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then echo "installing Debian packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  else echo "missing Debian packages (run as root or install them):$$missing"; exit 1; fi; fi
+	tests/aarch64/binfmt.sh
+
+$(AARCH64)/bookworm-arm64.tar: tests/aarch64/make-root.sh
+	mkdir -p $(@D)
+	tests/aarch64/make-root.sh $@
+
+$(AARCH64_ROOT)/.extracted: $(AARCH64)/bookworm-arm64.tar
+	rm -rf $(AARCH64_ROOT) && mkdir -p $(AARCH64_ROOT)
+	tar --numeric-owner -C $(AARCH64_ROOT) -xf $<
+	touch $@
+
+$(AARCH64)/photos-%/.done: bench/make_dataset.py
+	$(PY) bench/make_dataset.py $(@D) --num-images $* --num-classes 4 --processes 1 >/dev/null
+	touch $@
+
+# aarch64-go-test PACKAGES: each package's tests cross-compiled for arm64
+# and run under qemu, in the package's directory (testdata).
+define aarch64-go-test
+	mkdir -p $(AARCH64)/go-tests; set -e; for p in $(1); do t=$(abspath $(AARCH64))/go-tests/$$(basename $$p).test; \
+	  $(ARM_CC_ENV) go test -c -o $$t ./$$p; \
+	  if ! (cd $$p && QEMU_LD_PREFIX=$(abspath $(AARCH64_ROOT)) $$t -test.count=1 >$$t.log 2>&1); then \
+	    cat $$t.log; echo "arm64 $$p: FAIL"; exit 1; fi; \
+	  echo "arm64 $$p: $$(tail -1 $$t.log)"; done
+endef
+
+# aarch64-crossarch N ARGS: N photos written and loaded on both machines,
+# compared; ARGS go to crossarch.py run.
+define aarch64-crossarch
+	rm -rf $(AARCH64)/x86-site $(AARCH64)/out-x86 $(AARCH64_ROOT)/tmp/xarch
+	$(PY) -m pip install -q --no-deps --no-index --target $(AARCH64)/x86-site dist/ffcv_go-*-py3-none-manylinux2014_x86_64.whl
+	PYTHONPATH=$(AARCH64)/x86-site /usr/bin/python3 tests/aarch64/crossarch.py run $(AARCH64)/photos-$(1) $(AARCH64)/out-x86 $(2)
+	mkdir -p $(AARCH64_ROOT)/tmp/xarch
+	cp -r $(AARCH64)/photos-$(1) $(AARCH64_ROOT)/tmp/xarch/photos
+	cp tests/aarch64/crossarch.py dist/ffcv_go-*-py3-none-manylinux2014_aarch64.whl $(AARCH64_ROOT)/tmp/xarch/
+	tests/aarch64/in-root.sh $(AARCH64_ROOT) 'cd /tmp/xarch && \
+	  python3 -m pip install -q --no-deps --no-index --break-system-packages --force-reinstall --root-user-action=ignore ffcv_go-*.whl && \
+	  python3 crossarch.py run photos out $(2)'
+	/usr/bin/python3 tests/aarch64/crossarch.py compare $(AARCH64)/out-x86 $(AARCH64_ROOT)/tmp/xarch/out
+endef
+
+test-aarch64-quick: deps venv aarch64-deps wheel $(AARCH64_ROOT)/.extracted $(AARCH64)/photos-16/.done
+	$(call aarch64-go-test,$(AARCH64_GO_QUICK))
+	$(call aarch64-crossarch,16,--epochs 2)
+
+test-aarch64: deps venv aarch64-deps wheel $(AARCH64_ROOT)/.extracted $(AARCH64)/photos-64/.done
+	$(call aarch64-go-test,$(AARCH64_GO_FULL))
+	$(call aarch64-crossarch,64,--full --epochs 3)
+	@echo "arm64 with FFCV_GO_SIMD=off (the Go resize kernels instead of NEON):"
+	tests/aarch64/in-root.sh $(AARCH64_ROOT) 'cd /tmp/xarch && FFCV_GO_SIMD=off python3 crossarch.py run photos out-go --full --epochs 3'
+	/usr/bin/python3 tests/aarch64/crossarch.py compare $(AARCH64)/out-x86 $(AARCH64_ROOT)/tmp/xarch/out-go
+	@echo "NEON against the Go resize kernels, emulated (indicative only):"
+	cd core/imgproc && QEMU_LD_PREFIX=$(abspath $(AARCH64_ROOT)) $(abspath $(AARCH64))/go-tests/imgproc.test \
+	  -test.run '^$$' -test.bench Kernels -test.cpu 1 -test.benchtime 20x | grep -E 'Benchmark|ok'
+
 
 # Optional: FFCV 1.0 itself in .venv, for tests/python/test_ffcv_compat.py and the
 # benchmark's FFCV column (both skip it otherwise). Builds against Debian's OpenCV.
@@ -170,6 +323,19 @@ bench-remote: deps venv build
 # open files and threads per round (bench/results/soak.{md,png}).
 bench-soak: deps venv build ffcv
 	PYTHONPATH=python $(PY) bench/soak_loaders.py $(BENCH_ARGS)
+
+# Loader speed of the glibc-2.34 wheel (OLD_REF, the last commit that built it,
+# built here as it was built:
+# the system's gcc, glibc and shared libjpeg-turbo) against make wheel's
+# x86-64 wheel, alternating in one run (bench/wheel_ab.py). Needs an idle
+# machine. BENCH_ARGS e.g. --rounds 8 --num-images 5000.
+OLD_REF ?= c4c0fbb
+bench-wheel-ab: deps venv wheel
+	rm -rf build/wheel-ab/src-old build/wheel-ab/old-wheel && mkdir -p build/wheel-ab/src-old
+	git archive $(OLD_REF) | tar -x -C build/wheel-ab/src-old
+	cd build/wheel-ab/src-old && $(abspath $(TOOLS))/bin/python -m pip wheel -q --no-deps --no-build-isolation -w ../old-wheel .
+	$(PY) bench/wheel_ab.py --old build/wheel-ab/old-wheel/ffcv_go-*.whl \
+	  --new $$(ls dist/ffcv_go-*-py3-none-manylinux2014_x86_64.whl) $(BENCH_ARGS)
 
 clean:
 	rm -f $(LIB) $(basename $(LIB)).h

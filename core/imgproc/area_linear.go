@@ -26,7 +26,7 @@ func (t *linTab) build(ssize, dsize int, scale, inv float64) {
 	t.limit = dsize
 	for d := 0; d < dsize; d++ {
 		s := int(math.Floor(float64(d) * scale))
-		f := float32(float64(d+1) - float64(s+1)*inv)
+		f := float32(float64(d+1) - float64(float64(s+1)*inv))
 		if f <= 0 {
 			f = 0
 		} else {

@@ -38,7 +38,7 @@ func (t *taps) end() { t.off = append(t.off, int32(len(t.w))) }
 func (t *taps) areaTaps(ssize, dsize int, scale float64) {
 	t.reset(dsize)
 	for dx := 0; dx < dsize; dx++ {
-		fsx1 := float64(dx) * scale
+		fsx1 := float64(float64(dx) * scale)
 		fsx2 := fsx1 + scale
 		cellWidth := math.Min(scale, float64(ssize)-fsx1)
 		sx1, sx2 := int(math.Ceil(fsx1)), int(math.Floor(fsx2))
@@ -64,7 +64,7 @@ func (t *taps) regionTaps(ssize, dsize int, lo, hi float64) {
 	t.reset(dsize)
 	scale := (hi - lo) / float64(dsize)
 	for d := 0; d < dsize; d++ {
-		a := lo + float64(d)*scale
+		a := lo + float64(float64(d)*scale)
 		b := a + scale
 		if d == dsize-1 {
 			b = hi // no drift at the far edge

@@ -38,15 +38,20 @@ func BenchmarkResizeAreaRegion(b *testing.B) {
 	}
 }
 
-// BenchmarkKernels compares the Go kernels with the SSE2 and AVX2 C kernels
-// on the loader's geometries: run with -cpu 1 and compare within one run.
+// BenchmarkKernels compares the Go kernels with the C kernels (SSE2 and AVX2
+// on x86-64, NEON on arm64) on the loader's geometries: run with -cpu 1 and
+// compare within one run.
 func BenchmarkKernels(b *testing.B) {
 	defer func(v bool) { useAVX2 = v }(useAVX2)
+	impls := []string{"go", "sse2", "avx2"}
+	if runtime.GOARCH == "arm64" {
+		impls = []string{"go", "neon"}
+	}
 	for _, sz := range [][4]int{{500, 375, 224, 224}, {300, 260, 224, 224}, {160, 120, 224, 224}} {
 		sw, sh, dw, dh := sz[0], sz[1], sz[2], sz[3]
 		src := randImage(rand.New(rand.NewPCG(3, 4)), sw*sh*3)
 		dst := make([]byte, dw*dh*3)
-		for _, impl := range []string{"go", "sse2", "avx2"} {
+		for _, impl := range impls {
 			b.Run(fmt.Sprintf("%dx%d/%s", sw, sh, impl), func(b *testing.B) {
 				if impl != "go" && !haveSIMD || impl == "avx2" && !cpu.X86.HasAVX2 {
 					b.Skip("no such kernels here")

@@ -170,6 +170,6 @@ func growI32(s []int32, n int) []int32 {
 // (cvRound), then clamp. Adding 1.5·2^23 makes the FPU do the rounding: the
 // integer lands in the low mantissa bits. Valid for |v| < 2^22.
 func sat8(v float32) uint8 {
-	i := int32(math.Float32bits(v+0x1.8p23)&0x7fffff) - 0x400000
+	i := int32(math.Float32bits(float32(v)+0x1.8p23)&0x7fffff) - 0x400000
 	return uint8(min(max(i, 0), 255))
 }

@@ -232,8 +232,8 @@ func RandomResizedCrop(r *rand.Rand, w, h int, scale, ratio [2]float64) image.Re
 	area := float64(w * h)
 	logLo, logHi := math.Log(ratio[0]), math.Log(ratio[1])
 	for try := 0; try < 10; try++ {
-		target := area * (scale[0] + r.Float64()*(scale[1]-scale[0]))
-		aspect := math.Exp(logLo + r.Float64()*(logHi-logLo))
+		target := area * (scale[0] + float64(r.Float64()*(scale[1]-scale[0])))
+		aspect := math.Exp(logLo + float64(r.Float64()*(logHi-logLo)))
 		cw := int(math.RoundToEven(math.Sqrt(target * aspect)))
 		ch := int(math.RoundToEven(math.Sqrt(target / aspect)))
 		if cw > 0 && cw <= w && ch > 0 && ch <= h {

@@ -65,13 +65,13 @@ func gamma(r *rand.Rand, a float64) float64 {
 	c := 1 / math.Sqrt(9*d)
 	for {
 		x := r.NormFloat64()
-		v := 1 + c*x
+		v := 1 + float64(c*x)
 		if v <= 0 {
 			continue
 		}
-		v = v * v * v
+		v = float64(v * v * v)
 		u := r.Float64()
-		if u < 1-0.0331*x*x*x*x || math.Log(u) < 0.5*x*x+d*(1-v+math.Log(v)) {
+		if u < 1-float64(0.0331*x*x*x*x) || math.Log(u) < float64(0.5*x*x)+float64(d*(1-v+math.Log(v))) {
 			return d * v
 		}
 	}
@@ -132,7 +132,7 @@ func (m *mixup) RunBatch(b *BatchCtx, in, out []byte, n int) error {
 		a, p, o := in[i*sz:(i+1)*sz], in[j*sz:(j+1)*sz], out[i*sz:(i+1)*sz]
 		l := lam[i]
 		for k := range o {
-			o[k] = clipU8(l*float64(a[k]) + (1-l)*float64(p[k]))
+			o[k] = clipU8(float64(l*float64(a[k])) + float64((1-l)*float64(p[k])))
 		}
 	}
 	return nil

@@ -300,12 +300,14 @@ func (b *blend) Out(in Spec) (Spec, error) {
 	return in, nil
 }
 
-func gray(r, g, b byte) float64 { return 0.299*float64(r) + 0.587*float64(g) + 0.114*float64(b) }
+func gray(r, g, b byte) float64 {
+	return float64(0.299*float64(r)) + float64(0.587*float64(g)) + float64(0.114*float64(b))
+}
 
 // blendGray is FFCV's grey level for contrast and saturation: its luma
 // constants, truncated to uint8 as its astype does.
 func blendGray(r, g, b byte) float64 {
-	return float64(byte(0.2989*float64(r) + 0.587*float64(g) + 0.114*float64(b)))
+	return float64(byte(float64(0.2989*float64(r)) + float64(0.587*float64(g)) + float64(0.114*float64(b))))
 }
 
 func clipU8(v float64) byte {
@@ -325,7 +327,7 @@ func (b *blend) Run(c *Ctx, op int, in, out []byte) error {
 		return nil
 	}
 	lo := max(0, 1-b.m)
-	f := lo + r.Float64()*(1+b.m-lo)
+	f := lo + float64(r.Float64()*(1+b.m-lo))
 	switch b.kind {
 	case "brightness":
 		for i, v := range out {
@@ -339,13 +341,13 @@ func (b *blend) Run(c *Ctx, op int, in, out []byte) error {
 		}
 		mean := sum / float64(max(n, 1))
 		for i, v := range out {
-			out[i] = clipU8(f*float64(v) + (1-f)*mean)
+			out[i] = clipU8(float64(f*float64(v)) + float64((1-f)*mean))
 		}
 	case "saturation":
 		for i := 0; i+2 < len(out); i += 3 {
 			g := blendGray(out[i], out[i+1], out[i+2])
 			for k := 0; k < 3; k++ {
-				out[i+k] = clipU8(f*float64(out[i+k]) + (1-f)*g)
+				out[i+k] = clipU8(float64(f*float64(out[i+k])) + float64((1-f)*g))
 			}
 		}
 	}
@@ -730,7 +732,7 @@ func (p *poison) Run(c *Ctx, _ int, in, out []byte) error {
 		if p.alphaMap != nil {
 			alpha = p.alphaMap[i/channels]
 		}
-		f := (1-alpha)*float32(v) + alpha*p.mask[i]
+		f := float32((1-alpha)*float32(v)) + float32(alpha*p.mask[i])
 		out[i] = clipU8(float64(min(max(f, p.lo), p.hi)))
 	}
 	return nil

@@ -281,11 +281,11 @@ func blendRef(kind string, in []byte, m, p float64, seed, pos uint64) []byte {
 		return out
 	}
 	lo := math.Max(0, 1-m)
-	f := lo + r.Float64()*(1+m-lo)
+	f := lo + float64(r.Float64()*(1+m-lo))
 	clip := func(v float64) byte { return byte(math.Min(255, math.Max(0, v))) }
 	luma := func(i int) float64 {
 		// FFCV's grey: (0.2989 r + 0.587 g + 0.114 b).astype(uint8).
-		return math.Trunc(0.2989*float64(in[i]) + 0.587*float64(in[i+1]) + 0.114*float64(in[i+2]))
+		return math.Trunc(float64(0.2989*float64(in[i])) + float64(0.587*float64(in[i+1])) + float64(0.114*float64(in[i+2])))
 	}
 	switch kind {
 	case "brightness":
@@ -299,13 +299,13 @@ func blendRef(kind string, in []byte, m, p float64, seed, pos uint64) []byte {
 		}
 		mean /= float64(len(in) / 3)
 		for i, v := range in {
-			out[i] = clip(f*float64(v) + (1-f)*mean)
+			out[i] = clip(float64(f*float64(v)) + float64((1-f)*mean))
 		}
 	case "saturation":
 		for i := 0; i < len(in); i += 3 {
 			g := luma(i)
 			for k := 0; k < 3; k++ {
-				out[i+k] = clip(f*float64(in[i+k]) + (1-f)*g)
+				out[i+k] = clip(float64(f*float64(in[i+k])) + float64((1-f)*g))
 			}
 		}
 	}
@@ -366,7 +366,7 @@ func TestGrayscale(t *testing.T) {
 		want := slices.Clone(in)
 		if p == 1 {
 			for i := 0; i < len(in); i += 3 {
-				g := byte(0.299*float64(in[i]) + 0.587*float64(in[i+1]) + 0.114*float64(in[i+2]))
+				g := byte(float64(0.299*float64(in[i])) + float64(0.587*float64(in[i+1])) + float64(0.114*float64(in[i+2])))
 				want[i], want[i+1], want[i+2] = g, g, g
 			}
 		}
@@ -669,7 +669,7 @@ func TestPoison(t *testing.T) {
 		for i, v := range in {
 			want := v
 			if id == 1 {
-				f := 0.75*float64(v) + 0.25*float64(mask[i])
+				f := float64(0.75*float64(v)) + float64(0.25*float64(mask[i]))
 				want = byte(math.Min(240, math.Max(10, f)))
 			}
 			if got[i] != want {
@@ -695,7 +695,7 @@ func TestPoisonPerPixelAlpha(t *testing.T) {
 	_, got := apply(t, op, imgSpec(h, w, c), in, 0, 0)
 	for i, v := range in {
 		a := alpha[i/c]
-		want := byte(math.Min(255, math.Max(0, float64((1-a)*float32(v)+a*mask[i]))))
+		want := byte(math.Min(255, math.Max(0, float64(float32((1-a)*float32(v))+float32(a*mask[i])))))
 		if got[i] != want {
 			t.Fatalf("byte %d: %d, want %d", i, got[i], want)
 		}
@@ -765,7 +765,7 @@ func TestMixupConsistency(t *testing.T) {
 				}
 				for k := 0; k < sz; k++ {
 					a, p := float64(imgs[i*sz+k]), float64(imgs[j*sz+k])
-					want := byte(math.Min(255, lams[i]*a+(1-lams[i])*p))
+					want := byte(math.Min(255, float64(lams[i]*a)+float64((1-lams[i])*p)))
 					if gotI[i*sz+k] != want {
 						t.Fatalf("sample %d byte %d: %d, want %d (λ=%v)", i, k, gotI[i*sz+k], want, lams[i])
 					}

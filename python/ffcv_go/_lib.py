@@ -532,6 +532,15 @@ _pythonapi.PyCapsule_IsValid.restype = ctypes.c_int
 _pythonapi.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
+_KDLUINT, _KDLBOOL = 1, 6
+
+
+@functools.lru_cache(maxsize=None)
+def _torch_lacks_dlpack_bool():
+    import torch
+    return tuple(int(x) for x in torch.__version__.split(".")[:2]) < (2, 1)
+
+
 def tensors_from_dlpack(ptrs):
     """Turns DLManagedTensor*s from the library into torch tensors that own
     them. On an error, Ctrl-C included, each one no tensor took is released
@@ -542,8 +551,15 @@ def tensors_from_dlpack(ptrs):
     tensors, capsules = [], [None] * len(ptrs)
     try:
         for k, ptr in enumerate(ptrs):
+            # torch < 2.1 takes no DLPack bool: hand it the bytes as uint8
+            # and view them as bool (the same 1-byte 0/1 layout).
+            dtype = ptr.contents.dl_tensor.dtype
+            as_bool = dtype.code == _KDLBOOL and _torch_lacks_dlpack_bool()
+            if as_bool:
+                dtype.code = _KDLUINT
             capsules[k] = _pythonapi.PyCapsule_New(ctypes.cast(ptr, ctypes.c_void_p), _CAPSULE_NAME, None)
-            tensors.append(torch.utils.dlpack.from_dlpack(capsules[k]))
+            t = torch.utils.dlpack.from_dlpack(capsules[k])
+            tensors.append(t.view(torch.bool) if as_bool else t)
         return tensors
     except BaseException:
         for ptr, capsule in zip(ptrs, capsules):

@@ -120,6 +120,10 @@ def test_explicit_decoders(index_file):
 
 
 def test_squeeze_convert_view(index_file):
+    if not hasattr(torch, "uint32"):  # torch < 2.3
+        with pytest.raises(ValueError, match=r"torch\.uint32, which torch .* lacks"):
+            Loader(index_file, batch_size=7, num_workers=2, pipelines={"vec": [NDArrayDecoder(), View(np.uint32), ToTensor()]})
+        pytest.skip(f"torch {torch.__version__} has no uint32 tensors")
     pipelines = {"index": [IntDecoder(), Squeeze(-1), Convert(np.int16)],
                  "value": [FloatDecoder(), View(np.int64)],
                  "vec": [NDArrayDecoder(), View(np.uint32), ToTensor(), Convert(torch.float64)]}

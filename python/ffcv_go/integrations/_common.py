@@ -8,6 +8,18 @@ import os
 from ..loader import Loader, OrderOption
 
 
+def require_torch(framework, floor):
+    """Raises ImportError, naming both versions, when the installed torch is
+    older than floor ("2.0"): ffcv_go itself runs on torch 1.13, but some
+    frameworks it integrates with need a newer one."""
+    import re
+    import torch
+    have = tuple(int(x) for x in re.match(r"(\d+)\.(\d+)", torch.__version__).groups())
+    if have < tuple(int(x) for x in floor.split(".")):
+        raise ImportError(f"ffcv_go's {framework} integration needs torch >= {floor} ({framework}'s own floor); "
+                          f"this is torch {torch.__version__}. ffcv_go itself works with torch >= 1.13.")
+
+
 @contextlib.contextmanager
 def _rank_env(rank, world_size):
     """While building a Loader: make it see (rank, world_size).

@@ -7,6 +7,9 @@
     trainer = composer.Trainer(model=model, train_dataloader=train, eval_dataloader=val,
                                max_duration="16ep", ...)
 
+Needs torch >= 2.0, as Composer does (ffcv_go itself runs on torch 1.13):
+importing this module with an older torch raises ImportError saying so.
+
 How it fits Composer:
 
 - ``DataSpec.num_samples`` is the number of samples of one epoch across all
@@ -44,6 +47,10 @@ How it fits Composer:
 - One process per GPU (``composer -n 8``): with ``num_workers`` at its default
   each process's loader takes cores // LOCAL_WORLD_SIZE threads, at least 1.
 """
+from ._common import require_torch
+
+require_torch("Composer", "2.0")
+
 from composer.core import Callback, DataSpec
 from composer.utils import dist
 

@@ -8,6 +8,10 @@
                         loader_kwargs={"num_workers": 8})
     lightning.Trainer(max_epochs=16, strategy="ddp", devices=8).fit(model, datamodule=dm)
 
+It needs only what ``LightningDataModule`` offers, so it runs on whatever
+torch the installed Lightning release accepts (Lightning declares its own
+floor; recent releases need torch 2.x). ffcv_go itself runs on torch 1.13.
+
 Behaviour:
 
 - ``train_dataloader`` / ``val_dataloader`` / ``test_dataloader`` /

@@ -1,7 +1,9 @@
-// The SIMD resize kernels of resize_amd64.c (ffresize_: core/jpeg's ffr_
-// is its region cutter).
-#ifndef RESIZE_AMD64_H
-#define RESIZE_AMD64_H
+// The C resize kernels for 3-channel images: resize_amd64.c (SSE2, and AVX2
+// when avx2 is set) and resize_arm64.c (NEON, which ignores avx2). Both
+// reproduce the Go code of area.go and area_linear.go byte for byte. The
+// prefix ffresize_ keeps them apart from core/jpeg's region cutter (ffr_).
+#ifndef FFRESIZE_H
+#define FFRESIZE_H
 
 #include <stdint.h>
 
