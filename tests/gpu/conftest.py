@@ -1,4 +1,4 @@
-"""The checks that need CUDA (issue 28): run by `make test-gpu` from the
+"""The checks that need CUDA: run by `make test-gpu` from the
 source tree, or by build/gpu-bundle/run.sh from the wheel on a machine
 without Go (docs/guides/gpu.md).
 

@@ -1,6 +1,6 @@
 """Two ranks under torchrun: after torch.cuda.set_device(LOCAL_RANK), every
 batch of ToDevice('cuda') (no index) lands on cuda:LOCAL_RANK, and a rank
-makes no CUDA context on another rank's GPU (issue 28, defects 1 and 2)."""
+makes no CUDA context on another rank's GPU."""
 import json
 import subprocess
 import sys

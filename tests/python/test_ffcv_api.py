@@ -461,7 +461,7 @@ _FFCV_INTERNAL = {
     "ffcv.writer.worker_job_webdataset", "ffcv.writer.worker_job_indexed_dataset",
     "ffcv.traversal_order.quasi_random.generate_order_inner", "ffcv.fields.basics.BasicDecoder",
     "ffcv.benchmarks.__main__", "ffcv.benchmarks.suites",
-    # The crop-generator base class belongs to the per-epoch pipeline rebuild (issue 11).
+    # The crop-generator base class belongs to the per-epoch pipeline rebuild.
     "ffcv.fields.rgb_image.ResizedCropRGBImageDecoder",
 }
 
