@@ -16,21 +16,7 @@ import (
 // random operation after the flip must draw what it drew before.
 func TestFuseFlipMatchesStages(t *testing.T) {
 	const w, h = 120, 90
-	pix := make([]byte, w*h*3)
-	for i := range pix {
-		pix[i] = byte(i*31 + i/(w*3)*17)
-	}
-	enc, err := jpeg.Encode(pix, w, h, 90)
-	if err != nil {
-		t.Fatal(err)
-	}
-	col := func(mode byte) []byte {
-		c := make([]byte, 13)
-		c[field.RGBModeOff] = mode
-		binary.LittleEndian.PutUint16(c[field.RGBWidthOff:], w)
-		binary.LittleEndian.PutUint16(c[field.RGBHeightOff:], h)
-		return c
-	}
+	pix, enc, col := testImage(t, w, h)
 	samples := []struct {
 		name string
 		col  []byte
@@ -110,4 +96,26 @@ func mustJSON(t *testing.T, v any) json.RawMessage {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// testImage returns a w x h test pattern, its JPEG at quality 90, and the
+// RGBImageField column of either (by mode) for those sizes.
+func testImage(t *testing.T, w, h int) (pix, enc []byte, col func(mode byte) []byte) {
+	t.Helper()
+	pix = make([]byte, w*h*3)
+	for i := range pix {
+		pix[i] = byte(i*31 + i/(w*3)*17)
+	}
+	enc, err := jpeg.Encode(pix, w, h, 90)
+	if err != nil {
+		t.Fatal(err)
+	}
+	col = func(mode byte) []byte {
+		c := make([]byte, 13)
+		c[field.RGBModeOff] = mode
+		binary.LittleEndian.PutUint16(c[field.RGBWidthOff:], uint16(w))
+		binary.LittleEndian.PutUint16(c[field.RGBHeightOff:], uint16(h))
+		return c
+	}
+	return pix, enc, col
 }

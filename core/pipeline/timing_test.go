@@ -1,12 +1,10 @@
 package pipeline
 
 import (
-	"encoding/binary"
 	"slices"
 	"testing"
 
 	"github.com/ffcv-go/ffcv-go/core/field"
-	"github.com/ffcv-go/ffcv-go/core/jpeg"
 	"github.com/ffcv-go/ffcv-go/core/trace"
 )
 
@@ -15,21 +13,7 @@ import (
 // Decode, later operations to Ops) and produces the pixels of an untimed run.
 func TestRunTimed(t *testing.T) {
 	const w, h = 320, 240
-	pix := make([]byte, w*h*3)
-	for i := range pix {
-		pix[i] = byte(i*31 + i/(w*3)*17)
-	}
-	enc, err := jpeg.Encode(pix, w, h, 90)
-	if err != nil {
-		t.Fatal(err)
-	}
-	col := func(mode byte) []byte {
-		c := make([]byte, 13)
-		c[field.RGBModeOff] = mode
-		binary.LittleEndian.PutUint16(c[field.RGBWidthOff:], w)
-		binary.LittleEndian.PutUint16(c[field.RGBHeightOff:], h)
-		return c
-	}
+	pix, enc, col := testImage(t, w, h)
 	rrc := map[string]any{"size": []int{64, 64}, "scale": []float64{0.08, 1}, "ratio": []float64{0.75, 4.0 / 3}}
 	for _, c := range []struct {
 		name        string
