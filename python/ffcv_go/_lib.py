@@ -253,8 +253,7 @@ def _uint64_pairs(fn, handle, context):
     import numpy as np
     n = call(fn, handle, None, None, 0, context=context)
     a, b = np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.uint64)
-    p64 = ctypes.POINTER(ctypes.c_uint64)
-    call(fn, handle, a.ctypes.data_as(p64), b.ctypes.data_as(p64), n, context=context)
+    call(fn, handle, _u64(a), _u64(b), n, context=context)
     return a, b
 
 
@@ -498,14 +497,10 @@ class _CudaRuntime:
         return self._rt.cudaGetErrorString(code).decode("utf-8", "replace")
 
 
-_CUDART = []
-
-
+@functools.lru_cache(maxsize=None)
 def cudart():
     """The CUDA runtime calls the loader makes (see _CudaRuntime), loaded once."""
-    if not _CUDART:
-        _CUDART.append(_CudaRuntime())
-    return _CUDART[0]
+    return _CudaRuntime()
 
 
 def live_objects():

@@ -63,7 +63,7 @@ class EpochIterator:
         build = self._build
         self._source = _Source(build, handle, self.loader.seed, self.epoch, self.batch, self.loader.fname,
                                self.loader.batches_ahead)
-        pump = _Pump(self._source, self.loader.batches_ahead, build.cuda_device) if build.python_steps else None
+        pump = _Pump(self._source, self.loader.batches_ahead) if build.python_steps else None
         self._run = _Run(handle, pump)
         build.runs.add(self._run)  # the build stops it before it unpins and frees memory
         self._finalizer = weakref.finalize(self, self._run.close)
@@ -220,18 +220,18 @@ class _Pump:
     the GIL meanwhile) and runs the Python stages, up to `ahead` batches
     ahead of the training thread."""
 
-    def __init__(self, source, ahead, device):
+    def __init__(self, source, ahead):
         self.queue = queue.Queue(maxsize=max(1, ahead))
         self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, args=(source, device), name="ffcv_go-stages", daemon=True)
+        self.thread = threading.Thread(target=self._run, args=(source,), name="ffcv_go-stages", daemon=True)
         iterating_threads.add(self.thread)
         self.thread.start()
 
-    def _run(self, source, device):
-        if device is not None:
+    def _run(self, source):
+        if source.device is not None:
             # CUDA's current device is per thread: this one works for the
             # device the training thread chose (as torch's pin-memory thread).
-            torch.cuda.set_device(device)
+            torch.cuda.set_device(source.device)
         while not self.stop.is_set():
             item = source.produce_or_failure()
             queued = False

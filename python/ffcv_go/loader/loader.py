@@ -197,8 +197,7 @@ class Loader:
                     raise ValueError(f"PipelineSpec {out_name!r}: its source {spec.source!r} is "
                                      f"{'in no' if not found else 'in more than one'} pipeline")
                 fidx, prefix = found[0]
-                outputs.append((fidx, out_name, prefix + [ModuleWrapper(op) if isinstance(op, torch.nn.Module) else op
-                                                          for op in spec.transforms]))
+                outputs.append((fidx, out_name, prefix + _wrap_modules(spec.transforms)))
             elif isinstance(spec, PipelineSpec):
                 if spec.source not in names:
                     raise ValueError(f"PipelineSpec {out_name!r}: no field {spec.source!r} in {self.fname}")
@@ -213,7 +212,7 @@ class Loader:
         field = self.reader.handlers[name]
         if ops is None:
             ops = [ToTensor()]
-        ops = [ModuleWrapper(op) if isinstance(op, torch.nn.Module) else op for op in ops]
+        ops = _wrap_modules(ops)
         if ops and isinstance(ops[0], Operation) and (ops[0]._decoder or isinstance(ops[0], field.get_decoder_class())):
             return ops
         return [field.get_decoder_class()()] + ops
@@ -384,6 +383,11 @@ class Loader:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _wrap_modules(ops):
+    """The pipeline's operations, with torch modules run by ModuleWrapper."""
+    return [ModuleWrapper(op) if isinstance(op, torch.nn.Module) else op for op in ops]
 
 
 _live_loaders = weakref.WeakSet()
