@@ -11,11 +11,13 @@ import torch
 
 from .. import _lib
 from .._trace import Tracer
+from ..fields.rgb_image import RGBImageField, _ImageDecoder
 from ..pipeline import PipelineSpec
 from ..pipeline.operation import Operation
 from ..pipeline.pipeline import PyStage, plan_output
 from ..reader import Reader
 from ..traversal_order import TraversalOrder, Sequential, Random, QuasiRandom
+from ..transforms.image import RandomResizedCrop
 from ..transforms.ops import ModuleWrapper, ToTensor
 from ..utils import _cpu_count
 from ._builds import _Build, _Builds
@@ -92,7 +94,8 @@ class Loader:
     def __init__(self, fname, batch_size, num_workers=-1, os_cache=DEFAULT_OS_CACHE, order=OrderOption.SEQUENTIAL,
                  distributed=False, seed=None, indices=None, pipelines={}, custom_fields={},
                  drop_last=True, batches_ahead=3, recompile=False, order_kwargs={},
-                 on_error="raise", max_resident_pages=0, max_batch_memory=0, trace=None):
+                 on_error="raise", max_resident_pages=0, max_batch_memory=0, trace=None,
+                 custom_field_mapper=None):
         # A file, a directory or glob of shards, or a list of these (see Reader).
         self.fname = [os.fspath(p) for p in fname] if isinstance(fname, (list, tuple)) else os.fspath(fname)
         if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
@@ -110,6 +113,7 @@ class Loader:
         self.recompile = recompile
         self.order_kwargs = dict(order_kwargs)
         self.custom_fields = dict(custom_fields)
+        self.custom_field_mapper = dict(custom_field_mapper or {})
         self.on_error = on_error
         self._max_resident_pages = int(max_resident_pages)
         self._max_batch_memory = int(max_batch_memory)
@@ -178,7 +182,10 @@ class Loader:
     # ---- building -------------------------------------------------------------
 
     def _plan_outputs(self, pipelines):
-        """[(field index, name, [ops])] in file order, then PipelineSpec extras."""
+        """[(field index, name, [ops], view)] in file order, then the views of
+        custom_field_mapper in its order, then PipelineSpec extras. view keys
+        an output's random draws apart from the other outputs of its field
+        (see _view_key); a field's own output has view 0."""
         names = self.reader.field_names
         outputs = []
         for i, name in enumerate(names):
@@ -187,23 +194,44 @@ class Loader:
             ops = pipelines.get(name)
             if isinstance(ops, PipelineSpec):
                 continue
-            outputs.append((i, name, self._with_decoder(name, list(ops) if ops is not None else None)))
+            outputs.append((i, name, self._with_decoder(name, list(ops) if ops is not None else None), 0))
+        for view, source in self.custom_field_mapper.items():
+            # FFCV-SSL's views: another output decoded from field `source`,
+            # with the pipeline given under the view's own name.
+            if not isinstance(view, str) or not isinstance(source, str):
+                raise TypeError(f"custom_field_mapper maps names to field names, got {view!r}: {source!r}")
+            if source not in names:
+                raise ValueError(f"custom_field_mapper maps {view!r} to {source!r}, which is not a field of "
+                                 f"{self.fname} (fields: {', '.join(names)})")
+            if view in names:
+                raise ValueError(f"custom_field_mapper: {view!r} is already a field of {self.fname}; "
+                                 f"give the view another name")
+            if view in pipelines and pipelines[view] is None:
+                continue
+            ops = pipelines.get(view)
+            if isinstance(ops, PipelineSpec):
+                raise ValueError(f"custom_field_mapper view {view!r}: give it a list of operations, not a PipelineSpec")
+            ops = self._with_decoder(source, list(ops) if ops is not None else None)
+            if isinstance(ops[0], _ImageDecoder) and not isinstance(self.reader.handlers[source], RGBImageField):
+                raise ValueError(f"custom_field_mapper view {view!r}: {type(ops[0]).__name__} decodes images, and "
+                                 f"field {source!r} is a {type(self.reader.handlers[source]).__name__}")
+            outputs.append((names.index(source), view, ops, _view_key(view)))
         for out_name, spec in pipelines.items():
             if isinstance(spec, PipelineSpec) and isinstance(spec.source, Operation):
                 # The output of an operation of another pipeline, then more: the
                 # shared prefix is run again (same keys, so the same values).
-                found = [(f, ops[:k + 1]) for f, _, ops in outputs for k, op in enumerate(ops) if op is spec.source]
+                found = [(f, ops[:k + 1], v) for f, _, ops, v in outputs for k, op in enumerate(ops) if op is spec.source]
                 if len(found) != 1:
                     raise ValueError(f"PipelineSpec {out_name!r}: its source {spec.source!r} is "
                                      f"{'in no' if not found else 'in more than one'} pipeline")
-                fidx, prefix = found[0]
-                outputs.append((fidx, out_name, prefix + _wrap_modules(spec.transforms)))
+                fidx, prefix, view = found[0]
+                outputs.append((fidx, out_name, prefix + _wrap_modules(spec.transforms), view))
             elif isinstance(spec, PipelineSpec):
                 if spec.source not in names:
                     raise ValueError(f"PipelineSpec {out_name!r}: no field {spec.source!r} in {self.fname}")
                 ops = ([spec.decoder] if spec.decoder is not None else []) + list(spec.transforms)
-                outputs.append((names.index(spec.source), out_name, self._with_decoder(spec.source, ops)))
-            elif out_name not in names:
+                outputs.append((names.index(spec.source), out_name, self._with_decoder(spec.source, ops), 0))
+            elif out_name not in names and out_name not in self.custom_field_mapper:
                 raise ValueError(f"pipelines names {out_name!r}, which is not a field of {self.fname} "
                                  f"(fields: {', '.join(names)})")
         return outputs, names
@@ -213,6 +241,9 @@ class Loader:
         if ops is None:
             ops = [ToTensor()]
         ops = _wrap_modules(ops)
+        if ops and isinstance(ops[0], RandomResizedCrop):
+            # FFCV-SSL's RandomResizedCrop opens a view's pipeline as its decoder.
+            ops = [ops[0]._as_decoder()] + ops[1:]
         if ops and isinstance(ops[0], Operation) and (ops[0]._decoder or isinstance(ops[0], field.get_decoder_class())):
             return ops
         return [field.get_decoder_class()()] + ops
@@ -226,10 +257,10 @@ class Loader:
             raise ValueError(f"{self.fname}: the loader is closed")
         metadata = self.reader.metadata
         plans = []
-        for fidx, name, ops in self._outputs:
+        for fidx, name, ops, view in self._outputs:
             field = self.reader.handlers[self.reader.field_names[fidx]]
             plans.append(plan_output(fidx, name, ops, field, metadata[f"f{fidx}"], lambda: self._memory_read,
-                                     self._stage_maker(metadata[f"f{fidx}"], recompile)))
+                                     self._stage_maker(metadata[f"f{fidx}"], recompile), view=view))
         signature = json.dumps([p.go_signature() for p in plans])
         old = self._build
         if old is not None and old.signature == signature and not recompile:
@@ -383,6 +414,16 @@ class Loader:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _view_key(name):
+    """The randomness key base of view `name`: FNV-1a of its name in the high
+    32 bits of every operation's key, so a view draws the same whatever the
+    other views are, and differently from them."""
+    h = 0x811C9DC5
+    for b in name.encode():
+        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
+    return ((h & 0x7FFFFFFF) | 1) << 32  # a positive int64
 
 
 def _wrap_modules(ops):

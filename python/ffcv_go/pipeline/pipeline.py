@@ -140,20 +140,21 @@ class OutputPlan:
                 "tails": [s.spec() for s in self.steps if isinstance(s, GoTail)]}
 
 
-def plan_output(field_index, name, ops, field, metadata, memory_read, compiled_stage):
+def plan_output(field_index, name, ops, field, metadata, memory_read, compiled_stage, view=0):
     try:
-        return _plan(field_index, name, ops, field, metadata, memory_read, compiled_stage)
+        return _plan(field_index, name, ops, field, metadata, memory_read, compiled_stage, view)
     except (TypeError, ValueError) as e:
         if f'"{name}"' in str(e):
             raise
         raise type(e)(f'output "{name}": {e}') from e
 
 
-def _plan(field_index, name, ops, field, metadata, memory_read, compiled_stage):
+def _plan(field_index, name, ops, field, metadata, memory_read, compiled_stage, view):
     """Plans one output. memory_read() gives FFCV's memory_read for custom
     operations; compiled_stage(op, state, index, decoder) returns a PyStage,
     reusing compiled code where the loader allows. ops are Operations (the
-    loader wraps torch modules)."""
+    loader wraps torch modules). view is added to every built-in operation's
+    randomness key: views of one field draw apart."""
     plan = OutputPlan(field_index, name)
     state = initial_state()   # the state the user's pipeline has reached
     go_state = state          # the same, before the markers not applied yet
@@ -189,7 +190,7 @@ def _plan(field_index, name, ops, field, metadata, memory_read, compiled_stage):
                     tail.after = f"{name!r}, operation {index - 1} ({type(ops[index - 1]).__name__})"
                     plan.steps.append(tail)
                     segment = tail.ops
-            spec = dict(spec, key=key)
+            spec = dict(spec, key=view + key)
             key += 1
             segment.append(spec)
             go_state = op.declare_state_and_memory(go_state)[0]

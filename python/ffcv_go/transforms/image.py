@@ -289,12 +289,38 @@ class MixupToOneHot(Transform):
 
 
 class RandomResizedCrop(_RandomImage):
-    """Random crop (torchvision's sampling) of decoded images, area-resized to size."""
+    """Random crop (torchvision's sampling), area-resized to size.
 
-    def __init__(self, scale, ratio, size):
+    Two call forms, as the two FFCVs spell it: FFCV 1.0's
+    ``RandomResizedCrop(scale, ratio, size)``, and FFCV-SSL's
+    ``RandomResizedCrop(output_size, scale=(0.08, 1.0), ratio=(3/4, 4/3))``.
+    Either works anywhere: first in a pipeline it is the decoder
+    (``RandomResizedCropRGBImageDecoder``, which decodes only the crop's
+    pixels), later it crops decoded images.
+    """
+
+    def __init__(self, *args, **kwargs):
         super().__init__()
+        if len(args) == 3 or "size" in kwargs:  # FFCV 1.0: (scale, ratio, size)
+            names = ("scale", "ratio", "size")
+            a = dict(zip(names, args), **kwargs)
+            if set(a) != set(names):
+                raise TypeError(f"RandomResizedCrop(scale, ratio, size) got {sorted(a)}")
+            scale, ratio, size = a["scale"], a["ratio"], a["size"]
+        else:  # FFCV-SSL: (output_size, scale, ratio)
+            names = ("output_size", "scale", "ratio")
+            a = dict(zip(names, args), **kwargs)
+            if "output_size" not in a or not set(a) <= set(names):
+                raise TypeError(f"RandomResizedCrop(output_size, scale=..., ratio=...) got {sorted(a)}")
+            size, scale, ratio = a["output_size"], a.get("scale", (0.08, 1.0)), a.get("ratio", (3 / 4, 4 / 3))
         self.scale, self.ratio = (float(scale[0]), float(scale[1])), (float(ratio[0]), float(ratio[1]))
         self.size = (int(size), int(size)) if np.isscalar(size) else (int(size[0]), int(size[1]))
+        if min(self.size) < 1 or not 0 < self.scale[0] <= self.scale[1] or not 0 < self.ratio[0] <= self.ratio[1]:
+            raise ValueError(f"RandomResizedCrop: bad size {size}, scale {scale} or ratio {ratio}")
+
+    def _as_decoder(self):
+        from ..fields.rgb_image import RandomResizedCropRGBImageDecoder
+        return RandomResizedCropRGBImageDecoder(self.size, self.scale, self.ratio)
 
     def declare_state_and_memory(self, previous_state):
         return replace_state(previous_state, shape=(*self.size, previous_state.shape[2])), None

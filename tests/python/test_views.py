@@ -1,0 +1,139 @@
+"""Several views of one image field (FFCV-SSL's custom_field_mapper): each
+view is its own output with its own pipeline and its own random draws, and a
+view does not change when other views are added, removed or reordered."""
+import numpy as np
+import pytest
+
+from conftest import collect, to_numpy
+from ffcv_go import Loader
+from ffcv_go.fields import IntField, RGBImageField
+from ffcv_go.fields.decoders import IntDecoder, RandomResizedCropRGBImageDecoder, SimpleRGBImageDecoder
+from ffcv_go.loader import OrderOption
+from ffcv_go.transforms import RandomHorizontalFlip, RandomResizedCrop, ToTensor
+
+
+@pytest.fixture(scope="module")
+def photos_beton(photo_folder, tmp_path_factory):
+    from conftest import write
+    import torchvision
+    ds = torchvision.datasets.ImageFolder(str(photo_folder))
+    path = tmp_path_factory.mktemp("views") / "photos.beton"
+    return write(path, {"image": RGBImageField(write_mode="jpg", max_resolution=256), "label": IntField()},
+                 _PILDataset(ds), num_workers=2)
+
+
+class _PILDataset:
+    def __init__(self, ds):
+        self.ds = ds
+
+    def __len__(self):
+        return len(self.ds)
+
+    def __getitem__(self, i):
+        img, label = self.ds[i]
+        return np.asarray(img.convert("RGB")), label
+
+
+def rrc(size=64, scale=(0.08, 1.0)):
+    return [RandomResizedCropRGBImageDecoder((size, size), scale=scale), RandomHorizontalFlip(), ToTensor()]
+
+
+def views_loader(path, views, order_seed=3, workers=2, **kw):
+    pipelines = {"image": None, "label": [IntDecoder(), ToTensor()]}
+    pipelines.update(views)
+    return Loader(path, batch_size=8, num_workers=workers, order=OrderOption.RANDOM, seed=order_seed,
+                  pipelines=pipelines, custom_field_mapper={v: "image" for v in views}, **kw)
+
+
+def test_outputs_follow_mapper_order(photos_beton):
+    batches = collect(views_loader(photos_beton, {"v1": rrc(64), "v0": rrc(32)}))
+    labels, v1, v0 = to_numpy(batches[0])
+    assert labels.shape == (8, 1)
+    assert v1.shape == (8, 64, 64, 3) and v0.shape == (8, 32, 32, 3)
+
+
+def test_views_draw_apart(photos_beton):
+    """Two views with the same pipeline get different crops of the same image."""
+    batches = collect(views_loader(photos_beton, {"a": rrc(), "b": rrc()}))
+    differ = sum(not np.array_equal(a, b) for batch in batches for a, b in zip(to_numpy(batch)[1], to_numpy(batch)[2]))
+    assert differ >= 0.9 * sum(len(b[0]) for b in batches)
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_view_is_independent_of_other_views(photos_beton, workers):
+    """A view's pixels depend on (seed, epoch, sample, view name, op), not on
+    which other views exist or how many workers run."""
+    alone = collect(views_loader(photos_beton, {"a": rrc()}, workers=1))
+    crowd = collect(views_loader(photos_beton, {"z": rrc(48, (0.05, 0.4)), "a": rrc(), "b": rrc()}, workers=workers))
+    for x, y in zip(alone, crowd):
+        x, y = to_numpy(x), to_numpy(y)
+        np.testing.assert_array_equal(x[0], y[0])
+        np.testing.assert_array_equal(x[1], y[2])
+
+
+def test_a_field_output_is_unchanged_by_views(photos_beton):
+    """The field's own pipeline keeps the draws it had without views."""
+    plain = Loader(photos_beton, batch_size=8, num_workers=2, order=OrderOption.RANDOM, seed=3,
+                   pipelines={"image": rrc(), "label": None})
+    with_views = Loader(photos_beton, batch_size=8, num_workers=2, order=OrderOption.RANDOM, seed=3,
+                        pipelines={"image": rrc(), "label": None, "v": rrc()}, custom_field_mapper={"v": "image"})
+    for x, y in zip(collect(plain), collect(with_views)):
+        np.testing.assert_array_equal(to_numpy(x)[0], to_numpy(y)[0])
+        assert not np.array_equal(to_numpy(y)[0], to_numpy(y)[1])
+
+
+def test_views_match_the_whole_image_crop(photos_beton):
+    """scale=(1, 1) at the image's aspect ratio crops the whole image: every
+    view then equals the full decode resized, whatever the other views do."""
+    full = [RandomResizedCropRGBImageDecoder((64, 64), scale=(1.0, 1.0), ratio=(1e-3, 1e3)), ToTensor()]
+    a = collect(views_loader(photos_beton, {"w": full}))
+    b = collect(views_loader(photos_beton, {"x": rrc(), "w": full, "y": rrc(32)}))
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(to_numpy(x)[1], to_numpy(y)[2])
+
+
+def test_ffcv_ssl_random_resized_crop_is_a_decoder(photos_beton):
+    """FFCV-SSL's transforms.RandomResizedCrop((h, w), scale, ratio) opens a
+    view's pipeline; FFCV 1.0's RandomResizedCrop(scale, ratio, size) crops
+    decoded images later in one. First in a pipeline both decode the crop."""
+    ssl = collect(views_loader(photos_beton, {"v": [RandomResizedCrop((64, 64), scale=(0.2, 1.0)),
+                                                    RandomHorizontalFlip(), ToTensor()]}))
+    ours = collect(views_loader(photos_beton, {"v": rrc(64, (0.2, 1.0))}))
+    v1 = collect(views_loader(photos_beton, {"v": [RandomResizedCrop((0.2, 1.0), (3 / 4, 4 / 3), 64),
+                                                   RandomHorizontalFlip(), ToTensor()]}))
+    for x, y, z in zip(ssl, ours, v1):
+        np.testing.assert_array_equal(to_numpy(x)[1], to_numpy(y)[1])
+        np.testing.assert_array_equal(to_numpy(z)[1], to_numpy(y)[1])
+
+
+def test_ffcv10_random_resized_crop_after_a_decoder(photos_beton):
+    """After SimpleRGBImageDecoder-free decoding (a centre-ish RRC decoder at
+    full scale), FFCV 1.0's transform form crops the decoded image."""
+    pipe = [RandomResizedCropRGBImageDecoder((96, 96), scale=(1.0, 1.0)),
+            RandomResizedCrop((0.3, 1.0), (3 / 4, 4 / 3), 48), ToTensor()]
+    out = collect(views_loader(photos_beton, {"v": pipe}))
+    assert to_numpy(out[0])[1].shape == (8, 48, 48, 3)
+
+
+def test_bad_mapper(photos_beton):
+    with pytest.raises(ValueError, match="'nope', which is not a field"):
+        Loader(photos_beton, 8, pipelines={"v": rrc()}, custom_field_mapper={"v": "nope"})
+    with pytest.raises(ValueError, match="already a field"):
+        Loader(photos_beton, 8, pipelines={}, custom_field_mapper={"label": "image"})
+    with pytest.raises(TypeError, match="maps names to field names"):
+        Loader(photos_beton, 8, pipelines={}, custom_field_mapper={"v": 0})
+
+
+def test_view_pipeline_on_a_non_image_field(photos_beton):
+    with pytest.raises(ValueError, match="view 'v': RandomResizedCropRGBImageDecoder decodes images, and field 'label' is a IntField"):
+        Loader(photos_beton, 8, pipelines={"image": None, "v": rrc()}, custom_field_mapper={"v": "label"})
+
+
+def test_unnamed_pipeline_is_an_error(photos_beton):
+    with pytest.raises(ValueError, match="not a field"):
+        Loader(photos_beton, 8, pipelines={"v": rrc()})
+
+
+def test_dropped_view(photos_beton):
+    out = collect(views_loader(photos_beton, {"a": rrc(), "b": None}))
+    assert len(to_numpy(out[0])) == 2
