@@ -208,3 +208,32 @@ def test_train_imagenet_composer_two_processes_cpu(tmp_path):
     # 32 training images over 2 ranks -> 16 each = 4 batches of 4 per epoch; 8 val images -> 4 per rank.
     assert r["batches"] == 8 and [v["samples_rank"] for v in r["val"]] == [4, 4]
     assert r["epochs"][0]["first_size"] == 16 and r["epochs"][-1]["last_size"] == 32
+
+
+def test_train_simclr_cpu(tmp_path):
+    """Two views of 4 classes of photos: the NT-Xent loss falls and the views
+    find each other in the batch far above chance; the learnt features
+    classify the photos by k-NN better than chance (0.25)."""
+    from make_tiny_imagefolder import find_photos, make_tiny_imagefolder
+    if len(find_photos()) < 4:
+        pytest.skip("fewer than 4 wallpapers in /usr/share/backgrounds or /usr/share/wallpapers")
+    folder = make_tiny_imagefolder(tmp_path / "tiny", num_classes=4, per_class=32, seed=0)
+    out = run_example("train_simclr.py", "--data", folder, "--out-dir", tmp_path / "simclr", "--device", "cpu",
+                      "--res", 48, "--epochs", 6, "--batch-size", 32, "--num-workers", 2, timeout=400)
+    r = printed_results(out)[0]
+    h = r["history"]
+    assert len(h) == 6 and all(math.isfinite(e["loss"]) for e in h)
+    assert h[-1]["loss"] < h[0]["loss"] - 0.3, h
+    assert h[-1]["retrieval"] > 10 * r["retrieval_chance"], h
+    assert r["knn_after"] > 0.4, r
+
+
+def test_dino_multicrop_cpu(tmp_path):
+    """DINO's 2 global + N local views come out at their sizes and train."""
+    folder = _tiny_folder(tmp_path)
+    out = run_example("dino_multicrop.py", "--data", folder, "--out-dir", tmp_path / "dino", "--device", "cpu",
+                      "--global-res", 64, "--local-res", 32, "--local-views", 4, "--batch-size", 8,
+                      "--steps", 6, "--num-workers", 2, timeout=300)
+    r = printed_results(out)[0]
+    assert r["view_shapes"] == [[8, 3, 64, 64]] * 2 + [[8, 3, 32, 32]] * 4
+    assert r["steps"] == 6 and math.isfinite(r["last_loss"])
