@@ -30,6 +30,9 @@ typedef struct {
 	int timed;                           // in
 	unsigned long long entropy_ticks;    // out
 	unsigned long long total_ticks;      // out
+	// in: the image is the one of the last ffj_share_reset, whose other
+	// decodes' entropy-decoded restart intervals this one may reuse.
+	int share;
 } ffj_geom;
 
 typedef struct ffj_dec ffj_dec;
@@ -46,6 +49,13 @@ void ffj_cut_regions(ffj_dec *d, int on);
 // ffj_region_cut reports whether the last ffj_decode decoded a region stream,
 // and ffj_region_table_cap how many restart intervals its table has room for.
 int ffj_region_cut(ffj_dec *d);
+// ffj_share_reset starts a new image for the decodes that share (see
+// ffj_geom.share): the coefficients cached for the last one are dropped.
+void ffj_share_reset(ffj_dec *d);
+// ffj_interval_decodes copies to counts[0:n) how many times each restart
+// interval of the shared image's scan was entropy-decoded since
+// ffj_share_reset, and returns the number of intervals seen (for tests).
+size_t ffj_interval_decodes(ffj_dec *d, int *counts, size_t n);
 // ffj_transcode_spliced reports whether the last ffj_transcode added restart
 // markers to the source's scan without re-encoding it.
 int ffj_transcode_spliced(ffj_dec *d);
