@@ -35,7 +35,7 @@ type Decoder struct {
 	rs      imgproc.Resizer
 	g       C.ffj_geom // request/result of the last decode; a field so it is not allocated per call
 	src     []byte     // the input, copied (see own)
-	shared  bool       // inside DecodeViews: src holds the image, decodes share its coefficients
+	shared  int        // inside DecodeViews: src holds the image, decodes share its coefficients (ffj_geom.share)
 	timed   bool
 	timing  Timing // of the last decode, when timed
 }
@@ -241,8 +241,8 @@ func (d *Decoder) own(data []byte) []byte {
 // input is the data to hand to C for the request g: a copy (see own), or
 // inside DecodeViews the copy already made, with g sharing its coefficients.
 func (d *Decoder) input(data []byte, g *C.ffj_geom) []byte {
-	if d.shared {
-		g.share = 1
+	if d.shared != 0 {
+		g.share = C.int(d.shared)
 		return data
 	}
 	return d.own(data)

@@ -126,8 +126,9 @@ void ffh_cache_reset(ffh_dec *h) {
 	h->store_len = 0;
 }
 
-void ffh_use_cache(ffh_dec *h, long scan_intervals) {
+void ffh_use_cache(ffh_dec *h, long scan_intervals, int fill) {
 	h->use_cache = 1;
+	h->fill = fill;
 	h->scan_last = scan_intervals - 1;
 }
 
@@ -166,8 +167,8 @@ static void ffh_begin(ffh_dec *h, long mcus) {
 		return;
 	}
 	s->decodes++;
-	if (s->valid)
-		return; // cached after this stream was cut (ffj_entropy decodes it again)
+	if (s->valid || !h->fill)
+		return; // cached after this stream was cut (ffj_entropy decodes it again), or not to be
 	// Decoded into zeroed blocks: libjpeg zeroes its MCU buffer only for
 	// the MCUs in the columns jpeg_crop_scanline kept.
 	size_t n = (size_t)mcus * (size_t)h->blocks * DCTSIZE2;

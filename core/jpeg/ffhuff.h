@@ -89,7 +89,8 @@ struct ffh_dec {
 	// one image's scan that a decode has entropy-decoded, kept so that the
 	// other decodes of that image (views at other crops and scales) copy
 	// them instead of decoding them again.
-	int use_cache;     // this stream reads and fills the cache
+	int use_cache;     // this stream reads the cache
+	int fill;          // and fills it
 	long scan_last;    // the scan's last interval (its index in the scan)
 	long *gidx;        // gidx[k]: interval k's index in the scan
 	size_t gidx_cap;

@@ -32,7 +32,8 @@ void ffh_reset(ffh_dec *h, int scan_end);
 int ffh_append(ffh_dec *h, const unsigned char *p, size_t n);
 // The coefficient cache serves several decodes of one image: ffh_cache_reset
 // starts a new image; ffh_use_cache, after ffh_reset, makes the stream being
-// built use it (its scan has scan_intervals intervals), and ffh_append_at
+// built use it (its scan has scan_intervals intervals; with fill it also
+// keeps the intervals it decodes, for later decodes), and ffh_append_at
 // then adds interval s of the scan: one already in the cache without its
 // bytes, since its blocks are copied from there. An interval enters the
 // cache once it has decoded cleanly and ended on its last byte, so one
@@ -43,7 +44,7 @@ int ffh_append(ffh_dec *h, const unsigned char *p, size_t n);
 // left for a decode that does.
 void ffh_cache_reset(ffh_dec *h);
 void ffh_finish(ffh_dec *h);
-void ffh_use_cache(ffh_dec *h, long scan_intervals);
+void ffh_use_cache(ffh_dec *h, long scan_intervals, int fill);
 int ffh_append_at(ffh_dec *h, long s, const unsigned char *p, size_t n);
 // ffh_interval_decodes copies to counts[0:n) how many times each interval
 // of the cached image's scan was entropy-decoded, and returns how many
@@ -81,7 +82,7 @@ struct ffj_dec {
 	struct jpeg_decompress_struct cinfo;
 	ffj_err err;
 	int no_region;          // tests: never cut a region stream (ffj_region_stream)
-	int share;              // this ffj_decode uses the coefficient cache (ffj_geom.share)
+	int share;              // this ffj_decode uses the coefficient cache (ffj_geom.share: 1, 2)
 	size_t *seg;            // restart intervals' [start, end) offsets
 	size_t seg_cap;         // elements of seg
 	unsigned char *region;  // the last region stream's header (its scan is in huff)

@@ -31,7 +31,8 @@ typedef struct {
 	unsigned long long entropy_ticks;    // out
 	unsigned long long total_ticks;      // out
 	// in: the image is the one of the last ffj_share_reset, whose other
-	// decodes' entropy-decoded restart intervals this one may reuse.
+	// decodes' entropy-decoded restart intervals this one may reuse (1, 2)
+	// and keep for the decodes to come (1; 2 for the image's last decode).
 	int share;
 } ffj_geom;
 

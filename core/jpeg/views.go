@@ -60,11 +60,14 @@ func (d *Decoder) DecodeViews(data []byte, views []View) error {
 	src := d.own(data)
 	cp := time.Since(t0)
 	C.ffj_share_reset(d.c)
-	d.shared = true
-	defer func() { d.shared = false }()
+	defer func() { d.shared = 0 }()
 	var errs []error
 	sum := Timing{Copy: int64(cp)}
 	for i, v := range views {
+		d.shared = 1
+		if i == len(views)-1 {
+			d.shared = 2 // nothing to keep coefficients for
+		}
 		if err := d.DecodeCropResizeFlip(src, v.Crop, v.W, v.H, v.Dst, v.Flip); err != nil {
 			errs = append(errs, &ViewError{View: i, Err: err})
 			continue

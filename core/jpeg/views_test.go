@@ -3,6 +3,7 @@ package jpeg
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"image"
 	"maps"
 	"math"
@@ -404,4 +405,125 @@ func TestDecodeViewsTiming(t *testing.T) {
 		t.Fatalf("nothing timed: %+v", sum)
 	}
 	t.Logf("20 DINO view sets: %+v (entropy %.0f%%)", sum, 100*float64(sum.Entropy)/float64(sum.Decode))
+}
+
+// viewBenchPhoto is the first installed photo, its middle 4:3 resized to
+// w×h and encoded at quality 90 by Encode (restart markers in line).
+func viewBenchPhoto(b *testing.B, w, h int) []byte {
+	var data []byte
+	for _, p := range photoPaths {
+		if f, err := os.ReadFile(p); err == nil {
+			data = f
+			break
+		}
+	}
+	if data == nil {
+		b.Skip("no test photo installed (mate-backgrounds or similar)")
+	}
+	fw, fh, err := DecodeConfig(data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	full := make([]byte, fw*fh*3)
+	if _, _, err := NewDecoder().Decode(data, full); err != nil {
+		b.Fatal(err)
+	}
+	cw, ch := fw, fw*3/4
+	if ch > fh {
+		cw, ch = fh*4/3, fh
+	}
+	r := image.Rect((fw-cw)/2, (fh-ch)/2, (fw-cw)/2+cw, (fh-ch)/2+ch)
+	pix := make([]byte, w*h*3)
+	imgproc.ResizeArea(pix, w, h, imgproc.SubRect(full, fw*3, 3, r), cw, ch, fw*3, 3)
+	enc, err := Encode(pix, w, h, 90)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return enc
+}
+
+// BenchmarkDecodeViews decodes the views of self-supervised training from
+// one image, with DecodeViews ("shared") and with a DecodeCropResizeFlip
+// per view ("separate"): SimCLR's 2 RandomResizedCrops (scale 0.08-1) at
+// 224, and DINO's 2 at 224 (scale 0.4-1) plus 8 at 96 (scale 0.05-0.4).
+// Besides the time per image it reports the CPU time, the entropy decoding
+// time (from a timed pass over the same views) and the restart intervals
+// entropy-decoded per image.
+func BenchmarkDecodeViews(b *testing.B) {
+	layouts := map[string]func(r *rand.Rand, w, h int) []View{
+		"simclr": func(r *rand.Rand, w, h int) []View { return dinoViews(r, w, h, 2, 0.08, 1, 224) },
+		"dino": func(r *rand.Rand, w, h int) []View {
+			return append(dinoViews(r, w, h, 2, 0.4, 1, 224), dinoViews(r, w, h, 8, 0.05, 0.4, 96)...)
+		},
+	}
+	for _, size := range []image.Point{{500, 375}, {1600, 1200}} {
+		data := viewBenchPhoto(b, size.X, size.Y)
+		for _, layout := range []string{"simclr", "dino"} {
+			r := rand.New(rand.NewPCG(7, 8))
+			sets := make([][]View, 32)
+			for i := range sets {
+				sets[i] = layouts[layout](r, size.X, size.Y)
+				for j := range sets[i] {
+					sets[i][j].Flip = r.IntN(2) == 1
+				}
+			}
+			for _, shared := range []bool{true, false} {
+				mode := map[bool]string{true: "shared", false: "separate"}[shared]
+				b.Run(fmt.Sprintf("%dx%d/%s/%s", size.X, size.Y, layout, mode), func(b *testing.B) {
+					d := NewDecoder()
+					defer d.Close()
+					decode := func(vs []View) {
+						if shared {
+							if err := d.DecodeViews(data, vs); err != nil {
+								b.Fatal(err)
+							}
+							return
+						}
+						for _, v := range vs {
+							if err := d.DecodeCropResizeFlip(data, v.Crop, v.W, v.H, v.Dst, v.Flip); err != nil {
+								b.Fatal(err)
+							}
+						}
+					}
+					stop := cpuPerOp(b)
+					i := 0
+					for b.Loop() {
+						decode(sets[i%len(sets)])
+						i++
+					}
+					stop()
+					// Entropy time and intervals decoded, outside the timing.
+					d.SetTimed(true)
+					var entropy int64
+					intervals := 0
+					for _, vs := range sets {
+						if shared {
+							decode(vs)
+							entropy += d.LastTiming().Entropy
+							intervals += sum(d.intervalDecodes())
+							continue
+						}
+						for _, v := range vs {
+							decode([]View{v})
+							entropy += d.LastTiming().Entropy
+							if err := d.DecodeViews(data, []View{v}); err != nil {
+								b.Fatal(err)
+							}
+							intervals += sum(d.intervalDecodes())
+						}
+					}
+					b.ReportMetric(float64(entropy)/float64(len(sets)), "entropy-ns/op")
+					b.ReportMetric(float64(intervals)/float64(len(sets)), "intervals/op")
+				})
+			}
+		}
+	}
+}
+
+func sum(xs []int) int {
+	n := 0
+	for _, x := range xs {
+		n += x
+	}
+	return n
 }
