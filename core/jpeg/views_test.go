@@ -277,7 +277,7 @@ func TestDecodeViewsDamage(t *testing.T) {
 	p := loadPhoto(t)
 	d := NewDecoder()
 	defer d.Close()
-	for _, restart := range []int{1, 0} { // one MCU; the writer's choice
+	for _, restart := range []int{1, 0, 50} { // one MCU; the writer's choice; two MCU rows
 		enc := encodeT(t, p.src, p.w, p.h, 90, encodeOptions{subsample: true, restart: restart})
 		var rst []int
 		for i := 0; i+1 < len(enc); i++ {
