@@ -35,7 +35,7 @@ type Decoder struct {
 	rs      imgproc.Resizer
 	g       C.ffj_geom // request/result of the last decode; a field so it is not allocated per call
 	src     []byte     // the input, copied (see own)
-	shared  int        // inside DecodeViews: src holds the image, decodes share its coefficients (ffj_geom.share)
+	shared  int        // inside DecodeViews, the ffj_geom.share of its decodes: src holds the image
 	timed   bool
 	timing  Timing // of the last decode, when timed
 }

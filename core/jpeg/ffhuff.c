@@ -117,8 +117,9 @@ void ffh_reset(ffh_dec *h, int scan_end) {
 	h->use_cache = 0;
 }
 
-// The cache holds at most this many bytes of blocks (an image of about 70
-// megapixels in 4:2:0); intervals past it are decoded without being kept.
+// The cache holds at most this many bytes of blocks (3 bytes per pixel in
+// 4:2:0: an image of about 85 megapixels); intervals past it are decoded
+// without being kept.
 #define FFH_CACHE_MAX ((size_t)256 << 20)
 
 void ffh_cache_reset(ffh_dec *h) {
@@ -168,7 +169,7 @@ static void ffh_begin(ffh_dec *h, long mcus) {
 	}
 	s->decodes++;
 	if (s->valid || !h->fill)
-		return; // cached after this stream was cut (ffj_entropy decodes it again), or not to be
+		return; // cached after this stream was cut (ffj_entropy decodes it again), or not to be kept
 	// Decoded into zeroed blocks: libjpeg zeroes its MCU buffer only for
 	// the MCUs in the columns jpeg_crop_scanline kept.
 	size_t n = (size_t)mcus * (size_t)h->blocks * DCTSIZE2;

@@ -43,9 +43,9 @@ int ffh_append(ffh_dec *h, const unsigned char *p, size_t n);
 // decodes to come; quietly, since this decode does not need it: damage is
 // left for a decode that does.
 void ffh_cache_reset(ffh_dec *h);
-void ffh_finish(ffh_dec *h);
 void ffh_use_cache(ffh_dec *h, long scan_intervals, int fill);
 int ffh_append_at(ffh_dec *h, long s, const unsigned char *p, size_t n);
+void ffh_finish(ffh_dec *h);
 // ffh_interval_decodes copies to counts[0:n) how many times each interval
 // of the cached image's scan was entropy-decoded, and returns how many
 // intervals it has seen (for tests).
@@ -82,7 +82,7 @@ struct ffj_dec {
 	struct jpeg_decompress_struct cinfo;
 	ffj_err err;
 	int no_region;          // tests: never cut a region stream (ffj_region_stream)
-	int share;              // this ffj_decode uses the coefficient cache (ffj_geom.share: 1, 2)
+	int share;              // this ffj_decode's ffj_geom.share
 	size_t *seg;            // restart intervals' [start, end) offsets
 	size_t seg_cap;         // elements of seg
 	unsigned char *region;  // the last region stream's header (its scan is in huff)

@@ -133,7 +133,7 @@ int ffj_region_stream(ffj_dec *d, const unsigned char *data, size_t len, int x0,
 	long total = per_row ? mh * per_row : (mh + rows_per - 1) / rows_per; // intervals in the scan
 	ffh_reset(d->huff, last == total - 1);
 	if (d->share)
-		ffh_use_cache(d->huff, total, d->share == 1);
+		ffh_use_cache(d->huff, total, d->share == FFJ_SHARE_KEEP);
 	for (long r = my0; r < my1; r++) {
 		if (!per_row && r % rows_per)
 			continue;

@@ -50,8 +50,8 @@ func (e *ViewError) Unwrap() error { return e.Err }
 // view that failed; such a view's Dst holds no valid pixels.
 //
 // A timed Decoder's LastTiming is the sum over the views, with the input
-// copied once. The decoder keeps the coefficients (up to 256 MiB, about
-// 2 bytes per pixel in 4:2:0) until the next DecodeViews.
+// copied once. The decoder keeps the coefficients the views share (up to
+// 256 MiB, 3 bytes per pixel in 4:2:0) until the next DecodeViews.
 func (d *Decoder) DecodeViews(data []byte, views []View) error {
 	if err := d.check(data); err != nil {
 		return err
@@ -64,9 +64,9 @@ func (d *Decoder) DecodeViews(data []byte, views []View) error {
 	var errs []error
 	sum := Timing{Copy: int64(cp)}
 	for i, v := range views {
-		d.shared = 1
+		d.shared = C.FFJ_SHARE_KEEP
 		if i == len(views)-1 {
-			d.shared = 2 // nothing to keep coefficients for
+			d.shared = C.FFJ_SHARE_READ // no view to keep coefficients for
 		}
 		if err := d.DecodeCropResizeFlip(src, v.Crop, v.W, v.H, v.Dst, v.Flip); err != nil {
 			errs = append(errs, &ViewError{View: i, Err: err})
