@@ -76,6 +76,10 @@ func TestCorruptInput(t *testing.T) {
 		if err := d.DecodeCropResize(b, image.Rect(0, 0, w, h), 224, 224, dst); err == nil {
 			t.Errorf("%s: DecodeCropResize 224x224 succeeded", name)
 		}
+		whole := image.Rect(0, 0, w, h)
+		if err := d.DecodeViews(b, []View{{whole, 50, 40, dst, false}, {whole, 224, 224, dst, true}}); err == nil {
+			t.Errorf("%s: DecodeViews of the whole image succeeded", name)
+		}
 		if err := d.Verify(b); err == nil {
 			t.Errorf("%s: Verify succeeded", name)
 		}

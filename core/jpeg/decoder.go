@@ -35,6 +35,7 @@ type Decoder struct {
 	rs      imgproc.Resizer
 	g       C.ffj_geom // request/result of the last decode; a field so it is not allocated per call
 	src     []byte     // the input, copied (see own)
+	shared  int        // inside DecodeViews, the ffj_geom.share of its decodes: src holds the image
 	timed   bool
 	timing  Timing // of the last decode, when timed
 }
@@ -45,7 +46,7 @@ type Decoder struct {
 // libjpeg call by the CPU's time-stamp counter, read around every MCU.
 type Timing struct {
 	Copy    int64 // copying the input: the page faults of a mapped file happen here
-	Entropy int64 // entropy decoding, with the marker scan of a region decode
+	Entropy int64 // entropy decoding, with the marker scan of a region decode and DecodeViews' copies of cached coefficients
 	Decode  int64 // the libjpeg call, Entropy included
 }
 
@@ -154,6 +155,22 @@ func (d *Decoder) transcodeSpliced() bool { return C.ffj_transcode_spliced(d.c) 
 
 func (d *Decoder) regionTableCap() int { return int(C.ffj_region_table_cap(d.c)) }
 
+// intervalDecodes returns how many times DecodeViews entropy-decoded each
+// restart interval of the last image's scan, up to the last one a view
+// needed (for tests).
+func (d *Decoder) intervalDecodes() []int {
+	n := int(C.ffj_interval_decodes(d.c, nil, 0))
+	counts := make([]C.int, n)
+	if n > 0 {
+		C.ffj_interval_decodes(d.c, &counts[0], C.size_t(n))
+	}
+	out := make([]int, n)
+	for i, c := range counts {
+		out[i] = int(c)
+	}
+	return out
+}
+
 func (d *Decoder) check(data []byte) error {
 	if d.c == nil {
 		return errClosed
@@ -172,7 +189,7 @@ func (d *Decoder) decode(data []byte, g *C.ffj_geom, buf []byte) error {
 	if d.timed {
 		return d.decodeTimed(data, g, buf)
 	}
-	data = d.own(data)
+	data = d.input(data, g)
 	return d.result(C.ffj_decode(d.c, bytePtr(data), C.ulong(len(data)), g, bytePtr(buf), C.size_t(len(buf))), g, buf)
 }
 
@@ -180,7 +197,7 @@ func (d *Decoder) decode(data []byte, g *C.ffj_geom, buf []byte) error {
 func (d *Decoder) decodeTimed(data []byte, g *C.ffj_geom, buf []byte) error {
 	d.timing = Timing{}
 	t0 := time.Now()
-	data = d.own(data)
+	data = d.input(data, g)
 	t1 := time.Now()
 	g.timed = 1
 	rc := C.ffj_decode(d.c, bytePtr(data), C.ulong(len(data)), g, bytePtr(buf), C.size_t(len(buf)))
@@ -219,6 +236,16 @@ func (d *Decoder) result(rc C.int, g *C.ffj_geom, buf []byte) error {
 func (d *Decoder) own(data []byte) []byte {
 	d.src = append(d.src[:0], data...)
 	return d.src
+}
+
+// input is the data to hand to C for the request g: a copy (see own), or
+// inside DecodeViews the copy already made, with g sharing its coefficients.
+func (d *Decoder) input(data []byte, g *C.ffj_geom) []byte {
+	if d.shared != 0 {
+		g.share = C.int(d.shared)
+		return data
+	}
+	return d.own(data)
 }
 
 func (d *Decoder) message() string {

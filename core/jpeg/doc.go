@@ -14,6 +14,13 @@
 // (ffhuff.c) in place of libjpeg's, which takes its slow path throughout any
 // scan with restart markers; libjpeg does the rest.
 //
+// Self-supervised training cuts several overlapping crops (views) from each
+// image. Decoder.DecodeViews decodes them all with the pixels separate calls
+// give, but entropy-decodes each restart interval once: the coefficients
+// do not depend on the DCT scale, so the first view that needs an interval
+// keeps its blocks and the others copy them, each doing only its own IDCT
+// at its own scale and its own resize.
+//
 // Pixels are 8-bit RGB, interleaved, in row-major (HWC) order. Grayscale and
 // CMYK/YCCK images are converted to RGB.
 //

@@ -38,6 +38,9 @@ void ffh_free(ffh_dec *h) {
 		return;
 	free(h->buf);
 	free(h->end);
+	free(h->gidx);
+	free(h->slot);
+	free(h->store);
 	free(h);
 }
 
@@ -111,6 +114,108 @@ void ffh_reset(ffh_dec *h, int scan_end) {
 	h->scan_end = scan_end;
 	h->len = 0;
 	h->nend = 0;
+	h->use_cache = 0;
+}
+
+// The cache holds at most this many bytes of blocks (3 bytes per pixel in
+// 4:2:0: an image of about 85 megapixels); intervals past it are decoded
+// without being kept.
+#define FFH_CACHE_MAX ((size_t)256 << 20)
+
+void ffh_cache_reset(ffh_dec *h) {
+	h->nslot = 0;
+	h->store_len = 0;
+}
+
+void ffh_use_cache(ffh_dec *h, long scan_intervals, int fill) {
+	h->use_cache = 1;
+	h->fill = fill;
+	h->scan_last = scan_intervals - 1;
+}
+
+int ffh_append_at(ffh_dec *h, long s, const unsigned char *p, size_t n) {
+	if (!h->use_cache)
+		return ffh_append(h, p, n);
+	// The slots grow with the intervals seen, which have all been found
+	// between markers: a header claiming a huge image costs nothing more.
+	if ((size_t)s >= h->nslot) {
+		if (!ffj_reserve((void **)&h->slot, &h->slot_cap, (size_t)s + 1, sizeof *h->slot))
+			return 0;
+		memset(h->slot + h->nslot, 0, ((size_t)s + 1 - h->nslot) * sizeof *h->slot);
+		h->nslot = (size_t)s + 1;
+	}
+	if (!ffj_reserve((void **)&h->gidx, &h->gidx_cap, h->nend + 1, sizeof *h->gidx))
+		return 0;
+	h->gidx[h->nend] = s;
+	return ffh_append(h, p, h->slot[s].valid ? 0 : n);
+}
+
+size_t ffh_interval_decodes(ffh_dec *h, int *counts, size_t n) {
+	for (size_t i = 0; i < n && i < h->nslot; i++)
+		counts[i] = h->slot[i].decodes;
+	return h->nslot;
+}
+
+// ffh_begin starts interval k (of mcus MCUs) of a stream that uses the
+// cache: its blocks come from the cache, or are decoded into it.
+static void ffh_begin(ffh_dec *h, long mcus) {
+	ffh_slot *s = &h->slot[h->gidx[h->k]];
+	size_t start = h->k ? h->end[h->k - 1] : 0;
+	h->from_cache = s->valid && h->end[h->k] == start; // appended without its bytes
+	h->caching = 0;
+	if (h->from_cache) {
+		h->cur = h->store + s->off;
+		return;
+	}
+	s->decodes++;
+	if (s->valid || !h->fill)
+		return; // cached after this stream was cut (ffj_entropy decodes it again), or not to be kept
+	// Decoded into zeroed blocks: libjpeg zeroes its MCU buffer only for
+	// the MCUs in the columns jpeg_crop_scanline kept.
+	size_t n = (size_t)mcus * (size_t)h->blocks * DCTSIZE2;
+	if ((h->store_len + n) * sizeof(JCOEF) > FFH_CACHE_MAX ||
+	    !ffj_reserve((void **)&h->store, &h->store_cap, h->store_len + n, sizeof(JCOEF)))
+		return;
+	h->cur = h->store + h->store_len;
+	memset(h->cur, 0, n * sizeof(JCOEF));
+	h->caching = 1;
+}
+
+// ffh_cached keeps the interval just decoded into the cache when it ended
+// on its last byte, or before it at the end of the scan (as
+// ffh_decode_mcu's checks want it); used is the bytes its codes took.
+static void ffh_cached(ffh_dec *h, size_t used) {
+	size_t end = h->end[h->k];
+	if (used != end && !(used < end && h->gidx[h->k] == h->scan_last))
+		return; // reported when the next interval starts or the stream ends
+	ffh_slot *s = &h->slot[h->gidx[h->k]];
+	s->off = h->store_len;
+	s->valid = 1;
+	h->store_len = (size_t)(h->cur - h->store);
+	h->caching = 0;
+}
+
+void ffh_finish(ffh_dec *h) {
+	if (!h->use_cache || !h->caching || h->left == 0)
+		return;
+	long n = h->left < h->mcus ? h->left : h->mcus;
+	ffh_bits r = h->r;
+	const size_t end = 8 * h->end[h->k];
+	for (long m = 0; m < n; m++, h->cur += h->blocks * DCTSIZE2) {
+		for (int b = 0; b < h->blocks; b++) {
+			JCOEF *blk = h->cur + b * DCTSIZE2;
+			int diff;
+			if (ffh_block(h->dc[b], h->acs[b], &r, blk, &diff) == FFH_BAD || ffh_pos(h, &r) > end)
+				return; // left to the decode that needs it, to report
+			int ci = h->comp[b];
+			h->last_dc[ci] += diff;
+			blk[0] = (JCOEF)h->last_dc[ci];
+		}
+	}
+	h->left -= n;
+	h->mcus -= n;
+	h->r = r;
+	ffh_cached(h, (ffh_pos(h, &r) + 7) / 8);
 }
 
 int ffh_append(ffh_dec *h, const unsigned char *p, size_t n) {
@@ -159,11 +264,21 @@ static boolean ffh_decode_mcu(j_decompress_ptr c, JBLOCKROW *mcu) {
 		r = (ffh_bits){0, 0, h->buf + h->end[h->k++]};
 		h->left = (long)c->restart_interval;
 		memset(h->last_dc, 0, sizeof h->last_dc);
+		if (h->use_cache)
+			ffh_begin(h, h->left < h->mcus + 1 ? h->left : h->mcus + 1);
 	}
 	h->left--;
+	if (h->from_cache) { // no bytes: the checks below pass as they did
+		if (mcu)
+			for (int b = 0; b < h->blocks; b++)
+				memcpy(mcu[b][0], h->cur + b * DCTSIZE2, sizeof(JBLOCK));
+		h->cur += h->blocks * DCTSIZE2;
+		h->r = r;
+		return TRUE;
+	}
 	const size_t end = 8 * h->end[h->k];
 	for (int b = 0; b < h->blocks; b++) {
-		JCOEF *blk = mcu ? mcu[b][0] : h->discard;
+		JCOEF *blk = h->caching ? h->cur + b * DCTSIZE2 : mcu ? mcu[b][0] : h->discard;
 		int diff;
 		if (ffh_block(h->dc[b], h->acs[b], &r, blk, &diff) == FFH_BAD)
 			WARNMS(c, JWRN_HUFF_BAD_CODE); // a run past the block is one too
@@ -172,9 +287,16 @@ static boolean ffh_decode_mcu(j_decompress_ptr c, JBLOCKROW *mcu) {
 		blk[0] = (JCOEF)h->last_dc[ci];
 		if (ffh_pos(h, &r) > end)
 			WARNMS(c, JWRN_HIT_MARKER); // ran past the interval
+		if (h->caching && mcu)
+			memcpy(mcu[b][0], blk, sizeof(JBLOCK));
 	}
 	h->r = r;
 	size_t used = (ffh_pos(h, &r) + 7) / 8;
+	if (h->caching) {
+		h->cur += h->blocks * DCTSIZE2;
+		if (h->left == 0 || h->mcus == 0)
+			ffh_cached(h, used);
+	}
 	if (h->mcus == 0 && used != h->end[h->k] && !(h->scan_end && used < h->end[h->k]))
 		WARNMS2(c, JWRN_EXTRANEOUS_DATA, (unsigned)(h->end[h->k] - used), JPEG_EOI);
 	return TRUE;
@@ -197,6 +319,9 @@ void ffh_install(ffh_dec *h, j_decompress_ptr c) {
 	h->left = (long)c->restart_interval;
 	h->mcus = (long)c->MCUs_per_row * (long)c->MCU_rows_in_scan;
 	memset(h->last_dc, 0, sizeof h->last_dc);
+	h->from_cache = h->caching = 0;
+	if (h->use_cache && h->nend > 0)
+		ffh_begin(h, h->left < h->mcus ? h->left : h->mcus);
 	c->entropy = &h->pub;
 }
 

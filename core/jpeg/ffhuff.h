@@ -60,6 +60,13 @@ typedef struct {
 	const unsigned char *p;
 } ffh_bits;
 
+// A restart interval of the cached image's scan.
+typedef struct {
+	size_t off;  // its blocks in store, once valid
+	int valid;   // decoded cleanly, ending on its last byte
+	int decodes; // times entropy-decoded since ffh_cache_reset (tests)
+} ffh_slot;
+
 struct ffh_dec {
 	struct jpeg_entropy_decoder pub; // first: libjpeg calls through cinfo->entropy
 	ffh_tbl tbl[2][NUM_HUFF_TBLS];   // DC, AC
@@ -78,6 +85,22 @@ struct ffh_dec {
 	long mcus;  // MCUs left in the stream
 	int scan_end; // the last interval ends the scan: bytes may follow its codes
 	int last_dc[MAX_COMPS_IN_SCAN];
+	// The coefficient cache (ffh_use_cache): the blocks of the intervals of
+	// one image's scan that a decode has entropy-decoded, kept so that the
+	// other decodes of that image (views at other crops and scales) copy
+	// them instead of decoding them again.
+	int use_cache;     // this stream reads the cache
+	int fill;          // and fills it
+	long scan_last;    // the scan's last interval (its index in the scan)
+	long *gidx;        // gidx[k]: interval k's index in the scan
+	size_t gidx_cap;
+	ffh_slot *slot;    // per interval of the scan, up to the last one seen
+	size_t nslot, slot_cap;
+	JCOEF *store;      // cached blocks, 64 coefficients each, in natural order
+	size_t store_len, store_cap;
+	int from_cache;    // the current interval's blocks are copied from cur
+	int caching;       // the current interval is decoded into cur
+	JCOEF *cur;        // the current MCU's blocks in store
 };
 
 

@@ -30,6 +30,26 @@ int ffh_tables(ffh_dec *h, j_decompress_ptr c);
 // bytes may follow its last MCU's codes there, as libjpeg lets them.
 void ffh_reset(ffh_dec *h, int scan_end);
 int ffh_append(ffh_dec *h, const unsigned char *p, size_t n);
+// The coefficient cache serves several decodes of one image: ffh_cache_reset
+// starts a new image; ffh_use_cache, after ffh_reset, makes the stream being
+// built use it (its scan has scan_intervals intervals; with fill it also
+// keeps the intervals it decodes, for later decodes), and ffh_append_at
+// then adds interval s of the scan: one already in the cache without its
+// bytes, since its blocks are copied from there. An interval enters the
+// cache once it has decoded cleanly and ended on its last byte, so one
+// that is damaged is decoded, and reported, by every decode that needs it.
+// ffh_finish, when a decode that fills the cache stops inside an interval
+// (one that spans MCU rows), decodes the rest of it into the cache for the
+// decodes to come; quietly, since this decode does not need it: damage is
+// left for a decode that does.
+void ffh_cache_reset(ffh_dec *h);
+void ffh_use_cache(ffh_dec *h, long scan_intervals, int fill);
+int ffh_append_at(ffh_dec *h, long s, const unsigned char *p, size_t n);
+void ffh_finish(ffh_dec *h);
+// ffh_interval_decodes copies to counts[0:n) how many times each interval
+// of the cached image's scan was entropy-decoded, and returns how many
+// intervals it has seen (for tests).
+size_t ffh_interval_decodes(ffh_dec *h, int *counts, size_t n);
 // ffh_install makes h c's entropy decoder for the scan just started
 // (after jpeg_start_decompress), decoding the intervals appended to h.
 void ffh_install(ffh_dec *h, j_decompress_ptr c);
@@ -62,6 +82,7 @@ struct ffj_dec {
 	struct jpeg_decompress_struct cinfo;
 	ffj_err err;
 	int no_region;          // tests: never cut a region stream (ffj_region_stream)
+	int share;              // this ffj_decode's ffj_geom.share
 	size_t *seg;            // restart intervals' [start, end) offsets
 	size_t seg_cap;         // elements of seg
 	unsigned char *region;  // the last region stream's header (its scan is in huff)

@@ -94,6 +94,10 @@ void ffj_cut_regions(ffj_dec *d, int on) { d->no_region = !on; }
 
 int ffj_region_cut(ffj_dec *d) { return d->region_used; }
 
+void ffj_share_reset(ffj_dec *d) { ffh_cache_reset(d->huff); }
+
+size_t ffj_interval_decodes(ffj_dec *d, int *counts, size_t n) { return ffh_interval_decodes(d->huff, counts, n); }
+
 int ffj_transcode_spliced(ffj_dec *d) { return d->spliced; }
 
 size_t ffj_region_table_cap(ffj_dec *d) { return d->seg_cap / 2; }
@@ -196,6 +200,7 @@ int ffj_decode(ffj_dec *d, const unsigned char *data, unsigned long len,
 	j_decompress_ptr c = &d->cinfo;
 	d->err.msg[0] = 0;
 	d->region_used = 0;
+	d->share = g->share;
 	d->entropy_ticks = 0;
 	unsigned long long t0 = g->timed ? ffj_ticks() : 0, t;
 	if (setjmp(d->err.jb))
@@ -325,10 +330,17 @@ int ffj_decode(ffj_dec *d, const unsigned char *data, unsigned long len,
 
 	// Reading to the end lets libjpeg check the rest of the stream (trailing
 	// garbage, missing EOI); an early stop just drops the decoder state.
-	if (c->output_scanline == c->output_height)
+	if (c->output_scanline == c->output_height) {
 		jpeg_finish_decompress(c);
-	else
+	} else {
+		if (d->region_used && d->share) {
+			t = g->timed ? ffj_ticks() : 0;
+			ffh_finish(d->huff);
+			if (g->timed)
+				d->entropy_ticks += ffj_ticks() - t;
+		}
 		jpeg_abort_decompress(c);
+	}
 	ffj_forget_src(c);
 	if (g->timed) {
 		g->entropy_ticks = d->entropy_ticks;

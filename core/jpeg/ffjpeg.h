@@ -30,6 +30,7 @@ typedef struct {
 	int timed;                           // in
 	unsigned long long entropy_ticks;    // out
 	unsigned long long total_ticks;      // out
+	int share; // in: 0, or FFJ_SHARE_KEEP or FFJ_SHARE_READ (ffj_share_reset)
 } ffj_geom;
 
 typedef struct ffj_dec ffj_dec;
@@ -46,6 +47,18 @@ void ffj_cut_regions(ffj_dec *d, int on);
 // ffj_region_cut reports whether the last ffj_decode decoded a region stream,
 // and ffj_region_table_cap how many restart intervals its table has room for.
 int ffj_region_cut(ffj_dec *d);
+// ffj_share_reset starts a new image for decodes that share its entropy
+// decoding, dropping the coefficients cached for the last one. A decode of
+// that image with ffj_geom.share set copies the restart intervals it needs
+// from the cache where they are, and decodes the others: with
+// FFJ_SHARE_KEEP into the cache, for the decodes to come; with
+// FFJ_SHARE_READ (the image's last decode) not.
+enum { FFJ_SHARE_KEEP = 1, FFJ_SHARE_READ = 2 };
+void ffj_share_reset(ffj_dec *d);
+// ffj_interval_decodes copies to counts[0:n) how many times each restart
+// interval of the shared image's scan was entropy-decoded since
+// ffj_share_reset, and returns the number of intervals seen (for tests).
+size_t ffj_interval_decodes(ffj_dec *d, int *counts, size_t n);
 // ffj_transcode_spliced reports whether the last ffj_transcode added restart
 // markers to the source's scan without re-encoding it.
 int ffj_transcode_spliced(ffj_dec *d);

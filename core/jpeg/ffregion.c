@@ -132,12 +132,14 @@ int ffj_region_stream(ffj_dec *d, const unsigned char *data, size_t len, int x0,
 	d->region_len = scan + 2;
 	long total = per_row ? mh * per_row : (mh + rows_per - 1) / rows_per; // intervals in the scan
 	ffh_reset(d->huff, last == total - 1);
+	if (d->share)
+		ffh_use_cache(d->huff, total, d->share == FFJ_SHARE_KEEP);
 	for (long r = my0; r < my1; r++) {
 		if (!per_row && r % rows_per)
 			continue;
 		for (long j = c0; j < c1; j++) {
 			long s = per_row ? r * per_row + j : r / rows_per;
-			if (!ffh_append(d->huff, data + d->seg[2 * s], d->seg[2 * s + 1] - d->seg[2 * s]))
+			if (!ffh_append_at(d->huff, s, data + d->seg[2 * s], d->seg[2 * s + 1] - d->seg[2 * s]))
 				return 0;
 		}
 	}

@@ -10,7 +10,8 @@ import (
 // outside its buffers: every call either fails or returns a full image; and
 // what Transcode makes of a decodable input decodes at the same size (to the
 // same pixels where it spliced restart markers in); and a
-// crop cut out at restart markers decodes as from the whole scan.
+// crop cut out at restart markers decodes as from the whole scan; and
+// DecodeViews fails and decodes each view as its own decode does.
 // go test runs the seeds; use -fuzz=FuzzDecode for a real search.
 func FuzzDecode(f *testing.F) {
 	pix := gradient(40, 24)
@@ -68,8 +69,10 @@ func FuzzDecode(f *testing.F) {
 			image.Rect(0, 0, w, h),
 			image.Rect(w/3, h/3, w/3+max(w/2, 1), h/3+max(h/2, 1)),
 		}
+		var views []View
 		for _, c := range crops {
 			for _, out := range [][2]int{{7, 5}, {max(w/8, 1), max(h/8, 1)}, {2 * w, h}} {
+				views = append(views, View{c, out[0], out[1], make([]byte, out[0]*out[1]*3), len(views)%2 == 1})
 				dst := make([]byte, out[0]*out[1]*3)
 				err := d.DecodeCropResize(data, c, out[0], out[1], dst)
 				// Where a region stream was cut, the whole scan must give
@@ -83,6 +86,14 @@ func FuzzDecode(f *testing.F) {
 					t.Fatalf("crop %v to %v: the region stream's pixels differ from the whole scan's", c, out)
 				}
 				d.cutRegions(true)
+			}
+		}
+		want, werrs := separate(d, data, views)
+		gerrs := viewErrors(t, d.DecodeViews(data, views), len(views))
+		for i, v := range views {
+			if (gerrs[i] == nil) != (werrs[i] == nil) || gerrs[i] == nil && !bytes.Equal(v.Dst, want[i]) {
+				t.Fatalf("view %d (%v to %dx%d): DecodeViews error %v, on its own %v, pixels equal %t",
+					i, v.Crop, v.W, v.H, gerrs[i], werrs[i], gerrs[i] == nil && bytes.Equal(v.Dst, want[i]))
 			}
 		}
 	})
