@@ -35,7 +35,10 @@ type Decoder struct {
 	rs      imgproc.Resizer
 	g       C.ffj_geom // request/result of the last decode; a field so it is not allocated per call
 	src     []byte     // the input, copied (see own)
-	shared  int        // inside DecodeViews, the ffj_geom.share of its decodes: src holds the image
+	session bool       // in a view session (BeginViews)
+	owned   bool       // in a session, viewSrc holds its image
+	viewSrc []byte     // the session's image, copied
+	shared  int        // during a DecodeView: the ffj_geom.share of its decode
 	timed   bool
 	timing  Timing // of the last decode, when timed
 }
@@ -239,7 +242,7 @@ func (d *Decoder) own(data []byte) []byte {
 }
 
 // input is the data to hand to C for the request g: a copy (see own), or
-// inside DecodeViews the copy already made, with g sharing its coefficients.
+// during a DecodeView the copy already made, with g sharing its coefficients.
 func (d *Decoder) input(data []byte, g *C.ffj_geom) []byte {
 	if d.shared != 0 {
 		g.share = C.int(d.shared)

@@ -56,23 +56,17 @@ func (d *Decoder) DecodeViews(data []byte, views []View) error {
 	if err := d.check(data); err != nil {
 		return err
 	}
-	t0 := time.Now()
-	src := d.own(data)
-	cp := time.Since(t0)
-	C.ffj_share_reset(d.c)
-	defer func() { d.shared = 0 }()
+	d.BeginViews()
+	defer d.EndViews()
 	var errs []error
-	sum := Timing{Copy: int64(cp)}
+	var sum Timing
 	for i, v := range views {
-		d.shared = C.FFJ_SHARE_KEEP
-		if i == len(views)-1 {
-			d.shared = C.FFJ_SHARE_READ // no view to keep coefficients for
-		}
-		if err := d.DecodeCropResizeFlip(src, v.Crop, v.W, v.H, v.Dst, v.Flip); err != nil {
+		if err := d.DecodeView(data, v, i == len(views)-1); err != nil {
 			errs = append(errs, &ViewError{View: i, Err: err})
 			continue
 		}
 		t := d.LastTiming()
+		sum.Copy += t.Copy
 		sum.Entropy += t.Entropy
 		sum.Decode += t.Decode
 	}
@@ -84,4 +78,69 @@ func (d *Decoder) DecodeViews(data []byte, views []View) error {
 		d.timing = sum
 	}
 	return nil
+}
+
+// BeginViews starts a view session: the DecodeView calls that follow, up to
+// EndViews or the next BeginViews, are views of one image and share its
+// entropy decoding as DecodeViews' views do. It is DecodeViews for a caller
+// that decodes one view at a time, such as a loader running each view's
+// pipeline in turn.
+func (d *Decoder) BeginViews() {
+	if d.c == nil {
+		return
+	}
+	C.ffj_share_reset(d.c)
+	d.session, d.owned = true, false
+}
+
+// EndViews ends the view session, if any; the decodes that follow are on
+// their own again.
+func (d *Decoder) EndViews() { d.session, d.owned = false, false }
+
+// DecodeView decodes one view of the session's image, to the pixels
+// DecodeCropResizeFlip(data, v.Crop, v.W, v.H, v.Dst, v.Flip) gives. Every
+// call of a session must pass the same image: the first copies it, the
+// others decode that copy (data of another length restarts the session).
+// last says no view of the session follows, so that nothing is kept for
+// one. Outside a session DecodeView is DecodeCropResizeFlip.
+func (d *Decoder) DecodeView(data []byte, v View, last bool) error {
+	if !d.session {
+		return d.DecodeCropResizeFlip(data, v.Crop, v.W, v.H, v.Dst, v.Flip)
+	}
+	if err := d.check(data); err != nil {
+		return err
+	}
+	var cp time.Duration
+	if !d.owned || len(data) != len(d.viewSrc) {
+		if d.owned {
+			C.ffj_share_reset(d.c)
+		}
+		// Its own copy (see own): plain decodes in the session reuse src.
+		t0 := time.Now()
+		d.viewSrc = append(d.viewSrc[:0], data...)
+		cp = time.Since(t0)
+		d.owned = true
+	}
+	// Only this call shares: a plain decode in the session decodes its own data.
+	d.shared = C.FFJ_SHARE_KEEP
+	if last {
+		d.shared = C.FFJ_SHARE_READ
+	}
+	defer func() { d.shared = 0 }()
+	err := d.DecodeCropResizeFlip(d.viewSrc, v.Crop, v.W, v.H, v.Dst, v.Flip)
+	if err == nil && d.timed {
+		d.timing.Copy = int64(cp)
+	}
+	return err
+}
+
+// SessionDecodes is how many restart intervals the current or last view
+// session has entropy-decoded: fewer than its views decode on their own when
+// they share.
+func (d *Decoder) SessionDecodes() int {
+	n := 0
+	for _, c := range d.intervalDecodes() {
+		n += c
+	}
+	return n
 }

@@ -527,3 +527,68 @@ func sum(xs []int) int {
 	}
 	return n
 }
+
+// A view session (BeginViews, DecodeView, EndViews) gives DecodeViews'
+// pixels and sharing one view at a time; plain decodes of other images in
+// the middle of a session decode their own data and leave it intact.
+func TestViewSession(t *testing.T) {
+	p := loadPhoto(t)
+	other := encodeT(t, p.src, p.w, p.h, 75, encodeOptions{subsample: true})
+	views := viewSets(p.w, p.h)["dino"]
+	d, ref := NewDecoder(), NewDecoder()
+	defer d.Close()
+	defer ref.Close()
+	cases := []struct {
+		name   string
+		img    []byte
+		shares bool
+		plain  []byte // decoded with DecodeCropResizeFlip between views, if any
+	}{
+		{"writer jpeg", p.jpeg, true, nil},
+		{"plain decodes between views", p.jpeg, true, other},
+		{"plain decode of an image of the same length", p.jpeg, true, sameLength(p.jpeg)},
+		{"no markers", encodeT(t, p.src, p.w, p.h, 90, encodeOptions{subsample: true, restart: -1}), false, other},
+		{"next image", other, true, p.jpeg},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			want, _ := separate(ref, tc.img, views)
+			d.BeginViews()
+			for i, v := range views {
+				dst := make([]byte, v.W*v.H*3)
+				if err := d.DecodeView(tc.img, View{Crop: v.Crop, W: v.W, H: v.H, Dst: dst, Flip: v.Flip}, i == len(views)-1); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(dst, want[i]) {
+					t.Fatalf("view %d: pixels differ from its own decode", i)
+				}
+				if tc.plain != nil && i == 1 {
+					got := make([]byte, 96*96*3)
+					if err := d.DecodeCropResizeFlip(tc.plain, views[3].Crop, 96, 96, got, false); err != nil {
+						t.Fatal(err)
+					}
+					if w, _ := separate(ref, tc.plain, []View{{Crop: views[3].Crop, W: 96, H: 96}}); !bytes.Equal(got, w[0]) {
+						t.Fatal("a plain decode inside the session differs")
+					}
+				}
+			}
+			d.EndViews()
+			counts := d.intervalDecodes()
+			if tc.shares && tc.plain == nil && (len(counts) == 0 || slices.Max(counts) != 1) {
+				t.Errorf("an interval was entropy-decoded %d times in the session", slices.Max(counts))
+			}
+			if !tc.shares && sum(counts) != 0 {
+				t.Errorf("a JPEG without lined-up markers cached %d intervals", sum(counts))
+			}
+		})
+	}
+}
+
+// sameLength is another valid JPEG of data's length with other pixels:
+// data with the DC step of its first quantisation table one larger.
+func sameLength(data []byte) []byte {
+	out := bytes.Clone(data)
+	at := bytes.Index(out, []byte{0xFF, 0xDB})
+	out[at+5]++ // FF DB, length (2), precision/slot, then the DC step
+	return out
+}

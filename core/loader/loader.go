@@ -121,6 +121,7 @@ func New(r *beton.Reader, cfg Config, progs []*pipeline.Program) (*Loader, error
 		sizes[k] = cfg.BatchSize * p.Out.Bytes()
 	}
 	sizes[len(progs)] = cfg.BatchSize * 8
+	pipeline.ShareViews(progs)
 	l := &Loader{r: r, cfg: cfg, progs: progs, iters: map[*Iterator]struct{}{}, staged: make([]int, len(progs))}
 	for k, p := range progs {
 		l.staged[k] = k

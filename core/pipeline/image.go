@@ -96,7 +96,7 @@ func (d *simpleRGB) Run(c *Ctx, _ int, _, out []byte) error {
 		copy(out, c.Heap)
 		return nil
 	}
-	dec := decoderOf(c)
+	dec := soloDecoder(c)
 	w, h, err := dec.Decode(c.Heap, out)
 	if err != nil {
 		return fmt.Errorf("%w: %v", field.ErrData, err)
@@ -120,6 +120,10 @@ type cropRGB struct {
 	fused  bool
 	flipOp int
 	flipP  float64
+	// shareField is 1 + the field when other programs crop it too: they
+	// share each sample's entropy decoding (see ShareViews); 0 otherwise.
+	shareField int
+	lastView   bool // the last of them: nothing is kept for another view
 }
 
 func newCropRGB(random bool) factory {
@@ -185,8 +189,9 @@ func (d *cropRGB) Run(c *Ctx, op int, _, out []byte) error {
 	crop := d.rect(c.Rand(op), im.w, im.h)
 	flip := d.fused && c.Rand(d.flipOp).Float64() < d.flipP // the draw flip.Run makes
 	if im.mode == field.ModeJPEG {
-		dec := decoderOf(c)
-		if err := dec.DecodeCropResizeFlip(c.Heap, crop, d.ow, d.oh, out, flip); err != nil {
+		dec := d.viewDecoder(c)
+		v := jpeg.View{Crop: crop, W: d.ow, H: d.oh, Dst: out, Flip: flip}
+		if err := dec.DecodeView(c.Heap, v, d.lastView); err != nil {
 			return fmt.Errorf("%w: %v", field.ErrData, err)
 		}
 		timed(c, dec)

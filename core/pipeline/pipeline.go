@@ -54,6 +54,7 @@ type Ctx struct {
 	pcg   rand.PCG
 	rng   *rand.Rand
 	state map[string]any // per-worker objects (codecs, buffers), by name
+	views viewKey        // the image of the JPEG decoder's view session, if any
 }
 
 // NewCtx returns a worker context.
@@ -89,6 +90,7 @@ func (c *Ctx) Close() {
 		}
 	}
 	c.state = map[string]any{}
+	c.views = viewKey{}
 }
 
 // mix is SplitMix64's finaliser over a pair, to derive independent seeds.
