@@ -19,7 +19,9 @@
 // give, but entropy-decodes each restart interval once: the coefficients
 // do not depend on the DCT scale, so the first view that needs an interval
 // keeps its blocks and the others copy them, each doing only its own IDCT
-// at its own scale and its own resize.
+// at its own scale and its own resize. A caller that decodes one view at a
+// time (the loader runs each view's pipeline in turn) does the same with a
+// view session: BeginViews, then DecodeView per view.
 //
 // Pixels are 8-bit RGB, interleaved, in row-major (HWC) order. Grayscale and
 // CMYK/YCCK images are converted to RGB.
