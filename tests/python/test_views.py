@@ -137,3 +137,17 @@ def test_unnamed_pipeline_is_an_error(photos_beton):
 def test_dropped_view(photos_beton):
     out = collect(views_loader(photos_beton, {"a": rrc(), "b": None}))
     assert len(to_numpy(out[0])) == 2
+
+
+def test_pipeline_spec_of_a_field_is_a_view(photos_beton):
+    """FFCV 1.0's PipelineSpec(source=field) spells a view without the mapper:
+    the same output, the same draws as the mapped view of that name."""
+    from ffcv_go.pipeline import PipelineSpec
+    spec = PipelineSpec("image", decoder=RandomResizedCropRGBImageDecoder((64, 64)),
+                        transforms=[RandomHorizontalFlip(), ToTensor()])
+    a = collect(Loader(photos_beton, batch_size=8, num_workers=2, order=OrderOption.RANDOM, seed=3,
+                       pipelines={"image": rrc(), "label": None, "v": spec}))
+    b = collect(views_loader(photos_beton, {"v": rrc()}))
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(to_numpy(x)[1], to_numpy(y)[1])
+        assert not np.array_equal(to_numpy(x)[0], to_numpy(x)[1])

@@ -230,7 +230,9 @@ class Loader:
                 if spec.source not in names:
                     raise ValueError(f"PipelineSpec {out_name!r}: no field {spec.source!r} in {self.fname}")
                 ops = ([spec.decoder] if spec.decoder is not None else []) + list(spec.transforms)
-                outputs.append((names.index(spec.source), out_name, self._with_decoder(spec.source, ops), 0))
+                # Another view of the field: it draws under its own name's key.
+                outputs.append((names.index(spec.source), out_name, self._with_decoder(spec.source, ops),
+                                _view_key(out_name)))
             elif out_name not in names and out_name not in self.custom_field_mapper:
                 raise ValueError(f"pipelines names {out_name!r}, which is not a field of {self.fname} "
                                  f"(fields: {', '.join(names)})")
