@@ -5,9 +5,10 @@ ever taken for an object. Shared by the detection tests, example and
 benchmark."""
 import numpy as np
 
-# Object k (label k + 1) has COLOURS[k]: channels 0 or 255, far from any background value.
+# Object k (label k + 1) has COLOURS[k]: channels 0 or 255, far from any background value
+# (black is left for the padding of shifts and crops).
 COLOURS = np.array([(255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 0), (255, 0, 255), (0, 255, 255),
-                    (255, 255, 255), (0, 0, 0)], dtype=np.uint8)
+                    (255, 255, 255)], dtype=np.uint8)
 BG_LO, BG_HI = 64, 191
 
 
