@@ -208,3 +208,20 @@ def test_train_imagenet_composer_two_processes_cpu(tmp_path):
     # 32 training images over 2 ranks -> 16 each = 4 batches of 4 per epoch; 8 val images -> 4 per rank.
     assert r["batches"] == 8 and [v["samples_rank"] for v in r["val"]] == [4, 4]
     assert r["epochs"][0]["first_size"] == 16 and r["epochs"][-1]["last_size"] == 32
+
+
+def test_train_detection_example_segmentation():
+    """lraspp_mobilenet_v3_large on 96 scenes, 30 steps: the loss falls."""
+    out = run_example("train_detection.py", "--task", "segmentation", "--steps", 30, "--samples", 96,
+                      "--size", 128, "--workers", 2)
+    r = printed_results(out)
+    assert r["steps"] == 30 and r["last_loss"] < 0.6 * r["first_loss"]
+
+
+def test_train_detection_example_detection():
+    """fasterrcnn_mobilenet_v3_large_fpn, a few steps at batch 2: finite,
+    falling losses from targets that went through the crops and flips."""
+    out = run_example("train_detection.py", "--task", "detection", "--steps", 12, "--samples", 48,
+                      "--size", 96, "--batch-size", 2, "--workers", 2, timeout=400)
+    r = printed_results(out)
+    assert r["steps"] == 12 and math.isfinite(r["last_loss"]) and r["last_loss"] < r["first_loss"]
