@@ -111,7 +111,7 @@ def main(argv=None):
     result = {"task": args.task, "steps": step, "first_loss": float(np.mean(losses[:k])),
               "last_loss": float(np.mean(losses[-k:])), "seconds": round(time.time() - t0, 1),
               "device": str(device)}
-    print(json.dumps(result))
+    print("RESULT " + json.dumps(result))
     loader.close()
     if tmp is not None:
         tmp.cleanup()
