@@ -23,7 +23,8 @@ from ffcv_go.fields.decoders import (CenterCropRGBImageDecoder, MaskDecoder, Rag
                                      RandomResizedCropRGBImageDecoder, SimpleRGBImageDecoder)
 from ffcv_go.pipeline import PipelineSpec  # noqa: E402
 from ffcv_go.reader import Reader  # noqa: E402
-from ffcv_go.transforms import RandomHorizontalFlip, RandomTranslate, ToTensor  # noqa: E402
+from ffcv_go.transforms import (RandomBrightness, RandomHorizontalFlip, RandomResizedCrop,  # noqa: E402
+                                RandomTranslate, RandomVerticalFlip, ToTensor)
 from ffcv_go.transforms.image import RandomCrop  # noqa: E402
 
 N = 48
@@ -116,6 +117,10 @@ def targets(**kw):
 PIPELINES = {
     "rrc+flip": lambda: [RandomResizedCropRGBImageDecoder((96, 128), scale=(0.1, 1.0)), RandomHorizontalFlip()],
     "center+flip": lambda: [CenterCropRGBImageDecoder((112, 112), ratio=0.8), RandomHorizontalFlip(0.5)],
+    # A photometric op is passed over by the targets (p=0 keeps the colours the check reads).
+    "center+rrc+vflip+photometric": lambda: [CenterCropRGBImageDecoder((140, 140), ratio=1.0),
+                                             RandomResizedCrop(scale=(0.3, 1.0), ratio=(0.75, 4 / 3), size=100),
+                                             RandomBrightness(0.2, p=0.0), RandomVerticalFlip(0.5)],
     "rrc+translate+crop": lambda: [RandomResizedCropRGBImageDecoder((120, 120), scale=(0.3, 1.0)),
                                    RandomTranslate(padding=16),
                                    RandomCrop((100, 90), padding=8)],
@@ -126,6 +131,16 @@ PIPELINES = {
 def test_targets_follow_the_image(scene_file, name):
     loader = Loader(scene_file, batch_size=16, num_workers=2, seed=3, drop_last=False,
                     pipelines={"image": PIPELINES[name](), **targets()})
+    for _ in range(2):  # two epochs: other draws
+        problems, seen = check_loader(loader)
+        assert not problems, "\n".join(problems[:10])
+        assert seen > N  # most scenes keep several boxes
+
+
+def test_targets_through_the_process_cache(scene_file):
+    """Labels read their boxes through the loader's cache, also the process cache."""
+    loader = Loader(scene_file, batch_size=16, num_workers=2, seed=4, drop_last=False, os_cache=False,
+                    order=OrderOption.QUASI_RANDOM, pipelines={"image": PIPELINES["rrc+flip"](), **targets()})
     for _ in range(2):  # two epochs: other draws
         problems, seen = check_loader(loader)
         assert not problems, "\n".join(problems[:10])
@@ -338,3 +353,48 @@ def test_target_dataset_from_torchvision_style_items(tmp_path):
         np.testing.assert_array_equal(img[i].numpy(), ds[i][0])
         np.testing.assert_array_equal(mask[i].numpy(), ds[i][3])
         np.testing.assert_array_equal(boxes.data[i, :int(boxes.counts[i])].numpy(), ds[i][1])
+
+
+def test_keypoints_follow_the_image(tmp_path):
+    """Each object's centre as a keypoint (x, y, visibility): after crops,
+    flips and shifts it sits on its object's colour while visible."""
+    ds = scenes.SceneDataset(32, [])
+
+    def item(i):
+        img, b, l, _ = ds[i]
+        centres = np.concatenate([(b[:, :2] + b[:, 2:]) / 2, np.ones((len(b), 1), np.float32)], axis=1)
+        return img, centres.reshape(-1, 1, 3).astype(np.float32), l
+
+    fields = {"image": RGBImageField(write_mode="raw", max_resolution=180),
+              "points": RaggedArrayField(np.float32, (1, 3), follows="image", coords="xy"),
+              "labels": RaggedArrayField(np.int64, ())}
+    path = write(tmp_path / "kp.beton", fields, [item(i) for i in range(32)], num_workers=2)
+    loader = Loader(path, batch_size=8, num_workers=2, seed=2, pipelines={
+        "image": [RandomResizedCropRGBImageDecoder((96, 96), scale=(0.3, 1.0)), RandomHorizontalFlip(),
+                  RandomTranslate(padding=10)],
+        "points": [RaggedDecoder()], "labels": [RaggedDecoder()]})
+    visible = hidden = 0
+    for img, points, labels in loader:
+        for i in range(len(img)):
+            lab = colour_label(img[i].numpy())
+            n = int(points.counts[i])
+            assert n == int(labels.counts[i])
+            for (x, y, v), k in zip(points.data[i, :n, 0].tolist(), labels.data[i, :n].tolist()):
+                inside = 0 <= x < 96 and 0 <= y < 96
+                if v:
+                    assert inside and lab[int(y), int(x)] == k, (x, y, k)
+                    visible += 1
+                else:
+                    assert not inside or lab[int(y), int(x)] != k
+                    hidden += 1
+    assert visible > 40 and hidden > 0
+
+
+def test_every_pool_writes_the_same_file(dataset, tmp_path):
+    digests = set()
+    for pool, workers in [(None, None), ("process", 2), ("thread", 3)]:
+        p = tmp_path / f"{pool}.beton"
+        DatasetWriter(str(p), _fields(150), num_workers=3, progress=False).from_indexed_dataset(
+            dataset, pool=pool, pool_workers=workers, chunksize=5)
+        digests.add(p.read_bytes())
+    assert len(digests) == 1
