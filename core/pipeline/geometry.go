@@ -114,7 +114,7 @@ func NewGeometry(env Env, spec GeometrySpec) (*Geometry, error) {
 			return nil, fmt.Errorf("followed %s: %w", head.Op, err)
 		}
 		switch op.(type) {
-		case *simpleRGB, *cropRGB, *rrcTransform, *flip, *translate, *randomCrop:
+		case *simpleRGB, *cropRGB, *rrcTransform, *resizePad, *flip, *translate, *randomCrop:
 		default:
 			if !photometric[head.Op] {
 				return nil, fmt.Errorf("targets cannot follow the image operation %q (geometry unknown)", head.Op)
@@ -163,6 +163,9 @@ func (g *Geometry) Sample(c *Ctx, r interface {
 		case *rrcTransform:
 			rc := o.rect(c.Rand(s.key), a.W, a.H)
 			a = a.cropTo(rc.Min.X, rc.Min.Y, rc.Dx(), rc.Dy(), o.ow, o.oh)
+		case *resizePad:
+			nw, nh := o.fit(c.Rand(s.key), a.W, a.H)
+			a = a.then(float64(nw)/float64(a.W), 0, float64(nh)/float64(a.H), 0, o.ow, o.oh)
 		case *flip:
 			if !o.draw(c, s.key) {
 				continue

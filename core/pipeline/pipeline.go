@@ -126,7 +126,7 @@ var registry = map[string]factory{}
 // decoders are the operations that read a sample from the file: first in a
 // program, never in a tail.
 var decoders = map[string]bool{"int": true, "float": true, "ndarray": true, "bytes": true,
-	"rgb_simple": true, "rgb_rrc": true, "rgb_center": true, "ragged": true, "mask": true}
+	"rgb_simple": true, "rgb_rrc": true, "rgb_center": true, "rgb_resize_pad": true, "ragged": true, "mask": true}
 
 func register(name string, f factory) { registry[name] = f }
 

@@ -20,7 +20,8 @@ from ffcv_go.loader import OrderOption  # noqa: E402
 from ffcv_go.detection import CocoDetection, Ragged, TargetDataset, to_torchvision_targets  # noqa: E402
 from ffcv_go.fields import MaskField, RaggedArrayField, RGBImageField  # noqa: E402
 from ffcv_go.fields.decoders import (CenterCropRGBImageDecoder, MaskDecoder, RaggedDecoder,  # noqa: E402
-                                     RandomResizedCropRGBImageDecoder, SimpleRGBImageDecoder)
+                                     RandomResizedCropRGBImageDecoder, ResizePadRGBImageDecoder,
+                                     SimpleRGBImageDecoder)
 from ffcv_go.pipeline import PipelineSpec  # noqa: E402
 from ffcv_go.reader import Reader  # noqa: E402
 from ffcv_go.transforms import (RandomBrightness, RandomHorizontalFlip, RandomResizedCrop,  # noqa: E402
@@ -117,6 +118,8 @@ def targets(**kw):
 PIPELINES = {
     "rrc+flip": lambda: [RandomResizedCropRGBImageDecoder((96, 128), scale=(0.1, 1.0)), RandomHorizontalFlip()],
     "center+flip": lambda: [CenterCropRGBImageDecoder((112, 112), ratio=0.8), RandomHorizontalFlip(0.5)],
+    "resize_pad+jitter+flip": lambda: [ResizePadRGBImageDecoder((128, 112), scale=(0.6, 1.0)),
+                                       RandomHorizontalFlip()],
     # A photometric op is passed over by the targets (p=0 keeps the colours the check reads).
     "center+rrc+vflip+photometric": lambda: [CenterCropRGBImageDecoder((140, 140), ratio=1.0),
                                              RandomResizedCrop(scale=(0.3, 1.0), ratio=(0.75, 4 / 3), size=100),
@@ -145,6 +148,24 @@ def test_targets_through_the_process_cache(scene_file):
         problems, seen = check_loader(loader)
         assert not problems, "\n".join(problems[:10])
         assert seen > N  # most scenes keep several boxes
+
+
+def test_resize_pad_keeps_every_box(scene_file, dataset):
+    """The detection resize crops nothing: every box is kept, scaled by one
+    factor per axis, at the top-left corner; the rest is fill."""
+    loader = Loader(scene_file, batch_size=N, num_workers=2, pipelines={
+        "image": [ResizePadRGBImageDecoder((160, 160), fill=(0, 0, 0))], **targets()})
+    img, boxes, labels, mask = next(iter(loader))
+    r = Reader(str(scene_file))
+    for i in range(N):
+        w, h = int(r.metadata["f0"]["width"][i]), int(r.metadata["f0"]["height"][i])
+        s = min(160 / w, 160 / h)
+        nw, nh = round(w * s), round(h * s)
+        assert int(boxes.counts[i]) == int(r.metadata["f1"]["rows"][i])
+        stored = np.frombuffer(r.read(i, "boxes"), np.float32).reshape(-1, 4)
+        np.testing.assert_allclose(boxes.data[i, :len(stored)].numpy(),
+                                   stored * np.array([nw / w, nh / h, nw / w, nh / h]), rtol=1e-5, atol=1e-4)
+        assert not img[i, nh:].any() and not img[i, :, nw:].any() and not mask[i, nh:].any()
 
 
 def test_unscaled_truth(dataset, tmp_path):
