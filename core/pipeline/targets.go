@@ -112,7 +112,7 @@ func (d *raggedDecoder) Out(Spec) (Spec, error) {
 	return Spec{Shape: []int{RaggedBytes(d.maxRows, d.row)}, DType: "|u1"}, nil
 }
 
-// floats reads element i of a float32 or float64 array.
+// floatAt reads element i of a little-endian float32 or float64 array.
 func floatAt(b []byte, item, i int) float64 {
 	if item == 4 {
 		return float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
@@ -257,12 +257,9 @@ func newMaskDecoder(env Env, raw json.RawMessage) (Op, error) {
 	if err != nil {
 		return nil, err
 	}
-	dt := env.Desc.DType
-	if dt[0] == '|' && item > 1 || dt[0] == '=' {
-		dt = "<" + dt[1:]
-	}
+	// The field allows only "|u1" and "<u2" (field.Desc.checkTarget).
 	return &maskDecoder{geo: g, env: env, item: item, fill: uint16(a.Fill),
-		out: Spec{Shape: []int{g.Out.Shape[0], g.Out.Shape[1]}, DType: dt}}, nil
+		out: Spec{Shape: []int{g.Out.Shape[0], g.Out.Shape[1]}, DType: env.Desc.DType}}, nil
 }
 
 func (d *maskDecoder) Out(Spec) (Spec, error) { return d.out, nil }

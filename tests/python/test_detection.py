@@ -419,3 +419,7 @@ def test_every_pool_writes_the_same_file(dataset, tmp_path):
             dataset, pool=pool, pool_workers=workers, chunksize=5)
         digests.add(p.read_bytes())
     assert len(digests) == 1
+
+
+def test_verify_decodes_masks(scene_file):
+    assert Reader(str(scene_file)).verify() == []
