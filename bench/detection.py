@@ -27,7 +27,6 @@ def make_data(args):
     """The scenes as JPEG + PNG mask + boxes files (for the DataLoader) and as a .beton."""
     from PIL import Image
     from ffcv_go import DatasetWriter
-    from ffcv_go.detection import TargetDataset  # noqa: F401 - the same items the writer takes
     from ffcv_go.fields import MaskField, RaggedArrayField, RGBImageField
     root = os.path.join(args.out, f"scenes_{args.samples}_{args.height}x{args.width}")
     beton = root + ".beton"

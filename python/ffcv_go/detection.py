@@ -70,7 +70,7 @@ def _link_targets(outputs, plans, reader):
         if any(isinstance(s, GoTail) for s in plan.steps):
             raise ValueError(f'output "{name}" follows "{image}", whose built-in operations are split by a Python '
                              'stage: targets follow only the built-in operations right after the image decoder')
-        return {"image": fidx, "ops": [op for op in plan.go_ops if op["op"] not in ("image_mixup",)]}
+        return {"image": fidx, "ops": plan.go_ops}
 
     for (fidx, name, ops), plan in zip(outputs, plans):
         dec = ops[0] if ops else None
@@ -192,7 +192,6 @@ class CocoDetection:
 
     def fields(self, max_resolution=None, write_mode="jpg", jpeg_quality=90):
         """The writer's fields for this dataset, in item order."""
-        from .fields import IntField  # noqa: F401 - imported for symmetry with other datasets
         from .fields import RGBImageField
         f = {"image": RGBImageField(write_mode=write_mode, max_resolution=max_resolution, jpeg_quality=jpeg_quality),
              "boxes": RaggedArrayField(np.float32, (4,), follows="image", coords="xyxy"),

@@ -25,7 +25,7 @@ from ffcv_go.fields.decoders import (CenterCropRGBImageDecoder, MaskDecoder, Rag
 from ffcv_go.pipeline import PipelineSpec  # noqa: E402
 from ffcv_go.reader import Reader  # noqa: E402
 from ffcv_go.transforms import (RandomBrightness, RandomHorizontalFlip, RandomResizedCrop,  # noqa: E402
-                                RandomTranslate, RandomVerticalFlip, ToTensor)
+                                RandomTranslate, RandomVerticalFlip)
 from ffcv_go.transforms.image import RandomCrop  # noqa: E402
 
 N = 48
@@ -423,3 +423,13 @@ def test_every_pool_writes_the_same_file(dataset, tmp_path):
 
 def test_verify_decodes_masks(scene_file):
     assert Reader(str(scene_file)).verify() == []
+
+
+def test_unfollowable_pipelines_are_refused(scene_file):
+    from ffcv_go.transforms import ImageMixup
+    with pytest.raises(ValueError, match="image_mixup"):
+        Loader(scene_file, batch_size=4, num_workers=1, pipelines={
+            "image": [RandomResizedCropRGBImageDecoder((64, 64)), ImageMixup(0.2, True)], **targets()})
+    with pytest.raises(ValueError, match='follows "photo", which is not an output'):
+        Loader(scene_file, batch_size=4, num_workers=1, pipelines={
+            "image": [RandomResizedCropRGBImageDecoder((64, 64))], **targets(), "mask": [MaskDecoder(follows="photo")]})
