@@ -433,3 +433,35 @@ def test_unfollowable_pipelines_are_refused(scene_file):
     with pytest.raises(ValueError, match='follows "photo", which is not an output'):
         Loader(scene_file, batch_size=4, num_workers=1, pipelines={
             "image": [RandomResizedCropRGBImageDecoder((64, 64))], **targets(), "mask": [MaskDecoder(follows="photo")]})
+
+
+@pytest.mark.parametrize("flip", [False, True])
+def test_drops_exactly_the_boxes_below_threshold(tmp_path, flip):
+    """A centre crop at the stored size (no resampling) with or without a
+    certain flip: the expected boxes, clips and drops are computed here
+    from the crop rectangle, and must match to float precision."""
+    ds = scenes.SceneDataset(40, [], height=150, width=190)
+    path = write(tmp_path / "c.beton", _fields(), ds)
+    c = int(0.6 * 150)
+    top, left = (150 - c) // 2, (190 - c) // 2
+    image = [CenterCropRGBImageDecoder((c, c), ratio=0.6)] + ([RandomHorizontalFlip(1.0)] if flip else [])
+    min_size, min_area = 5.0, 60.0
+    loader = Loader(path, batch_size=40, num_workers=2, pipelines={
+        "image": image, "boxes": [RaggedDecoder(min_size=min_size, min_area=min_area)],
+        "labels": [RaggedDecoder()], "mask": None})
+    img, boxes, labels = next(iter(loader))
+    dropped = 0
+    for i in range(40):
+        _, b, l, _ = ds[i]
+        x = np.clip(b - np.array([left, top, left, top], np.float32), 0, c)
+        w, h = x[:, 2] - x[:, 0], x[:, 3] - x[:, 1]
+        keep = (w >= min_size) & (h >= min_size) & (w * h >= min_area) & (w > 0) & (h > 0)
+        x = x[keep]
+        if flip:
+            x = np.stack([c - x[:, 2], x[:, 1], c - x[:, 0], x[:, 3]], axis=1)
+        n = int(boxes.counts[i])
+        assert n == keep.sum(), i
+        np.testing.assert_allclose(boxes.data[i, :n].numpy(), x, atol=1e-4)
+        np.testing.assert_array_equal(labels.data[i, :n].numpy(), l[keep])
+        dropped += int((~keep).sum())
+    assert dropped > 5
