@@ -293,6 +293,16 @@ def test_bad_input_names_sample_and_field(tmp_path, name, corrupt, field, words)
     assert "4" in msg and field in msg and words in msg, msg
 
 
+def test_follows_must_name_a_field_of_the_writer(tmp_path):
+    for fields, words in [
+        ({**_fields(), "boxes": RaggedArrayField(np.float32, (4,), follows="img", coords="xyxy")}, "'img'"),
+        ({**_fields(), "labels": RaggedArrayField(np.int64, (), follows="mask")}, "xyxy boxes"),
+        ({**_fields(), "mask": MaskField("labels")}, "'labels', which is not an RGBImageField"),
+    ]:
+        with pytest.raises(ValueError, match=words):
+            DatasetWriter(str(tmp_path / "x.beton"), fields)
+
+
 def _coco(tmp_path, ds, n):
     """A COCO annotation file and image folder for n scenes: polygons, and RLE for every third object."""
     from PIL import Image

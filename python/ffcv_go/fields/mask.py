@@ -43,6 +43,10 @@ class MaskField(Field):
     def _spec(self):
         return {"dtype": self.dtype.str, "follows": self.follows, "encoding": "lz4"}
 
+    def _check_follows(self, name, fields):
+        if type(fields.get(self.follows)).__name__ != "RGBImageField":
+            raise ValueError(f"field {name!r} follows {self.follows!r}, which is not an RGBImageField of this writer")
+
     def _portable(self, value):
         return _pixels(value, self.dtype) if not isinstance(value, np.ndarray) else value
 

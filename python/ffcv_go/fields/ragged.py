@@ -81,6 +81,16 @@ class RaggedArrayField(Field):
         return {"shape": list(self.row_shape), "dtype": self.dtype.str, "follows": self.follows or "",
                 "coords": self.coords or ""}
 
+    def _check_follows(self, name, fields):
+        if self.follows is None:
+            return
+        other = fields.get(self.follows)
+        if self.coords is not None and type(other).__name__ != "RGBImageField":
+            raise ValueError(f"field {name!r} follows {self.follows!r}, which is not an RGBImageField of this writer")
+        if self.coords is None and not (isinstance(other, RaggedArrayField) and other.coords == "xyxy"):
+            raise ValueError(f"field {name!r} follows {self.follows!r}, which is not a RaggedArrayField of "
+                             "xyxy boxes of this writer")
+
     def _value(self, value, v, keep):
         _set_data(v, self._checked(value), keep)
 
