@@ -213,7 +213,7 @@ func ParseDesc(b []byte) (Desc, error) {
 	case d.Type == Custom:
 		d.Args = append([]byte(nil), args...)
 	case d.Type.Targets():
-		d.Args = append([]byte(nil), args...)
+		d.Args = args
 		if err := d.setTarget(); err != nil {
 			return d, err
 		}

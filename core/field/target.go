@@ -67,7 +67,12 @@ func (d *Desc) setTarget() error {
 		return err
 	}
 	d.Target, d.DType, d.Shape = &a, a.DType, a.RowShape
-	return d.checkTarget()
+	if err := d.checkTarget(); err != nil {
+		return err
+	}
+	// Args in canonical form, so equal fields have equal arguments (shards).
+	d.Args = make([]byte, ArgsSize)
+	return d.marshalTarget(d.Args)
 }
 
 func (d *Desc) checkTarget() error {
@@ -94,9 +99,14 @@ func (d *Desc) checkTarget() error {
 	if len(a.RowShape) > maxDims-1 {
 		return fmt.Errorf("field %q: row shape %v has too many dimensions", d.Name, a.RowShape)
 	}
+	row, _ := d.ItemSize()
 	for _, x := range a.RowShape {
 		if x == 0 || x > 1<<24 {
 			return fmt.Errorf("field %q: row shape %v must have positive dimensions", d.Name, a.RowShape)
+		}
+		// A row must fit a page, which holds at most 4 GiB.
+		if row *= int(x); row > 1<<32 {
+			return fmt.Errorf("field %q: rows of shape %v are too large", d.Name, a.RowShape)
 		}
 	}
 	switch a.Coords {
