@@ -12,7 +12,7 @@ DEB_DATA := mate-backgrounds lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 dat
 PYTEST_ARGS ?=
 CONFORMANCE_ARGS ?=
 
-.PHONY: all build deps venv wheel wheel-deps check-wheel test test-torch113 aarch64-deps test-aarch64-quick test-aarch64 test-go test-python test-gpu gpu-bundle conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-ray bench-remote bench-soak bench-wheel-ab clean docs docs-check
+.PHONY: all build deps venv wheel wheel-deps check-wheel test test-torch113 aarch64-deps test-aarch64-quick test-aarch64 test-go test-python test-gpu gpu-bundle conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-ray bench-remote bench-detection bench-soak bench-wheel-ab clean docs docs-check
 
 all: build
 
@@ -314,6 +314,11 @@ bench-writer: deps venv build ffcv
 # the single-process writer, on the same photos.
 bench-ray: deps venv build
 	PYTHONPATH=python $(PY) bench/ray_shards.py $(BENCH_ARGS)
+
+# Detection and segmentation pipelines (crop + flip with boxes or masks):
+# ffcv_go against DataLoader + torchvision.transforms.v2 on the same scenes.
+bench-detection: deps venv build
+	PYTHONPATH=python $(PY) bench/detection.py $(BENCH_ARGS)
 
 # The loader over S3 (moto) and HTTP (with added latency) against local disk.
 bench-remote: deps venv build

@@ -37,6 +37,11 @@ type fieldSpec struct {
 	ArgsHex string `json:"args_hex"`
 	Column  [2]int `json:"column"`
 	Encoder int    `json:"encoder"`
+	// Target fields (RaggedArrayField, MaskField): see field.TargetArgs;
+	// shape is a ragged field's row shape.
+	Follows  string `json:"follows"`
+	Coords   string `json:"coords"`
+	Encoding string `json:"encoding"`
 }
 
 func (s fieldSpec) imageOptions(seed uint64) field.ImageOptions {
@@ -86,6 +91,9 @@ func ffcv_writer_create(path, specJSON *C.char, err **C.char) (ret C.int64_t) {
 	custom := map[string]field.Column{}
 	for i, f := range spec.Fields {
 		descs[i] = field.Desc{Type: field.Type(f.TypeID), Name: f.Name, Shape: f.Shape, DType: f.DType}
+		if descs[i].Type.Targets() {
+			descs[i].Target = &field.TargetArgs{DType: f.DType, RowShape: f.Shape, Follows: f.Follows, Coords: f.Coords, Encoding: f.Encoding}
+		}
 		enc := descs[i]
 		if descs[i].Type == field.Custom {
 			args, e := hex.DecodeString(f.ArgsHex)

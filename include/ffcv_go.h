@@ -177,7 +177,9 @@ int64_t ffcv_verify(int64_t reader, int32_t workers, char **out, char **err);
 
 /* Starts writing. spec_json: {"num_samples": N, "page_size": P, "num_workers": W,
  * "fields": [{"name", "type_id", "shape", "dtype", "write_mode", "max_resolution",
- * "smart_threshold", "jpeg_quality", "compress_probability"}]}.
+ * "smart_threshold", "jpeg_quality", "compress_probability"}]}; target fields
+ * (type_id 100 RaggedArray, 101 Mask) add "follows", "coords" and "encoding",
+ * "shape" being a ragged field's row shape.
  * path is a local file or an s3:// URL (written to a local temporary file, uploaded
  * by ffcv_writer_finish). The file appears at path only when ffcv_writer_finish
  * succeeds. */

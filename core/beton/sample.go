@@ -52,6 +52,16 @@ func (r *Reader) heapRef(d *field.Desc, col []byte) (ptr, size uint64, has bool,
 	case field.NDArray, field.TorchTensor:
 		n, err := d.ArrayBytes()
 		return binary.LittleEndian.Uint64(col), n, true, err
+	case field.Ragged:
+		ptr, rows := field.RaggedRef(col)
+		row, err := d.RowBytes()
+		if err == nil && rows > (1<<62)/max(row, 1) {
+			err = fmt.Errorf("%w: %d rows", ErrFormat, rows)
+		}
+		return ptr, rows * row, true, err
+	case field.Mask:
+		m := field.ParseMaskMeta(col)
+		return m.Ptr, m.Size, true, nil
 	case field.RGBImage:
 		m := field.ParseRGBMeta(col)
 		if m.Mode == field.ModeJPEG {

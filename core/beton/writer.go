@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -24,6 +25,7 @@ type Writer struct {
 	f          *os.File
 	fields     []field.Desc
 	encoders   []field.Encoder
+	follows    []int // the field each field's values are laid on (field.Follower), or -1
 	layout     field.Layout
 	n          uint64
 	pageSize   uint64
@@ -103,6 +105,10 @@ func Create(path string, fields []field.Desc, encoders []field.Encoder, numSampl
 	if err != nil {
 		return nil, err
 	}
+	follows, err := followed(fields, encoders)
+	if err != nil {
+		return nil, err
+	}
 	if opts.Workers < 1 {
 		opts.Workers = procs.CPUs()
 	}
@@ -114,7 +120,7 @@ func Create(path string, fields []field.Desc, encoders []field.Encoder, numSampl
 	heapOff := metaOff + numSamples*uint64(layout.RowSize)
 	w := &Writer{
 		path: path, tmp: f.Name(), f: f,
-		fields: fields, encoders: encoders, layout: layout,
+		fields: fields, encoders: encoders, follows: follows, layout: layout,
 		n: numSamples, pageSize: opts.PageSize, metaOff: metaOff,
 		firstPage:  (heapOff + opts.PageSize - 1) / opts.PageSize,
 		jobs:       make(chan job, 2*opts.Workers),
@@ -181,13 +187,19 @@ func (w *Writer) encodeLoop() {
 	defer w.workers.Done()
 	for j := range w.jobs {
 		res := result{sample: j.sample, enc: make([]field.Encoded, len(j.values))}
-		for i, v := range j.values {
-			enc, err := w.encodeOne(i, v, j.sample)
-			if err != nil {
-				res.err = fmt.Errorf("sample %d, field %q: %w", j.sample, w.fields[i].Name, err)
-				break
+		// Images first: the fields that follow one need its sizes.
+		for pass := 0; pass < 2 && res.err == nil; pass++ {
+			for i, v := range j.values {
+				if (w.follows[i] >= 0) != (pass == 1) {
+					continue
+				}
+				enc, err := w.encodeOne(i, v, j.sample, res.enc)
+				if err != nil {
+					res.err = fmt.Errorf("sample %d, field %q: %w", j.sample, w.fields[i].Name, err)
+					break
+				}
+				res.enc[i] = enc
 			}
-			res.enc[i] = enc
 		}
 		j.out <- res
 		runtime.Gosched() // a schedule tick per sample (see package procs)
@@ -196,13 +208,33 @@ func (w *Writer) encodeLoop() {
 
 // encodeOne turns a panic in an encoder into an error so one bad sample
 // cannot take the process down.
-func (w *Writer) encodeOne(i int, v field.Value, sample uint64) (enc field.Encoded, err error) {
+func (w *Writer) encodeOne(i int, v field.Value, sample uint64, done []field.Encoded) (enc field.Encoded, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("internal error: %v", r)
 		}
 	}()
+	if f := w.follows[i]; f >= 0 {
+		return w.encoders[i].(field.Follower).EncodeFollowing(v, sample, done[f].Image)
+	}
 	return w.encoders[i].Encode(v, sample)
+}
+
+// followed resolves the image field each Follower encoder names.
+func followed(fields []field.Desc, encoders []field.Encoder) ([]int, error) {
+	out := make([]int, len(fields))
+	for i, e := range encoders {
+		out[i] = -1
+		fl, ok := e.(field.Follower)
+		if !ok || fl.Follows() == "" {
+			continue
+		}
+		out[i] = slices.IndexFunc(fields, func(d field.Desc) bool { return d.Name == fl.Follows() })
+		if out[i] < 0 || fields[out[i]].Type != field.RGBImage {
+			return nil, fmt.Errorf("field %q follows %q, which is not an RGBImageField of this dataset", fields[i].Name, fl.Follows())
+		}
+	}
+	return out, nil
 }
 
 func (w *Writer) placeLoop() {

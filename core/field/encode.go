@@ -35,6 +35,9 @@ type Encoded struct {
 	Heap      []byte
 	HasHeap   bool
 	PtrOffset int
+	// Image is an RGBImage's source and stored sizes, for the fields that
+	// follow it (Follower).
+	Image ImageGeometry
 }
 
 // Encoder turns values of one field into Encoded form. Encode must be safe for
@@ -57,6 +60,8 @@ func NewEncoder(d Desc) (Encoder, error) {
 			return nil, err
 		}
 		return arrayEncoder{name: d.Name, size: n}, nil
+	case Ragged, Mask:
+		return NewTargetEncoder(d)
 	case RGBImage:
 		return nil, fmt.Errorf("field %q: RGBImage fields are encoded by package imageenc", d.Name)
 	}

@@ -45,12 +45,16 @@ func (t Type) String() string {
 		return "TorchTensorField"
 	case Custom:
 		return "custom"
+	case Ragged:
+		return "RaggedArrayField"
+	case Mask:
+		return "MaskField"
 	}
 	return fmt.Sprintf("Type(%d)", uint8(t))
 }
 
 // Known reports whether t is a type id this package understands.
-func (t Type) Known() bool { return t <= TorchTensor || t == Custom }
+func (t Type) Known() bool { return t <= TorchTensor || t == Custom || t.Targets() }
 
 // Descriptor sizes fixed by the format.
 const (
@@ -70,8 +74,11 @@ type Desc struct {
 	// type string such as "<f4" (the single entry of dtype.descr).
 	Shape []uint64
 	DType string
-	// Args holds the raw argument bytes of a custom field, passed through as is.
+	// Args holds the raw argument bytes of a custom or target field.
 	Args []byte
+	// Target holds a Ragged or Mask field's arguments (Shape is then the
+	// row shape of a Ragged field).
+	Target *TargetArgs
 }
 
 // Arrays reports whether the field stores fixed-shape arrays.
@@ -149,6 +156,10 @@ func (d *Desc) MarshalBinary() ([]byte, error) {
 		}
 		binary.LittleEndian.PutUint64(args[typeLenOffset:], uint64(len(descr)))
 		copy(args[dtypeOffset:], descr)
+	case d.Type.Targets():
+		if err := d.marshalTarget(args); err != nil {
+			return nil, err
+		}
 	case d.Type == Custom:
 		if len(d.Args) > ArgsSize {
 			return nil, fmt.Errorf("field %q: %d argument bytes, at most %d", d.Name, len(d.Args), ArgsSize)
@@ -201,6 +212,11 @@ func ParseDesc(b []byte) (Desc, error) {
 		}
 	case d.Type == Custom:
 		d.Args = append([]byte(nil), args...)
+	case d.Type.Targets():
+		d.Args = args
+		if err := d.setTarget(); err != nil {
+			return d, err
+		}
 	}
 	return d, nil
 }

@@ -19,6 +19,8 @@ func FuzzParseDesc(f *testing.F) {
 		{Type: TorchTensor, Name: "t", Shape: []uint64{2}, DType: "|u1"},
 		{Type: NDArray, Name: "cplx", Shape: []uint64{1, 1, 1}, DType: ">c16"},
 		{Type: Custom, Name: "custom", Args: []byte{1, 2, 3}},
+		{Type: Ragged, Name: "boxes", Target: &TargetArgs{DType: "<f4", RowShape: []uint64{4}, Follows: "image", Coords: "xyxy"}},
+		{Type: Mask, Name: "mask", Target: &TargetArgs{DType: "<u2", Follows: "image", Encoding: "lz4"}},
 	} {
 		b, err := d.MarshalBinary()
 		if err != nil {

@@ -31,6 +31,10 @@ func ColumnOf(t Type) (Column, error) {
 		return Column{16, 1}, nil
 	case RGBImage:
 		return Column{13, 1}, nil
+	case Ragged:
+		return Column{RaggedColumnSize, 8}, nil
+	case Mask:
+		return Column{MaskColumnSize, 8}, nil
 	}
 	return Column{}, fmt.Errorf("type %v has no built-in column", t)
 }

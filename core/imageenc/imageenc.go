@@ -88,7 +88,8 @@ func (e *encoder) Encode(v field.Value, sample uint64) (field.Encoded, error) {
 			return field.Encoded{}, err
 		}
 	}
-	return field.Encoded{Column: col, Heap: heap, HasHeap: true, PtrOffset: field.RGBPtrOff}, nil
+	img := field.ImageGeometry{SrcW: src.srcW, SrcH: src.srcH, W: src.w, H: src.h}
+	return field.Encoded{Column: col, Heap: heap, HasHeap: true, PtrOffset: field.RGBPtrOff, Image: img}, nil
 }
 
 // asJPEG applies the write mode to a w×h image.
@@ -108,9 +109,10 @@ func (e *encoder) asJPEG(w, h int, sample uint64) bool {
 // rgbImage is a source image at its stored size: RGB pixels, and the source
 // JPEG's bytes when they may be stored unchanged (then pix may be nil).
 type rgbImage struct {
-	pix  []byte
-	w, h int
-	jpeg []byte
+	pix        []byte
+	w, h       int
+	jpeg       []byte
+	srcW, srcH int // the size before max_resolution, for the fields that follow the image
 }
 
 // source returns v's pixels at the stored size: decoded from a file (JPEG
@@ -160,11 +162,11 @@ func (e *encoder) decodeFile(wk *worker, data []byte, sample uint64) (rgbImage, 
 			if err := wk.dec.Verify(data); err != nil {
 				return rgbImage{}, err
 			}
-			return rgbImage{w: w, h: h, jpeg: data}, nil
+			return rgbImage{w: w, h: h, jpeg: data, srcW: w, srcH: h}, nil
 		case !e.opts.ReencodePixels:
 			b, err := wk.dec.Transcode(data, e.opts.JPEGQuality, e.opts.KeepScans)
 			if err == nil {
-				return rgbImage{w: w, h: h, jpeg: b}, nil
+				return rgbImage{w: w, h: h, jpeg: b, srcW: w, srcH: h}, nil
 			}
 			if !errors.Is(err, jpeg.ErrNotTranscodable) {
 				return rgbImage{}, err
@@ -176,7 +178,7 @@ func (e *encoder) decodeFile(wk *worker, data []byte, sample uint64) (rgbImage, 
 		if _, _, err := wk.dec.Decode(data, pix); err != nil {
 			return rgbImage{}, err
 		}
-		return rgbImage{pix: pix, w: w, h: h}, nil
+		return rgbImage{pix: pix, w: w, h: h, srcW: w, srcH: h}, nil
 	}
 	// A whole-image crop: libjpeg scales by 1/2, 3/8, 1/4 or 1/8 during the
 	// IDCT when the result still covers nw×nh (FFCV decodes fully), then
@@ -184,7 +186,7 @@ func (e *encoder) decodeFile(wk *worker, data []byte, sample uint64) (rgbImage, 
 	if err := wk.dec.DecodeCropResize(data, image.Rect(0, 0, w, h), nw, nh, pix); err != nil {
 		return rgbImage{}, err
 	}
-	return rgbImage{pix: pix, w: nw, h: nh}, nil
+	return rgbImage{pix: pix, w: nw, h: nh, srcW: w, srcH: h}, nil
 }
 
 // storedSize is FFCV's max_resolution sizing: int(ratio * size) per axis.
@@ -200,11 +202,11 @@ func storedSize(w, h, maxRes int) (int, int) {
 func (e *encoder) limit(wk *worker, pix []byte, w, h int) rgbImage {
 	nw, nh := storedSize(w, h, e.opts.MaxResolution)
 	if nw == w && nh == h {
-		return rgbImage{pix: pix, w: w, h: h}
+		return rgbImage{pix: pix, w: w, h: h, srcW: w, srcH: h}
 	}
 	out := make([]byte, nw*nh*3)
 	wk.rs.ResizeArea(out, nw, nh, pix, w, h, w*3, 3)
-	return rgbImage{pix: out, w: nw, h: nh}
+	return rgbImage{pix: out, w: nw, h: nh, srcW: w, srcH: h}
 }
 
 // pixels returns the HWC RGB pixels of a raw value, expanding grayscale

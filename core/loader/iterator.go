@@ -263,6 +263,7 @@ func (it *Iterator) work(w int32) {
 	defer ctx.Close()
 	scratch := make([]pipeline.Scratch, len(it.l.progs))
 	ctx.Seed, ctx.Epoch = it.seed, it.epoch
+	ctx.Read = func(f int) ([]byte, []byte, error) { return it.src.Read(ctx.Sample, f) }
 	tb := it.l.rec.Buffer(w) // nil when not tracing
 	if tb != nil {
 		defer tb.Flush()

@@ -47,6 +47,9 @@ type Ctx struct {
 	Epoch  uint64
 	Col    []byte // metadata column of the program's field
 	Heap   []byte // its heap bytes (nil for Int and Float)
+	// Read returns another field's column and heap bytes for this sample
+	// (targets that follow another field); nil where nothing provides it.
+	Read func(field int) (col, heap []byte, err error)
 	// Times, when not nil, gets the time of each stage added up (see
 	// Program.Run); nil leaves the programs untimed.
 	Times *trace.Times
@@ -125,7 +128,7 @@ var registry = map[string]factory{}
 // decoders are the operations that read a sample from the file: first in a
 // program, never in a tail.
 var decoders = map[string]bool{"int": true, "float": true, "ndarray": true, "bytes": true,
-	"rgb_simple": true, "rgb_rrc": true, "rgb_center": true}
+	"rgb_simple": true, "rgb_rrc": true, "rgb_center": true, "rgb_resize_pad": true, "ragged": true, "mask": true}
 
 func register(name string, f factory) { registry[name] = f }
 

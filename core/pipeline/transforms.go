@@ -84,9 +84,12 @@ func newFlip(horizontal bool) factory {
 
 func (f *flip) Out(in Spec) (Spec, error) { f.spec = in; return in, needImage(in) }
 
+// draw is whether the sample is flipped: also replayed by targets (geometry.go).
+func (f *flip) draw(c *Ctx, op int) bool { return c.Rand(op).Float64() < f.p }
+
 func (f *flip) Run(c *Ctx, op int, in, out []byte) error {
 	copyIfNeeded(out, in)
-	if c.Rand(op).Float64() >= f.p {
+	if !f.draw(c, op) {
 		return nil
 	}
 	h, w, ch := f.spec.Shape[0], f.spec.Shape[1], f.spec.Shape[2]
@@ -182,6 +185,13 @@ func bytesOf(v []int) []byte {
 	return out
 }
 
+// draw is the sample's shift: also replayed by targets (geometry.go).
+func (t *translate) draw(c *Ctx, op int) (dy, dx int) {
+	r := c.Rand(op)
+	dy = r.IntN(2*t.padding+1) - t.padding
+	return dy, r.IntN(2*t.padding+1) - t.padding
+}
+
 func (t *translate) Out(in Spec) (Spec, error) {
 	t.spec = in
 	if err := needImage(in); err != nil {
@@ -195,8 +205,7 @@ func (t *translate) Out(in Spec) (Spec, error) {
 
 func (t *translate) Run(c *Ctx, op int, in, out []byte) error {
 	h, w, ch := t.spec.Shape[0], t.spec.Shape[1], t.spec.Shape[2]
-	r := c.Rand(op)
-	dy, dx := r.IntN(2*t.padding+1)-t.padding, r.IntN(2*t.padding+1)-t.padding
+	dy, dx := t.draw(c, op)
 	// out[y][x] = in[y+dy][x+dx] where inside, fill elsewhere.
 	for y := 0; y < h; y++ {
 		sy := y + dy
@@ -452,11 +461,16 @@ func (t *randomCrop) Out(in Spec) (Spec, error) {
 	return Spec{Shape: []int{t.h, t.w, in.Shape[2]}, DType: "|u1"}, nil
 }
 
+// draw is the window's corner in a w×h input: also replayed by targets (geometry.go).
+func (t *randomCrop) draw(c *Ctx, op, w, h int) (top, left int) {
+	r := c.Rand(op)
+	top = r.IntN(h+2*t.padding-t.h+1) - t.padding
+	return top, r.IntN(w+2*t.padding-t.w+1) - t.padding
+}
+
 func (t *randomCrop) Run(c *Ctx, op int, in, out []byte) error {
 	h, w, ch := t.in.Shape[0], t.in.Shape[1], t.in.Shape[2]
-	r := c.Rand(op)
-	top := r.IntN(h+2*t.padding-t.h+1) - t.padding
-	left := r.IntN(w+2*t.padding-t.w+1) - t.padding
+	top, left := t.draw(c, op, w, h)
 	for y := 0; y < t.h; y++ {
 		sy := top + y
 		for x := 0; x < t.w; x++ {

@@ -75,6 +75,14 @@ func check(r *beton.Reader, d *jpeg.Decoder, buf *[]byte, i uint64, f int) (err 
 		}
 	}()
 	col, heap, err := r.Read(i, f)
+	if err == nil && r.Fields[f].Type == field.Mask {
+		m := field.ParseMaskMeta(col)
+		item, _ := r.Fields[f].ItemSize()
+		if n := m.Width * m.Height * item; n > 0 && n <= 1<<30 {
+			return field.DecodeMask(m, heap, make([]byte, n))
+		}
+		return fmt.Errorf("mask of %dx%d", m.Width, m.Height)
+	}
 	if err != nil || r.Fields[f].Type != field.RGBImage {
 		return err
 	}

@@ -5,7 +5,7 @@ from typing import List
 import numpy as np
 
 from .fields import (Field, FloatField, IntField, RGBImageField, BytesField, NDArrayField, JSONField,
-                     TorchTensorField)
+                     TorchTensorField, RaggedArrayField, MaskField)
 
 CURRENT_VERSION = 2
 
@@ -38,6 +38,9 @@ TYPE_ID_HANDLER = {
     4: NDArrayField,
     5: JSONField,
     6: TorchTensorField,
+    # ffcv_go's own (FFCV cannot read them)
+    100: RaggedArrayField,
+    101: MaskField,
 }
 
 

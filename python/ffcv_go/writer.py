@@ -59,6 +59,9 @@ class DatasetWriter:
                 raise ValueError(f"field name {name!r} must be 1 to 16 ASCII characters")
             if not isinstance(f, Field):
                 raise TypeError(f"field {name!r}: {f!r} is not a Field instance")
+        for name, f in fields.items():
+            if hasattr(f, "_check_follows"):  # targets name the field they belong to
+                f._check_follows(name, fields)
         self.fname = os.fspath(fname)
         self.fields = dict(fields)
         self.page_size = int(page_size)

@@ -5,6 +5,8 @@ from .bytes import BytesField
 from .ndarray import NDArrayField, TorchTensorField
 from .json import JSONField
 from .rgb_image import RGBImageField
+from .ragged import RaggedArrayField
+from .mask import MaskField
 
 __all__ = ["Field", "IntField", "FloatField", "BytesField", "NDArrayField", "TorchTensorField",
-           "JSONField", "RGBImageField"]
+           "JSONField", "RGBImageField", "RaggedArrayField", "MaskField"]

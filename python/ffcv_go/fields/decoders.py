@@ -5,7 +5,10 @@ from .basics import IntDecoder, FloatDecoder
 from .bytes import BytesDecoder
 from .ndarray import NDArrayDecoder
 from .rgb_image import (SimpleRGBImageDecoder, ResizedCropRGBImageDecoder, RandomResizedCropRGBImageDecoder,
-                        CenterCropRGBImageDecoder)
+                        CenterCropRGBImageDecoder, ResizePadRGBImageDecoder)
+from .ragged import RaggedDecoder
+from .mask import MaskDecoder
 
 __all__ = ["IntDecoder", "FloatDecoder", "NDArrayDecoder", "BytesDecoder", "SimpleRGBImageDecoder",
-           "ResizedCropRGBImageDecoder", "RandomResizedCropRGBImageDecoder", "CenterCropRGBImageDecoder"]
+           "ResizedCropRGBImageDecoder", "RandomResizedCropRGBImageDecoder", "CenterCropRGBImageDecoder",
+           "ResizePadRGBImageDecoder", "RaggedDecoder", "MaskDecoder"]

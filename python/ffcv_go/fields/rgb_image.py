@@ -326,3 +326,32 @@ class CenterCropRGBImageDecoder(_ResizedCropDecoder):
         if self._own_crop():
             return None
         return {"op": "rgb_center", "size": list(self.output_size), "ratio": self.ratio}
+
+
+class ResizePadRGBImageDecoder(_ImageDecoder):
+    """Detection's resize (not in FFCV): each whole image resized, aspect
+    kept, to fit output_size (rows, cols), times a factor drawn from scale
+    (scale jitter, at most 1), at the top-left corner, the rest filled with
+    fill — as torchvision's detection models batch images. Nothing is
+    cropped; targets that follow it are scaled the same way."""
+
+    def __init__(self, output_size, scale=(1.0, 1.0), fill=(0, 0, 0)):
+        super().__init__()
+        self.output_size = (int(output_size[0]), int(output_size[1]))
+        self.scale = (float(scale[0]), float(scale[1]))
+        self.fill = tuple(int(x) for x in fill)
+        if min(self.output_size) < 1:
+            raise ValueError(f"output_size {output_size} must be positive")
+        if not 0 < self.scale[0] <= self.scale[1] <= 1:
+            raise ValueError(f"scale {scale} must satisfy 0 < lo <= hi <= 1")
+        if len(self.fill) != 3:
+            raise ValueError(f"fill {fill} needs 3 values")
+
+    def declare_state_and_memory(self, previous_state):
+        shape = (*self.output_size, 3)
+        return (State(previous_state.jit_mode, previous_state.device, shape, np.dtype("u1")),
+                AllocationQuery(shape, np.dtype("u1")))
+
+    def _go_spec(self, previous_state=None):
+        return {"op": "rgb_resize_pad", "size": list(self.output_size), "scale": list(self.scale),
+                "fill": list(self.fill)}

@@ -187,7 +187,7 @@ class _Source:
                                                plan.pin))
                 if tracer:
                     tracer.step(st, t0, batch)
-            outputs.append(x)
+            outputs.append(x if plan.finish is None else plan.finish(x))
         return tuple(outputs)
 
 

@@ -20,6 +20,7 @@ from ..traversal_order import TraversalOrder, Sequential, Random, QuasiRandom
 from ..transforms.image import RandomResizedCrop
 from ..transforms.ops import ModuleWrapper, ToTensor
 from ..utils import _cpu_count
+from ..detection import _link_targets
 from ._builds import _Build, _Builds
 from ._elastic import Resume
 from .epoch_iterator import EpochIterator, iterating_threads
@@ -263,6 +264,7 @@ class Loader:
             field = self.reader.handlers[self.reader.field_names[fidx]]
             plans.append(plan_output(fidx, name, ops, field, metadata[f"f{fidx}"], lambda: self._memory_read,
                                      self._stage_maker(metadata[f"f{fidx}"], recompile), view=view))
+        _link_targets([(f, n, o) for f, n, o, _ in self._outputs], plans, self.reader)
         signature = json.dumps([p.go_signature() for p in plans])
         old = self._build
         if old is not None and old.signature == signature and not recompile:

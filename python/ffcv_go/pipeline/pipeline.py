@@ -133,6 +133,7 @@ class OutputPlan:
         self.field, self.name = field, name
         self.go_ops, self.steps, self.state = None, [], None
         self.pin = False  # set by the loader's build: the output goes on to a GPU
+        self.finish = None  # set for targets (detection._link_targets): the batch as the user gets it
 
     def go_signature(self):
         """What the Go side is built from: equal signatures share a build."""

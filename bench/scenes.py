@@ -1,0 +1,80 @@
+"""Synthetic detection/segmentation scenes with a known truth: coloured
+rectangles (one pure colour per object, never overlapping) over a real
+photo whose values are squeezed into [64, 191], so no background pixel is
+ever taken for an object. Shared by the detection tests, example and
+benchmark."""
+import numpy as np
+
+# Object k (label k + 1) has COLOURS[k]: channels 0 or 255, far from any background value
+# (black is left for the padding of shifts and crops).
+COLOURS = np.array([(255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 0), (255, 0, 255), (0, 255, 255),
+                    (255, 255, 255)], dtype=np.uint8)
+BG_LO, BG_HI = 64, 191
+
+
+def backgrounds(photos, count=8, side=256):
+    """count (side, side, 3) uint8 textures: crops of the photos (noise when
+    there are none), squeezed into [BG_LO, BG_HI]."""
+    from PIL import Image
+    rng = np.random.default_rng(0)
+    out = []
+    for k in range(count):
+        if photos:
+            with Image.open(photos[k % len(photos)]) as im:
+                im = im.convert("RGB")
+                w, h = im.size
+                s = min(w, h) // 2
+                x, y = int(rng.integers(0, w - s + 1)), int(rng.integers(0, h - s + 1))
+                arr = np.asarray(im.crop((x, y, x + s, y + s)).resize((side, side), Image.BILINEAR))
+        else:
+            arr = rng.integers(0, 256, (side, side, 3), dtype=np.uint8)
+        out.append((BG_LO + arr.astype(np.uint16) * (BG_HI - BG_LO) // 255).astype(np.uint8))
+    return out
+
+
+def scene(i, bgs, height=None, width=None, max_objects=6):
+    """Scene i: (image (H, W, 3) uint8, boxes (N, 4) float32 xyxy, labels (N,)
+    int64, mask (H, W) uint8 with label k + 1 under object k). Sizes vary
+    with i unless given; some scenes have no object."""
+    rng = np.random.default_rng(1000 + i)
+    h = height or int(rng.integers(120, 260))
+    w = width or int(rng.integers(120, 260))
+    bg = bgs[i % len(bgs)]
+    ys = (np.arange(h) * bg.shape[0] // h)[:, None]
+    xs = (np.arange(w) * bg.shape[1] // w)[None, :]
+    img = bg[ys, xs].copy()
+    mask = np.zeros((h, w), np.uint8)
+    n = int(rng.integers(0, max_objects + 1)) if i % 7 else 0
+    # A 3x3 grid of cells keeps objects apart; each takes a random box inside its cell.
+    cells = rng.permutation(9)[:n]
+    kinds = rng.permutation(len(COLOURS))[:n]
+    boxes, labels = [], []
+    for cell, k in zip(cells, kinds):
+        cy, cx = divmod(int(cell), 3)
+        y0c, y1c = cy * h // 3, (cy + 1) * h // 3
+        x0c, x1c = cx * w // 3, (cx + 1) * w // 3
+        bh = int(rng.integers(max(4, (y1c - y0c) // 4), y1c - y0c - 1))
+        bw = int(rng.integers(max(4, (x1c - x0c) // 4), x1c - x0c - 1))
+        y0 = int(rng.integers(y0c, y1c - bh))
+        x0 = int(rng.integers(x0c, x1c - bw))
+        img[y0:y0 + bh, x0:x0 + bw] = COLOURS[k]
+        mask[y0:y0 + bh, x0:x0 + bw] = k + 1
+        boxes.append((x0, y0, x0 + bw, y0 + bh))
+        labels.append(k + 1)
+    return img, np.asarray(boxes, np.float32).reshape(-1, 4), np.asarray(labels, np.int64), mask
+
+
+class SceneDataset:
+    """n scenes as an indexed dataset of (image, boxes, labels, mask)."""
+
+    def __init__(self, n, photos=(), height=None, width=None):
+        self.n, self.height, self.width = n, height, width
+        self.bgs = backgrounds(list(photos))
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if not 0 <= i < self.n:
+            raise IndexError(i)
+        return scene(i, self.bgs, self.height, self.width)

@@ -1,0 +1,185 @@
+"""RaggedArrayField: a variable number of rows per sample (boxes, labels,
+keypoints), and its decoder, which can follow an image's crops and flips."""
+import json
+from typing import NamedTuple
+
+import numpy as np
+
+from .base import Field, ARG_TYPE, _set_data, _Decoder
+from ..pipeline.allocation_query import AllocationQuery
+from ..pipeline.state import State
+
+_COORDS = (None, "xyxy", "xy")
+
+
+def _target_args(args):
+    raw = np.zeros(1024, dtype=np.uint8)
+    b = json.dumps({k: v for k, v in args.items() if v}, separators=(",", ":")).encode()
+    raw[:len(b)] = np.frombuffer(b, dtype=np.uint8)
+    return raw.view(ARG_TYPE)[0]
+
+
+def _parse_target_args(binary):
+    raw = np.ascontiguousarray(binary).view(np.uint8).reshape(-1).tobytes() if isinstance(binary, np.ndarray) \
+        else bytes(binary)
+    return json.loads(raw.split(b"\0", 1)[0] or b"{}")
+
+
+class RaggedArrayField(Field):
+    """An (N, *row_shape) array of one dtype per sample; N may differ
+    between samples and may be 0.
+
+    follows names the RGBImageField the rows belong to. With coords='xyxy'
+    (row_shape (4,): boxes x0, y0, x1, y1) or coords='xy' (the first two
+    values of each point's last axis, e.g. keypoints (K, 3) as x, y,
+    visibility) the values are pixel coordinates of the image as handed to
+    the writer: they must lie inside it, and the writer scales them with
+    the image's max_resolution. Rows without coordinates (labels) may name
+    the boxes field they go with; the loader then drops their rows with the
+    boxes. FFCV cannot read files with this field (type id 100).
+    """
+    TYPE_ID = 100
+
+    def __init__(self, dtype, row_shape=(), follows=None, coords=None):
+        self.dtype = np.dtype(dtype)
+        self.row_shape = tuple(int(s) for s in row_shape)
+        if self.dtype.fields is not None or self.dtype.hasobject or self.dtype.itemsize == 0:
+            raise TypeError(f"RaggedArrayField: dtype {self.dtype} is not a fixed-size scalar type")
+        if any(s <= 0 for s in self.row_shape) or len(self.row_shape) > 31:
+            raise ValueError(f"RaggedArrayField: row_shape {self.row_shape} must have positive dimensions")
+        if coords not in _COORDS:
+            raise ValueError(f"RaggedArrayField: coords {coords!r} must be 'xyxy', 'xy' or None")
+        if coords is not None:
+            if self.dtype not in (np.dtype("<f4"), np.dtype("<f8")):
+                raise TypeError(f"RaggedArrayField: coordinates need float32 or float64, not {self.dtype}")
+            if coords == "xyxy" and self.row_shape != (4,):
+                raise ValueError(f"RaggedArrayField: xyxy boxes need row_shape (4,), not {self.row_shape}")
+            if coords == "xy" and (not self.row_shape or self.row_shape[-1] < 2):
+                raise ValueError(f"RaggedArrayField: xy points need a last axis of at least 2, not {self.row_shape}")
+            if not follows:
+                raise ValueError("RaggedArrayField: coordinates need follows= the image field they belong to")
+        self.follows = follows or None
+        self.coords = coords
+
+    @property
+    def metadata_type(self):
+        return np.dtype([("ptr", "<u8"), ("rows", "<u8")], align=True)
+
+    @staticmethod
+    def from_binary(binary):
+        a = _parse_target_args(binary)
+        return RaggedArrayField(np.dtype(a["dtype"]), a.get("row_shape", ()), a.get("follows"), a.get("coords"))
+
+    def to_binary(self):
+        return _target_args({"dtype": self.dtype.str, "row_shape": list(self.row_shape),
+                             "follows": self.follows, "coords": self.coords})
+
+    def get_decoder_class(self):
+        return RaggedDecoder
+
+    def _spec(self):
+        return {"shape": list(self.row_shape), "dtype": self.dtype.str, "follows": self.follows or "",
+                "coords": self.coords or ""}
+
+    def _check_follows(self, name, fields):
+        if self.follows is None:
+            return
+        other = fields.get(self.follows)
+        if self.coords is not None and type(other).__name__ != "RGBImageField":
+            raise ValueError(f"field {name!r} follows {self.follows!r}, which is not an RGBImageField of this writer")
+        if self.coords is None and not (isinstance(other, RaggedArrayField) and other.coords == "xyxy"):
+            raise ValueError(f"field {name!r} follows {self.follows!r}, which is not a RaggedArrayField of "
+                             "xyxy boxes of this writer")
+
+    def _value(self, value, v, keep):
+        _set_data(v, self._checked(value), keep)
+
+    def _checked(self, value):
+        if hasattr(value, "detach") and hasattr(value, "numpy"):  # a torch tensor
+            value = value.detach().cpu().numpy()
+        if isinstance(value, (list, tuple)) and len(value) == 0:
+            value = np.zeros((0, *self.row_shape), dtype=self.dtype)
+        if not isinstance(value, np.ndarray):
+            raise TypeError(f"RaggedArrayField needs a numpy array of shape (N, {', '.join(map(str, self.row_shape))}), "
+                            f"got {type(value).__name__}")
+        if value.dtype != self.dtype:
+            raise TypeError(f"RaggedArrayField of {self.dtype} got an array of {value.dtype}")
+        if value.ndim != 1 + len(self.row_shape) or tuple(value.shape[1:]) != self.row_shape:
+            raise ValueError(f"RaggedArrayField of row shape {self.row_shape} got an array of shape {value.shape} "
+                             f"(want (N, {', '.join(map(str, self.row_shape))}))")
+        if self.coords is not None and not np.isfinite(value).all():
+            raise ValueError("RaggedArrayField: coordinates must be finite")
+        return value
+
+
+class Ragged(NamedTuple):
+    """A batch of ragged rows: ``data`` (B, max_rows, *row_shape), zero past
+    each sample's ``counts`` (B,) int64 rows. Both are views of one batch
+    buffer."""
+    data: "object"
+    counts: "object"
+
+
+class RaggedDecoder(_Decoder):
+    """RaggedArrayField → ``Ragged(data, counts)``: rows zero-padded to
+    max_rows (default: the most rows of any sample in the file; samples
+    with more kept rows keep their first max_rows).
+
+    follows names a loader output (default: the field's own ``follows``
+    when the loader has an output of that name). For boxes or points
+    (coords fields) it is the image output: they go through exactly the
+    crop, flips and shifts the image's decoder and transforms drew for the
+    sample, and boxes are clipped to the visible part of the image and
+    dropped when that part is narrower or shorter than min_size, smaller
+    than min_area (output pixels²) or less than min_visibility of the whole
+    box. For other rows (labels) it is the boxes output: the rows of the
+    boxes it keeps are kept."""
+    _go_name = "ragged"
+
+    def __init__(self, follows="auto", max_rows=None, min_size=1.0, min_area=1.0, min_visibility=0.0):
+        super().__init__()
+        self.follows = follows
+        self.max_rows = None if max_rows is None else int(max_rows)
+        if self.max_rows is not None and self.max_rows < 0:
+            raise ValueError(f"RaggedDecoder: max_rows {max_rows} must not be negative")
+        self.filter = {"min_size": float(min_size), "min_area": float(min_area),
+                       "min_visibility": float(min_visibility)}
+
+    def _field_classes(self):
+        return (RaggedArrayField,)
+
+    def _rows(self):
+        if self.max_rows is not None:
+            return self.max_rows
+        rows = self.metadata["rows"] if self.metadata is not None else np.zeros(0)
+        return int(rows.max()) if len(rows) else 0
+
+    def _out_bytes(self):
+        f = self.field
+        row = f.dtype.itemsize * int(np.prod(f.row_shape))
+        return (8 + self._rows() * row + 7) // 8 * 8
+
+    def declare_state_and_memory(self, previous_state):
+        shape = (self._out_bytes(),)
+        return (State(previous_state.jit_mode, previous_state.device, shape, np.dtype("u1")),
+                AllocationQuery(shape, np.dtype("u1")))
+
+    def _go_spec(self, previous_state=None):
+        return {"op": "ragged", "max_rows": self._rows()}
+
+    def _split(self, x):
+        """The batch's (B, bytes) uint8 tensor as Ragged views."""
+        f = self.field
+        counts = x[:, :8].view(_torch_dtype(np.dtype("<i8"))).reshape(-1)
+        rows = self._rows()
+        nbytes = rows * f.dtype.itemsize * int(np.prod(f.row_shape))
+        data = x[:, 8:8 + nbytes].view(_torch_dtype(f.dtype)).reshape(x.shape[0], rows, *f.row_shape)
+        return Ragged(data, counts)
+
+    def generate_code(self):
+        raise NotImplementedError("RaggedDecoder runs in the Go core only")
+
+
+def _torch_dtype(dt):
+    from .._dtypes import torch_dtype
+    return torch_dtype(dt)

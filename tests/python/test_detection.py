@@ -1,0 +1,477 @@
+"""Detection and segmentation targets checked against a constructed truth:
+scenes of coloured rectangles (one pure colour per object) over real
+photos squeezed into [64, 191] (bench/scenes.py). After any crop, flip or
+shift, each kept box must enclose exactly its colour's pixels and the mask
+must give every pixel the label of the colour it shows."""
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
+import make_dataset  # noqa: E402
+import scenes  # noqa: E402
+
+from conftest import write  # noqa: E402
+from ffcv_go import DatasetWriter, Loader  # noqa: E402
+from ffcv_go.loader import OrderOption  # noqa: E402
+from ffcv_go.detection import CocoDetection, Ragged, TargetDataset, to_torchvision_targets  # noqa: E402
+from ffcv_go.fields import MaskField, RaggedArrayField, RGBImageField  # noqa: E402
+from ffcv_go.fields.decoders import (CenterCropRGBImageDecoder, MaskDecoder, RaggedDecoder,  # noqa: E402
+                                     RandomResizedCropRGBImageDecoder, ResizePadRGBImageDecoder,
+                                     SimpleRGBImageDecoder)
+from ffcv_go.pipeline import PipelineSpec  # noqa: E402
+from ffcv_go.reader import Reader  # noqa: E402
+from ffcv_go.transforms import (RandomBrightness, RandomHorizontalFlip, RandomResizedCrop,  # noqa: E402
+                                RandomTranslate, RandomVerticalFlip)
+from ffcv_go.transforms.image import RandomCrop  # noqa: E402
+
+N = 48
+MIN_SIZE, MIN_AREA = 3.0, 9.0
+
+
+def _fields(max_resolution=None):
+    return {"image": RGBImageField(write_mode="raw", max_resolution=max_resolution),
+            "boxes": RaggedArrayField(np.float32, (4,), follows="image", coords="xyxy"),
+            "labels": RaggedArrayField(np.int64, (), follows="boxes"),
+            "mask": MaskField("image")}
+
+
+@pytest.fixture(scope="module")
+def dataset():
+    return scenes.SceneDataset(N, make_dataset.find_photos()[:3])
+
+
+@pytest.fixture(scope="module")
+def scene_file(dataset, tmp_path_factory):
+    # max_resolution 200 downscales most scenes: boxes and masks follow the resize.
+    return write(tmp_path_factory.mktemp("det") / "scenes.beton", _fields(200), dataset, num_workers=2)
+
+
+def colour_label(img):
+    """Per pixel: the label of the object colour it shows (k + 1), 0 for
+    background, -1 for a blend of both (a resampled edge)."""
+    img = img.astype(np.int16)
+    out = np.full(img.shape[:2], -1, np.int16)
+    bg = ((img >= scenes.BG_LO - 2) & (img <= scenes.BG_HI + 2)).all(axis=2)
+    out[bg] = 0
+    for k, c in enumerate(scenes.COLOURS):
+        out[(np.abs(img - c) <= 24).all(axis=2)] = k + 1
+    return out
+
+
+def check_sample(img, boxes, labels, mask, tol=2.0):
+    """Problems of one output sample against the truth its pixels show ([] if none)."""
+    problems = []
+    lab = colour_label(img)
+    for b, k in zip(boxes, labels):
+        ys, xs = np.nonzero(lab == k)
+        if len(xs) == 0:
+            problems.append(f"box {b} of label {k}: none of its colour's pixels are visible")
+            continue
+        seen = np.array([xs.min(), ys.min(), xs.max() + 1, ys.max() + 1], np.float64)
+        if np.abs(seen - b).max() > tol:
+            problems.append(f"box {b} of label {k}: its colour's pixels span {seen}")
+    kept = set(int(k) for k in labels)
+    for k in range(1, len(scenes.COLOURS) + 1):
+        ys, xs = np.nonzero(lab == k)
+        if k in kept or not len(xs):
+            continue
+        w, h = np.ptp(xs) + 1, np.ptp(ys) + 1
+        if min(w, h) >= MIN_SIZE + 2 * tol and (w - 2 * tol) * (h - 2 * tol) >= MIN_AREA:
+            problems.append(f"label {k}: {w}x{h} pixels visible, but its box was dropped")
+    if mask is not None:
+        # Resampling blends a pixel or two either side of an edge (more where
+        # the crop is upscaled): only pixels whose neighbourhood shows one
+        # class are sure.
+        sure = lab >= 0
+        pad = np.pad(lab, 2, mode="edge")
+        for dy in range(5):
+            for dx in range(5):
+                sure &= pad[dy:dy + lab.shape[0], dx:dx + lab.shape[1]] == lab
+        bad = sure & (mask.astype(np.int16) != lab)
+        if bad.any():
+            problems.append(f"mask differs from the pixels' colours at {int(bad.sum())} of {int(sure.sum())} pixels")
+    return problems
+
+
+def check_loader(loader):
+    problems, seen = [], 0
+    for img, boxes, labels, mask in loader:
+        assert isinstance(boxes, Ragged) and torch.equal(boxes.counts, labels.counts)
+        for i in range(len(img)):
+            n = int(boxes.counts[i])
+            p = check_sample(img[i].numpy(), boxes.data[i, :n].numpy(), labels.data[i, :n].numpy(),
+                             None if mask is None else mask[i].numpy())
+            problems += [f"sample {int(loader._last_ids[i]) if hasattr(loader, '_last_ids') else i}: {x}" for x in p]
+            seen += n
+    return problems, seen
+
+
+def targets(**kw):
+    return {"boxes": [RaggedDecoder(min_size=MIN_SIZE, min_area=MIN_AREA, **kw)], "labels": [RaggedDecoder()],
+            "mask": [MaskDecoder()]}
+
+
+PIPELINES = {
+    "rrc+flip": lambda: [RandomResizedCropRGBImageDecoder((96, 128), scale=(0.1, 1.0)), RandomHorizontalFlip()],
+    "center+flip": lambda: [CenterCropRGBImageDecoder((112, 112), ratio=0.8), RandomHorizontalFlip(0.5)],
+    "resize_pad+jitter+flip": lambda: [ResizePadRGBImageDecoder((128, 112), scale=(0.6, 1.0)),
+                                       RandomHorizontalFlip()],
+    # A photometric op is passed over by the targets (p=0 keeps the colours the check reads).
+    "center+rrc+vflip+photometric": lambda: [CenterCropRGBImageDecoder((140, 140), ratio=1.0),
+                                             RandomResizedCrop(scale=(0.3, 1.0), ratio=(0.75, 4 / 3), size=100),
+                                             RandomBrightness(0.2, p=0.0), RandomVerticalFlip(0.5)],
+    "rrc+translate+crop": lambda: [RandomResizedCropRGBImageDecoder((120, 120), scale=(0.3, 1.0)),
+                                   RandomTranslate(padding=16),
+                                   RandomCrop((100, 90), padding=8)],
+}
+
+
+@pytest.mark.parametrize("name", list(PIPELINES))
+def test_targets_follow_the_image(scene_file, name):
+    loader = Loader(scene_file, batch_size=16, num_workers=2, seed=3, drop_last=False,
+                    pipelines={"image": PIPELINES[name](), **targets()})
+    for _ in range(2):  # two epochs: other draws
+        problems, seen = check_loader(loader)
+        assert not problems, "\n".join(problems[:10])
+        assert seen > N  # most scenes keep several boxes
+
+
+def test_targets_through_the_process_cache(scene_file):
+    """Labels read their boxes through the loader's cache, also the process cache."""
+    loader = Loader(scene_file, batch_size=16, num_workers=2, seed=4, drop_last=False, os_cache=False,
+                    order=OrderOption.QUASI_RANDOM, pipelines={"image": PIPELINES["rrc+flip"](), **targets()})
+    for _ in range(2):  # two epochs: other draws
+        problems, seen = check_loader(loader)
+        assert not problems, "\n".join(problems[:10])
+        assert seen > N  # most scenes keep several boxes
+
+
+def test_resize_pad_keeps_every_box(scene_file, dataset):
+    """The detection resize crops nothing: every box is kept, scaled by one
+    factor per axis, at the top-left corner; the rest is fill."""
+    loader = Loader(scene_file, batch_size=N, num_workers=2, pipelines={
+        "image": [ResizePadRGBImageDecoder((160, 160), fill=(0, 0, 0))], **targets()})
+    img, boxes, labels, mask = next(iter(loader))
+    r = Reader(str(scene_file))
+    for i in range(N):
+        w, h = int(r.metadata["f0"]["width"][i]), int(r.metadata["f0"]["height"][i])
+        s = min(160 / w, 160 / h)
+        nw, nh = round(w * s), round(h * s)
+        assert int(boxes.counts[i]) == int(r.metadata["f1"]["rows"][i])
+        stored = np.frombuffer(r.read(i, "boxes"), np.float32).reshape(-1, 4)
+        np.testing.assert_allclose(boxes.data[i, :len(stored)].numpy(),
+                                   stored * np.array([nw / w, nh / h, nw / w, nh / h]), rtol=1e-5, atol=1e-4)
+        assert not img[i, nh:].any() and not img[i, :, nw:].any() and not mask[i, nh:].any()
+
+
+def test_unscaled_truth(dataset, tmp_path):
+    """Whole images of one size: every box and mask is exactly as made."""
+    ds = scenes.SceneDataset(12, [], height=150, width=170)
+    path = write(tmp_path / "fixed.beton", _fields(), ds)
+    loader = Loader(path, batch_size=12, num_workers=1, pipelines={"image": [SimpleRGBImageDecoder()], **targets()})
+    img, boxes, labels, mask = next(iter(loader))
+    for i in range(12):
+        _, b, l, m = ds[i]
+        n = int(boxes.counts[i])
+        assert n == len(b)
+        np.testing.assert_array_equal(boxes.data[i, :n].numpy(), b)
+        np.testing.assert_array_equal(labels.data[i, :n].numpy(), l)
+        np.testing.assert_array_equal(mask[i].numpy(), m)
+        assert not boxes.data[i, n:].any() and not labels.data[i, n:].any()
+
+
+def test_targets_that_miss_a_flip_or_crop_are_caught(scene_file):
+    """The check catches targets that miss the image's flip or crop: they
+    follow an output decoded without them."""
+    flip = Loader(scene_file, batch_size=16, num_workers=2, seed=1, pipelines={
+        "image": [CenterCropRGBImageDecoder((112, 112), ratio=0.9), RandomHorizontalFlip(1.0)],
+        "plain": PipelineSpec("image", decoder=CenterCropRGBImageDecoder((112, 112), ratio=0.9)),
+        **{k: [type(v[0])(follows="plain", **({} if k != "boxes" else {"min_size": MIN_SIZE, "min_area": MIN_AREA}))]
+           for k, v in targets().items() if k != "labels"},
+        "labels": [RaggedDecoder(follows="boxes")]})
+    problems = []
+    for img, boxes, labels, mask, _ in flip:
+        for i in range(len(img)):
+            n = int(boxes.counts[i])
+            problems += check_sample(img[i].numpy(), boxes.data[i, :n].numpy(), labels.data[i, :n].numpy(),
+                                     mask[i].numpy())
+    assert any("span" in p for p in problems) and any("mask differs" in p for p in problems)
+
+    crop = Loader(scene_file, batch_size=16, num_workers=2, seed=1, pipelines={
+        "image": [RandomResizedCropRGBImageDecoder((112, 112))],
+        "plain": PipelineSpec("image", decoder=CenterCropRGBImageDecoder((112, 112), ratio=1.0)),
+        "boxes": [RaggedDecoder(follows="plain")], "labels": [RaggedDecoder()], "mask": [MaskDecoder(follows="plain")]})
+    problems = []
+    for img, boxes, labels, mask, _ in crop:
+        for i in range(len(img)):
+            n = int(boxes.counts[i])
+            problems += check_sample(img[i].numpy(), boxes.data[i, :n].numpy(), labels.data[i, :n].numpy(),
+                                     mask[i].numpy())
+    assert len(problems) > 10
+
+
+def test_same_batches_for_any_worker_count(scene_file):
+    def run(workers):
+        loader = Loader(scene_file, batch_size=8, num_workers=workers, seed=5, order=OrderOption.RANDOM,
+                        pipelines={"image": PIPELINES["rrc+flip"](), **targets()})
+        return [tuple(x.data.clone() if isinstance(x, Ragged) else x.clone() for x in b) for b in loader]
+    a, b = run(1), run(3)
+    assert all(torch.equal(x, y) for ba, bb in zip(a, b) for x, y in zip(ba, bb))
+
+
+def test_writer_output_is_the_same_for_any_worker_count(dataset, tmp_path):
+    one = write(tmp_path / "one.beton", _fields(180), dataset, num_workers=1)
+    four = write(tmp_path / "four.beton", _fields(180), dataset, num_workers=4)
+    assert one.read_bytes() == four.read_bytes()
+
+
+def test_reader_sees_the_fields(scene_file, dataset):
+    r = Reader(str(scene_file))
+    f = r.handlers
+    assert isinstance(f["boxes"], RaggedArrayField) and f["boxes"].coords == "xyxy" and f["boxes"].follows == "image"
+    assert f["labels"].follows == "boxes" and f["labels"].dtype == np.int64
+    assert isinstance(f["mask"], MaskField) and f["mask"].follows == "image"
+    for i in range(5):
+        _, b, l, _ = dataset[i]
+        assert r.metadata["f1"]["rows"][i] == len(b) == r.metadata["f2"]["rows"][i]
+        assert np.array_equal(np.frombuffer(r.read(i, "labels"), np.int64), l)
+        # stored in the stored image's pixels: scaled as the image was
+        w, h = int(r.metadata["f0"]["width"][i]), int(r.metadata["f0"]["height"][i])
+        img, *_ = dataset[i]
+        sx, sy = w / img.shape[1], h / img.shape[0]
+        stored = np.frombuffer(r.read(i, "boxes"), np.float32).reshape(-1, 4)
+        np.testing.assert_allclose(stored, b * np.array([sx, sy, sx, sy], np.float32), rtol=1e-6)
+        assert (r.metadata["f3"]["width"][i], r.metadata["f3"]["height"][i]) == (w, h)
+
+
+def test_max_rows_and_no_geometry(scene_file, dataset):
+    loader = Loader(scene_file, batch_size=N, num_workers=1, pipelines={
+        "image": None, "mask": None, "boxes": [RaggedDecoder(follows=None, max_rows=2)],
+        "labels": [RaggedDecoder(max_rows=2)]})
+    boxes, labels = next(iter(loader))
+    assert boxes.data.shape == (N, 2, 4) and labels.data.shape == (N, 2)
+    for i in range(N):
+        _, _, l, _ = dataset[i]
+        assert int(labels.counts[i]) == min(2, len(l))
+        np.testing.assert_array_equal(labels.data[i, :len(l[:2])].numpy(), l[:2])
+
+
+def test_torchvision_targets(scene_file):
+    loader = Loader(scene_file, batch_size=8, num_workers=1, seed=0,
+                    pipelines={"image": [CenterCropRGBImageDecoder((64, 64), 1.0)], **targets()})
+    img, boxes, labels, mask = next(iter(loader))
+    t = to_torchvision_targets(boxes, labels, masks=mask)
+    assert len(t) == 8
+    for i, d in enumerate(t):
+        n = int(boxes.counts[i])
+        assert d["boxes"].shape == (n, 4) and d["labels"].dtype == torch.int64 and d["masks"].shape == (n, 64, 64)
+        for j in range(n):
+            assert bool(((mask[i] == d["labels"][j]) == d["masks"][j].bool()).all())
+
+
+BAD = [
+    ("box outside its image", lambda img, b, l, m: (img, np.array([[0, 0, img.shape[1] + 5, 10]], np.float32),
+                                                    np.array([1]), m), "boxes", "inside its"),
+    ("mask of another size", lambda img, b, l, m: (img, b, l, m[:-3]), "mask", "mask is"),
+    ("wrong dtype", lambda img, b, l, m: (img, b.astype(np.float64), l, m), "boxes", "float64"),
+    ("wrong row shape", lambda img, b, l, m: (img, b.reshape(-1, 2), l, m), "boxes", "row shape"),
+]
+
+
+@pytest.mark.parametrize("name,corrupt,field,words", BAD, ids=[b[0] for b in BAD])
+def test_bad_input_names_sample_and_field(tmp_path, name, corrupt, field, words):
+    ds = scenes.SceneDataset(6, [], height=60, width=60)
+    items = [ds[i] for i in range(6)]
+    items[4] = corrupt(*scenes.scene(1, ds.bgs, 60, 60))
+    with pytest.raises((ValueError, TypeError)) as e:
+        write(tmp_path / "bad.beton", _fields(), items)
+    msg = str(e.value)
+    assert "4" in msg and field in msg and words in msg, msg
+
+
+def test_follows_must_name_a_field_of_the_writer(tmp_path):
+    for fields, words in [
+        ({**_fields(), "boxes": RaggedArrayField(np.float32, (4,), follows="img", coords="xyxy")}, "'img'"),
+        ({**_fields(), "labels": RaggedArrayField(np.int64, (), follows="mask")}, "xyxy boxes"),
+        ({**_fields(), "mask": MaskField("labels")}, "'labels', which is not an RGBImageField"),
+    ]:
+        with pytest.raises(ValueError, match=words):
+            DatasetWriter(str(tmp_path / "x.beton"), fields)
+
+
+def _coco(tmp_path, ds, n):
+    """A COCO annotation file and image folder for n scenes: polygons, and RLE for every third object."""
+    from PIL import Image
+    images, anns = [], []
+    (tmp_path / "img").mkdir()
+    for i in range(n):
+        img, boxes, labels, _ = ds[i]
+        Image.fromarray(img).save(tmp_path / "img" / f"{i}.png")
+        images.append({"id": 100 + i, "file_name": f"{i}.png", "width": img.shape[1], "height": img.shape[0]})
+        for j, (b, k) in enumerate(zip(boxes, labels)):
+            x0, y0, x1, y1 = (float(v) for v in b)
+            a = {"id": len(anns) + 1, "image_id": 100 + i, "category_id": int(k), "iscrowd": 0,
+                 "bbox": [x0, y0, x1 - x0, y1 - y0]}
+            if j % 3 == 2:
+                m = np.zeros(img.shape[:2], np.uint8)
+                m[int(y0):int(y1), int(x0):int(x1)] = 1
+                flat = m.T.reshape(-1)
+                change = np.flatnonzero(np.diff(np.concatenate([[0], flat, [1 - flat[-1]]])))
+                runs = np.diff(np.concatenate([[0], change])).tolist()
+                a["segmentation"] = {"size": list(img.shape[:2]), "counts": runs}
+            else:
+                a["segmentation"] = [[x0, y0, x1, y0, x1, y1, x0, y1]]
+            anns.append(a)
+    cats = [{"id": k + 1, "name": f"c{k}"} for k in range(len(scenes.COLOURS))]
+    import json
+    path = tmp_path / "ann.json"
+    path.write_text(json.dumps({"images": images, "annotations": anns, "categories": cats}))
+    return path
+
+
+def test_coco_conversion(tmp_path):
+    ds = scenes.SceneDataset(10, [], height=90, width=110)
+    coco = CocoDetection(_coco(tmp_path, ds, 10), tmp_path / "img", masks=True)
+    for i in range(10):
+        _, b, l, m = ds[i]
+        _, cb, cl, cm = coco[i]
+        np.testing.assert_array_equal(cb, b)
+        np.testing.assert_array_equal(cl, l)
+        np.testing.assert_array_equal(cm, m)
+    DatasetWriter(str(tmp_path / "coco.beton"), coco.fields(), num_workers=2,
+                  progress=False).from_indexed_dataset(coco)
+    loader = Loader(tmp_path / "coco.beton", batch_size=10, num_workers=1,
+                    pipelines={"image": [SimpleRGBImageDecoder()], **targets()})
+    img, boxes, labels, mask = next(iter(loader))
+    for i in range(10):
+        assert np.array_equal(mask[i].numpy(), ds[i][3])
+        assert check_sample(img[i].numpy(), boxes.data[i, :int(boxes.counts[i])].numpy(),
+                            labels.data[i, :int(labels.counts[i])].numpy(), mask[i].numpy()) == []
+
+
+def test_coco_unknown_image_id(tmp_path):
+    import json
+    path = tmp_path / "ann.json"
+    path.write_text(json.dumps({"images": [{"id": 1, "file_name": "a.png", "width": 4, "height": 4}],
+                                "annotations": [{"id": 7, "image_id": 2, "category_id": 1, "bbox": [0, 0, 1, 1]}],
+                                "categories": [{"id": 1}]}))
+    with pytest.raises(ValueError, match="annotation 7 refers to image id 2"):
+        CocoDetection(path, tmp_path)
+
+
+def test_target_dataset_from_torchvision_style_items(tmp_path):
+    from torchvision import tv_tensors
+    ds = scenes.SceneDataset(6, [], height=64, width=80)
+
+    class Items:
+        def __len__(self):
+            return 6
+
+        def __getitem__(self, i):
+            img, b, l, m = ds[i]
+            return (tv_tensors.Image(torch.from_numpy(img).permute(2, 0, 1)),
+                    {"boxes": tv_tensors.BoundingBoxes(torch.from_numpy(b), format="XYXY", canvas_size=(64, 80)),
+                     "labels": torch.from_numpy(l), "masks": tv_tensors.Mask(torch.from_numpy(m))})
+
+    path = write(tmp_path / "tv.beton", _fields(), TargetDataset(Items(), mask_key="masks"))
+    loader = Loader(path, batch_size=6, num_workers=1, pipelines={"image": [SimpleRGBImageDecoder()], **targets()})
+    img, boxes, labels, mask = next(iter(loader))
+    for i in range(6):
+        np.testing.assert_array_equal(img[i].numpy(), ds[i][0])
+        np.testing.assert_array_equal(mask[i].numpy(), ds[i][3])
+        np.testing.assert_array_equal(boxes.data[i, :int(boxes.counts[i])].numpy(), ds[i][1])
+
+
+def test_keypoints_follow_the_image(tmp_path):
+    """Each object's centre as a keypoint (x, y, visibility): after crops,
+    flips and shifts it sits on its object's colour while visible."""
+    ds = scenes.SceneDataset(32, [])
+
+    def item(i):
+        img, b, l, _ = ds[i]
+        centres = np.concatenate([(b[:, :2] + b[:, 2:]) / 2, np.ones((len(b), 1), np.float32)], axis=1)
+        return img, centres.reshape(-1, 1, 3).astype(np.float32), l
+
+    fields = {"image": RGBImageField(write_mode="raw", max_resolution=180),
+              "points": RaggedArrayField(np.float32, (1, 3), follows="image", coords="xy"),
+              "labels": RaggedArrayField(np.int64, ())}
+    path = write(tmp_path / "kp.beton", fields, [item(i) for i in range(32)], num_workers=2)
+    loader = Loader(path, batch_size=8, num_workers=2, seed=2, pipelines={
+        "image": [RandomResizedCropRGBImageDecoder((96, 96), scale=(0.3, 1.0)), RandomHorizontalFlip(),
+                  RandomTranslate(padding=10)],
+        "points": [RaggedDecoder()], "labels": [RaggedDecoder()]})
+    visible = hidden = 0
+    for img, points, labels in loader:
+        for i in range(len(img)):
+            lab = colour_label(img[i].numpy())
+            n = int(points.counts[i])
+            assert n == int(labels.counts[i])
+            for (x, y, v), k in zip(points.data[i, :n, 0].tolist(), labels.data[i, :n].tolist()):
+                inside = 0 <= x < 96 and 0 <= y < 96
+                if v:
+                    assert inside and lab[int(y), int(x)] == k, (x, y, k)
+                    visible += 1
+                else:
+                    assert not inside or lab[int(y), int(x)] != k
+                    hidden += 1
+    assert visible > 40 and hidden > 0
+
+
+def test_every_pool_writes_the_same_file(dataset, tmp_path):
+    digests = set()
+    for pool, workers in [(None, None), ("process", 2), ("thread", 3)]:
+        p = tmp_path / f"{pool}.beton"
+        DatasetWriter(str(p), _fields(150), num_workers=3, progress=False).from_indexed_dataset(
+            dataset, pool=pool, pool_workers=workers, chunksize=5)
+        digests.add(p.read_bytes())
+    assert len(digests) == 1
+
+
+def test_verify_decodes_masks(scene_file):
+    assert Reader(str(scene_file)).verify() == []
+
+
+def test_unfollowable_pipelines_are_refused(scene_file):
+    from ffcv_go.transforms import ImageMixup
+    with pytest.raises(ValueError, match="image_mixup"):
+        Loader(scene_file, batch_size=4, num_workers=1, pipelines={
+            "image": [RandomResizedCropRGBImageDecoder((64, 64)), ImageMixup(0.2, True)], **targets()})
+    with pytest.raises(ValueError, match='follows "photo", which is not an output'):
+        Loader(scene_file, batch_size=4, num_workers=1, pipelines={
+            "image": [RandomResizedCropRGBImageDecoder((64, 64))], **targets(), "mask": [MaskDecoder(follows="photo")]})
+
+
+@pytest.mark.parametrize("flip", [False, True])
+def test_drops_exactly_the_boxes_below_threshold(tmp_path, flip):
+    """A centre crop at the stored size (no resampling) with or without a
+    certain flip: the expected boxes, clips and drops are computed here
+    from the crop rectangle, and must match to float precision."""
+    ds = scenes.SceneDataset(40, [], height=150, width=190)
+    path = write(tmp_path / "c.beton", _fields(), ds)
+    c = int(0.6 * 150)
+    top, left = (150 - c) // 2, (190 - c) // 2
+    image = [CenterCropRGBImageDecoder((c, c), ratio=0.6)] + ([RandomHorizontalFlip(1.0)] if flip else [])
+    min_size, min_area = 5.0, 60.0
+    loader = Loader(path, batch_size=40, num_workers=2, pipelines={
+        "image": image, "boxes": [RaggedDecoder(min_size=min_size, min_area=min_area)],
+        "labels": [RaggedDecoder()], "mask": None})
+    img, boxes, labels = next(iter(loader))
+    dropped = 0
+    for i in range(40):
+        _, b, l, _ = ds[i]
+        x = np.clip(b - np.array([left, top, left, top], np.float32), 0, c)
+        w, h = x[:, 2] - x[:, 0], x[:, 3] - x[:, 1]
+        keep = (w >= min_size) & (h >= min_size) & (w * h >= min_area) & (w > 0) & (h > 0)
+        x = x[keep]
+        if flip:
+            x = np.stack([c - x[:, 2], x[:, 1], c - x[:, 0], x[:, 3]], axis=1)
+        n = int(boxes.counts[i])
+        assert n == keep.sum(), i
+        np.testing.assert_allclose(boxes.data[i, :n].numpy(), x, atol=1e-4)
+        np.testing.assert_array_equal(labels.data[i, :n].numpy(), l[keep])
+        dropped += int((~keep).sum())
+    assert dropped > 5
