@@ -475,3 +475,24 @@ def test_drops_exactly_the_boxes_below_threshold(tmp_path, flip):
         np.testing.assert_array_equal(labels.data[i, :n].numpy(), l[keep])
         dropped += int((~keep).sum())
     assert dropped > 5
+
+
+def test_targets_follow_a_view(scene_file):
+    """Boxes and masks follow a view of the image (custom_field_mapper): the
+    view's own draws, not those of the field's output."""
+    views = {"a": PIPELINES["rrc+flip"](), "b": PIPELINES["rrc+flip"]()}
+    loader = Loader(scene_file, batch_size=16, num_workers=2, seed=3, drop_last=False,
+                    pipelines={"image": None, **views,
+                               "boxes": [RaggedDecoder(follows="b", min_size=MIN_SIZE, min_area=MIN_AREA)],
+                               "labels": [RaggedDecoder()], "mask": [MaskDecoder(follows="b")]},
+                    custom_field_mapper={"a": "image", "b": "image"})
+    problems, seen, differ = [], 0, 0
+    for boxes, labels, mask, a, b in loader:
+        for i in range(len(b)):
+            n = int(boxes.counts[i])
+            problems += check_sample(b[i].numpy(), boxes.data[i, :n].numpy(), labels.data[i, :n].numpy(),
+                                     mask[i].numpy())
+            seen += n
+            differ += not torch.equal(a[i], b[i])
+    assert not problems, "\n".join(problems[:10])
+    assert seen > N and differ > N // 2
