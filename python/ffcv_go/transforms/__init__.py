@@ -5,9 +5,16 @@ from .image import (RandomHorizontalFlip, RandomVerticalFlip, RandomTranslate, C
                     RandomContrast, RandomSaturation, RandomGrayscale, RandomSolarization, RandomCrop,
                     NormalizeImage, ReplaceLabel, Poison, ImageMixup, LabelMixup, MixupToOneHot,
                     RandomResizedCrop)
+from .ssl import (RandomColorJitter, GaussianBlur, RandomErasing, Rotate, CenterCrop, CornerCrop, LabelColorJitter,
+                  LabelGrayscale, LabelSolarization, LabelGaussianBlur, LabelRotate, LabelTranslate)
+from .auto_augment import RandAugment, TrivialAugmentWide, AutoAugment, AugMix, AugmentOp
 
 __all__ = ["ToTensor", "ToDevice", "ToTorchImage", "Convert", "View", "Squeeze", "ModuleWrapper",
            "RandomHorizontalFlip", "RandomVerticalFlip", "RandomTranslate", "Cutout", "RandomBrightness",
            "RandomContrast", "RandomSaturation", "RandomGrayscale", "RandomSolarization", "RandomCrop",
            "NormalizeImage", "ReplaceLabel", "Poison", "ImageMixup", "LabelMixup", "MixupToOneHot",
-           "RandomResizedCrop"]
+           "RandomResizedCrop",
+           "RandomColorJitter", "GaussianBlur", "RandomErasing", "Rotate", "CenterCrop", "CornerCrop",
+           "LabelColorJitter", "LabelGrayscale", "LabelSolarization", "LabelGaussianBlur", "LabelRotate",
+           "LabelTranslate",
+           "RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AugmentOp"]
