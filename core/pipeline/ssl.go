@@ -160,11 +160,11 @@ func needSeed(raw json.RawMessage) error {
 
 func newLabelOp(kind labelKind) factory {
 	return func(_ Env, raw json.RawMessage) (Op, error) {
-		if err := needSeed(raw); err != nil {
-			return nil, err
-		}
 		draw, err := kind.parse(raw)
 		if err != nil {
+			return nil, err
+		}
+		if err := needSeed(raw); err != nil {
 			return nil, err
 		}
 		return &labelOp{kind: kind, draw: draw, params: make([]float32, kind.n)}, nil
@@ -326,9 +326,6 @@ var labelTranslate = labelKind{n: 2, parse: func(raw json.RawMessage) (func(*Ctx
 type labelRRC struct{ scale, ratio [2]float64 }
 
 func newLabelRRC(env Env, raw json.RawMessage) (Op, error) {
-	if err := needSeed(raw); err != nil {
-		return nil, err
-	}
 	// rgb_rrc's arguments, so one spec describes both.
 	var a struct {
 		Size  [2]int     `json:"size"`
@@ -336,6 +333,9 @@ func newLabelRRC(env Env, raw json.RawMessage) (Op, error) {
 		Ratio [2]float64 `json:"ratio"`
 	}
 	if err := parse(raw, &a); err != nil {
+		return nil, err
+	}
+	if err := needSeed(raw); err != nil {
 		return nil, err
 	}
 	if !(a.Scale[0] > 0 && a.Scale[0] <= a.Scale[1] && a.Ratio[0] > 0 && a.Ratio[0] <= a.Ratio[1]) {
