@@ -366,3 +366,27 @@ def test_blur_kernel_larger_than_the_image_is_an_error(tmp_path):
     with pytest.raises(Exception, match="kernel_size 19"):
         list(Loader(path, batch_size=1, num_workers=1,
                     pipelines={"image": [SimpleRGBImageDecoder(), GaussianBlur(1.0, kernel_size=19)]}))
+
+
+def test_label_random_resized_crop_reports_the_decoders_crop(photos):
+    """Two loaders with the same seed: one decodes random resized crops, the
+    other reports them. An area resize keeps the crop's mean colour."""
+    from ffcv_go.fields.decoders import RandomResizedCropRGBImageDecoder
+    from ffcv_go.transforms import LabelRandomResizedCrop
+    path, imgs = photos
+
+    def first_batch(dec):
+        loader = Loader(path, batch_size=N, num_workers=1, order=OrderOption.SEQUENTIAL, seed=3,
+                        pipelines={"image": [dec], "label": [IntDecoder()]})
+        return next(iter(loader))[0].numpy().copy()
+
+    crops = first_batch(RandomResizedCropRGBImageDecoder((24, 24), scale=(0.05, 0.3), seed=8))
+    params = first_batch(LabelRandomResizedCrop((24, 24), seed=8, scale=(0.05, 0.3)))
+    assert params.shape == (N, 6) and params.dtype == np.int32
+    assert (params[:, 0] == W).all() and (params[:, 1] == H).all()
+    for i, (_, _, top, left, ch, cw) in enumerate(params.tolist()):
+        assert 0 <= top and top + ch <= H and 0 <= left and left + cw <= W
+        region = imgs[i, top:top + ch, left:left + cw].reshape(-1, 3).mean(axis=0)
+        assert np.abs(crops[i].reshape(-1, 3).mean(axis=0) - region).max() < 1.5, f"sample {i}"
+    other = first_batch(LabelRandomResizedCrop((24, 24), seed=9, scale=(0.05, 0.3)))
+    assert not np.array_equal(other, params)

@@ -16,5 +16,14 @@ __all__ = ["ToTensor", "ToDevice", "ToTorchImage", "Convert", "View", "Squeeze",
            "RandomResizedCrop",
            "RandomColorJitter", "GaussianBlur", "RandomErasing", "Rotate", "CenterCrop", "CornerCrop",
            "LabelColorJitter", "LabelGrayscale", "LabelSolarization", "LabelGaussianBlur", "LabelRotate",
-           "LabelTranslate",
+           "LabelTranslate", "LabelRandomResizedCrop",
            "RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AugmentOp"]
+
+
+def __getattr__(name):
+    # LabelRandomResizedCrop extends a decoder of ffcv_go.fields, which
+    # imports this package while it loads: it is imported on first use.
+    if name == "LabelRandomResizedCrop":
+        from .resized_crop import LabelRandomResizedCrop
+        return LabelRandomResizedCrop
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

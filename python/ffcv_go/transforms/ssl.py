@@ -318,3 +318,4 @@ class LabelTranslate(_Label):
 
     def _spec(self):
         return {"op": "label_translate", "padding": self.padding}
+
