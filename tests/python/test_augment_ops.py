@@ -390,3 +390,21 @@ def test_label_random_resized_crop_reports_the_decoders_crop(photos):
         assert np.abs(crops[i].reshape(-1, 3).mean(axis=0) - region).max() < 1.5, f"sample {i}"
     other = first_batch(LabelRandomResizedCrop((24, 24), seed=9, scale=(0.05, 0.3)))
     assert not np.array_equal(other, params)
+
+
+FFCV_SSL_PATHS = {
+    "colorjitter": ["RandomColorJitter", "LabelColorJitter"], "grayscale": ["RandomGrayscale", "LabelGrayscale"],
+    "solarization": ["RandomSolarization", "LabelSolarization"], "gaussian_blur": ["GaussianBlur", "LabelGaussianBlur"],
+    "erasing": ["RandomErasing"], "rotate": ["Rotate"], "translate": ["RandomTranslate", "LabelTranslate"],
+    "resized_crop": ["LabelRandomResizedCrop", "CenterCrop", "CornerCrop"],
+}
+
+
+@pytest.mark.parametrize("module", sorted(FFCV_SSL_PATHS))
+def test_ffcv_ssl_module_paths(module):
+    """FFCV-SSL's imports work with ffcv_go in place of ffcv."""
+    import importlib
+    import ffcv_go.transforms as T
+    mod = importlib.import_module(f"ffcv_go.transforms.{module}")
+    for name in FFCV_SSL_PATHS[module]:
+        assert getattr(mod, name) is getattr(T, name), f"{module}.{name}"
