@@ -428,3 +428,34 @@ func TestExactColorOps(t *testing.T) {
 		})
 	}
 }
+
+// TestAugmentOpsOnOneChannel: grey images work too; hue and saturation
+// leave them as they are, as torchvision's do.
+func TestAugmentOpsOnOneChannel(t *testing.T) {
+	const h, w = 18, 22
+	in := imgSpec(h, w, 1)
+	img := photoLike(h, w, 1)
+	for _, tc := range augCases {
+		if fill, ok := tc.args["fill"].([]float32); ok && len(fill) > 1 {
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			op := newOp(t, tc.name, tc.args)
+			spec, a := apply(t, op, in, img, 3, 2)
+			if spec.Shape[2] != 1 {
+				t.Fatalf("output %v", spec.Shape)
+			}
+			if _, b := apply(t, op, in, img, 3, 2); !slices.Equal(a, b) {
+				t.Fatal("same sample, different output")
+			}
+		})
+	}
+	for _, args := range []map[string]any{
+		{"p": 1, "hue": []float64{0.3, 0.3}},
+		{"p": 1, "saturation": []float64{0.2, 0.2}},
+	} {
+		if _, got := apply(t, newOp(t, "color_jitter", args), in, img, 1, 1); !slices.Equal(got, img) {
+			t.Errorf("%v changed a grey image", args)
+		}
+	}
+}

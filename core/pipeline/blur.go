@@ -98,8 +98,8 @@ func reflect(i, n int) int {
 
 type blurScratch struct {
 	tmp    []float32
+	row    []float32
 	kernel []float32
-	rows   []int
 }
 
 // tvGaussianBlur blurs img (h, w, ch) in place.
@@ -109,9 +109,12 @@ func tvGaussianBlur(c *Ctx, img []byte, h, w, ch, k int, sigma float64) {
 		s.tmp = make([]float32, len(img))
 	}
 	if cap(s.kernel) < k {
-		s.kernel, s.rows = make([]float32, k), make([]int, k)
+		s.kernel = make([]float32, k)
 	}
-	tmp, kern, rows := s.tmp[:len(img)], s.kernel[:k], s.rows[:k]
+	if cap(s.row) < w*ch {
+		s.row = make([]float32, w*ch)
+	}
+	tmp, kern := s.tmp[:len(img)], s.kernel[:k]
 	gaussKernel(kern, sigma)
 	r := k / 2
 	stride := w * ch
@@ -133,18 +136,20 @@ func tvGaussianBlur(c *Ctx, img []byte, h, w, ch, k int, sigma float64) {
 			}
 		}
 	}
-	// Vertical pass back into img.
+	// Vertical pass back into img, a row at a time: each output row sums
+	// whole input rows, taps in the same order as per value.
+	acc := s.row[:stride]
 	for y := 0; y < h; y++ {
-		row := img[y*stride : (y+1)*stride]
-		for t := range rows {
-			rows[t] = reflect(y+t-r, h) * stride
-		}
-		for i := 0; i < stride; i++ {
-			var acc float32
-			for t, o := range rows {
-				acc += float32(tmp[o+i] * kern[t])
+		clear(acc)
+		for t := 0; t < k; t++ {
+			src, kt := tmp[reflect(y+t-r, h)*stride:][:stride], kern[t]
+			for i, v := range src {
+				acc[i] += float32(v * kt)
 			}
-			row[i] = roundU8(acc)
+		}
+		row := img[y*stride : (y+1)*stride]
+		for i, v := range acc {
+			row[i] = roundU8(v)
 		}
 	}
 }
