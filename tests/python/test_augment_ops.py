@@ -175,6 +175,13 @@ def test_nearest_fill_matches_torchvision(photos):
     close(got, tv_each(imgs, lambda x: _translate(x, -30.0, 0, fill=[7.0, 99.0, 250.0])), *EXACT, what="fill")
 
 
+def test_flips_match_torchvision(photos):
+    from ffcv_go.transforms import RandomHorizontalFlip, RandomVerticalFlip
+    path, imgs = photos
+    close(run(path, [RandomHorizontalFlip(1.0)])[0], tv_each(imgs, tv.horizontal_flip), *EXACT, what="flip h")
+    close(run(path, [RandomVerticalFlip(1.0)])[0], tv_each(imgs, tv.vertical_flip), *EXACT, what="flip v")
+
+
 @pytest.mark.parametrize("kw,ref", [
     (dict(brightness=(1.4, 1.4)), lambda x: tv.adjust_brightness(x, 1.4)),
     (dict(contrast=(0.6, 0.6)), lambda x: tv.adjust_contrast(x, 0.6)),
