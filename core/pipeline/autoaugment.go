@@ -65,8 +65,9 @@ func linspace32(start, end float64, steps, i int) float64 {
 	return float64(e - float32(step*float32(steps-i-1)))
 }
 
-// space is a policy's magnitude range for op: (max, signed); the value of
-// bin i of bins. Posterize and Solarize have their own forms.
+// space is a policy's magnitude ranges: the largest shear, translation
+// (pixels, or a fraction of the side), rotation (degrees) and enhancement,
+// and the Posterize bins' top and span (top - i/((bins-1)/span) bits).
 type space struct {
 	shear, translate, rotate, enhance float64
 	translateFrac                     bool // translate is a fraction of the side (else pixels)

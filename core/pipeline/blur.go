@@ -55,7 +55,7 @@ func (g *gaussianBlur) Out(in Spec) (Spec, error) {
 func drawBlur(c *Ctx, op int, p, lo, hi float64) (bool, float64) {
 	r := c.Rand(op)
 	apply := r.Float64() < p
-	return apply, lo + r.Float64()*(hi-lo)
+	return apply, lo + float64(r.Float64()*(hi-lo))
 }
 
 // gaussKernel is torchvision's float32 1-D kernel.
@@ -67,9 +67,9 @@ func gaussKernel(dst []float32, sigma float64) {
 		step = (lim + lim) / float32(k-1)
 	}
 	x := func(i int) float64 {
-		v := -lim + float32(i)*step
+		v := -lim + float32(float32(i)*step)
 		if i >= k/2 { // torch's linspace fills the upper half from the end
-			v = lim - float32(k-1-i)*step
+			v = lim - float32(float32(k-1-i)*step)
 		}
 		v = float32(v / float32(sigma))
 		return math.Exp(-float64(v * v))

@@ -30,13 +30,13 @@ func invAffine(cx, cy, angle, tx, ty, scale, shx, shy float64) [6]float64 {
 	sx, sy := shx*math.Pi/180, shy*math.Pi/180
 	cosSy, tanSx := math.Cos(sy), math.Tan(sx)
 	a := math.Cos(rot-sy) / cosSy
-	b := -(a*tanSx + math.Sin(rot))
+	b := -(float64(a*tanSx) + math.Sin(rot))
 	c := math.Sin(rot-sy) / cosSy
-	d := math.Cos(rot) - c*tanSx
+	d := math.Cos(rot) - float64(c*tanSx)
 	m := [6]float64{d / scale, -b / scale, 0, -c / scale, a / scale, 0}
 	cxt, cyt := cx+tx, cy+ty
-	m[2] += cx - m[0]*cxt - m[1]*cyt
-	m[5] += cy - m[3]*cxt - m[4]*cyt
+	m[2] += cx - float64(m[0]*cxt) - float64(m[1]*cyt)
+	m[5] += cy - float64(m[3]*cxt) - float64(m[4]*cyt)
 	return m
 }
 
@@ -51,9 +51,9 @@ func warp(dst, src []byte, h, w, ch int, m [6]float64, bilinear bool, fill []flo
 	W, H := float32(w), float32(h)
 	var acc [4]float32
 	for y := 0; y < h; y++ {
-		by := float32(y) - float32(h-1)*0.5
+		by := float32(y) - float32(float32(h-1)*0.5)
 		for x := 0; x < w; x++ {
-			bx := float32(x) - float32(w-1)*0.5
+			bx := float32(x) - float32(float32(w-1)*0.5)
 			gx := float32(float32(bx*t[0])+float32(by*t[1])) + t[2]
 			gy := float32(float32(bx*t[3])+float32(by*t[4])) + t[5]
 			ix := float32(float32(float32(gx+1)*W)-1) / 2
@@ -208,7 +208,7 @@ func (t *rotate) Out(in Spec) (Spec, error) {
 func drawRotate(c *Ctx, op int, p, bound float64) (bool, float64) {
 	r := c.Rand(op)
 	apply := r.Float64() < p
-	return apply, -bound + r.Float64()*2*bound
+	return apply, -bound + float64(r.Float64()*2*bound)
 }
 
 func (t *rotate) Run(c *Ctx, op int, in, out []byte) error {
@@ -355,8 +355,8 @@ func drawErasing(c *Ctx, op int, p float64, scale, ratio [2]float64, h, w int) (
 	area := float64(h * w)
 	lo, hi := math.Log(ratio[0]), math.Log(ratio[1])
 	for try := 0; try < 10; try++ {
-		target := area * (scale[0] + r.Float64()*(scale[1]-scale[0]))
-		aspect := math.Exp(lo + r.Float64()*(hi-lo))
+		target := area * (scale[0] + float64(r.Float64()*(scale[1]-scale[0])))
+		aspect := math.Exp(lo + float64(r.Float64()*(hi-lo)))
 		eh = int(math.RoundToEven(math.Sqrt(target * aspect)))
 		ew = int(math.RoundToEven(math.Sqrt(target / aspect)))
 		if !(eh < h && ew < w) {

@@ -75,7 +75,7 @@ func (j *jitter) draw(c *Ctx, op int) jitterDraw {
 	for i, rg := range []*[2]float64{j.Brightness, j.Contrast, j.Saturation, j.Hue} {
 		u := r.Float64() // drawn whether used or not, so factors keep their draws
 		if rg != nil {
-			d.factors[i] = rg[0] + u*(rg[1]-rg[0])
+			d.factors[i] = rg[0] + float64(u*(rg[1]-rg[0]))
 		}
 	}
 	return d
