@@ -1,7 +1,9 @@
 package pipeline
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"image"
 	"math"
@@ -457,5 +459,46 @@ func TestAugmentOpsOnOneChannel(t *testing.T) {
 		if _, got := apply(t, newOp(t, "color_jitter", args), in, img, 1, 1); !slices.Equal(got, img) {
 			t.Errorf("%v changed a grey image", args)
 		}
+	}
+}
+
+// augOpsDigest is the SHA-256 of augOpsOutputs on x86-64: the augmentation
+// ops' float32 arithmetic must give the same pixels on every machine (see
+// floatOpsDigest). After a deliberate change, take the new digest from x86-64.
+const augOpsDigest = "70932734ddfdd5a4878f14f1d3f73ccd43b9b9bdd27c05c2d556fbd892d1d5a7"
+
+func augOpsOutputs(t *testing.T) []byte {
+	const h, w, c = 20, 24, 3
+	in := imgSpec(h, w, c)
+	img := photoLike(h, w, c)
+	d := sha256.New()
+	for _, tc := range augCases {
+		op := newOp(t, tc.name, tc.args)
+		for pos := uint64(0); pos < 16; pos++ {
+			_, out := apply(t, op, in, img, 11, pos)
+			d.Write(out)
+		}
+	}
+	for _, name := range augOps {
+		for _, m := range []float64{-0.37, 0.6} {
+			for _, interp := range []string{"nearest", "bilinear"} {
+				args := map[string]any{"name": name, "magnitude": m, "interpolation": interp}
+				if name == "Posterize" {
+					args["magnitude"] = 3
+				}
+				if name == "Solarize" {
+					args["magnitude"] = 0.6
+				}
+				_, out := apply(t, newOp(t, "augment_op", args), in, img, 1, 0)
+				d.Write(out)
+			}
+		}
+	}
+	return d.Sum(nil)
+}
+
+func TestAugmentOpsDigest(t *testing.T) {
+	if got := hex.EncodeToString(augOpsOutputs(t)); got != augOpsDigest {
+		t.Errorf("the augmentation ops made other pixels than on x86-64: digest %s, want %s", got, augOpsDigest)
 	}
 }
