@@ -415,3 +415,63 @@ def test_ffcv_ssl_module_paths(module):
     mod = importlib.import_module(f"ffcv_go.transforms.{module}")
     for name in FFCV_SSL_PATHS[module]:
         assert getattr(mod, name) is getattr(T, name), f"{module}.{name}"
+
+
+def _variants(pol, name, img, bins, bin_indices):
+    """Every image torchvision's policy pol makes with operation name at the
+    given magnitude bins and both signs: (description, CHW tensor)."""
+    fn, signed = pol._AUGMENTATION_SPACE[name]
+    mags = fn(bins, img.shape[-2], img.shape[-1])
+    values = [0.0] if mags is None else [float(mags[i]) for i in bin_indices]
+    for m in values:
+        for s in ((m, -m) if signed and mags is not None else (m,)):
+            yield f"{name} {s:.4g}", pol._apply_image_or_video_transform(
+                img, name, s, interpolation=pol.interpolation, fill=pol._fill)
+
+
+def _best(got, variants):
+    """The variant closest to got: (fraction of values that differ, description)."""
+    return min((diff(got, v.permute(1, 2, 0).numpy())[1], d) for d, v in variants)
+
+
+@pytest.mark.parametrize("ours,theirs,bins,pick", [
+    (RandAugment(num_ops=1, magnitude=17), "RandAugment(num_ops=1, magnitude=17)", 31, [17]),
+    (TrivialAugmentWide(num_magnitude_bins=4), "TrivialAugmentWide(num_magnitude_bins=4)", 4, range(4)),
+], ids=["RandAugment", "TrivialAugmentWide"])
+def test_policy_outputs_are_torchvision_operations(photos, ours, theirs, bins, pick):
+    """Each output is one of the images torchvision's policy can make from
+    the input: one of its operations at one of its magnitudes and signs."""
+    from torchvision.transforms import v2  # noqa: F401 - eval's namespace
+    path, imgs = photos
+    pol = eval(f"v2.{theirs}")
+    chosen = set()
+    for epoch in run(path, [ours], epochs=3):
+        for i, got in enumerate(epoch[0]):
+            img = chw(imgs[i:i + 1])[0]
+            frac, what = _best(got, (v for name in pol._AUGMENTATION_SPACE
+                                     for v in _variants(pol, name, img, bins, pick)))
+            assert frac <= 0.001, f"sample {i}: closest torchvision output {what} differs in {frac:.3%}"
+            chosen.add(what.split()[0])
+    assert len(chosen) >= 5, chosen
+
+
+def test_auto_augment_outputs_are_imagenet_policy_steps(photos):
+    """Each AutoAugment output is what one of torchvision's ImageNet
+    sub-policies makes with each of its steps applied or not."""
+    from torchvision.transforms import v2
+    path, imgs = photos
+    pol = v2.AutoAugment()
+    for epoch in run(path, [AutoAugment()], epochs=2):
+        for i, got in enumerate(epoch[0]):
+            img = chw(imgs[i:i + 1])[0]
+            outs = []
+            for sub in pol._policies:
+                stage = [("", img)]
+                for name, _, idx in sub:
+                    nxt = list(stage)
+                    for d, x in stage:
+                        nxt += [(f"{d} {v}", y) for v, y in _variants(pol, name, x, 10, [idx or 0])]
+                    stage = nxt
+                outs += stage
+            frac, what = _best(got, outs)
+            assert frac <= 0.001, f"sample {i}: closest torchvision output{what} differs in {frac:.3%}"
