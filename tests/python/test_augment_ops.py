@@ -475,3 +475,29 @@ def test_auto_augment_outputs_are_imagenet_policy_steps(photos):
                 outs += stage
             frac, what = _best(got, outs)
             assert frac <= 0.001, f"sample {i}: closest torchvision output{what} differs in {frac:.3%}"
+
+
+def test_augmix_one_chain_is_a_blend_with_a_torchvision_operation(photos):
+    """AugMix with one chain of one operation: the output is
+    trunc(m * x + (1 - m) * op(x)) for some weight m and one of torchvision's
+    AugMix operations at a severity bin and sign."""
+    from torchvision.transforms import v2
+    path, imgs = photos
+    pol = v2.AugMix(severity=3)
+    for epoch in run(path, [AugMix(severity=3, mixture_width=1, chain_depth=1)], epochs=2):
+        for i, got in enumerate(epoch[0]):
+            img = chw(imgs[i:i + 1])[0]
+            x, out = img.permute(1, 2, 0).numpy().astype(np.float64), got.astype(np.float64)
+            best = (1.0, "")
+            for name in pol._AUGMENTATION_SPACE:
+                fn, signed = pol._AUGMENTATION_SPACE[name]
+                mags = fn(10, H, W)
+                for m in ([0.0] if mags is None else [float(mags[k]) for k in range(3)]):
+                    for s in ((m, -m) if signed and mags is not None else (m,)):
+                        y = pol._apply_image_or_video_transform(img, name, s, interpolation=pol.interpolation,
+                                                                fill=pol._fill).permute(1, 2, 0).numpy()
+                        d = x - y
+                        w = float(((out + 0.5 - y) * d).sum() / max((d * d).sum(), 1e-9))
+                        resid = out - np.floor(np.clip(w, 0, 1) * x + (1 - np.clip(w, 0, 1)) * y)
+                        best = min(best, (float((np.abs(resid) > 1).mean()), f"{name} {s:.3g} weight {w:.3f}"))
+            assert best[0] <= 0.002, f"sample {i}: closest blend {best[1]} is off by more than a level in {best[0]:.3%}"
