@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"image"
 	"math"
 	"slices"
@@ -500,5 +501,58 @@ func augOpsOutputs(t *testing.T) []byte {
 func TestAugmentOpsDigest(t *testing.T) {
 	if got := hex.EncodeToString(augOpsOutputs(t)); got != augOpsDigest {
 		t.Errorf("the augmentation ops made other pixels than on x86-64: digest %s, want %s", got, augOpsDigest)
+	}
+}
+
+// TestAugmentOpsShareAcrossWorkers: workers run one op value at once, each
+// with its own Ctx; results are those of a lone run (go test -race checks
+// the op keeps no per-sample state).
+func TestAugmentOpsShareAcrossWorkers(t *testing.T) {
+	const h, w, c = 16, 20, 3
+	in := imgSpec(h, w, c)
+	img := photoLike(h, w, c)
+	cases := append(augCases[:len(augCases):len(augCases)], struct {
+		name   string
+		args   map[string]any
+		random bool
+		out    []int
+	}{"label_color_jitter", withSeed(map[string]any{"p": 0.5, "hue": []float64{-0.2, 0.2}}), true, nil})
+	for _, tc := range cases {
+		op := newOp(t, tc.name, tc.args)
+		spec, src := in, img
+		if strings.HasPrefix(tc.name, "label_") {
+			spec, src = Spec{Shape: []int{1}, DType: "<i8"}, make([]byte, 8)
+		}
+		outSpec, err := op.Out(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([][]byte, 8)
+		for pos := range want {
+			_, want[pos] = apply(t, newOp(t, tc.name, tc.args), spec, src, 5, uint64(pos))
+		}
+		done := make(chan error, 4)
+		for g := 0; g < 4; g++ {
+			go func() {
+				cx, dst := NewCtx(), make([]byte, outSpec.Bytes())
+				for pos := range want {
+					cx.Seed, cx.Pos, cx.Sample = 5, uint64(pos), uint64(pos)
+					if err := op.Run(cx, 0, src, dst); err != nil {
+						done <- err
+						return
+					}
+					if !slices.Equal(dst, want[pos]) {
+						done <- fmt.Errorf("%s sample %d: differs from a lone run", tc.name, pos)
+						return
+					}
+				}
+				done <- nil
+			}()
+		}
+		for g := 0; g < 4; g++ {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }

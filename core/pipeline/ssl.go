@@ -13,8 +13,9 @@ import (
 // its Label* operations. A Label op goes in another pipeline (FFCV-SSL: the
 // label's) and outputs that pipeline's values as float32 followed by the
 // parameters the paired image op drew for the sample. Both take the same
-// "seed", which Build turns into the same randomness key (SeedKey), and both
-// draw through the same function, so the parameters are the image op's.
+// "seed", which Build turns into the same randomness key (SeedKey), and the
+// Label op makes the image op's draws in the same order (through the same
+// function where the image op has one), so the parameters are the image op's.
 
 func init() {
 	register("color_jitter", newColorJitter)
@@ -132,6 +133,9 @@ func (j *colorJitter) Run(c *Ctx, op int, in, out []byte) error {
 	return nil
 }
 
+// maxLabelParams bounds labelKind.n.
+const maxLabelParams = 4
+
 // A labelKind draws what its image op draws and writes the parameters.
 type labelKind struct {
 	n     int                                                           // parameters per sample
@@ -139,11 +143,11 @@ type labelKind struct {
 }
 
 // labelOp appends the drawn parameters to a 1-D numeric sample as float32.
+// Workers share it: Run keeps its parameters on the stack.
 type labelOp struct {
-	kind   labelKind
-	draw   func(*Ctx, int, []float32)
-	in     Spec
-	params []float32
+	kind labelKind
+	draw func(*Ctx, int, []float32)
+	in   Spec
 }
 
 // needSeed rejects a Label op without "seed": its position in another
@@ -167,7 +171,7 @@ func newLabelOp(kind labelKind) factory {
 		if err := needSeed(raw); err != nil {
 			return nil, err
 		}
-		return &labelOp{kind: kind, draw: draw, params: make([]float32, kind.n)}, nil
+		return &labelOp{kind: kind, draw: draw}, nil
 	}
 }
 
@@ -207,9 +211,10 @@ func (l *labelOp) Run(c *Ctx, op int, in, out []byte) error {
 		binary.LittleEndian.PutUint32(out[4*n:], math.Float32bits(v))
 		n++
 	}
-	clear(l.params)
-	l.draw(c, op, l.params)
-	for i, v := range l.params {
+	var buf [maxLabelParams]float32
+	params := buf[:l.kind.n]
+	l.draw(c, op, params)
+	for i, v := range params {
 		binary.LittleEndian.PutUint32(out[4*(n+i):], math.Float32bits(v))
 	}
 	return nil
