@@ -109,7 +109,7 @@ def _translate(x, m, axis, fill=None):
 
 
 # Measured on these photos: every case below is bit-exact except bilinear
-# sampling (1 level, 0.17% of values) and blur (1 level, 0.005%). The
+# sampling (1 level, 0.18% of values) and blur (1 level, 0.005%). The
 # allowances leave room for other photos: a source coordinate on a rounding
 # tie may pick the neighbouring pixel, a blend may land on the other side of
 # an integer after float32 rounding in another order.
