@@ -8,8 +8,8 @@ import (
 )
 
 // torchvision's automatic augmentation policies (transforms.v2:
-// RandAugment, TrivialAugmentWide, AutoAugment with the ImageNet policy,
-// AugMix) with their operation sets, magnitude bins and signs, on uint8
+// RandAugment, TrivialAugmentWide, AutoAugment with its ImageNet, CIFAR-10
+// and SVHN policies, AugMix) with their operation sets, magnitude bins and signs, on uint8
 // images. augment_op applies one of their operations with a fixed signed
 // magnitude, as torchvision's _apply_image_or_video_transform does.
 
@@ -261,7 +261,8 @@ type policy struct {
 	width    int
 	depth    int
 	alpha    float64
-	ops      []int // the operations drawn from
+	ops      []int       // the operations drawn from
+	subs     []subPolicy // AutoAugment's policy
 	g        geom
 	spec     Spec
 }
@@ -272,8 +273,8 @@ var (
 	amPartly = 9 // AugMix without all_ops: the first 9 of amOps
 )
 
-// imagenetPolicy is AutoAugment's ImageNet policy: pairs of (op,
-// probability, magnitude bin of 10; -1 for none).
+// imagenetPolicy, cifar10Policy and svhnPolicy are AutoAugment's learnt
+// policies: pairs of (op, probability, magnitude bin of 10; -1 for none).
 type subPolicy [2]struct {
 	op  int
 	p   float64
@@ -307,6 +308,65 @@ var imagenetPolicy = []subPolicy{
 	{{opColor, 0.6, 4}, {opContrast, 1.0, 8}},
 	{{opEqualize, 0.8, -1}, {opEqualize, 0.6, -1}},
 }
+
+var cifar10Policy = []subPolicy{
+	{{opInvert, 0.1, -1}, {opContrast, 0.2, 6}},
+	{{opRotate, 0.7, 2}, {opTranslateX, 0.3, 9}},
+	{{opSharpness, 0.8, 1}, {opSharpness, 0.9, 3}},
+	{{opShearY, 0.5, 8}, {opTranslateY, 0.7, 9}},
+	{{opAutoContrast, 0.5, -1}, {opEqualize, 0.9, -1}},
+	{{opShearY, 0.2, 7}, {opPosterize, 0.3, 7}},
+	{{opColor, 0.4, 3}, {opBrightness, 0.6, 7}},
+	{{opSharpness, 0.3, 9}, {opBrightness, 0.7, 9}},
+	{{opEqualize, 0.6, -1}, {opEqualize, 0.5, -1}},
+	{{opContrast, 0.6, 7}, {opSharpness, 0.6, 5}},
+	{{opColor, 0.7, 7}, {opTranslateX, 0.5, 8}},
+	{{opEqualize, 0.3, -1}, {opAutoContrast, 0.4, -1}},
+	{{opTranslateY, 0.4, 3}, {opSharpness, 0.2, 6}},
+	{{opBrightness, 0.9, 6}, {opColor, 0.2, 8}},
+	{{opSolarize, 0.5, 2}, {opInvert, 0.0, -1}},
+	{{opEqualize, 0.2, -1}, {opAutoContrast, 0.6, -1}},
+	{{opEqualize, 0.2, -1}, {opEqualize, 0.6, -1}},
+	{{opColor, 0.9, 9}, {opEqualize, 0.6, -1}},
+	{{opAutoContrast, 0.8, -1}, {opSolarize, 0.2, 8}},
+	{{opBrightness, 0.1, 3}, {opColor, 0.7, 0}},
+	{{opSolarize, 0.4, 5}, {opAutoContrast, 0.9, -1}},
+	{{opTranslateY, 0.9, 9}, {opTranslateY, 0.7, 9}},
+	{{opAutoContrast, 0.9, -1}, {opSolarize, 0.8, 3}},
+	{{opEqualize, 0.8, -1}, {opInvert, 0.1, -1}},
+	{{opTranslateY, 0.7, 9}, {opAutoContrast, 0.9, -1}},
+}
+
+var svhnPolicy = []subPolicy{
+	{{opShearX, 0.9, 4}, {opInvert, 0.2, -1}},
+	{{opShearY, 0.9, 8}, {opInvert, 0.7, -1}},
+	{{opEqualize, 0.6, -1}, {opSolarize, 0.6, 6}},
+	{{opInvert, 0.9, -1}, {opEqualize, 0.6, -1}},
+	{{opEqualize, 0.6, -1}, {opRotate, 0.9, 3}},
+	{{opShearX, 0.9, 4}, {opAutoContrast, 0.8, -1}},
+	{{opShearY, 0.9, 8}, {opInvert, 0.4, -1}},
+	{{opShearY, 0.9, 5}, {opSolarize, 0.2, 6}},
+	{{opInvert, 0.9, -1}, {opAutoContrast, 0.8, -1}},
+	{{opEqualize, 0.6, -1}, {opRotate, 0.9, 3}},
+	{{opShearX, 0.9, 4}, {opSolarize, 0.3, 3}},
+	{{opShearY, 0.8, 8}, {opInvert, 0.7, -1}},
+	{{opEqualize, 0.9, -1}, {opTranslateY, 0.6, 6}},
+	{{opInvert, 0.9, -1}, {opEqualize, 0.6, -1}},
+	{{opContrast, 0.3, 3}, {opRotate, 0.8, 4}},
+	{{opInvert, 0.8, -1}, {opTranslateY, 0.0, 2}},
+	{{opShearY, 0.7, 6}, {opSolarize, 0.4, 8}},
+	{{opInvert, 0.6, -1}, {opRotate, 0.8, 4}},
+	{{opShearY, 0.3, 7}, {opTranslateX, 0.9, 3}},
+	{{opShearX, 0.1, 6}, {opInvert, 0.6, -1}},
+	{{opSolarize, 0.7, 2}, {opTranslateY, 0.6, 7}},
+	{{opShearY, 0.8, 4}, {opInvert, 0.8, -1}},
+	{{opShearX, 0.7, 9}, {opTranslateY, 0.8, 3}},
+	{{opShearY, 0.8, 5}, {opAutoContrast, 0.7, -1}},
+	{{opShearX, 0.7, 2}, {opInvert, 0.1, -1}},
+}
+
+// autoPolicies are AutoAugment's policies by name.
+var autoPolicies = map[string][]subPolicy{"imagenet": imagenetPolicy, "cifar10": cifar10Policy, "svhn": svhnPolicy}
 
 func newPolicy(kind string) factory {
 	return func(_ Env, raw json.RawMessage) (Op, error) {
@@ -370,8 +430,11 @@ func newPolicy(kind string) factory {
 				return nil, fmt.Errorf("num_magnitude_bins %d must be at least 2", p.bins)
 			}
 		case "auto_augment":
-			if a.Policy != nil && *a.Policy != "imagenet" {
-				return nil, fmt.Errorf("policy %q: only the imagenet policy is built in", *a.Policy)
+			p.subs = imagenetPolicy
+			if a.Policy != nil {
+				if p.subs = autoPolicies[*a.Policy]; p.subs == nil {
+					return nil, fmt.Errorf("policy %q must be imagenet, cifar10 or svhn", *a.Policy)
+				}
 			}
 		case "augmix":
 			p.severity, p.width, p.depth = or(a.Severity, 3), or(a.MixtureWidth, 3), or(a.ChainDepth, -1)
@@ -432,7 +495,7 @@ func (p *policy) Run(c *Ctx, op int, in, out []byte) error {
 		m, sg := spaceTA.magnitude(o, r.IntN(p.bins), p.bins, h, w)
 		applyAug(out, s.tmp, h, w, ch, o, signed(r, m, sg), p.g)
 	case "auto_augment":
-		sub := imagenetPolicy[r.IntN(len(imagenetPolicy))]
+		sub := p.subs[r.IntN(len(p.subs))]
 		for _, step := range sub {
 			if !(r.Float64() < step.p) {
 				continue

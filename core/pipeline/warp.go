@@ -41,23 +41,29 @@ func invAffine(cx, cy, angle, tx, ty, scale, shx, shy float64) [6]float64 {
 }
 
 // warp fills dst (h, w, ch) by sampling src (same size) through the inverse
-// matrix m, in float32 as torchvision's grid does. fill nil is torchvision's
+// matrix m, with torchvision's float32 steps (bit-exact on the tests' photos). fill nil is torchvision's
 // fill=None (zeros, and bilinear edges fade to black); otherwise the mask
 // form: out = (v - fill)·mask + fill.
 func warp(dst, src []byte, h, w, ch int, m [6]float64, bilinear bool, fill []float32) {
 	hw, hh := float32(0.5*float64(w)), float32(0.5*float64(h))
 	t := [6]float32{float32(m[0]) / hw, float32(m[1]) / hw, float32(m[2]) / hw,
 		float32(m[3]) / hh, float32(m[4]) / hh, float32(m[5]) / hh}
-	W, H := float32(w), float32(h)
+	halfW, halfH := float32(w)/2, float32(h)/2
 	var acc [4]float32
 	for y := 0; y < h; y++ {
 		by := float32(y) - float32(float32(h-1)*0.5)
 		for x := 0; x < w; x++ {
 			bx := float32(x) - float32(float32(w-1)*0.5)
-			gx := float32(float32(bx*t[0])+float32(by*t[1])) + t[2]
-			gy := float32(float32(bx*t[3])+float32(by*t[4])) + t[5]
-			ix := float32(float32(float32(gx+1)*W)-1) / 2
-			iy := float32(float32(float32(gy+1)*H)-1) / 2
+			// torch's CPU kernels, compiled with fused multiply-adds: the bmm
+			// of the base grid with theta accumulates x term first, and
+			// grid_sample unnormalises as fma(g + 1, size/2, -0.5) and sums
+			// the bilinear corners with fmas. Shears like 0.2 put many
+			// coordinates on rounding ties, where another order picks other
+			// pixels.
+			gx := fma32(by, t[1], float32(bx*t[0])) + t[2]
+			gy := fma32(by, t[4], float32(bx*t[3])) + t[5]
+			ix := fma32(gx+1, halfW, -0.5)
+			iy := fma32(gy+1, halfH, -0.5)
 			o := dst[(y*w+x)*ch : (y*w+x+1)*ch]
 			if !bilinear {
 				sx, sy := int(math.RoundToEven(float64(ix))), int(math.RoundToEven(float64(iy)))
@@ -76,9 +82,11 @@ func warp(dst, src []byte, h, w, ch int, m [6]float64, bilinear bool, fill []flo
 			}
 			x0f, y0f := float32(math.Floor(float64(ix))), float32(math.Floor(float64(iy)))
 			x0, y0 := int(x0f), int(y0f)
-			fx1, fy1 := ix-x0f, iy-y0f         // distance to the west / north corner
-			fx0, fy0 := (x0f+1)-ix, (y0f+1)-iy // to the east / south
-			wts := [4]float32{float32(fx0 * fy0), float32(fx1 * fy0), float32(fx0 * fy1), float32(fx1 * fy1)}
+			// torch's weights: w, n the distances to the west and north
+			// corners, e = 1-w, s = 1-n; nw, ne, sw, se summed in that order.
+			we, no := ix-x0f, iy-y0f
+			ea, so := 1-we, 1-no
+			wts := [4]float32{float32(so * ea), float32(so * we), float32(no * ea), float32(no * we)}
 			cx := [4]int{x0, x0 + 1, x0, x0 + 1}
 			cy := [4]int{y0, y0, y0 + 1, y0 + 1}
 			acc = [4]float32{}
@@ -89,7 +97,7 @@ func warp(dst, src []byte, h, w, ch int, m [6]float64, bilinear bool, fill []flo
 				}
 				p := src[(cy[k]*w+cx[k])*ch:]
 				for c := 0; c < ch; c++ {
-					acc[c] += float32(float32(p[c]) * wts[k])
+					acc[c] = fma32(float32(p[c]), wts[k], acc[c])
 				}
 				mask += wts[k]
 			}

@@ -65,21 +65,22 @@ class TrivialAugmentWide(_Policy):
 
 
 class AutoAugment(_Policy):
-    """AutoAugment's learnt ImageNet policy: one of its 25 pairs of
-    (operation, probability, magnitude) per image. policy: 'imagenet' or
-    torchvision's AutoAugmentPolicy.IMAGENET (the others are not built in)."""
+    """AutoAugment's learnt policies: one of the policy's 25 pairs of
+    (operation, probability, magnitude) per image. policy: torchvision's
+    AutoAugmentPolicy (IMAGENET, CIFAR10, SVHN) or its value ('imagenet',
+    'cifar10', 'svhn')."""
 
     _op = "auto_augment"
 
     def __init__(self, policy="imagenet", interpolation="nearest", fill=None):
         super().__init__(interpolation, fill)
         name = str(getattr(policy, "value", policy)).lower()
-        if name != "imagenet":
-            raise ValueError(f"policy {policy!r}: only the ImageNet policy is built in")
-        self.policy = policy
+        if name not in ("imagenet", "cifar10", "svhn"):
+            raise ValueError(f"policy {policy!r} must be imagenet, cifar10 or svhn")
+        self.policy, self._policy = policy, name
 
     def _own(self):
-        return {"policy": "imagenet"}
+        return {"policy": self._policy}
 
 
 class AugMix(_Policy):
