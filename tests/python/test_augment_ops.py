@@ -364,6 +364,8 @@ def test_augmix_stays_close_to_the_image(photos):
     (lambda: CornerCrop(10, corner="middle"), "corner"),
     (lambda: LabelColorJitter(), "seed"),
     (lambda: LabelRotate(seed=-3), "seed"),
+    (lambda: RandomColorJitter(seed=2 ** 32), "seed"),
+    (lambda: RandomGrayscale(seed="1"), "seed"),
 ])
 def test_bad_arguments_name_the_argument(make, arg):
     with pytest.raises(ValueError, match=arg):

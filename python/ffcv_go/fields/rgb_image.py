@@ -307,15 +307,15 @@ class RandomResizedCropRGBImageDecoder(_ResizedCropDecoder):
         self.scale, self.ratio = (float(scale[0]), float(scale[1])), (float(ratio[0]), float(ratio[1]))
         if not 0 < self.scale[0] <= self.scale[1] or not 0 < self.ratio[0] <= self.ratio[1]:
             raise ValueError(f"bad scale {scale} or ratio {ratio}")
-        self.seed = seed
+        from ..transforms.image import _seed_arg  # the transforms import this module
+        self.seed = _seed_arg(seed)
 
     def _go_spec(self, previous_state=None):
         if self._own_crop():
             return None
         spec = {"op": "rgb_rrc", "size": list(self.output_size), "scale": list(self.scale), "ratio": list(self.ratio)}
         if self.seed is not None:
-            from ..transforms.image import _seeded
-            spec = _seeded(spec, self.seed)
+            spec["seed"] = self.seed
         return spec
 
 

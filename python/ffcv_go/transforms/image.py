@@ -15,12 +15,19 @@ def _is_cpu_image(state):
     return state.jit_mode and state.shape is not None and len(state.shape) == 3 and np.dtype(state.dtype) == np.uint8
 
 
+def _seed_arg(seed):
+    """A transform's seed argument, checked: None or an int in [0, 2**32)."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2 ** 32:
+        raise ValueError(f"seed {seed!r} must be an integer in [0, 2**32)")
+    return int(seed)
+
+
 def _seeded(spec, seed):
     """spec with the pairing seed of the Label* transforms (see transforms.ssl)."""
     if seed is not None:
-        if not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2 ** 32:
-            raise ValueError(f"seed {seed!r} must be an integer in [0, 2**32)")
-        spec["seed"] = int(seed)
+        spec["seed"] = _seed_arg(seed)
     return spec
 
 
@@ -59,7 +66,7 @@ class RandomTranslate(_RandomImage):
 
     def __init__(self, padding, fill=(0, 0, 0), seed=None):
         super().__init__()
-        self.padding, self.fill, self.seed = int(padding), tuple(int(v) for v in fill), seed
+        self.padding, self.fill, self.seed = int(padding), tuple(int(v) for v in fill), _seed_arg(seed)
 
     def _spec(self):
         return _seeded({"op": "translate", "padding": self.padding, "fill": list(self.fill)}, self.seed)
@@ -111,7 +118,7 @@ class RandomGrayscale(_RandomImage):
 
     def __init__(self, p=0.1, seed=None):
         super().__init__()
-        self.p, self.seed = float(p), seed
+        self.p, self.seed = float(p), _seed_arg(seed)
 
     def _spec(self):
         return _seeded({"op": "grayscale", "p": self.p}, self.seed)
@@ -124,7 +131,7 @@ class RandomSolarization(_RandomImage):
 
     def __init__(self, threshold=128, p=0.5, seed=None):
         super().__init__()
-        self.threshold, self.p, self.seed = int(threshold), float(p), seed
+        self.threshold, self.p, self.seed = int(threshold), float(p), _seed_arg(seed)
 
     def _spec(self):
         return _seeded({"op": "solarize", "threshold": self.threshold, "p": self.p}, self.seed)

@@ -6,7 +6,8 @@ import numpy as np
 from ..fields.rgb_image import RandomResizedCropRGBImageDecoder
 from ..pipeline.allocation_query import AllocationQuery
 from ..pipeline.state import State
-from .ssl import CenterCrop, CornerCrop, _check_seed  # noqa: F401
+from .image import _seed_arg
+from .ssl import CenterCrop, CornerCrop  # noqa: F401
 
 __all__ = ["LabelRandomResizedCrop", "CenterCrop", "CornerCrop"]
 
@@ -22,7 +23,7 @@ class LabelRandomResizedCrop(RandomResizedCropRGBImageDecoder):
         super().__init__(output_size, scale, ratio)
         if seed is None:
             raise ValueError("LabelRandomResizedCrop needs the seed given to the decoder it reports on")
-        self.seed = _check_seed(seed)
+        self.seed = _seed_arg(seed)
 
     def declare_state_and_memory(self, previous_state):
         shape, dtype = (6,), np.dtype("<i4")

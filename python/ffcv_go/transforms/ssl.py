@@ -14,11 +14,7 @@ import numpy as np
 import torch
 
 from ._base import Transform, replace_state
-from .image import _RandomImage, _seeded
-
-
-def _check_seed(seed):
-    return _seeded({}, seed)["seed"]
+from .image import _RandomImage, _seed_arg, _seeded
 
 
 def _range(value, name, center=1.0, bound=(0.0, float("inf"))):
@@ -92,7 +88,7 @@ class RandomColorJitter(_Jitter, _RandomImage):
     def __init__(self, jitter_prob=0.5, brightness=0.8, contrast=0.4, saturation=0.4, hue=0.2, seed=None):
         super().__init__()
         self._jitter_args(jitter_prob, brightness, contrast, saturation, hue)
-        self.seed = seed
+        self.seed = _seed_arg(seed)
 
     def _spec(self):
         return self._jitter_spec("color_jitter")
@@ -110,7 +106,7 @@ class GaussianBlur(_RandomImage):
         if self.kernel_size < 1 or self.kernel_size % 2 == 0:
             raise ValueError(f"kernel_size {kernel_size} must be odd and positive")
         self.sigma = _sigma(sigma)
-        self.seed = seed
+        self.seed = _seed_arg(seed)
 
     def _spec(self):
         return _seeded({"op": "gaussian_blur", "p": self.blur_prob, "kernel_size": self.kernel_size,
@@ -140,7 +136,7 @@ class RandomErasing(_RandomImage):
         if isinstance(value, str):
             raise ValueError(f"value {value!r}: random erasing values are not supported; give numbers")
         self.value = _fill(value, "value")
-        self.seed = seed
+        self.seed = _seed_arg(seed)
 
     def _spec(self):
         return _seeded({"op": "random_erasing", "p": self.p, "scale": list(self.scale), "ratio": list(self.ratio),
@@ -158,7 +154,7 @@ class Rotate(_RandomImage):
         self.angle = float(angle)
         if self.angle < 0:
             raise ValueError(f"angle {angle} must not be negative")
-        self.interpolation, self.fill, self.seed = _interpolation(interpolation), _fill(fill), seed
+        self.interpolation, self.fill, self.seed = _interpolation(interpolation), _fill(fill), _seed_arg(seed)
 
     def _spec(self):
         return _seeded({"op": "rotate", "p": self.rotate_prob, "angle": self.angle,
@@ -213,7 +209,7 @@ class _Label(Transform):
     def _need_seed(self, seed):
         if seed is None:
             raise ValueError(f"{type(self).__name__} needs the seed given to the image transform it reports on")
-        self.seed = _check_seed(seed)
+        self.seed = _seed_arg(seed)
 
     def declare_state_and_memory(self, previous_state):
         shape = previous_state.shape or (1,)
