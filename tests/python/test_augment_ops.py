@@ -439,16 +439,17 @@ def _best(got, variants):
     return min((diff(got, v.permute(1, 2, 0).numpy())[1], d) for d, v in variants)
 
 
-@pytest.mark.parametrize("ours,theirs,bins,pick", [
-    (RandAugment(num_ops=1, magnitude=17), "RandAugment(num_ops=1, magnitude=17)", 31, [17]),
-    (TrivialAugmentWide(num_magnitude_bins=4), "TrivialAugmentWide(num_magnitude_bins=4)", 4, range(4)),
+@pytest.mark.parametrize("name,kwargs,bins,pick", [
+    ("RandAugment", dict(num_ops=1, magnitude=17), 31, [17]),
+    ("TrivialAugmentWide", dict(num_magnitude_bins=4), 4, range(4)),
 ], ids=["RandAugment", "TrivialAugmentWide"])
-def test_policy_outputs_are_torchvision_operations(photos, ours, theirs, bins, pick):
+def test_policy_outputs_are_torchvision_operations(photos, name, kwargs, bins, pick):
     """Each output is one of the images torchvision's policy can make from
     the input: one of its operations at one of its magnitudes and signs."""
-    from torchvision.transforms import v2  # noqa: F401 - eval's namespace
+    import ffcv_go.transforms
+    from torchvision.transforms import v2
     path, imgs = photos
-    pol = eval(f"v2.{theirs}")
+    ours, pol = getattr(ffcv_go.transforms, name)(**kwargs), getattr(v2, name)(**kwargs)
     chosen = set()
     for epoch in run(path, [ours], epochs=3):
         for i, got in enumerate(epoch[0]):
