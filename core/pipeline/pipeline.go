@@ -96,6 +96,12 @@ func (c *Ctx) Close() {
 	c.views = viewKey{}
 }
 
+// SeedKey is the randomness key of an operation given "seed": ops with the
+// same seed draw the same numbers for a sample whichever pipeline or position
+// they are in, which is how a Label* op in the label pipeline reproduces the
+// parameters its image op drew. Negative, so never a positional key.
+func SeedKey(seed uint32) int { return -1 - int(seed) }
+
 // mix is SplitMix64's finaliser over a pair, to derive independent seeds.
 func mix(a, b uint64) uint64 {
 	z := a*0x9e3779b97f4a7c15 + b + 0x632be59bd9b4e019
@@ -216,8 +222,9 @@ func build(r *beton.Reader, f int, in Spec, ops []json.RawMessage) (*Program, er
 	tail := in.DType != ""
 	for i, raw := range ops {
 		var head struct {
-			Op  string `json:"op"`
-			Key *int   `json:"key"`
+			Op   string  `json:"op"`
+			Key  *int    `json:"key"`
+			Seed *uint32 `json:"seed"`
 		}
 		if err := json.Unmarshal(raw, &head); err != nil {
 			return nil, fmt.Errorf("field %q, operation %d: %w", env.Desc.Name, i, err)
@@ -225,6 +232,9 @@ func build(r *beton.Reader, f int, in Spec, ops []json.RawMessage) (*Program, er
 		key := len(p.ops)
 		if head.Key != nil {
 			key = *head.Key
+		}
+		if head.Seed != nil {
+			key = SeedKey(*head.Seed)
 		}
 		if mkb, ok := batchRegistry[head.Op]; ok {
 			if len(p.ops) == 0 && !tail {

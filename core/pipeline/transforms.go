@@ -37,7 +37,8 @@ func parse(raw json.RawMessage, v any) error {
 		return fmt.Errorf("arguments: %w", err)
 	}
 	delete(m, "op")
-	delete(m, "key") // the randomness key, read by Build
+	delete(m, "key")  // the randomness key, read by Build
+	delete(m, "seed") // a randomness key shared across pipelines, read by Build
 	args, _ := json.Marshal(m)
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.DisallowUnknownFields()

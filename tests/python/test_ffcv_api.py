@@ -64,7 +64,7 @@ def test_transform_signatures_match_ffcv():
     expect = {
         "Cutout": "(self, crop_size, fill=(0, 0, 0))",
         "RandomHorizontalFlip": "(self, flip_prob=0.5)",
-        "RandomTranslate": "(self, padding, fill=(0, 0, 0))",
+        "RandomTranslate": "(self, padding, fill=(0, 0, 0), seed=None)",  # seed: ffcv_go's, after FFCV's
         "Poison": "(self, mask, alpha, indices, clamp=(0, 255))",
         "ToTorchImage": "(self, channels_last=True, convert_back_int16=True)",
         "ToDevice": "(self, device, non_blocking=True)",

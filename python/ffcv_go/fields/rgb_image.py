@@ -299,18 +299,24 @@ _ResizedCropDecoder = ResizedCropRGBImageDecoder
 
 
 class RandomResizedCropRGBImageDecoder(_ResizedCropDecoder):
-    """Random crop (torchvision's sampling, 10 tries then centre) resized to output_size."""
+    """Random crop (torchvision's sampling, 10 tries then centre) resized to
+    output_size; seed pairs it with a LabelRandomResizedCrop."""
 
-    def __init__(self, output_size, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)):
+    def __init__(self, output_size, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), seed=None):
         super().__init__(output_size)
         self.scale, self.ratio = (float(scale[0]), float(scale[1])), (float(ratio[0]), float(ratio[1]))
         if not 0 < self.scale[0] <= self.scale[1] or not 0 < self.ratio[0] <= self.ratio[1]:
             raise ValueError(f"bad scale {scale} or ratio {ratio}")
+        from ..transforms.image import _seed_arg  # the transforms import this module
+        self.seed = _seed_arg(seed)
 
     def _go_spec(self, previous_state=None):
         if self._own_crop():
             return None
-        return {"op": "rgb_rrc", "size": list(self.output_size), "scale": list(self.scale), "ratio": list(self.ratio)}
+        spec = {"op": "rgb_rrc", "size": list(self.output_size), "scale": list(self.scale), "ratio": list(self.ratio)}
+        if self.seed is not None:
+            spec["seed"] = self.seed
+        return spec
 
 
 class CenterCropRGBImageDecoder(_ResizedCropDecoder):

@@ -5,9 +5,25 @@ from .image import (RandomHorizontalFlip, RandomVerticalFlip, RandomTranslate, C
                     RandomContrast, RandomSaturation, RandomGrayscale, RandomSolarization, RandomCrop,
                     NormalizeImage, ReplaceLabel, Poison, ImageMixup, LabelMixup, MixupToOneHot,
                     RandomResizedCrop)
+from .ssl import (RandomColorJitter, GaussianBlur, RandomErasing, Rotate, CenterCrop, CornerCrop, LabelColorJitter,
+                  LabelGrayscale, LabelSolarization, LabelGaussianBlur, LabelRotate, LabelTranslate)
+from .auto_augment import RandAugment, TrivialAugmentWide, AutoAugment, AugMix, AugmentOp
 
 __all__ = ["ToTensor", "ToDevice", "ToTorchImage", "Convert", "View", "Squeeze", "ModuleWrapper",
            "RandomHorizontalFlip", "RandomVerticalFlip", "RandomTranslate", "Cutout", "RandomBrightness",
            "RandomContrast", "RandomSaturation", "RandomGrayscale", "RandomSolarization", "RandomCrop",
            "NormalizeImage", "ReplaceLabel", "Poison", "ImageMixup", "LabelMixup", "MixupToOneHot",
-           "RandomResizedCrop"]
+           "RandomResizedCrop",
+           "RandomColorJitter", "GaussianBlur", "RandomErasing", "Rotate", "CenterCrop", "CornerCrop",
+           "LabelColorJitter", "LabelGrayscale", "LabelSolarization", "LabelGaussianBlur", "LabelRotate",
+           "LabelTranslate", "LabelRandomResizedCrop",
+           "RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AugmentOp"]
+
+
+def __getattr__(name):
+    # LabelRandomResizedCrop extends a decoder of ffcv_go.fields, which
+    # imports this package while it loads: it is imported on first use.
+    if name == "LabelRandomResizedCrop":
+        from .resized_crop import LabelRandomResizedCrop
+        return LabelRandomResizedCrop
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

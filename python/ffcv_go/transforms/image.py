@@ -15,6 +15,22 @@ def _is_cpu_image(state):
     return state.jit_mode and state.shape is not None and len(state.shape) == 3 and np.dtype(state.dtype) == np.uint8
 
 
+def _seed_arg(seed):
+    """A transform's seed argument, checked: None or an int in [0, 2**32)."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2 ** 32:
+        raise ValueError(f"seed {seed!r} must be an integer in [0, 2**32)")
+    return int(seed)
+
+
+def _seeded(spec, seed):
+    """spec with the pairing seed of the Label* transforms (see transforms.ssl)."""
+    if seed is not None:
+        spec["seed"] = _seed_arg(seed)
+    return spec
+
+
 class _RandomImage(Transform):
     def _go_spec(self, state):
         return self._spec() if _is_cpu_image(state) else None
@@ -45,14 +61,15 @@ class RandomVerticalFlip(_RandomImage):
 
 
 class RandomTranslate(_RandomImage):
-    """Pads by `padding` with fill and takes a random window of the original size."""
+    """Pads by `padding` with fill and takes a random window of the original
+    size; seed pairs it with a LabelTranslate."""
 
-    def __init__(self, padding, fill=(0, 0, 0)):
+    def __init__(self, padding, fill=(0, 0, 0), seed=None):
         super().__init__()
-        self.padding, self.fill = int(padding), tuple(int(v) for v in fill)
+        self.padding, self.fill, self.seed = int(padding), tuple(int(v) for v in fill), _seed_arg(seed)
 
     def _spec(self):
-        return {"op": "translate", "padding": self.padding, "fill": list(self.fill)}
+        return _seeded({"op": "translate", "padding": self.padding, "fill": list(self.fill)}, self.seed)
 
 
 
@@ -96,26 +113,28 @@ class RandomSaturation(_Blend):
 
 
 class RandomGrayscale(_RandomImage):
-    """Turns each image grey (ITU-R 601 luma in every channel) with probability p."""
+    """Turns each image grey (ITU-R 601 luma in every channel) with probability
+    p; seed pairs it with a LabelGrayscale."""
 
-    def __init__(self, p=0.1):
+    def __init__(self, p=0.1, seed=None):
         super().__init__()
-        self.p = float(p)
+        self.p, self.seed = float(p), _seed_arg(seed)
 
     def _spec(self):
-        return {"op": "grayscale", "p": self.p}
+        return _seeded({"op": "grayscale", "p": self.p}, self.seed)
 
 
 
 class RandomSolarization(_RandomImage):
-    """Inverts pixels >= threshold with probability p."""
+    """Inverts pixels >= threshold with probability p; seed pairs it with a
+    LabelSolarization."""
 
-    def __init__(self, threshold=128, p=0.5):
+    def __init__(self, threshold=128, p=0.5, seed=None):
         super().__init__()
-        self.threshold, self.p = int(threshold), float(p)
+        self.threshold, self.p, self.seed = int(threshold), float(p), _seed_arg(seed)
 
     def _spec(self):
-        return {"op": "solarize", "threshold": self.threshold, "p": self.p}
+        return _seeded({"op": "solarize", "threshold": self.threshold, "p": self.p}, self.seed)
 
 
 

@@ -1,0 +1,279 @@
+package pipeline
+
+import "math"
+
+// torchvision.transforms.v2.functional's colour operations on uint8 (H, W, C)
+// images (C is 1 or 3), in place. torchvision computes in float32 and casts
+// back by truncation (rounding where it rounds first); the steps below keep
+// its order and float32 roundings, so most outputs are bit-identical. Its
+// CPU kernels compute x + alpha*y as a fused multiply-add, which fma32
+// reproduces. Operations whose result depends on the pixel value alone go
+// through a 256-entry table.
+
+// fma32 is float32's a*b + c rounded once: the product is exact in float64.
+func fma32(a, b, c float32) float32 { return float32(float64(a)*float64(b) + float64(c)) }
+
+// truncU8 is torch's float32 -> uint8 cast after a clamp to [0, 255].
+func truncU8(v float32) byte {
+	if !(v > 0) {
+		return 0
+	}
+	if v >= 255 {
+		return 255
+	}
+	return byte(v)
+}
+
+// applyLUT maps every value of img through lut (one table for all channels).
+func applyLUT(img []byte, lut *[256]byte) {
+	for i, v := range img {
+		img[i] = lut[v]
+	}
+}
+
+// tvGray is torchvision's float luma, before any cast.
+func tvGray(r, g, b byte) float32 {
+	l := float32(r) * float32(0.2989)
+	l = fma32(float32(g), 0.587, l)
+	return fma32(float32(b), 0.114, l)
+}
+
+// tvGrayscale replaces RGB by its luma, truncated, in every channel
+// (rgb_to_grayscale with num_output_channels=3).
+func tvGrayscale(img []byte, ch int) {
+	if ch != 3 {
+		return
+	}
+	for i := 0; i+2 < len(img); i += 3 {
+		v := truncU8(tvGray(img[i], img[i+1], img[i+2]))
+		img[i], img[i+1], img[i+2] = v, v, v
+	}
+}
+
+// blendLUT is _blend(x, other, ratio) for a constant other.
+func blendLUT(ratio float64, other float32) *[256]byte {
+	var lut [256]byte
+	r, a := float32(ratio), float32(1-ratio)
+	for x := range lut {
+		lut[x] = truncU8(fma32(other, a, float32(x)*r))
+	}
+	return &lut
+}
+
+func tvBrightness(img []byte, f float64) {
+	var lut [256]byte
+	f32 := float32(f)
+	for x := range lut {
+		lut[x] = truncU8(float32(x) * f32)
+	}
+	applyLUT(img, &lut)
+}
+
+func tvContrast(img []byte, ch int, f float64) {
+	var sum int64
+	n := len(img) / ch
+	if ch == 3 {
+		for i := 0; i+2 < len(img); i += 3 {
+			sum += int64(tvGray(img[i], img[i+1], img[i+2])) // floor: the luma is positive
+		}
+	} else {
+		for _, v := range img {
+			sum += int64(v)
+		}
+	}
+	// The sum of integer lumas is exact in float32 up to 2^24 (65,793 pixels
+	// of 255), whatever order torch adds them in.
+	mean := float32(sum) / float32(max(n, 1))
+	applyLUT(img, blendLUT(f, mean))
+}
+
+func tvSaturation(img []byte, ch int, f float64) {
+	if ch != 3 {
+		return
+	}
+	r, a := float32(f), float32(1-f)
+	for i := 0; i+2 < len(img); i += 3 {
+		g := float32(math.Floor(float64(tvGray(img[i], img[i+1], img[i+2]))))
+		px := img[i : i+3 : i+3]
+		px[0] = truncU8(fma32(g, a, float32(px[0])*r))
+		px[1] = truncU8(fma32(g, a, float32(px[1])*r))
+		px[2] = truncU8(fma32(g, a, float32(px[2])*r))
+	}
+}
+
+// tvHue shifts the hue by hue (in turns, [-0.5, 0.5]) through torchvision's
+// float32 HSV round trip, one pixel at a time.
+func tvHue(img []byte, ch int, hue float64) {
+	if ch != 3 {
+		return
+	}
+	const inv255 = float32(1.0 / 255)
+	const sixth = float32(1.0 / 6)
+	const toU8 = float32(255 + 1 - 1e-3)
+	hf := float32(hue)
+	for i := 0; i+2 < len(img); i += 3 {
+		px := img[i : i+3 : i+3]
+		r, g, b := float32(px[0])*inv255, float32(px[1])*inv255, float32(px[2])*inv255
+		maxc, minc := max(r, g, b), min(r, g, b)
+		eq := maxc == minc
+		cr := maxc - minc
+		sdiv, cdiv := maxc, cr
+		if eq {
+			sdiv, cdiv = 1, 1
+		}
+		s := cr / sdiv
+		rc, gc, bc := (maxc-r)/cdiv, (maxc-g)/cdiv, (maxc-b)/cdiv
+		var h float32
+		switch {
+		case maxc == r:
+			h = bc - gc
+		case maxc == g:
+			h = float32(rc+2) - bc
+		default:
+			h = float32(gc+4) - rc
+		}
+		h = float32(h*sixth) + 1
+		h = h - float32(math.Floor(float64(h))) // fmod(h, 1) for h >= 0
+		h += hf
+		h = h - float32(math.Floor(float64(h))) // remainder(h, 1)
+		h6 := float32(h * 6)
+		fi := float32(math.Floor(float64(h6)))
+		f := h6 - fi
+		sxf := float32(s * f)
+		oms := 1 - s
+		v := maxc
+		q := clamp01(float32(1-sxf) * v)
+		t := clamp01(float32(sxf+oms) * v)
+		p := clamp01(float32(oms * v))
+		var o [3]float32
+		switch ((int(fi) % 6) + 6) % 6 {
+		case 0:
+			o = [3]float32{v, t, p}
+		case 1:
+			o = [3]float32{q, v, p}
+		case 2:
+			o = [3]float32{p, v, t}
+		case 3:
+			o = [3]float32{p, q, v}
+		case 4:
+			o = [3]float32{t, p, v}
+		default:
+			o = [3]float32{v, p, q}
+		}
+		px[0], px[1], px[2] = truncU8(o[0]*toU8), truncU8(o[1]*toU8), truncU8(o[2]*toU8)
+	}
+}
+
+func clamp01(v float32) float32 { return min(max(v, 0), 1) }
+
+// tvSharpness blends the image with its 3x3 smoothed version (1/13 around,
+// 5/13 in the middle, rounded); the border rows and columns stay.
+func tvSharpness(img, scratch []byte, h, w, ch int, f float64) {
+	if h <= 2 || w <= 2 {
+		return
+	}
+	copy(scratch, img)
+	const a, b = float32(1.0 / 13), float32(5.0 / 13)
+	alpha := float32(1 - f)
+	stride := w * ch
+	for y := 1; y < h-1; y++ {
+		up, mid, dn := scratch[(y-1)*stride:y*stride], scratch[y*stride:(y+1)*stride], scratch[(y+1)*stride:(y+2)*stride]
+		row := img[y*stride : (y+1)*stride]
+		for i := ch; i < stride-ch; i++ {
+			// Products are rounded before each sum (no fusion), as a float32
+			// convolution does; the summation order is torch's row order.
+			s := float32(float32(up[i-ch]) * a)
+			s += float32(float32(up[i]) * a)
+			s += float32(float32(up[i+ch]) * a)
+			s += float32(float32(mid[i-ch]) * a)
+			s += float32(float32(mid[i]) * b)
+			s += float32(float32(mid[i+ch]) * a)
+			s += float32(float32(dn[i-ch]) * a)
+			s += float32(float32(dn[i]) * a)
+			s += float32(float32(dn[i+ch]) * a)
+			blur := float32(math.RoundToEven(float64(s)))
+			x := float32(mid[i])
+			row[i] = truncU8(fma32(blur-x, alpha, x))
+		}
+	}
+}
+
+// tvPosterize keeps the top bits bits of every value.
+func tvPosterize(img []byte, bits int) {
+	if bits >= 8 {
+		return
+	}
+	mask := byte(0xff << (8 - bits))
+	for i, v := range img {
+		img[i] = v & mask
+	}
+}
+
+// tvSolarize inverts the values at or above threshold (compared in float32).
+func tvSolarize(img []byte, threshold float64) {
+	var lut [256]byte
+	t := float32(threshold)
+	for x := range lut {
+		lut[x] = byte(x)
+		if float32(x) >= t {
+			lut[x] = 255 - byte(x)
+		}
+	}
+	applyLUT(img, &lut)
+}
+
+func tvInvert(img []byte) {
+	for i, v := range img {
+		img[i] = ^v
+	}
+}
+
+// tvAutocontrast stretches each channel's range to [0, 255].
+func tvAutocontrast(img []byte, ch int) {
+	for c := 0; c < ch; c++ {
+		lo, hi := byte(255), byte(0)
+		for i := c; i < len(img); i += ch {
+			lo, hi = min(lo, img[i]), max(hi, img[i])
+		}
+		minimum, inv := float32(lo), float32(float32(hi-lo)*float32(1.0/255))
+		if lo == hi {
+			minimum, inv = 0, 1
+		}
+		var lut [256]byte
+		for x := range lut {
+			lut[x] = truncU8(float32(float32(x)-minimum) / inv)
+		}
+		for i := c; i < len(img); i += ch {
+			img[i] = lut[img[i]]
+		}
+	}
+}
+
+// tvEqualize equalises each channel's histogram with PIL's table, which
+// torchvision reproduces: integer arithmetic, so exact.
+func tvEqualize(img []byte, ch int) {
+	n := len(img) / ch
+	for c := 0; c < ch; c++ {
+		var hist [256]int
+		for i := c; i < len(img); i += ch {
+			hist[img[i]]++
+		}
+		last := 255
+		for last > 0 && hist[last] == 0 {
+			last--
+		}
+		step := (n - hist[last]) / 255
+		if step == 0 {
+			continue
+		}
+		var lut [256]byte
+		cum := 0
+		for x := 1; x < 256; x++ {
+			cum += hist[x-1]
+			lut[x] = byte(min((cum+step/2)/step, 255))
+		}
+		for i := c; i < len(img); i += ch {
+			img[i] = lut[img[i]]
+		}
+	}
+}

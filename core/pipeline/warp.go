@@ -1,0 +1,392 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"image"
+	"math"
+
+	"github.com/ffcv-go/ffcv-go/core/imgproc"
+)
+
+// Geometric transforms with torchvision's tensor semantics: affine warps
+// sample the input at the inverse-mapped centre of each output pixel as
+// grid_sample(align_corners=False) does, nearest (round half to even) or
+// bilinear, with zeros or a fill colour outside. Also FFCV-SSL's rotation,
+// centre and corner crops, and torchvision's RandomErasing.
+
+func init() {
+	register("rotate", newRotate)
+	register("center_crop", newFixedCrop(false))
+	register("corner_crop", newFixedCrop(true))
+	register("random_erasing", newRandomErasing)
+}
+
+// invAffine is torchvision's _get_inverse_affine_matrix: the matrix mapping
+// output pixel coordinates (relative to the image centre) to input ones.
+// Angles and shears are in degrees.
+func invAffine(cx, cy, angle, tx, ty, scale, shx, shy float64) [6]float64 {
+	rot := angle * math.Pi / 180
+	sx, sy := shx*math.Pi/180, shy*math.Pi/180
+	cosSy, tanSx := math.Cos(sy), math.Tan(sx)
+	a := math.Cos(rot-sy) / cosSy
+	b := -(float64(a*tanSx) + math.Sin(rot))
+	c := math.Sin(rot-sy) / cosSy
+	d := math.Cos(rot) - float64(c*tanSx)
+	m := [6]float64{d / scale, -b / scale, 0, -c / scale, a / scale, 0}
+	cxt, cyt := cx+tx, cy+ty
+	m[2] += cx - float64(m[0]*cxt) - float64(m[1]*cyt)
+	m[5] += cy - float64(m[3]*cxt) - float64(m[4]*cyt)
+	return m
+}
+
+// warp fills dst (h, w, ch) by sampling src (same size) through the inverse
+// matrix m, with torchvision's float32 steps (bit-exact on the tests' photos). fill nil is torchvision's
+// fill=None (zeros, and bilinear edges fade to black); otherwise the mask
+// form: out = (v - fill)·mask + fill.
+func warp(dst, src []byte, h, w, ch int, m [6]float64, bilinear bool, fill []float32) {
+	hw, hh := float32(0.5*float64(w)), float32(0.5*float64(h))
+	t := [6]float32{float32(m[0]) / hw, float32(m[1]) / hw, float32(m[2]) / hw,
+		float32(m[3]) / hh, float32(m[4]) / hh, float32(m[5]) / hh}
+	halfW, halfH := float32(w)/2, float32(h)/2
+	var acc [4]float32
+	for y := 0; y < h; y++ {
+		by := float32(y) - float32(float32(h-1)*0.5)
+		for x := 0; x < w; x++ {
+			bx := float32(x) - float32(float32(w-1)*0.5)
+			// torch's CPU kernels, compiled with fused multiply-adds: the bmm
+			// of the base grid with theta accumulates x term first, and
+			// grid_sample unnormalises as fma(g + 1, size/2, -0.5) and sums
+			// the bilinear corners with fmas. Shears like 0.2 put many
+			// coordinates on rounding ties, where another order picks other
+			// pixels.
+			gx := fma32(by, t[1], float32(bx*t[0])) + t[2]
+			gy := fma32(by, t[4], float32(bx*t[3])) + t[5]
+			ix := fma32(gx+1, halfW, -0.5)
+			iy := fma32(gy+1, halfH, -0.5)
+			o := dst[(y*w+x)*ch : (y*w+x+1)*ch]
+			if !bilinear {
+				sx, sy := int(math.RoundToEven(float64(ix))), int(math.RoundToEven(float64(iy)))
+				if sx >= 0 && sx < w && sy >= 0 && sy < h {
+					copy(o, src[(sy*w+sx)*ch:(sy*w+sx+1)*ch])
+				} else {
+					for k := range o {
+						if fill != nil {
+							o[k] = roundU8(fill[k%len(fill)])
+						} else {
+							o[k] = 0
+						}
+					}
+				}
+				continue
+			}
+			x0f, y0f := float32(math.Floor(float64(ix))), float32(math.Floor(float64(iy)))
+			x0, y0 := int(x0f), int(y0f)
+			// torch's weights: w, n the distances to the west and north
+			// corners, e = 1-w, s = 1-n; nw, ne, sw, se summed in that order.
+			we, no := ix-x0f, iy-y0f
+			ea, so := 1-we, 1-no
+			wts := [4]float32{float32(so * ea), float32(so * we), float32(no * ea), float32(no * we)}
+			cx := [4]int{x0, x0 + 1, x0, x0 + 1}
+			cy := [4]int{y0, y0, y0 + 1, y0 + 1}
+			acc = [4]float32{}
+			var mask float32
+			for k := 0; k < 4; k++ {
+				if cx[k] < 0 || cx[k] >= w || cy[k] < 0 || cy[k] >= h {
+					continue
+				}
+				p := src[(cy[k]*w+cx[k])*ch:]
+				for c := 0; c < ch; c++ {
+					acc[c] = fma32(float32(p[c]), wts[k], acc[c])
+				}
+				mask += wts[k]
+			}
+			for c := 0; c < ch; c++ {
+				v := acc[c]
+				if fill != nil {
+					f := fill[c%len(fill)]
+					v = float32(float32(v-f)*mask) + f
+				}
+				o[c] = roundU8(v)
+			}
+		}
+	}
+}
+
+// roundU8 is round-half-to-even then the uint8 cast, as torch's round_().to(uint8).
+func roundU8(v float32) byte {
+	r := math.RoundToEven(float64(v))
+	if !(r > 0) {
+		return 0
+	}
+	if r >= 255 {
+		return 255
+	}
+	return byte(r)
+}
+
+// tvRotate is F.rotate(img, angle) (degrees, counter-clockwise, about the
+// centre, same size), with torch's exact paths for multiples of 90°.
+func tvRotate(dst, src []byte, h, w, ch int, angle float64, bilinear bool, fill []float32) {
+	angle = math.Mod(angle, 360)
+	if angle < 0 {
+		angle += 360
+	}
+	switch {
+	case angle == 0:
+		copy(dst, src)
+		return
+	case angle == 180:
+		for i := 0; i < h*w; i++ {
+			copy(dst[i*ch:(i+1)*ch], src[(h*w-1-i)*ch:(h*w-i)*ch])
+		}
+		return
+	case (angle == 90 || angle == 270) && h == w:
+		for y := 0; y < h; y++ {
+			for x := 0; x < w; x++ {
+				sy, sx := x, w-1-y // torch.rot90(k=1)
+				if angle == 270 {
+					sy, sx = h-1-x, y
+				}
+				copy(dst[(y*w+x)*ch:(y*w+x+1)*ch], src[(sy*w+sx)*ch:(sy*w+sx+1)*ch])
+			}
+		}
+		return
+	}
+	warp(dst, src, h, w, ch, invAffine(0, 0, -angle, 0, 0, 1, 0, 0), bilinear, fill)
+}
+
+// parseInterp reads an interpolation name.
+func parseInterp(s string) (bilinear bool, err error) {
+	switch s {
+	case "", "nearest":
+		return false, nil
+	case "bilinear":
+		return true, nil
+	}
+	return false, fmt.Errorf("interpolation %q must be nearest or bilinear", s)
+}
+
+// checkFill checks a fill colour (nil: none) against the channel count.
+func checkFill(fill []float32, ch int) error {
+	if fill != nil && len(fill) != 1 && len(fill) != ch {
+		return fmt.Errorf("fill has %d values for %d channels", len(fill), ch)
+	}
+	return nil
+}
+
+// rotate is FFCV-SSL's Rotate with torchvision's rotation: with probability
+// p, an angle drawn from U(-angle, angle) radians.
+type rotate struct {
+	p, angle float64
+	bilinear bool
+	fill     []float32
+	spec     Spec
+}
+
+func newRotate(_ Env, raw json.RawMessage) (Op, error) {
+	var a struct {
+		P             float64   `json:"p"`
+		Angle         float64   `json:"angle"`
+		Interpolation string    `json:"interpolation"`
+		Fill          []float32 `json:"fill"`
+	}
+	if err := parse(raw, &a); err != nil {
+		return nil, err
+	}
+	bil, err := parseInterp(a.Interpolation)
+	if err != nil {
+		return nil, err
+	}
+	if a.Angle < 0 {
+		return nil, fmt.Errorf("angle %v must not be negative", a.Angle)
+	}
+	return &rotate{p: a.P, angle: a.Angle, bilinear: bil, fill: a.Fill}, nil
+}
+
+func (t *rotate) Out(in Spec) (Spec, error) {
+	t.spec = in
+	if err := needImage(in); err != nil {
+		return in, err
+	}
+	return in, checkFill(t.fill, in.Shape[2])
+}
+
+// drawRotate is the rotation's draw: whether it applies and its angle (radians).
+func drawRotate(c *Ctx, op int, p, bound float64) (bool, float64) {
+	r := c.Rand(op)
+	apply := r.Float64() < p
+	return apply, -bound + float64(r.Float64()*2*bound)
+}
+
+func (t *rotate) Run(c *Ctx, op int, in, out []byte) error {
+	apply, theta := drawRotate(c, op, t.p, t.angle)
+	if !apply {
+		copy(out, in)
+		return nil
+	}
+	h, w, ch := t.spec.Shape[0], t.spec.Shape[1], t.spec.Shape[2]
+	tvRotate(out, in, h, w, ch, theta*180/math.Pi, t.bilinear, t.fill)
+	return nil
+}
+
+// fixedCrop is FFCV-SSL's CenterCrop and CornerCrop on decoded images: a
+// square of side int(ratio·min(h, w)) at the centre or a corner, area-resized
+// to size.
+type fixedCrop struct {
+	oh, ow int
+	ratio  float64
+	corner string
+	in     Spec
+}
+
+func newFixedCrop(corner bool) factory {
+	return func(_ Env, raw json.RawMessage) (Op, error) {
+		var a struct {
+			Size   [2]int  `json:"size"`
+			Ratio  float64 `json:"ratio"`
+			Corner string  `json:"corner"`
+		}
+		if err := parse(raw, &a); err != nil {
+			return nil, err
+		}
+		if a.Size[0] < 1 || a.Size[1] < 1 {
+			return nil, fmt.Errorf("output size %v must be positive", a.Size)
+		}
+		if !(a.Ratio > 0 && a.Ratio <= 1) {
+			return nil, fmt.Errorf("ratio %v must be in (0, 1]", a.Ratio)
+		}
+		switch {
+		case !corner && a.Corner != "":
+			return nil, fmt.Errorf("a centre crop takes no corner")
+		case corner:
+			switch a.Corner {
+			case "top_left", "top_right", "bottom_left", "bottom_right":
+			default:
+				return nil, fmt.Errorf("corner %q must be top_left, top_right, bottom_left or bottom_right", a.Corner)
+			}
+		}
+		return &fixedCrop{oh: a.Size[0], ow: a.Size[1], ratio: a.Ratio, corner: a.Corner}, nil
+	}
+}
+
+func (t *fixedCrop) Out(in Spec) (Spec, error) {
+	t.in = in
+	if err := needImage(in); err != nil {
+		return in, err
+	}
+	return Spec{Shape: []int{t.oh, t.ow, in.Shape[2]}, DType: "|u1"}, nil
+}
+
+func (t *fixedCrop) rect(w, h int) image.Rectangle {
+	side := max(1, int(t.ratio*float64(min(w, h))))
+	top, left := (h-side)/2, (w-side)/2
+	switch t.corner {
+	case "top_left":
+		top, left = 0, 0
+	case "top_right":
+		top, left = 0, w-side
+	case "bottom_left":
+		top, left = h-side, 0
+	case "bottom_right":
+		top, left = h-side, w-side
+	}
+	return image.Rect(left, top, left+side, top+side)
+}
+
+func (t *fixedCrop) Run(c *Ctx, _ int, in, out []byte) error {
+	h, w, ch := t.in.Shape[0], t.in.Shape[1], t.in.Shape[2]
+	crop := t.rect(w, h)
+	src := imgproc.SubRect(in, w*ch, ch, crop)
+	resizerOf(c).ResizeArea(out, t.ow, t.oh, src, crop.Dx(), crop.Dy(), w*ch, ch)
+	return nil
+}
+
+// randomErasing is torchvision's RandomErasing: with probability p, a
+// rectangle of area fraction U(scale) and log-uniform aspect ratio (10
+// tries, none if all fail) is set to value.
+type randomErasing struct {
+	sameImage
+	p            float64
+	scale, ratio [2]float64
+	value        []byte
+	spec         Spec
+}
+
+func newRandomErasing(_ Env, raw json.RawMessage) (Op, error) {
+	var a struct {
+		P     float64    `json:"p"`
+		Scale [2]float64 `json:"scale"`
+		Ratio [2]float64 `json:"ratio"`
+		Value []float64  `json:"value"`
+	}
+	if err := parse(raw, &a); err != nil {
+		return nil, err
+	}
+	if !(a.P >= 0 && a.P <= 1) {
+		return nil, fmt.Errorf("p %v must be in [0, 1]", a.P)
+	}
+	if !(a.Scale[0] >= 0 && a.Scale[0] <= a.Scale[1] && a.Scale[1] <= 1) {
+		return nil, fmt.Errorf("scale %v must be (min, max) within [0, 1]", a.Scale)
+	}
+	if !(a.Ratio[0] > 0 && a.Ratio[0] <= a.Ratio[1]) {
+		return nil, fmt.Errorf("ratio %v must be positive (min, max)", a.Ratio)
+	}
+	if len(a.Value) == 0 {
+		return nil, fmt.Errorf("value needs one number or one per channel")
+	}
+	v := make([]byte, len(a.Value))
+	for i, x := range a.Value {
+		v[i] = byte(min(max(x, 0), 255)) // torch's uint8 cast of the value
+	}
+	return &randomErasing{p: a.P, scale: a.Scale, ratio: a.Ratio, value: v}, nil
+}
+
+func (t *randomErasing) Out(in Spec) (Spec, error) {
+	t.spec = in
+	if err := needImage(in); err != nil {
+		return in, err
+	}
+	if len(t.value) != 1 && len(t.value) != in.Shape[2] {
+		return in, fmt.Errorf("value has %d numbers for %d channels", len(t.value), in.Shape[2])
+	}
+	return in, nil
+}
+
+// drawErasing is RandomErasing's draw for an h×w image: the rectangle
+// (top, left, height, width), ok false when nothing is erased.
+func drawErasing(c *Ctx, op int, p float64, scale, ratio [2]float64, h, w int) (top, left, eh, ew int, ok bool) {
+	r := c.Rand(op)
+	if r.Float64() >= p {
+		return 0, 0, 0, 0, false
+	}
+	area := float64(h * w)
+	lo, hi := math.Log(ratio[0]), math.Log(ratio[1])
+	for try := 0; try < 10; try++ {
+		target := area * (scale[0] + float64(r.Float64()*(scale[1]-scale[0])))
+		aspect := math.Exp(lo + float64(r.Float64()*(hi-lo)))
+		eh = int(math.RoundToEven(math.Sqrt(target * aspect)))
+		ew = int(math.RoundToEven(math.Sqrt(target / aspect)))
+		if !(eh < h && ew < w) {
+			continue
+		}
+		return r.IntN(h - eh + 1), r.IntN(w - ew + 1), eh, ew, true
+	}
+	return 0, 0, 0, 0, false
+}
+
+func (t *randomErasing) Run(c *Ctx, op int, in, out []byte) error {
+	copyIfNeeded(out, in)
+	h, w, ch := t.spec.Shape[0], t.spec.Shape[1], t.spec.Shape[2]
+	top, left, eh, ew, ok := drawErasing(c, op, t.p, t.scale, t.ratio, h, w)
+	if !ok {
+		return nil
+	}
+	for y := top; y < top+eh; y++ {
+		row := out[(y*w+left)*ch : (y*w+left+ew)*ch]
+		for i := range row {
+			row[i] = t.value[(i%ch)%len(t.value)]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,317 @@
+"""FFCV-SSL's transforms (its ``ffcv.transforms``): colour jitter, blur,
+erasing, rotation, centre and corner crops, and the Label* operations that
+report the parameters an image transform drew.
+
+Pairing: an image transform given ``seed=s`` draws its randomness from a key
+derived from ``s`` alone (not from its place in the pipeline), so the Label*
+transform built with the same arguments and the same ``seed``, placed in
+another pipeline (FFCV-SSL: the label's), draws the same numbers for each
+sample. A Label* transform outputs its pipeline's values as float32 followed
+by the parameters."""
+import numbers
+
+import numpy as np
+import torch
+
+from ._base import Transform, replace_state
+from .image import _RandomImage, _seed_arg, _seeded
+
+
+def _range(value, name, center=1.0, bound=(0.0, float("inf"))):
+    """torchvision's ColorJitter argument: a number v is [center-v, center+v]
+    (clipped at 0 for factors), a pair is (min, max); None when it leaves the
+    image unchanged."""
+    if isinstance(value, numbers.Number):
+        if value < 0:
+            raise ValueError(f"{name} {value} must not be negative")
+        lo, hi = center - float(value), center + float(value)
+        if center == 1.0:
+            lo = max(lo, 0.0)
+    elif isinstance(value, (tuple, list)) and len(value) == 2:
+        lo, hi = float(value[0]), float(value[1])
+        if not bound[0] <= lo <= hi <= bound[1]:
+            raise ValueError(f"{name} {tuple(value)} must be (min, max) within {bound}")
+    else:
+        raise TypeError(f"{name} must be a number or a (min, max) pair, got {value!r}")
+    if center == 0.0 and not -0.5 <= lo <= hi <= 0.5:
+        raise ValueError(f"hue {value!r} must lie within [-0.5, 0.5]")
+    return None if lo == hi == center else [lo, hi]
+
+
+def _prob(p, name):
+    p = float(p)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"{name} {p} must be in [0, 1]")
+    return p
+
+
+def _fill(fill, name="fill"):
+    """None, a number or one number per channel, as a list (or None)."""
+    if fill is None:
+        return None
+    if isinstance(fill, numbers.Number):
+        return [float(fill)]
+    if isinstance(fill, dict):
+        raise ValueError(f"{name}: per-type fill dictionaries are not supported; give a number or a sequence")
+    return [float(v) for v in fill]
+
+
+def _interpolation(mode):
+    """'nearest' or 'bilinear' from a torchvision InterpolationMode or a string."""
+    name = str(getattr(mode, "value", mode)).lower()
+    if name not in ("nearest", "bilinear"):
+        raise ValueError(f"interpolation {mode!r} must be NEAREST or BILINEAR")
+    return name
+
+
+class _Jitter:
+    def _jitter_args(self, jitter_prob, brightness, contrast, saturation, hue):
+        self.jitter_prob = _prob(jitter_prob, "jitter_prob")
+        self.brightness = _range(brightness, "brightness")
+        self.contrast = _range(contrast, "contrast")
+        self.saturation = _range(saturation, "saturation")
+        self.hue = _range(hue, "hue", center=0.0, bound=(-0.5, 0.5))
+
+    def _jitter_spec(self, op):
+        return _seeded({"op": op, "p": self.jitter_prob, "brightness": self.brightness, "contrast": self.contrast,
+                        "saturation": self.saturation, "hue": self.hue}, self.seed)
+
+
+class RandomColorJitter(_Jitter, _RandomImage):
+    """With probability jitter_prob, adjusts brightness, contrast, saturation
+    and hue in a random order with factors drawn from their ranges, as
+    torchvision's ColorJitter (hue shifted in HSV). Each argument is a number
+    v (factor range [max(0, 1-v), 1+v], hue [-v, v]) or a (min, max) pair; a
+    range that is just the identity leaves that adjustment out. Needs RGB or
+    one-channel images."""
+
+    def __init__(self, jitter_prob=0.5, brightness=0.8, contrast=0.4, saturation=0.4, hue=0.2, seed=None):
+        super().__init__()
+        self._jitter_args(jitter_prob, brightness, contrast, saturation, hue)
+        self.seed = _seed_arg(seed)
+
+    def _spec(self):
+        return self._jitter_spec("color_jitter")
+
+
+class GaussianBlur(_RandomImage):
+    """With probability blur_prob, blurs with a Gaussian of sigma drawn from
+    U(sigma) over kernel_size taps (odd), reflect padding, as torchvision's
+    GaussianBlur."""
+
+    def __init__(self, blur_prob=0.5, kernel_size=5, sigma=(0.1, 2.0), seed=None):
+        super().__init__()
+        self.blur_prob = _prob(blur_prob, "blur_prob")
+        self.kernel_size = int(kernel_size)
+        if self.kernel_size < 1 or self.kernel_size % 2 == 0:
+            raise ValueError(f"kernel_size {kernel_size} must be odd and positive")
+        self.sigma = _sigma(sigma)
+        self.seed = _seed_arg(seed)
+
+    def _spec(self):
+        return _seeded({"op": "gaussian_blur", "p": self.blur_prob, "kernel_size": self.kernel_size,
+                        "sigma": list(self.sigma)}, self.seed)
+
+
+def _sigma(sigma):
+    lo, hi = (float(sigma), float(sigma)) if isinstance(sigma, numbers.Number) else map(float, sigma)
+    if not 0 < lo <= hi:
+        raise ValueError(f"sigma {sigma!r} must be positive, as a number or (min, max)")
+    return lo, hi
+
+
+class RandomErasing(_RandomImage):
+    """torchvision's RandomErasing: with probability p, sets a rectangle of
+    area fraction U(scale) and log-uniform aspect ratio in ratio (10 tries,
+    nothing erased if all fail) to value (a number or one per channel)."""
+
+    def __init__(self, p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0, seed=None):
+        super().__init__()
+        self.p = _prob(p, "p")
+        self.scale, self.ratio = (float(scale[0]), float(scale[1])), (float(ratio[0]), float(ratio[1]))
+        if not 0 <= self.scale[0] <= self.scale[1] <= 1:
+            raise ValueError(f"scale {scale} must be (min, max) within [0, 1]")
+        if not 0 < self.ratio[0] <= self.ratio[1]:
+            raise ValueError(f"ratio {ratio} must be a positive (min, max)")
+        if isinstance(value, str):
+            raise ValueError(f"value {value!r}: random erasing values are not supported; give numbers")
+        self.value = _fill(value, "value")
+        self.seed = _seed_arg(seed)
+
+    def _spec(self):
+        return _seeded({"op": "random_erasing", "p": self.p, "scale": list(self.scale), "ratio": list(self.ratio),
+                        "value": self.value}, self.seed)
+
+
+class Rotate(_RandomImage):
+    """FFCV-SSL's Rotate: with probability rotate_prob, rotates by an angle
+    drawn from U(-angle, angle) radians, as torchvision's rotate (about the
+    centre, same size, nearest or bilinear, fill outside: None is black)."""
+
+    def __init__(self, rotate_prob=0.5, angle=0.2, seed=None, interpolation="nearest", fill=None):
+        super().__init__()
+        self.rotate_prob = _prob(rotate_prob, "rotate_prob")
+        self.angle = float(angle)
+        if self.angle < 0:
+            raise ValueError(f"angle {angle} must not be negative")
+        self.interpolation, self.fill, self.seed = _interpolation(interpolation), _fill(fill), _seed_arg(seed)
+
+    def _spec(self):
+        return _seeded({"op": "rotate", "p": self.rotate_prob, "angle": self.angle,
+                        "interpolation": self.interpolation, "fill": self.fill}, self.seed)
+
+
+def _size(size):
+    return (int(size), int(size)) if np.isscalar(size) else (int(size[0]), int(size[1]))
+
+
+class CenterCrop(_RandomImage):
+    """FFCV-SSL's CenterCrop on decoded images: the centre square of side
+    int(ratio * min(H, W)), area-resized to output_size."""
+
+    _corner = None
+
+    def __init__(self, output_size, ratio=224 / 256):
+        super().__init__()
+        self.output_size = _size(output_size)
+        self.ratio = float(ratio)
+        if not 0 < self.ratio <= 1:
+            raise ValueError(f"ratio {ratio} must be in (0, 1]")
+
+    def declare_state_and_memory(self, previous_state):
+        return replace_state(previous_state, shape=(*self.output_size, previous_state.shape[2])), None
+
+    def _spec(self):
+        spec = {"op": "center_crop", "size": list(self.output_size), "ratio": self.ratio}
+        if self._corner is not None:
+            spec.update(op="corner_crop", corner=self._corner)
+        return spec
+
+
+class CornerCrop(CenterCrop):
+    """The square of side int(ratio * min(H, W)) at a corner ('top_left',
+    'top_right', 'bottom_left', 'bottom_right'), area-resized to
+    output_size. (FFCV-SSL's corner names are upside down: its 'top_left'
+    is the bottom-left square; here names mean what they say.)"""
+
+    def __init__(self, output_size, ratio=224 / 256, corner="top_left"):
+        super().__init__(output_size, ratio)
+        if corner not in ("top_left", "top_right", "bottom_left", "bottom_right"):
+            raise ValueError(f"corner {corner!r} must be top_left, top_right, bottom_left or bottom_right")
+        self._corner = corner
+
+
+class _Label(Transform):
+    """A Label* transform: float32 values of its pipeline, then n parameters."""
+
+    _n = 0
+
+    def _need_seed(self, seed):
+        if seed is None:
+            raise ValueError(f"{type(self).__name__} needs the seed given to the image transform it reports on")
+        self.seed = _seed_arg(seed)
+
+    def declare_state_and_memory(self, previous_state):
+        shape = previous_state.shape or (1,)
+        n = int(np.prod(shape)) if len(shape) else 1
+        jit = previous_state.jit_mode
+        return replace_state(previous_state, shape=(n + self._n,),
+                             dtype=np.dtype("<f4") if jit else torch.float32), None
+
+    def _go_spec(self, state):
+        if not state.jit_mode or state.shape is None or len(state.shape) > 1:
+            return None
+        return _seeded(self._spec(), self.seed)
+
+
+class LabelColorJitter(_Jitter, _Label):
+    """Appends the jitter's (brightness, contrast, saturation, hue) factors,
+    (1, 1, 1, 0) where it did not apply. Build it as the RandomColorJitter
+    it reports on, with the same seed."""
+
+    _n = 4
+
+    def __init__(self, jitter_prob=0.5, brightness=0.8, contrast=0.4, saturation=0.4, hue=0.2, seed=None):
+        super().__init__()
+        self._jitter_args(jitter_prob, brightness, contrast, saturation, hue)
+        self._need_seed(seed)
+
+    def _spec(self):
+        return self._jitter_spec("label_color_jitter")
+
+
+class LabelGrayscale(_Label):
+    """Appends 0 where RandomGrayscale(gray_prob, seed=seed) turned the image
+    grey and 1 elsewhere (FFCV-SSL's convention)."""
+
+    _n = 1
+
+    def __init__(self, gray_prob=0.2, seed=None):
+        super().__init__()
+        self.gray_prob = _prob(gray_prob, "gray_prob")
+        self._need_seed(seed)
+
+    def _spec(self):
+        return {"op": "label_grayscale", "p": self.gray_prob}
+
+
+class LabelSolarization(_Label):
+    """Appends 1 where RandomSolarization(threshold, solarization_prob,
+    seed=seed) solarized the image, 0 elsewhere."""
+
+    _n = 1
+
+    def __init__(self, solarization_prob=0.5, threshold=128, seed=None):
+        super().__init__()
+        self.solarization_prob = _prob(solarization_prob, "solarization_prob")
+        self.threshold = threshold
+        self._need_seed(seed)
+
+    def _spec(self):
+        return {"op": "label_solarize", "p": self.solarization_prob}
+
+
+class LabelGaussianBlur(_Label):
+    """Appends the sigma GaussianBlur drew, 0 where it did not blur."""
+
+    _n = 1
+
+    def __init__(self, blur_prob=0.5, kernel_size=5, sigma=(0.1, 2.0), seed=None):
+        super().__init__()
+        self.blur_prob, self.kernel_size, self.sigma = _prob(blur_prob, "blur_prob"), int(kernel_size), _sigma(sigma)
+        self._need_seed(seed)
+
+    def _spec(self):
+        return {"op": "label_gaussian_blur", "p": self.blur_prob, "sigma": list(self.sigma)}
+
+
+class LabelRotate(_Label):
+    """Appends the angle (radians) Rotate drew, 0 where it did not rotate."""
+
+    _n = 1
+
+    def __init__(self, rotate_prob=0.5, angle=0.2, seed=None):
+        super().__init__()
+        self.rotate_prob, self.angle = _prob(rotate_prob, "rotate_prob"), float(angle)
+        self._need_seed(seed)
+
+    def _spec(self):
+        return {"op": "label_rotate", "p": self.rotate_prob, "angle": self.angle}
+
+
+class LabelTranslate(_Label):
+    """Appends the (dy, dx) RandomTranslate(padding, seed=seed) drew: output
+    pixel (y, x) is input pixel (y + dy, x + dx)."""
+
+    _n = 2
+
+    def __init__(self, padding, seed=None):
+        super().__init__()
+        self.padding = int(padding)
+        if self.padding < 0:
+            raise ValueError(f"padding {padding} must not be negative")
+        self._need_seed(seed)
+
+    def _spec(self):
+        return {"op": "label_translate", "padding": self.padding}
+
