@@ -318,10 +318,10 @@ var labelTranslate = labelKind{n: 2, parse: func(raw json.RawMessage) (func(*Ctx
 	if a.Padding < 0 {
 		return nil, fmt.Errorf("padding %d must not be negative", a.Padding)
 	}
+	t := &translate{padding: a.Padding}
 	return func(c *Ctx, op int, dst []float32) {
-		r := c.Rand(op)
-		dst[0] = float32(r.IntN(2*a.Padding+1) - a.Padding)
-		dst[1] = float32(r.IntN(2*a.Padding+1) - a.Padding)
+		dy, dx := t.draw(c, op) // the translate op's own draw
+		dst[0], dst[1] = float32(dy), float32(dx)
 	}, nil
 }}
 
