@@ -21,6 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -211,21 +212,22 @@ def test_train_imagenet_composer_two_processes_cpu(tmp_path):
 
 
 def test_train_simclr_cpu(tmp_path):
-    """Two views of 4 classes of photos: the NT-Xent loss falls and the views
-    find each other in the batch far above chance; the learnt features
-    classify the photos by k-NN better than chance (0.25)."""
+    """Two views of 128 photo crops: the NT-Xent loss falls, and on fresh views
+    the trained encoder finds each view's partner in the batch several times
+    more often than the untrained one and far above chance (1/63); measured
+    0.17 -> 0.31 with the loss 3.7 -> 2.6. About 35 s."""
     from make_tiny_imagefolder import find_photos, make_tiny_imagefolder
     if len(find_photos()) < 4:
         pytest.skip("fewer than 4 wallpapers in /usr/share/backgrounds or /usr/share/wallpapers")
     folder = make_tiny_imagefolder(tmp_path / "tiny", num_classes=4, per_class=32, seed=0)
     out = run_example("train_simclr.py", "--data", folder, "--out-dir", tmp_path / "simclr", "--device", "cpu",
-                      "--res", 48, "--epochs", 6, "--batch-size", 32, "--num-workers", 2, timeout=400)
+                      "--res", 48, "--epochs", 80, "--batch-size", 32, "--num-workers", 2, "--arch", "small",
+                      timeout=400)
     r = printed_results(out)[0]
     h = r["history"]
-    assert len(h) == 6 and all(math.isfinite(e["loss"]) for e in h)
-    assert h[-1]["loss"] < h[0]["loss"] - 0.3, h
-    assert h[-1]["retrieval"] > 10 * r["retrieval_chance"], h
-    assert r["knn_after"] > 0.4, r
+    assert len(h) == 80 and all(math.isfinite(e["loss"]) for e in h)
+    assert np.mean([e["loss"] for e in h[-5:]]) < h[0]["loss"] - 0.6, h
+    assert r["retrieval_after"] > 10 * r["retrieval_chance"] and r["retrieval_after"] > 1.4 * r["retrieval_before"], r
 
 
 def test_dino_multicrop_cpu(tmp_path):
