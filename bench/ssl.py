@@ -34,12 +34,15 @@ import os
 import sys
 import time
 
-import numpy as np
-import torch
-
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+# This file's name is the standard library's ssl: its folder goes last on the
+# path, so that `import ssl` (urllib, torch) finds the real one.
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE] + [HERE]
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
 
 from harness import TreeMonitor, cpu_count, git_rev, image_folder, log, machine_info  # noqa: E402
 
