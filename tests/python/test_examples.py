@@ -256,3 +256,26 @@ def test_train_detection_example_detection():
                       "--size", 96, "--batch-size", 2, "--workers", 2, timeout=400)
     r = printed_results(out)[-1]
     assert r["steps"] == 12 and math.isfinite(r["last_loss"]) and r["last_loss"] < r["first_loss"]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("script,args", [
+    ("train_simclr.py", ["--res", 48, "--epochs", 2, "--batch-size", 16, "--arch", "small"]),
+    ("dino_multicrop.py", ["--global-res", 64, "--local-res", 32, "--local-views", 4, "--batch-size", 8,
+                           "--steps", 3]),
+], ids=["simclr", "dino"])
+def test_ssl_examples_cuda(tmp_path, script, args):
+    """The SSL examples unchanged on a GPU: views go to the device in the loader."""
+    folder = _tiny_folder(tmp_path)
+    out = run_example(script, "--data", folder, "--out-dir", tmp_path / "out", "--device", "cuda",
+                      "--num-workers", 2, *args)
+    assert printed_results(out)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("task", ["detection", "segmentation"])
+def test_train_detection_example_cuda(task):
+    out = run_example("train_detection.py", "--task", task, "--steps", 4, "--samples", 32, "--size", 96,
+                      "--batch-size", 2, "--workers", 2, "--device", "cuda")
+    r = printed_results(out)[-1]
+    assert r["steps"] == 4 and math.isfinite(r["last_loss"])
