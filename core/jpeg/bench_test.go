@@ -3,7 +3,6 @@ package jpeg
 import (
 	"fmt"
 	"image"
-	"math"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -27,15 +26,7 @@ func rrcCrops(n, w, h int) []image.Rectangle {
 
 // rrcCrop is one try of RandomResizedCrop; empty when it does not fit.
 func rrcCrop(r *rand.Rand, w, h int) image.Rectangle {
-	area := float64(w*h) * (0.08 + 0.92*r.Float64())
-	ratio := math.Exp(math.Log(3.0/4) + r.Float64()*math.Log(16.0/9))
-	cw := int(math.Round(math.Sqrt(area * ratio)))
-	ch := int(math.Round(math.Sqrt(area / ratio)))
-	if cw < 1 || ch < 1 || cw > w || ch > h {
-		return image.Rectangle{}
-	}
-	x, y := r.IntN(w-cw+1), r.IntN(h-ch+1)
-	return image.Rect(x, y, x+cw, y+ch)
+	return rrcCropArea(r, w, h, float64(w*h)*(0.08+0.92*r.Float64()))
 }
 
 type benchCase struct {
