@@ -21,6 +21,7 @@ main process's, from /proc), and the ratios the targets name:
   (a) simclr 2 views / 1 view CPU per image   <= 1.35
   (b) dino 2x224 + 8x96 / one 224 view        <= 2.5
   (c) randaug / RRC + flip                    <= 1.4
+  (and, for reference, RRC + flip with 2 views against 1: decode sharing alone)
   every stack: ffcv_go img/s >= 4x DataLoader's
 
     PYTHONPATH=python .venv/bin/python bench/ssl.py --data bench/data/imagenet-like --num-images 2000
@@ -106,6 +107,7 @@ def stacks(res, local_res, n_local):
         "dino_1x224": [g1],
         "dino_2x224_8x96": [g1, g2] + [loc] * n_local,
         "rrc_flip": [dict(res=res, scale=(0.08, 1.0), jitter=None, blur_p=0, normalize=False)],
+        "rrc_flip_2views": [dict(res=res, scale=(0.08, 1.0), jitter=None, blur_p=0, normalize=False)] * 2,
         "rrc_flip_randaug": [dict(res=res, scale=(0.08, 1.0), jitter=None, blur_p=0, normalize=False,
                                   randaug=(2, 9))],
     }
@@ -210,7 +212,9 @@ def main(argv=None):
     targets = [("(a) SimCLR 2 views / 1 view, CPU per image", ratio("simclr_2views", "simclr_1view"), 1.35),
                ("(b) DINO 2x224 + 8x96 / one 224 view, CPU per image", ratio("dino_2x224_8x96", "dino_1x224"), 2.5),
                ("(c) RRC + flip + RandAugment(2, 9) / RRC + flip, CPU per image",
-                ratio("rrc_flip_randaug", "rrc_flip"), 1.4)]
+                ratio("rrc_flip_randaug", "rrc_flip"), 1.4),
+               ("RRC + flip, 2 views / 1 view, CPU per image (decode sharing alone)",
+                ratio("rrc_flip_2views", "rrc_flip"), None)]
     m = machine_info()
     lines = [f"# SSL and policy stacks: ffcv_go vs DataLoader + torchvision v2",
              "",
@@ -227,7 +231,8 @@ def main(argv=None):
     lines += ["", "| target | measured | goal |", "|---|---:|---:|"]
     for label, value, goal in targets:
         if value is not None:
-            lines.append(f"| {label} | {value:.2f}× | ≤ {goal}× {'(met)' if value <= goal else '(missed)'} |")
+            met = "–" if goal is None else f"≤ {goal}× {'(met)' if value <= goal else '(missed)'}"
+            lines.append(f"| {label} | {value:.2f}× | {met} |")
     md = "\n".join(lines) + "\n"
     print(md)
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
