@@ -141,6 +141,9 @@ func tvGaussianBlur(c *Ctx, img []byte, h, w, ch, k int, sigma float64) {
 	gaussKernel(s.kernel, sigma)
 	r := blurRadius(s.kernel)
 	kern := s.kernel[k/2-r : k/2+r+1] // kern[r] is the centre
+	if r == 0 {
+		return // the centre weighs ≥ 1-blurTail: x·kc² rounds to x
+	}
 	stride := w * ch
 	s.tmp = growF32(s.tmp, len(img))
 	s.pad = growF32(s.pad, (w+2*r)*ch)
@@ -148,47 +151,72 @@ func tvGaussianBlur(c *Ctx, img []byte, h, w, ch, k int, sigma float64) {
 	tmp, pad, acc := s.tmp, s.pad, s.row
 	// Horizontal pass: pad[(x+r)*ch+cc] is the value at column x, reflected.
 	for y := 0; y < h; y++ {
-		row := img[y*stride : (y+1)*stride]
-		for x := -r; x < w+r; x++ {
-			sx := x
-			if sx < 0 || sx >= w {
-				sx = reflect(sx, w)
-			}
-			p, q := pad[(x+r)*ch:][:ch], row[sx*ch:][:ch]
-			for cc := range p {
-				p[cc] = float32(q[cc])
-			}
-		}
-		out := tmp[y*stride:][:stride]
-		kc := kern[r]
-		mid := pad[r*ch:][:stride]
-		for i, v := range mid {
-			out[i] = v * kc
+		row := img[y*stride:][:stride]
+		body := pad[r*ch:][:stride]
+		for i, v := range row {
+			body[i] = float32(v)
 		}
 		for d := 1; d <= r; d++ {
-			lo, hi, kd := pad[(r-d)*ch:][:stride], pad[(r+d)*ch:][:stride], kern[r-d]
-			for i := range out {
-				out[i] += (lo[i] + hi[i]) * kd
+			copy(pad[(r-d)*ch:][:ch], body[reflect(-d, w)*ch:][:ch])
+			copy(pad[(r+w-1+d)*ch:][:ch], body[reflect(w-1+d, w)*ch:][:ch])
+		}
+		out := tmp[y*stride:][:stride]
+		setCentre(out, body, kern[r], pad[(r-1)*ch:], pad[(r+1)*ch:], kern[r-1])
+		for d := 2; d <= r; d += 2 {
+			if d < r {
+				addPairs2(out, pad[(r-d)*ch:], pad[(r+d)*ch:], kern[r-d], pad[(r-d-1)*ch:], pad[(r+d+1)*ch:], kern[r-d-1])
+			} else {
+				addPairs(out, pad[(r-d)*ch:], pad[(r+d)*ch:], kern[r-d])
 			}
 		}
 	}
 	// Vertical pass back into img, a whole row at a time.
 	for y := 0; y < h; y++ {
-		kc := kern[r]
-		mid := tmp[y*stride:][:stride]
-		for i, v := range mid {
-			acc[i] = v * kc
-		}
-		for d := 1; d <= r; d++ {
-			lo, hi, kd := tmp[reflect(y-d, h)*stride:][:stride], tmp[reflect(y+d, h)*stride:][:stride], kern[r-d]
-			for i := range acc {
-				acc[i] += (lo[i] + hi[i]) * kd
+		src := func(d int) []float32 { return tmp[reflect(y+d, h)*stride:] }
+		setCentre(acc, src(0), kern[r], src(-1), src(1), kern[r-1])
+		for d := 2; d <= r; d += 2 {
+			if d < r {
+				addPairs2(acc, src(-d), src(d), kern[r-d], src(-d-1), src(d+1), kern[r-d-1])
+			} else {
+				addPairs(acc, src(-d), src(d), kern[r-d])
 			}
 		}
 		row := img[y*stride:][:stride]
 		for i, v := range acc {
-			row[i] = roundU8(v)
+			row[i] = blurRound(v)
 		}
+	}
+}
+
+// blurRound is roundU8 for a blurred value, which lies in [0, 255] up to
+// float32 rounding: adding and taking away 2^23 rounds a float32 in
+// [0, 2^23) to the nearest integer, ties to even.
+func blurRound(v float32) byte {
+	const magic = 1 << 23
+	return byte(min(max(float32(v+magic)-magic, 0), 255))
+}
+
+// setCentre sets acc to the centre tap and the first pair: c·kc + (a+b)·k.
+func setCentre(acc, c []float32, kc float32, a, b []float32, k float32) {
+	c, a, b = c[:len(acc)], a[:len(acc)], b[:len(acc)]
+	for i := range acc {
+		acc[i] = c[i]*kc + (a[i]+b[i])*k
+	}
+}
+
+// addPairs adds (a+b)·k to acc, value by value.
+func addPairs(acc, a, b []float32, k float32) {
+	a, b = a[:len(acc)], b[:len(acc)]
+	for i := range acc {
+		acc[i] += (a[i] + b[i]) * k
+	}
+}
+
+// addPairs2 adds two pairs of taps at once, halving acc's loads and stores.
+func addPairs2(acc, a, b []float32, k float32, c, d []float32, l float32) {
+	a, b, c, d = a[:len(acc)], b[:len(acc)], c[:len(acc)], d[:len(acc)]
+	for i := range acc {
+		acc[i] += (a[i]+b[i])*k + (c[i]+d[i])*l
 	}
 }
 
