@@ -31,11 +31,25 @@ func applyLUT(img []byte, lut *[256]byte) {
 	}
 }
 
-// tvGray is torchvision's float luma, before any cast.
+// grayTab holds tvGray's products: red's in float32 as torch rounds it,
+// green's and blue's in float64, where fma32 forms them exactly.
+var grayTab = func() (t struct {
+	r    [256]float32
+	g, b [256]float64
+}) {
+	for x := range 256 {
+		t.r[x] = float32(x) * float32(0.2989)
+		t.g[x] = float64(x) * float64(float32(0.587))
+		t.b[x] = float64(x) * float64(float32(0.114))
+	}
+	return t
+}()
+
+// tvGray is torchvision's float luma, before any cast: r·0.2989, then two
+// fused multiply-adds, looked up rather than multiplied.
 func tvGray(r, g, b byte) float32 {
-	l := float32(r) * float32(0.2989)
-	l = fma32(float32(g), 0.587, l)
-	return fma32(float32(b), 0.114, l)
+	l := float32(grayTab.g[g] + float64(grayTab.r[r]))
+	return float32(grayTab.b[b] + float64(l))
 }
 
 // tvGrayscale replaces RGB by its luma, truncated, in every channel
@@ -45,8 +59,9 @@ func tvGrayscale(img []byte, ch int) {
 		return
 	}
 	for i := 0; i+2 < len(img); i += 3 {
-		v := truncU8(tvGray(img[i], img[i+1], img[i+2]))
-		img[i], img[i+1], img[i+2] = v, v, v
+		px := img[i : i+3 : i+3]
+		v := byte(tvGray(px[0], px[1], px[2])) // in [0, 255)
+		px[0], px[1], px[2] = v, v, v
 	}
 }
 
@@ -74,7 +89,8 @@ func tvContrast(img []byte, ch int, f float64) {
 	n := len(img) / ch
 	if ch == 3 {
 		for i := 0; i+2 < len(img); i += 3 {
-			sum += int64(tvGray(img[i], img[i+1], img[i+2])) // floor: the luma is positive
+			px := img[i : i+3 : i+3]
+			sum += int64(tvGray(px[0], px[1], px[2])) // floor: the luma is positive
 		}
 	} else {
 		for _, v := range img {
@@ -87,80 +103,101 @@ func tvContrast(img []byte, ch int, f float64) {
 	applyLUT(img, blendLUT(f, mean))
 }
 
+// tvSaturation blends each pixel with its floored luma. fma32(gray, 1-f,
+// x·f) is float32(gray·(1-f) + x·f) in float64, both terms exact there, so
+// they come from two 256-entry tables and the sum is rounded once.
 func tvSaturation(img []byte, ch int, f float64) {
 	if ch != 3 {
 		return
 	}
 	r, a := float32(f), float32(1-f)
+	var grey, own [256]float64
+	for x := range 256 {
+		grey[x] = float64(x) * float64(a)
+		own[x] = float64(float32(x) * r)
+	}
 	for i := 0; i+2 < len(img); i += 3 {
-		g := float32(math.Floor(float64(tvGray(img[i], img[i+1], img[i+2]))))
 		px := img[i : i+3 : i+3]
-		px[0] = truncU8(fma32(g, a, float32(px[0])*r))
-		px[1] = truncU8(fma32(g, a, float32(px[1])*r))
-		px[2] = truncU8(fma32(g, a, float32(px[2])*r))
+		g := grey[byte(tvGray(px[0], px[1], px[2]))] // floor: the luma is in [0, 255)
+		px[0] = truncU8(float32(g + own[px[0]]))
+		px[1] = truncU8(float32(g + own[px[1]]))
+		px[2] = truncU8(float32(g + own[px[2]]))
 	}
 }
 
+// unitTab is x/255 as torchvision scales a uint8 image to [0, 1].
+var unitTab = func() (t [256]float32) {
+	for x := range t {
+		t[x] = float32(x) * float32(1.0/255)
+	}
+	return t
+}()
+
 // tvHue shifts the hue by hue (in turns, [-0.5, 0.5]) through torchvision's
-// float32 HSV round trip, one pixel at a time.
+// float32 HSV round trip, one pixel at a time. Every rounded step is
+// torchvision's; around them, the scaling comes from a table, only the two
+// channel ratios the hue needs are divided, floors of values known to be
+// above -1 are integer truncations, and grey pixels, whose round trip
+// gives v in every channel, skip it.
 func tvHue(img []byte, ch int, hue float64) {
 	if ch != 3 {
 		return
 	}
-	const inv255 = float32(1.0 / 255)
 	const sixth = float32(1.0 / 6)
 	const toU8 = float32(255 + 1 - 1e-3)
 	hf := float32(hue)
 	for i := 0; i+2 < len(img); i += 3 {
 		px := img[i : i+3 : i+3]
-		r, g, b := float32(px[0])*inv255, float32(px[1])*inv255, float32(px[2])*inv255
-		maxc, minc := max(r, g, b), min(r, g, b)
-		eq := maxc == minc
-		cr := maxc - minc
-		sdiv, cdiv := maxc, cr
-		if eq {
-			sdiv, cdiv = 1, 1
+		r, g, b := unitTab[px[0]], unitTab[px[1]], unitTab[px[2]]
+		v, minc := max(r, g, b), min(r, g, b)
+		if v == minc {
+			o := byte(v * toU8) // v ≤ 1: in [0, 256)
+			px[0], px[1], px[2] = o, o, o
+			continue
 		}
-		s := cr / sdiv
-		rc, gc, bc := (maxc-r)/cdiv, (maxc-g)/cdiv, (maxc-b)/cdiv
+		cr := v - minc
+		s := cr / v
 		var h float32
 		switch {
-		case maxc == r:
-			h = bc - gc
-		case maxc == g:
-			h = float32(rc+2) - bc
+		case v == r:
+			h = (v-b)/cr - (v-g)/cr
+		case v == g:
+			h = float32((v-r)/cr+2) - (v-b)/cr
 		default:
-			h = float32(gc+4) - rc
+			h = float32((v-g)/cr+4) - (v-r)/cr
 		}
-		h = float32(h*sixth) + 1
-		h = h - float32(math.Floor(float64(h))) // fmod(h, 1) for h >= 0
-		h += hf
-		h = h - float32(math.Floor(float64(h))) // remainder(h, 1)
+		h = float32(h*sixth) + 1 // in [5/6, 11/6]
+		h -= float32(int32(h))   // fmod(h, 1)
+		h += hf                  // in [-0.5, 1.5)
+		fl := float32(int32(h))
+		if fl > h {
+			fl-- // floor below 0
+		}
+		h -= fl // remainder(h, 1)
 		h6 := float32(h * 6)
-		fi := float32(math.Floor(float64(h6)))
-		f := h6 - fi
+		sector := int32(h6) // h6 ≥ 0: floor
+		f := h6 - float32(sector)
 		sxf := float32(s * f)
 		oms := 1 - s
-		v := maxc
 		q := clamp01(float32(1-sxf) * v)
 		t := clamp01(float32(sxf+oms) * v)
 		p := clamp01(float32(oms * v))
-		var o [3]float32
-		switch ((int(fi) % 6) + 6) % 6 {
-		case 0:
-			o = [3]float32{v, t, p}
+		// Each output is in [0, 1]: scaled, in [0, 256), so a plain cast.
+		V, Q, T, P := byte(v*toU8), byte(q*toU8), byte(t*toU8), byte(p*toU8)
+		switch sector {
+		case 0, 6: // h6 rounds up to 6 when h is just below 1
+			px[0], px[1], px[2] = V, T, P
 		case 1:
-			o = [3]float32{q, v, p}
+			px[0], px[1], px[2] = Q, V, P
 		case 2:
-			o = [3]float32{p, v, t}
+			px[0], px[1], px[2] = P, V, T
 		case 3:
-			o = [3]float32{p, q, v}
+			px[0], px[1], px[2] = P, Q, V
 		case 4:
-			o = [3]float32{t, p, v}
+			px[0], px[1], px[2] = T, P, V
 		default:
-			o = [3]float32{v, p, q}
+			px[0], px[1], px[2] = V, P, Q
 		}
-		px[0], px[1], px[2] = truncU8(o[0]*toU8), truncU8(o[1]*toU8), truncU8(o[2]*toU8)
 	}
 }
 
