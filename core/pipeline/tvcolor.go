@@ -125,43 +125,50 @@ func tvSaturation(img []byte, ch int, f float64) {
 	}
 }
 
-// unitTab is x/255 as torchvision scales a uint8 image to [0, 1].
-var unitTab = func() (t [256]float32) {
-	for x := range t {
-		t[x] = float32(x) * float32(1.0/255)
+// unitTab is x/255 as torchvision scales a uint8 image to [0, 1], and
+// valueTab is that value's cast back, the output of the channel that holds
+// the maximum.
+var unitTab, valueTab = func() (u [256]float32, v [256]byte) {
+	for x := range u {
+		u[x] = float32(x) * float32(1.0/255)
+		v[x] = byte(u[x] * hueToU8)
 	}
-	return t
+	return u, v
 }()
+
+// hueToU8 is torchvision's scale back to uint8 after the HSV round trip.
+const hueToU8 = float32(255 + 1 - 1e-3)
 
 // tvHue shifts the hue by hue (in turns, [-0.5, 0.5]) through torchvision's
 // float32 HSV round trip, one pixel at a time. Every rounded step is
-// torchvision's; around them, the scaling comes from a table, only the two
-// channel ratios the hue needs are divided, floors of values known to be
-// above -1 are integer truncations, and grey pixels, whose round trip
+// torchvision's; around them, the maximum and minimum are found on the
+// bytes and scaled by table, only the two channel ratios the hue needs are
+// divided, floors of values known to be above -1 are integer truncations,
+// clamps that cannot bind are left out, and grey pixels, whose round trip
 // gives v in every channel, skip it.
 func tvHue(img []byte, ch int, hue float64) {
 	if ch != 3 {
 		return
 	}
 	const sixth = float32(1.0 / 6)
-	const toU8 = float32(255 + 1 - 1e-3)
 	hf := float32(hue)
 	for i := 0; i+2 < len(img); i += 3 {
 		px := img[i : i+3 : i+3]
-		r, g, b := unitTab[px[0]], unitTab[px[1]], unitTab[px[2]]
-		v, minc := max(r, g, b), min(r, g, b)
-		if v == minc {
-			o := byte(v * toU8) // v ≤ 1: in [0, 256)
+		R, G, B := px[0], px[1], px[2]
+		mx, mn := max(R, G, B), min(R, G, B)
+		if mx == mn {
+			o := valueTab[mx]
 			px[0], px[1], px[2] = o, o, o
 			continue
 		}
-		cr := v - minc
-		s := cr / v
+		r, g, b, v := unitTab[R], unitTab[G], unitTab[B], unitTab[mx]
+		cr := v - unitTab[mn]
+		s := cr / v // in [0, 1]
 		var h float32
-		switch {
-		case v == r:
+		switch mx {
+		case R:
 			h = (v-b)/cr - (v-g)/cr
-		case v == g:
+		case G:
 			h = float32((v-r)/cr+2) - (v-b)/cr
 		default:
 			h = float32((v-g)/cr+4) - (v-r)/cr
@@ -177,13 +184,16 @@ func tvHue(img []byte, ch int, hue float64) {
 		h6 := float32(h * 6)
 		sector := int32(h6) // h6 ≥ 0: floor
 		f := h6 - float32(sector)
-		sxf := float32(s * f)
+		sxf := float32(s * f) // in [0, s]
 		oms := 1 - s
-		q := clamp01(float32(1-sxf) * v)
-		t := clamp01(float32(sxf+oms) * v)
-		p := clamp01(float32(oms * v))
+		q := float32(1-sxf) * v // in [0, v]: clamp01 cannot bind
+		t := float32(sxf+oms) * v
+		if t > 1 {
+			t = 1 // sxf+oms may round above 1
+		}
+		p := float32(oms * v) // in [0, v]
 		// Each output is in [0, 1]: scaled, in [0, 256), so a plain cast.
-		V, Q, T, P := byte(v*toU8), byte(q*toU8), byte(t*toU8), byte(p*toU8)
+		V, Q, T, P := valueTab[mx], byte(q*hueToU8), byte(t*hueToU8), byte(p*hueToU8)
 		switch sector {
 		case 0, 6: // h6 rounds up to 6 when h is just below 1
 			px[0], px[1], px[2] = V, T, P
@@ -200,8 +210,6 @@ func tvHue(img []byte, ch int, hue float64) {
 		}
 	}
 }
-
-func clamp01(v float32) float32 { return min(max(v, 0), 1) }
 
 // tvSharpness blends the image with its 3x3 smoothed version (1/13 around,
 // 5/13 in the middle, rounded); the border rows and columns stay.

@@ -180,6 +180,8 @@ func TestColourOpsMatchReference(t *testing.T) {
 	}
 }
 
+func clamp01(v float32) float32 { return min(max(v, 0), 1) }
+
 func firstDiff(a, b []byte) int {
 	for i := range a {
 		if a[i] != b[i] {
