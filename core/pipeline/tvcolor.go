@@ -119,11 +119,15 @@ func tvSaturation(img []byte, ch int, f float64) {
 	for i := 0; i+2 < len(img); i += 3 {
 		px := img[i : i+3 : i+3]
 		g := grey[byte(tvGray(px[0], px[1], px[2]))] // floor: the luma is in [0, 255)
-		px[0] = truncU8(float32(g + own[px[0]]))
-		px[1] = truncU8(float32(g + own[px[1]]))
-		px[2] = truncU8(float32(g + own[px[2]]))
+		px[0] = clampTrunc(float32(g + own[px[0]]))
+		px[1] = clampTrunc(float32(g + own[px[1]]))
+		px[2] = clampTrunc(float32(g + own[px[2]]))
 	}
 }
+
+// clampTrunc is truncU8 without branches, for v well inside int32's range:
+// a blend's clamps do not follow the image, so branches mispredict.
+func clampTrunc(v float32) byte { return byte(min(max(int32(v), 0), 255)) }
 
 // unitTab is x/255 as torchvision scales a uint8 image to [0, 1], and
 // valueTab is that value's cast back, the output of the channel that holds
@@ -161,18 +165,21 @@ func tvHue(img []byte, ch int, hue float64) {
 			px[0], px[1], px[2] = o, o, o
 			continue
 		}
-		r, g, b, v := unitTab[R], unitTab[G], unitTab[B], unitTab[mx]
+		v := unitTab[mx]
 		cr := v - unitTab[mn]
 		s := cr / v // in [0, 1]
-		var h float32
-		switch mx {
-		case R:
-			h = (v-b)/cr - (v-g)/cr
-		case G:
-			h = float32((v-r)/cr+2) - (v-b)/cr
-		default:
-			h = float32((v-g)/cr+4) - (v-r)/cr
+		// torchvision's h is bc-gc, (rc+2)-bc or (gc+4)-rc as the maximum is
+		// in r, g or b: one form, x/cr + 2·m - y/cr, picked without branches
+		// (+0 is exact), as the channel of the maximum follows no pattern.
+		m := 2
+		if G == mx {
+			m = 1
 		}
+		if R == mx {
+			m = 0
+		}
+		x, y := px[hueX[m]], px[hueY[m]]
+		h := float32((v-unitTab[x])/cr+float32(2*m)) - (v-unitTab[y])/cr
 		h = float32(h*sixth) + 1 // in [5/6, 11/6]
 		h -= float32(int32(h))   // fmod(h, 1)
 		h += hf                  // in [-0.5, 1.5)
@@ -193,23 +200,19 @@ func tvHue(img []byte, ch int, hue float64) {
 		}
 		p := float32(oms * v) // in [0, v]
 		// Each output is in [0, 1]: scaled, in [0, 256), so a plain cast.
-		V, Q, T, P := valueTab[mx], byte(q*hueToU8), byte(t*hueToU8), byte(p*hueToU8)
-		switch sector {
-		case 0, 6: // h6 rounds up to 6 when h is just below 1
-			px[0], px[1], px[2] = V, T, P
-		case 1:
-			px[0], px[1], px[2] = Q, V, P
-		case 2:
-			px[0], px[1], px[2] = P, V, T
-		case 3:
-			px[0], px[1], px[2] = P, Q, V
-		case 4:
-			px[0], px[1], px[2] = T, P, V
-		default:
-			px[0], px[1], px[2] = V, P, Q
-		}
+		o := [4]byte{valueTab[mx], byte(q * hueToU8), byte(t * hueToU8), byte(p * hueToU8)}
+		pick := &hueSectors[sector&7]
+		px[0], px[1], px[2] = o[pick[0]], o[pick[1]], o[pick[2]]
 	}
 }
+
+// hueX and hueY are the channels whose ratios make h when the maximum is in
+// channel m (see tvHue).
+var hueX, hueY = [3]int{2, 0, 1}, [3]int{1, 2, 0}
+
+// hueSectors lists, per sector of h·6, which of (v, q, t, p) goes to r, g
+// and b; sector 6 is 0 (h·6 rounds up to 6 when h is just below 1).
+var hueSectors = [8][3]byte{{0, 2, 3}, {1, 0, 3}, {3, 0, 2}, {3, 1, 0}, {2, 3, 0}, {0, 3, 1}, {0, 2, 3}, {0, 2, 3}}
 
 // tvSharpness blends the image with its 3x3 smoothed version (1/13 around,
 // 5/13 in the middle, rounded); the border rows and columns stay.
