@@ -162,25 +162,13 @@ func tvGaussianBlur(c *Ctx, img []byte, h, w, ch, k int, sigma float64) {
 		}
 		out := tmp[y*stride:][:stride]
 		setCentre(out, body, kern[r], pad[(r-1)*ch:], pad[(r+1)*ch:], kern[r-1])
-		for d := 2; d <= r; d += 2 {
-			if d < r {
-				addPairs2(out, pad[(r-d)*ch:], pad[(r+d)*ch:], kern[r-d], pad[(r-d-1)*ch:], pad[(r+d+1)*ch:], kern[r-d-1])
-			} else {
-				addPairs(out, pad[(r-d)*ch:], pad[(r+d)*ch:], kern[r-d])
-			}
-		}
+		addTaps(out, kern, func(d int) []float32 { return pad[(r+d)*ch:] })
 	}
 	// Vertical pass back into img, a whole row at a time.
 	for y := 0; y < h; y++ {
 		src := func(d int) []float32 { return tmp[reflect(y+d, h)*stride:] }
 		setCentre(acc, src(0), kern[r], src(-1), src(1), kern[r-1])
-		for d := 2; d <= r; d += 2 {
-			if d < r {
-				addPairs2(acc, src(-d), src(d), kern[r-d], src(-d-1), src(d+1), kern[r-d-1])
-			} else {
-				addPairs(acc, src(-d), src(d), kern[r-d])
-			}
-		}
+		addTaps(acc, kern, src)
 		row := img[y*stride:][:stride]
 		for i, v := range acc {
 			row[i] = blurRound(v)
@@ -188,12 +176,35 @@ func tvGaussianBlur(c *Ctx, img []byte, h, w, ch, k int, sigma float64) {
 	}
 }
 
-// blurRound is roundU8 for a blurred value, which lies in [0, 255] up to
-// float32 rounding: adding and taking away 2^23 rounds a float32 in
-// [0, 2^23) to the nearest integer, ties to even.
+// blurRound is roundU8 for a blurred value, a convex combination of bytes
+// that float32 rounding keeps within [0, 255.5): adding 2^23 rounds it to
+// the nearest integer, ties to even, which the sum's low bits then hold.
 func blurRound(v float32) byte {
-	const magic = 1 << 23
-	return byte(min(max(float32(v+magic)-magic, 0), 255))
+	return byte(math.Float32bits(v + 1<<23))
+}
+
+// addTaps adds to acc the pairs of taps beyond the first, three or two at
+// a time (fewer passes over acc): src(±d) is the row at offset ±d.
+func addTaps(acc, kern []float32, src func(d int) []float32) {
+	r := len(kern) / 2
+	d := 2
+	for ; d+2 <= r; d += 3 {
+		addPairs3(acc, src(-d), src(d), kern[r-d], src(-d-1), src(d+1), kern[r-d-1], src(-d-2), src(d+2), kern[r-d-2])
+	}
+	switch r - d {
+	case 1:
+		addPairs2(acc, src(-d), src(d), kern[r-d], src(-d-1), src(d+1), kern[r-d-1])
+	case 0:
+		addPairs(acc, src(-d), src(d), kern[r-d])
+	}
+}
+
+// addPairs3 adds three pairs of taps at once.
+func addPairs3(acc, a, b []float32, k float32, c, d []float32, l float32, e, f []float32, m float32) {
+	a, b, c, d, e, f = a[:len(acc)], b[:len(acc)], c[:len(acc)], d[:len(acc)], e[:len(acc)], f[:len(acc)]
+	for i := range acc {
+		acc[i] += (a[i]+b[i])*k + (c[i]+d[i])*l + (e[i]+f[i])*m
+	}
 }
 
 // setCentre sets acc to the centre tap and the first pair: c·kc + (a+b)·k.
