@@ -161,14 +161,12 @@ func tvGaussianBlur(c *Ctx, img []byte, h, w, ch, k int, sigma float64) {
 			copy(pad[(r+w-1+d)*ch:][:ch], body[reflect(w-1+d, w)*ch:][:ch])
 		}
 		out := tmp[y*stride:][:stride]
-		setCentre(out, body, kern[r], pad[(r-1)*ch:], pad[(r+1)*ch:], kern[r-1])
-		addTaps(out, kern, func(d int) []float32 { return pad[(r+d)*ch:] })
+		sumTaps(out, kern, func(d int) []float32 { return pad[(r+d)*ch:] })
 	}
 	// Vertical pass back into img, a whole row at a time.
 	for y := 0; y < h; y++ {
 		src := func(d int) []float32 { return tmp[reflect(y+d, h)*stride:] }
-		setCentre(acc, src(0), kern[r], src(-1), src(1), kern[r-1])
-		addTaps(acc, kern, src)
+		sumTaps(acc, kern, src)
 		row := img[y*stride:][:stride]
 		for i, v := range acc {
 			row[i] = blurRound(v)
@@ -183,19 +181,35 @@ func blurRound(v float32) byte {
 	return byte(math.Float32bits(v + 1<<23))
 }
 
-// addTaps adds to acc the pairs of taps beyond the first, three or two at
-// a time (fewer passes over acc): src(±d) is the row at offset ±d.
-func addTaps(acc, kern []float32, src func(d int) []float32) {
+// sumTaps sets acc to the kernel kern (odd, symmetric, r ≥ 1) applied to
+// the rows src(d), d in [-r, r], a few pairs of taps per pass over acc:
+// the centre with the 1-3 innermost pairs, so that the rest go three by
+// three.
+func sumTaps(acc, kern []float32, src func(d int) []float32) {
 	r := len(kern) / 2
-	d := 2
-	for ; d+2 <= r; d += 3 {
-		addPairs3(acc, src(-d), src(d), kern[r-d], src(-d-1), src(d+1), kern[r-d-1], src(-d-2), src(d+2), kern[r-d-2])
-	}
-	switch r - d {
+	c := src(0)[:len(acc)]
+	switch first := r - (r-1)/3*3; first {
 	case 1:
-		addPairs2(acc, src(-d), src(d), kern[r-d], src(-d-1), src(d+1), kern[r-d-1])
-	case 0:
-		addPairs(acc, src(-d), src(d), kern[r-d])
+		a, b, k := src(-1)[:len(acc)], src(1)[:len(acc)], kern[r-1]
+		for i := range acc {
+			acc[i] = c[i]*kern[r] + (a[i]+b[i])*k
+		}
+	case 2:
+		a, b, k := src(-1)[:len(acc)], src(1)[:len(acc)], kern[r-1]
+		e, f, l := src(-2)[:len(acc)], src(2)[:len(acc)], kern[r-2]
+		for i := range acc {
+			acc[i] = c[i]*kern[r] + (a[i]+b[i])*k + (e[i]+f[i])*l
+		}
+	default:
+		a, b, k := src(-1)[:len(acc)], src(1)[:len(acc)], kern[r-1]
+		e, f, l := src(-2)[:len(acc)], src(2)[:len(acc)], kern[r-2]
+		g, h, m := src(-3)[:len(acc)], src(3)[:len(acc)], kern[r-3]
+		for i := range acc {
+			acc[i] = c[i]*kern[r] + (a[i]+b[i])*k + (e[i]+f[i])*l + (g[i]+h[i])*m
+		}
+	}
+	for d := r - (r-1)/3*3 + 1; d < r; d += 3 {
+		addPairs3(acc, src(-d), src(d), kern[r-d], src(-d-1), src(d+1), kern[r-d-1], src(-d-2), src(d+2), kern[r-d-2])
 	}
 }
 
@@ -204,30 +218,6 @@ func addPairs3(acc, a, b []float32, k float32, c, d []float32, l float32, e, f [
 	a, b, c, d, e, f = a[:len(acc)], b[:len(acc)], c[:len(acc)], d[:len(acc)], e[:len(acc)], f[:len(acc)]
 	for i := range acc {
 		acc[i] += (a[i]+b[i])*k + (c[i]+d[i])*l + (e[i]+f[i])*m
-	}
-}
-
-// setCentre sets acc to the centre tap and the first pair: c·kc + (a+b)·k.
-func setCentre(acc, c []float32, kc float32, a, b []float32, k float32) {
-	c, a, b = c[:len(acc)], a[:len(acc)], b[:len(acc)]
-	for i := range acc {
-		acc[i] = c[i]*kc + (a[i]+b[i])*k
-	}
-}
-
-// addPairs adds (a+b)·k to acc, value by value.
-func addPairs(acc, a, b []float32, k float32) {
-	a, b = a[:len(acc)], b[:len(acc)]
-	for i := range acc {
-		acc[i] += (a[i] + b[i]) * k
-	}
-}
-
-// addPairs2 adds two pairs of taps at once, halving acc's loads and stores.
-func addPairs2(acc, a, b []float32, k float32, c, d []float32, l float32) {
-	a, b, c, d = a[:len(acc)], b[:len(acc)], c[:len(acc)], d[:len(acc)]
-	for i := range acc {
-		acc[i] += (a[i]+b[i])*k + (c[i]+d[i])*l
 	}
 }
 
