@@ -169,8 +169,8 @@ func tvHue(img []byte, ch int, hue float64) {
 		cr := v - unitTab[mn]
 		s := cr / v // in [0, 1]
 		// torchvision's h is bc-gc, (rc+2)-bc or (gc+4)-rc as the maximum is
-		// in r, g or b: one form, x/cr + 2·m - y/cr, picked without branches
-		// (+0 is exact), as the channel of the maximum follows no pattern.
+		// in r, g or b (m = 0, 1, 2): one form, x/cr + 2·m - y/cr, with x and
+		// y from tables (+0 is exact), so that only m's choice branches.
 		m := 2
 		if G == mx {
 			m = 1
