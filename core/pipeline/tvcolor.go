@@ -31,11 +31,25 @@ func applyLUT(img []byte, lut *[256]byte) {
 	}
 }
 
-// tvGray is torchvision's float luma, before any cast.
+// grayTab holds tvGray's products: red's in float32 as torch rounds it,
+// green's and blue's in float64, where fma32 forms them exactly.
+var grayTab = func() (t struct {
+	r    [256]float32
+	g, b [256]float64
+}) {
+	for x := range 256 {
+		t.r[x] = float32(x) * float32(0.2989)
+		t.g[x] = float64(x) * float64(float32(0.587))
+		t.b[x] = float64(x) * float64(float32(0.114))
+	}
+	return t
+}()
+
+// tvGray is torchvision's float luma, before any cast: r·0.2989, then two
+// fused multiply-adds, looked up rather than multiplied.
 func tvGray(r, g, b byte) float32 {
-	l := float32(r) * float32(0.2989)
-	l = fma32(float32(g), 0.587, l)
-	return fma32(float32(b), 0.114, l)
+	l := float32(grayTab.g[g] + float64(grayTab.r[r]))
+	return float32(grayTab.b[b] + float64(l))
 }
 
 // tvGrayscale replaces RGB by its luma, truncated, in every channel
@@ -45,8 +59,9 @@ func tvGrayscale(img []byte, ch int) {
 		return
 	}
 	for i := 0; i+2 < len(img); i += 3 {
-		v := truncU8(tvGray(img[i], img[i+1], img[i+2]))
-		img[i], img[i+1], img[i+2] = v, v, v
+		px := img[i : i+3 : i+3]
+		v := byte(tvGray(px[0], px[1], px[2])) // in [0, 255)
+		px[0], px[1], px[2] = v, v, v
 	}
 }
 
@@ -74,7 +89,8 @@ func tvContrast(img []byte, ch int, f float64) {
 	n := len(img) / ch
 	if ch == 3 {
 		for i := 0; i+2 < len(img); i += 3 {
-			sum += int64(tvGray(img[i], img[i+1], img[i+2])) // floor: the luma is positive
+			px := img[i : i+3 : i+3]
+			sum += int64(tvGray(px[0], px[1], px[2])) // floor: the luma is positive
 		}
 	} else {
 		for _, v := range img {
@@ -87,84 +103,116 @@ func tvContrast(img []byte, ch int, f float64) {
 	applyLUT(img, blendLUT(f, mean))
 }
 
+// tvSaturation blends each pixel with its floored luma. fma32(gray, 1-f,
+// x·f) is float32(gray·(1-f) + x·f) in float64, both terms exact there, so
+// they come from two 256-entry tables and the sum is rounded once.
 func tvSaturation(img []byte, ch int, f float64) {
 	if ch != 3 {
 		return
 	}
 	r, a := float32(f), float32(1-f)
+	var grey, own [256]float64
+	for x := range 256 {
+		grey[x] = float64(x) * float64(a)
+		own[x] = float64(float32(x) * r)
+	}
 	for i := 0; i+2 < len(img); i += 3 {
-		g := float32(math.Floor(float64(tvGray(img[i], img[i+1], img[i+2]))))
 		px := img[i : i+3 : i+3]
-		px[0] = truncU8(fma32(g, a, float32(px[0])*r))
-		px[1] = truncU8(fma32(g, a, float32(px[1])*r))
-		px[2] = truncU8(fma32(g, a, float32(px[2])*r))
+		g := grey[byte(tvGray(px[0], px[1], px[2]))] // floor: the luma is in [0, 255)
+		px[0] = clampTrunc(float32(g + own[px[0]]))
+		px[1] = clampTrunc(float32(g + own[px[1]]))
+		px[2] = clampTrunc(float32(g + own[px[2]]))
 	}
 }
 
+// clampTrunc is truncU8 without branches, for v well inside int32's range:
+// a blend's clamps do not follow the image, so branches mispredict.
+func clampTrunc(v float32) byte { return byte(min(max(int32(v), 0), 255)) }
+
+// unitTab is x/255 as torchvision scales a uint8 image to [0, 1], and
+// valueTab is that value's cast back, the output of the channel that holds
+// the maximum.
+var unitTab, valueTab = func() (u [256]float32, v [256]byte) {
+	for x := range u {
+		u[x] = float32(x) * float32(1.0/255)
+		v[x] = byte(u[x] * hueToU8)
+	}
+	return u, v
+}()
+
+// hueToU8 is torchvision's scale back to uint8 after the HSV round trip.
+const hueToU8 = float32(255 + 1 - 1e-3)
+
 // tvHue shifts the hue by hue (in turns, [-0.5, 0.5]) through torchvision's
-// float32 HSV round trip, one pixel at a time.
+// float32 HSV round trip, one pixel at a time. Every rounded step is
+// torchvision's; around them, the maximum and minimum are found on the
+// bytes and scaled by table, only the two channel ratios the hue needs are
+// divided, floors of values known to be above -1 are integer truncations,
+// clamps that cannot bind are left out, and grey pixels, whose round trip
+// gives v in every channel, skip it.
 func tvHue(img []byte, ch int, hue float64) {
 	if ch != 3 {
 		return
 	}
-	const inv255 = float32(1.0 / 255)
 	const sixth = float32(1.0 / 6)
-	const toU8 = float32(255 + 1 - 1e-3)
 	hf := float32(hue)
 	for i := 0; i+2 < len(img); i += 3 {
 		px := img[i : i+3 : i+3]
-		r, g, b := float32(px[0])*inv255, float32(px[1])*inv255, float32(px[2])*inv255
-		maxc, minc := max(r, g, b), min(r, g, b)
-		eq := maxc == minc
-		cr := maxc - minc
-		sdiv, cdiv := maxc, cr
-		if eq {
-			sdiv, cdiv = 1, 1
+		R, G, B := px[0], px[1], px[2]
+		mx, mn := max(R, G, B), min(R, G, B)
+		if mx == mn {
+			o := valueTab[mx]
+			px[0], px[1], px[2] = o, o, o
+			continue
 		}
-		s := cr / sdiv
-		rc, gc, bc := (maxc-r)/cdiv, (maxc-g)/cdiv, (maxc-b)/cdiv
-		var h float32
-		switch {
-		case maxc == r:
-			h = bc - gc
-		case maxc == g:
-			h = float32(rc+2) - bc
-		default:
-			h = float32(gc+4) - rc
+		v := unitTab[mx]
+		cr := v - unitTab[mn]
+		s := cr / v // in [0, 1]
+		// torchvision's h is bc-gc, (rc+2)-bc or (gc+4)-rc as the maximum is
+		// in r, g or b (m = 0, 1, 2): one form, x/cr + 2·m - y/cr, with x and
+		// y from tables (+0 is exact), so that only m's choice branches.
+		m := 2
+		if G == mx {
+			m = 1
 		}
-		h = float32(h*sixth) + 1
-		h = h - float32(math.Floor(float64(h))) // fmod(h, 1) for h >= 0
-		h += hf
-		h = h - float32(math.Floor(float64(h))) // remainder(h, 1)
+		if R == mx {
+			m = 0
+		}
+		x, y := px[hueX[m]], px[hueY[m]]
+		h := float32((v-unitTab[x])/cr+float32(2*m)) - (v-unitTab[y])/cr
+		h = float32(h*sixth) + 1 // in [5/6, 11/6]
+		h -= float32(int32(h))   // fmod(h, 1)
+		h += hf                  // in [-0.5, 1.5)
+		fl := float32(int32(h))
+		if fl > h {
+			fl-- // floor below 0
+		}
+		h -= fl // remainder(h, 1)
 		h6 := float32(h * 6)
-		fi := float32(math.Floor(float64(h6)))
-		f := h6 - fi
-		sxf := float32(s * f)
+		sector := int32(h6) // h6 ≥ 0: floor
+		f := h6 - float32(sector)
+		sxf := float32(s * f) // in [0, s]
 		oms := 1 - s
-		v := maxc
-		q := clamp01(float32(1-sxf) * v)
-		t := clamp01(float32(sxf+oms) * v)
-		p := clamp01(float32(oms * v))
-		var o [3]float32
-		switch ((int(fi) % 6) + 6) % 6 {
-		case 0:
-			o = [3]float32{v, t, p}
-		case 1:
-			o = [3]float32{q, v, p}
-		case 2:
-			o = [3]float32{p, v, t}
-		case 3:
-			o = [3]float32{p, q, v}
-		case 4:
-			o = [3]float32{t, p, v}
-		default:
-			o = [3]float32{v, p, q}
+		q := float32(1-sxf) * v // in [0, v]: clamp01 cannot bind
+		t := float32(sxf+oms) * v
+		if t > 1 {
+			t = 1 // sxf+oms may round above 1
 		}
-		px[0], px[1], px[2] = truncU8(o[0]*toU8), truncU8(o[1]*toU8), truncU8(o[2]*toU8)
+		p := float32(oms * v) // in [0, v]
+		// Each output is in [0, 1]: scaled, in [0, 256), so a plain cast.
+		o := [4]byte{valueTab[mx], byte(q * hueToU8), byte(t * hueToU8), byte(p * hueToU8)}
+		pick := &hueSectors[sector&7]
+		px[0], px[1], px[2] = o[pick[0]], o[pick[1]], o[pick[2]]
 	}
 }
 
-func clamp01(v float32) float32 { return min(max(v, 0), 1) }
+// hueX and hueY are the channels whose ratios make h when the maximum is in
+// channel m (see tvHue).
+var hueX, hueY = [3]int{2, 0, 1}, [3]int{1, 2, 0}
+
+// hueSectors lists, per sector of h·6, which of (v, q, t, p) goes to r, g
+// and b; sector 6 is 0 (h·6 rounds up to 6 when h is just below 1).
+var hueSectors = [8][3]byte{{0, 2, 3}, {1, 0, 3}, {3, 0, 2}, {3, 1, 0}, {2, 3, 0}, {0, 3, 1}, {0, 2, 3}, {0, 2, 3}}
 
 // tvSharpness blends the image with its 3x3 smoothed version (1/13 around,
 // 5/13 in the middle, rounded); the border rows and columns stay.
