@@ -40,62 +40,97 @@ func invAffine(cx, cy, angle, tx, ty, scale, shx, shy float64) [6]float64 {
 	return m
 }
 
+// grid is the sampling grid of an inverse affine matrix on an h×w image:
+// the input coordinates grid_sample(align_corners=False) reads for each
+// output pixel, in torch's float32 steps.
+type grid struct {
+	t            [6]float32 // the matrix in normalised coordinates
+	halfW, halfH float64
+	cx, cy       float32 // the image centre
+}
+
+func newGrid(h, w int, m [6]float64) grid {
+	hw, hh := float32(0.5*float64(w)), float32(0.5*float64(h))
+	return grid{
+		t: [6]float32{float32(m[0]) / hw, float32(m[1]) / hw, float32(m[2]) / hw,
+			float32(m[3]) / hh, float32(m[4]) / hh, float32(m[5]) / hh},
+		halfW: float64(float32(w) / 2), halfH: float64(float32(h) / 2),
+		cx: float32(float32(w-1) * 0.5), cy: float32(float32(h-1) * 0.5),
+	}
+}
+
+// rowTerms are row y's products of the base grid's y with theta. torch's
+// CPU kernels are compiled with fused multiply-adds: the bmm of the base
+// grid with theta accumulates the x term first, so gx = fma(by, t1, bx·t0).
+// A float32 product is exact in float64, so a row's products are taken
+// once and each fma is one float64 add.
+func (g *grid) rowTerms(y int) (py1, py4 float64) {
+	by := float32(y) - g.cy
+	return float64(by) * float64(g.t[1]), float64(by) * float64(g.t[4])
+}
+
+// at is the input coordinate of output pixel x in the row with terms py1,
+// py4. grid_sample unnormalises as fma(g + 1, size/2, -0.5). Shears like
+// 0.2 put many coordinates on rounding ties, where another order picks
+// other pixels.
+func (g *grid) at(x int, py1, py4 float64) (ix, iy float32) {
+	bx := float32(x) - g.cx
+	gx := float32(py1+float64(bx*g.t[0])) + g.t[2]
+	gy := float32(py4+float64(bx*g.t[3])) + g.t[5]
+	return float32(float64(gx+1)*g.halfW - 0.5), float32(float64(gy+1)*g.halfH - 0.5)
+}
+
 // warp fills dst (h, w, ch) by sampling src (same size) through the inverse
 // matrix m, with torchvision's float32 steps (bit-exact on the tests' photos). fill nil is torchvision's
 // fill=None (zeros, and bilinear edges fade to black); otherwise the mask
 // form: out = (v - fill)·mask + fill.
 func warp(dst, src []byte, h, w, ch int, m [6]float64, bilinear bool, fill []float32) {
-	hw, hh := float32(0.5*float64(w)), float32(0.5*float64(h))
-	t := [6]float32{float32(m[0]) / hw, float32(m[1]) / hw, float32(m[2]) / hw,
-		float32(m[3]) / hh, float32(m[4]) / hh, float32(m[5]) / hh}
-	halfW, halfH := float32(w)/2, float32(h)/2
-	var acc [4]float32
+	g := newGrid(h, w, m)
+	if !bilinear {
+		warpNearest(dst, src, h, w, ch, &g, fill)
+		return
+	}
 	for y := 0; y < h; y++ {
-		by := float32(y) - float32(float32(h-1)*0.5)
+		py1, py4 := g.rowTerms(y)
+		row := dst[y*w*ch : (y+1)*w*ch]
 		for x := 0; x < w; x++ {
-			bx := float32(x) - float32(float32(w-1)*0.5)
-			// torch's CPU kernels, compiled with fused multiply-adds: the bmm
-			// of the base grid with theta accumulates x term first, and
-			// grid_sample unnormalises as fma(g + 1, size/2, -0.5) and sums
-			// the bilinear corners with fmas. Shears like 0.2 put many
-			// coordinates on rounding ties, where another order picks other
-			// pixels.
-			gx := fma32(by, t[1], float32(bx*t[0])) + t[2]
-			gy := fma32(by, t[4], float32(bx*t[3])) + t[5]
-			ix := fma32(gx+1, halfW, -0.5)
-			iy := fma32(gy+1, halfH, -0.5)
-			o := dst[(y*w+x)*ch : (y*w+x+1)*ch]
-			if !bilinear {
-				sx, sy := int(math.RoundToEven(float64(ix))), int(math.RoundToEven(float64(iy)))
-				if sx >= 0 && sx < w && sy >= 0 && sy < h {
-					copy(o, src[(sy*w+sx)*ch:(sy*w+sx+1)*ch])
-				} else {
-					for k := range o {
-						if fill != nil {
-							o[k] = roundU8(fill[k%len(fill)])
-						} else {
-							o[k] = 0
-						}
-					}
-				}
-				continue
-			}
+			ix, iy := g.at(x, py1, py4)
+			o := row[x*ch : (x+1)*ch : (x+1)*ch]
 			x0f, y0f := float32(math.Floor(float64(ix))), float32(math.Floor(float64(iy)))
 			x0, y0 := int(x0f), int(y0f)
 			// torch's weights: w, n the distances to the west and north
 			// corners, e = 1-w, s = 1-n; nw, ne, sw, se summed in that order.
 			we, no := ix-x0f, iy-y0f
 			ea, so := 1-we, 1-no
-			wts := [4]float32{float32(so * ea), float32(so * we), float32(no * ea), float32(no * we)}
-			cx := [4]int{x0, x0 + 1, x0, x0 + 1}
-			cy := [4]int{y0, y0, y0 + 1, y0 + 1}
-			acc = [4]float32{}
+			nw, ne, sw, se := float32(so*ea), float32(so*we), float32(no*ea), float32(no*we)
+			if uint(x0) < uint(w-1) && uint(y0) < uint(h-1) {
+				// All four corners inside: the common case, unrolled.
+				p := src[(y0*w+x0)*ch:]
+				q := src[((y0+1)*w+x0)*ch:]
+				mask := float32(float32(float32(nw+ne)+sw) + se)
+				for c := range o {
+					v := float32(float64(p[c]) * float64(nw))
+					v = fma32(float32(p[c+ch]), ne, v)
+					v = fma32(float32(q[c]), sw, v)
+					v = fma32(float32(q[c+ch]), se, v)
+					if fill != nil {
+						f := fill[c%len(fill)]
+						v = float32(float32(v-f)*mask) + f
+					}
+					o[c] = roundU8(v)
+				}
+				continue
+			}
+			wts := [4]float32{nw, ne, sw, se}
+			cxs := [4]int{x0, x0 + 1, x0, x0 + 1}
+			cys := [4]int{y0, y0, y0 + 1, y0 + 1}
+			var acc [4]float32
 			var mask float32
 			for k := 0; k < 4; k++ {
-				if cx[k] < 0 || cx[k] >= w || cy[k] < 0 || cy[k] >= h {
+				if cxs[k] < 0 || cxs[k] >= w || cys[k] < 0 || cys[k] >= h {
 					continue
 				}
-				p := src[(cy[k]*w+cx[k])*ch:]
+				p := src[(cys[k]*w+cxs[k])*ch:]
 				for c := 0; c < ch; c++ {
 					acc[c] = fma32(float32(p[c]), wts[k], acc[c])
 				}
@@ -109,6 +144,80 @@ func warp(dst, src []byte, h, w, ch int, m [6]float64, bilinear bool, fill []flo
 				}
 				o[c] = roundU8(v)
 			}
+		}
+	}
+}
+
+// warpNearest is warp's nearest sampling. The float32 steps cost more
+// than the rest, so a row steps the exact (real) coordinates in 32.32 fixed
+// point, one add per pixel, and rounds those; the float32 coordinates
+// differ from them by a few float32 roundings, so only where the fixed
+// point lies that close to a rounding tie does it take torch's steps.
+func warpNearest(dst, src []byte, h, w, ch int, g *grid, fill []float32) {
+	var outside [4]byte // a sample outside the image
+	if fill != nil {
+		for k := 0; k < ch; k++ {
+			outside[k] = roundU8(fill[k%len(fill)])
+		}
+	}
+	t := [6]float64{}
+	for i, v := range g.t {
+		t[i] = float64(v)
+	}
+	// Bound the float32 steps' error, in pixels: five roundings, each of at
+	// most 2^-24 of a value no larger than the largest term times the half
+	// size, with a 3x margin.
+	big := math.Abs(t[0])*float64(w) + math.Abs(t[1])*float64(h) + math.Abs(t[2]) + 1
+	big = max(big, math.Abs(t[3])*float64(w)+math.Abs(t[4])*float64(h)+math.Abs(t[5])+1)
+	eps := 0x1p-20 * (big*max(g.halfW, g.halfH) + 1)
+	const one = 1 << 32
+	const fixLimit = 1 << 30
+	tie := int64(eps*one) + 1<<12 // plus the fixed point's own drift
+	bx0 := float64(-g.cx)
+	stepX, stepY := t[0]*g.halfW, t[3]*g.halfH
+	sample := func(o []byte, sx, sy int) {
+		px := outside[:ch]
+		if uint(sx) < uint(w) && uint(sy) < uint(h) {
+			px = src[(sy*w+sx)*ch:]
+		}
+		copy(o, px)
+	}
+	for y := 0; y < h; y++ {
+		py1, py4 := g.rowTerms(y)
+		row := dst[y*w*ch : (y+1)*w*ch]
+		by := float64(float32(y) - g.cy)
+		vx := ((bx0*t[0]+by*t[1]+t[2])+1)*g.halfW - 0.5
+		vy := ((bx0*t[3]+by*t[4]+t[5])+1)*g.halfH - 0.5
+		ex, ey := vx+stepX*float64(w), vy+stepY*float64(w)
+		if !(max(math.Abs(vx), math.Abs(vy), math.Abs(ex), math.Abs(ey)) < fixLimit) || tie >= 1<<30 {
+			for x := 0; x < w; x++ {
+				ix, iy := g.at(x, py1, py4)
+				sample(row[x*ch:(x+1)*ch], int(math.RoundToEven(float64(ix))), int(math.RoundToEven(float64(iy))))
+			}
+			continue
+		}
+		// Fixed point plus a half: the integer part is the rounded
+		// coordinate, the fraction near 0 (or 1) means near a tie.
+		ax, ay := int64(math.Round((vx+0.5)*one)), int64(math.Round((vy+0.5)*one))
+		dx, dy := int64(math.Round(stepX*one)), int64(math.Round(stepY*one))
+		for x := 0; x < w; x++ {
+			sx, sy := int(ax>>32), int(ay>>32)
+			if uint32(ax+tie) < uint32(2*tie) || uint32(ay+tie) < uint32(2*tie) {
+				ix, iy := g.at(x, py1, py4)
+				sx, sy = int(math.RoundToEven(float64(ix))), int(math.RoundToEven(float64(iy)))
+			}
+			o := row[x*ch : (x+1)*ch : (x+1)*ch]
+			px := outside[:ch]
+			if uint(sx) < uint(w) && uint(sy) < uint(h) {
+				px = src[(sy*w+sx)*ch:]
+			}
+			if ch == 3 { // a call to memmove costs more than three bytes
+				o[0], o[1], o[2] = px[0], px[1], px[2]
+			} else {
+				o[0] = px[0]
+			}
+			ax += dx
+			ay += dy
 		}
 	}
 }
