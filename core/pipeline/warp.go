@@ -222,6 +222,53 @@ func warpNearest(dst, src []byte, h, w, ch int, g *grid, fill []float32) {
 	}
 }
 
+// shiftable says whether shift gives warp's pixels: torch's float32
+// coordinates land within a hair of whole pixels, where nearest and
+// bilinear sampling give the pixel itself, except that bilinear mixes a
+// hair of the fill into the image's edges, which moves a fractional fill
+// off a rounding tie.
+func shiftable(bilinear bool, fill []float32) bool {
+	if !bilinear {
+		return true
+	}
+	for _, f := range fill {
+		if f != float32(math.Round(float64(f))) {
+			return false
+		}
+	}
+	return true
+}
+
+// shift is warp for a translation by whole pixels (dx, dy) where
+// shiftable: rows are copies.
+func shift(dst, src []byte, h, w, ch, dx, dy int, fill []float32) {
+	var outside [4]byte
+	if fill != nil {
+		for k := 0; k < ch; k++ {
+			outside[k] = roundU8(fill[k%len(fill)])
+		}
+	}
+	// Output columns [x0, x1) of a row inside come from input x - dx.
+	x0, x1 := min(max(dx, 0), w), min(max(w+dx, 0), w)
+	for y := 0; y < h; y++ {
+		row := dst[y*w*ch : (y+1)*w*ch]
+		a, b := x0, x1
+		if sy := y - dy; sy >= 0 && sy < h {
+			if a < b {
+				copy(row[a*ch:b*ch], src[(sy*w+a-dx)*ch:])
+			}
+		} else {
+			a, b = w, w
+		}
+		for x := 0; x < a; x++ {
+			copy(row[x*ch:(x+1)*ch], outside[:])
+		}
+		for x := b; x < w; x++ {
+			copy(row[x*ch:(x+1)*ch], outside[:])
+		}
+	}
+}
+
 // roundU8 is round-half-to-even then the uint8 cast, as torch's round_().to(uint8).
 func roundU8(v float32) byte {
 	r := math.RoundToEven(float64(v))

@@ -141,3 +141,33 @@ func countDiff(a, b []byte) int {
 	}
 	return n
 }
+
+func TestShiftMatchesWarp(t *testing.T) {
+	for _, size := range [][2]int{{1, 1}, {2, 3}, {7, 5}, {24, 20}, {33, 64}, {224, 224}, {225, 223}} {
+		h, w := size[0], size[1]
+		for _, ch := range []int{1, 3} {
+			src := photoLike(h, w, ch)
+			want, got := make([]byte, len(src)), make([]byte, len(src))
+			for _, fill := range [][]float32{nil, {7.5}, {7}, []float32{200, 1, 99.6}[:ch], []float32{255, 0, 3}[:ch]} {
+				for _, bil := range []bool{false, true} {
+					if !shiftable(bil, fill) {
+						continue
+					}
+					for _, d := range []int{-w - 1, -w, -w + 1, -101, -3, -1, 0, 1, 2, 37, w - 1, w, w + 5} {
+						for _, xy := range []bool{false, true} {
+							dx, dy := d, 0
+							if xy {
+								dx, dy = 0, d*h/max(w, 1)
+							}
+							warpRef(want, src, h, w, ch, invAffine(0, 0, 0, float64(dx), float64(dy), 1, 0, 0), bil, fill)
+							shift(got, src, h, w, ch, dx, dy, fill)
+							if !slices.Equal(got, want) {
+								t.Fatalf("%dx%dx%d shift (%d, %d) bilinear=%v fill=%v: %d values differ", h, w, ch, dx, dy, bil, fill, countDiff(got, want))
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
