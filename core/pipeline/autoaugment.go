@@ -171,7 +171,7 @@ func applyAug(img, tmp []byte, h, w, ch, op int, mag float64, g geom) {
 	case opContrast:
 		tvContrast(img, ch, 1+mag)
 	case opSharpness:
-		tvSharpness(img, tmp, h, w, ch, 1+mag)
+		sharpen(img, tmp, h, w, ch, 1+mag)
 	case opPosterize:
 		tvPosterize(img, int(mag))
 	case opSolarize:
