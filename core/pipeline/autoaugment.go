@@ -177,9 +177,9 @@ func applyAug(img, tmp []byte, h, w, ch, op int, mag float64, g geom) {
 	case opSolarize:
 		tvSolarize(img, 255*mag)
 	case opAutoContrast:
-		tvAutocontrast(img, ch)
+		autocontrast(img, ch)
 	case opEqualize:
-		tvEqualize(img, ch)
+		equalize(img, ch)
 	case opInvert:
 		tvInvert(img)
 	}
