@@ -173,6 +173,7 @@ func warpNearest(dst, src []byte, h, w, ch int, g *grid, fill []float32) {
 	const one = 1 << 32
 	const fixLimit = 1 << 30
 	tie := int64(eps*one) + 1<<12 // plus the fixed point's own drift
+	near := uint32(min(tie, 1<<30))
 	bx0 := float64(-g.cx)
 	stepX, stepY := t[0]*g.halfW, t[3]*g.halfH
 	sample := func(o []byte, sx, sy int) {
@@ -200,24 +201,30 @@ func warpNearest(dst, src []byte, h, w, ch int, g *grid, fill []float32) {
 		// coordinate, the fraction near 0 (or 1) means near a tie.
 		ax, ay := int64(math.Round((vx+0.5)*one)), int64(math.Round((vy+0.5)*one))
 		dx, dy := int64(math.Round(stepX*one)), int64(math.Round(stepY*one))
-		for x := 0; x < w; x++ {
+		for x, o := 0, 0; x < w; x, o = x+1, o+ch {
 			sx, sy := int(ax>>32), int(ay>>32)
-			if uint32(ax+tie) < uint32(2*tie) || uint32(ay+tie) < uint32(2*tie) {
+			if uint32(ax)+near < 2*near || uint32(ay)+near < 2*near {
 				ix, iy := g.at(x, py1, py4)
 				sx, sy = int(math.RoundToEven(float64(ix))), int(math.RoundToEven(float64(iy)))
 			}
-			o := row[x*ch : (x+1)*ch : (x+1)*ch]
-			px := outside[:ch]
-			if uint(sx) < uint(w) && uint(sy) < uint(h) {
-				px = src[(sy*w+sx)*ch:]
-			}
-			if ch == 3 { // a call to memmove costs more than three bytes
-				o[0], o[1], o[2] = px[0], px[1], px[2]
-			} else {
-				o[0] = px[0]
-			}
 			ax += dx
 			ay += dy
+			if ch == 3 { // a call to memmove costs more than three bytes
+				d := row[o : o+3 : o+3]
+				if uint(sx) < uint(w) && uint(sy) < uint(h) {
+					i := (sy*w + sx) * 3
+					p := src[i : i+3 : i+3]
+					d[0], d[1], d[2] = p[0], p[1], p[2]
+				} else {
+					d[0], d[1], d[2] = outside[0], outside[1], outside[2]
+				}
+				continue
+			}
+			if uint(sx) < uint(w) && uint(sy) < uint(h) {
+				row[o] = src[sy*w+sx]
+			} else {
+				row[o] = outside[0]
+			}
 		}
 	}
 }
