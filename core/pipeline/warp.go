@@ -108,11 +108,24 @@ func warp(dst, src []byte, h, w, ch int, m [6]float64, bilinear bool, fill []flo
 				p := src[(y0*w+x0)*ch:]
 				q := src[((y0+1)*w+x0)*ch:]
 				mask := float32(float32(float32(nw+ne)+sw) + se)
+				// fma32's steps, with the weights widened once.
+				dnw, dne, dsw, dse := float64(nw), float64(ne), float64(sw), float64(se)
+				if ch == 3 && fill == nil {
+					p, q := p[:6:6], q[:6:6]
+					for c := 0; c < 3; c++ {
+						v := float32(float64(p[c]) * dnw)
+						v = float32(float64(p[c+3])*dne + float64(v))
+						v = float32(float64(q[c])*dsw + float64(v))
+						v = float32(float64(q[c+3])*dse + float64(v))
+						o[c] = roundU8(v)
+					}
+					continue
+				}
 				for c := range o {
-					v := float32(float64(p[c]) * float64(nw))
-					v = fma32(float32(p[c+ch]), ne, v)
-					v = fma32(float32(q[c]), sw, v)
-					v = fma32(float32(q[c+ch]), se, v)
+					v := float32(float64(p[c]) * dnw)
+					v = float32(float64(p[c+ch])*dne + float64(v))
+					v = float32(float64(q[c])*dsw + float64(v))
+					v = float32(float64(q[c+ch])*dse + float64(v))
 					if fill != nil {
 						f := fill[c%len(fill)]
 						v = float32(float32(v-f)*mask) + f
