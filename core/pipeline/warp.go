@@ -214,6 +214,15 @@ func warpNearest(dst, src []byte, h, w, ch int, g *grid, fill []float32) {
 		// coordinate, the fraction near 0 (or 1) means near a tie.
 		ax, ay := int64(math.Round((vx+0.5)*one)), int64(math.Round((vy+0.5)*one))
 		dx, dy := int64(math.Round(stepX*one)), int64(math.Round(stepY*one))
+		// A row reading one input row at a constant offset (ShearX,
+		// translations) is a copy: ax - x·2^32 is linear in x, so if both
+		// ends have one integer part and lie off the tie margin, so does
+		// every pixel between.
+		if end := ax + int64(w-1)*dx; dy == 0 && uint32(ay)+near >= 2*near &&
+			uint32(ax)+near >= 2*near && uint32(end)+near >= 2*near && end>>32-int64(w-1) == ax>>32 {
+			copyRow(row, src, h, w, ch, int(ay>>32), int(ax>>32), &outside)
+			continue
+		}
 		for x, o := 0, 0; x < w; x, o = x+1, o+ch {
 			sx, sy := int(ax>>32), int(ay>>32)
 			if uint32(ax)+near < 2*near || uint32(ay)+near < 2*near {
@@ -239,6 +248,23 @@ func warpNearest(dst, src []byte, h, w, ch int, g *grid, fill []float32) {
 				row[o] = outside[0]
 			}
 		}
+	}
+}
+
+// copyRow fills row (w pixels of ch) with input row sy from column off on,
+// outside where that leaves the image.
+func copyRow(row, src []byte, h, w, ch, sy, off int, outside *[4]byte) {
+	a, b := min(max(-off, 0), w), min(max(w-off, 0), w)
+	if sy < 0 || sy >= h {
+		a, b = w, w
+	} else if a < b {
+		copy(row[a*ch:b*ch], src[(sy*w+a+off)*ch:])
+	}
+	for x := 0; x < a; x++ {
+		copy(row[x*ch:(x+1)*ch], outside[:])
+	}
+	for x := b; x < w; x++ {
+		copy(row[x*ch:(x+1)*ch], outside[:])
 	}
 }
 
@@ -268,24 +294,8 @@ func shift(dst, src []byte, h, w, ch, dx, dy int, fill []float32) {
 			outside[k] = roundU8(fill[k%len(fill)])
 		}
 	}
-	// Output columns [x0, x1) of a row inside come from input x - dx.
-	x0, x1 := min(max(dx, 0), w), min(max(w+dx, 0), w)
 	for y := 0; y < h; y++ {
-		row := dst[y*w*ch : (y+1)*w*ch]
-		a, b := x0, x1
-		if sy := y - dy; sy >= 0 && sy < h {
-			if a < b {
-				copy(row[a*ch:b*ch], src[(sy*w+a-dx)*ch:])
-			}
-		} else {
-			a, b = w, w
-		}
-		for x := 0; x < a; x++ {
-			copy(row[x*ch:(x+1)*ch], outside[:])
-		}
-		for x := b; x < w; x++ {
-			copy(row[x*ch:(x+1)*ch], outside[:])
-		}
+		copyRow(dst[y*w*ch:(y+1)*w*ch], src, h, w, ch, y-dy, -dx, &outside)
 	}
 }
 

@@ -132,6 +132,34 @@ func TestWarpMatchesReference(t *testing.T) {
 	}
 }
 
+// The policies' shears on every bin, both signs, where ShearX rows are copies.
+func TestWarpShearBins(t *testing.T) {
+	for _, size := range [][3]int{{224, 224, 3}, {20, 24, 3}, {31, 17, 1}, {2, 1, 3}} {
+		h, w, ch := size[0], size[1], size[2]
+		src := photoLike(h, w, ch)
+		want, got := make([]byte, len(src)), make([]byte, len(src))
+		for i := 0; i < 31; i++ {
+			for _, sign := range []float64{1, -1} {
+				for _, op := range []int{opShearX, opShearY} {
+					for _, fill := range [][]float32{nil, {9}} {
+						mag := sign * linspace32(0, spaceTA.shear, 31, i)
+						sh := math.Atan(mag) * 180 / math.Pi
+						m := invAffine(-0.5*float64(w), -0.5*float64(h), 0, 0, 0, 1, sh, 0)
+						if op == opShearY {
+							m = invAffine(-0.5*float64(w), -0.5*float64(h), 0, 0, 0, 1, 0, sh)
+						}
+						warpRef(want, src, h, w, ch, m, false, fill)
+						warp(got, src, h, w, ch, m, false, fill)
+						if !slices.Equal(got, want) {
+							t.Fatalf("%v %s magnitude %v fill %v: %d values differ", size, augOps[op], mag, fill, countDiff(got, want))
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 func countDiff(a, b []byte) int {
 	n := 0
 	for i := range a {
