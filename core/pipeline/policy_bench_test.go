@@ -33,3 +33,29 @@ func BenchmarkPolicyOps(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRandAugment times RandAugment(2, 9) per 224×224 image, over the
+// draws of successive samples.
+func BenchmarkRandAugment(b *testing.B) {
+	const h, w, c = 224, 224, 3
+	op, err := registry["rand_augment"](Env{}, []byte(`{"num_ops": 2, "magnitude": 9}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := Spec{Shape: []int{h, w, c}, DType: "|u1"}
+	if _, err := op.Out(in); err != nil {
+		b.Fatal(err)
+	}
+	src := photoLike(h, w, c)
+	out := make([]byte, len(src))
+	ctx := NewCtx()
+	defer ctx.Close()
+	ctx.Seed = 1
+	b.SetBytes(int64(len(src)))
+	for i := 0; i < b.N; i++ {
+		ctx.Pos, ctx.Sample = uint64(i), uint64(i)
+		if err := op.Run(ctx, 0, src, out); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
