@@ -133,7 +133,21 @@ type geom struct {
 // has img's size.
 func applyAug(img, tmp []byte, h, w, ch, op int, mag float64, g geom) {
 	switch op {
-	case opShearX, opShearY, opTranslateX, opTranslateY:
+	case opTranslateX, opTranslateY:
+		if shiftable(g.bilinear, g.fill) {
+			// Beyond a side everything is fill; the clamp keeps int() defined.
+			lim := float64(w + h)
+			d := int(min(max(math.Trunc(mag), -lim), lim))
+			if op == opTranslateX {
+				shift(tmp, img, h, w, ch, d, 0, g.fill)
+			} else {
+				shift(tmp, img, h, w, ch, 0, d, g.fill)
+			}
+			copy(img, tmp)
+			return
+		}
+		fallthrough
+	case opShearX, opShearY:
 		var m [6]float64
 		switch op {
 		case opShearX: // about the top-left corner
@@ -157,15 +171,15 @@ func applyAug(img, tmp []byte, h, w, ch, op int, mag float64, g geom) {
 	case opContrast:
 		tvContrast(img, ch, 1+mag)
 	case opSharpness:
-		tvSharpness(img, tmp, h, w, ch, 1+mag)
+		sharpen(img, tmp, h, w, ch, 1+mag)
 	case opPosterize:
 		tvPosterize(img, int(mag))
 	case opSolarize:
 		tvSolarize(img, 255*mag)
 	case opAutoContrast:
-		tvAutocontrast(img, ch)
+		autocontrast(img, ch)
 	case opEqualize:
-		tvEqualize(img, ch)
+		equalize(img, ch)
 	case opInvert:
 		tvInvert(img)
 	}

@@ -40,62 +40,110 @@ func invAffine(cx, cy, angle, tx, ty, scale, shx, shy float64) [6]float64 {
 	return m
 }
 
+// grid is the sampling grid of an inverse affine matrix on an h×w image:
+// the input coordinates grid_sample(align_corners=False) reads for each
+// output pixel, in torch's float32 steps.
+type grid struct {
+	t            [6]float32 // the matrix in normalised coordinates
+	halfW, halfH float64
+	cx, cy       float32 // the image centre
+}
+
+func newGrid(h, w int, m [6]float64) grid {
+	hw, hh := float32(0.5*float64(w)), float32(0.5*float64(h))
+	return grid{
+		t: [6]float32{float32(m[0]) / hw, float32(m[1]) / hw, float32(m[2]) / hw,
+			float32(m[3]) / hh, float32(m[4]) / hh, float32(m[5]) / hh},
+		halfW: float64(float32(w) / 2), halfH: float64(float32(h) / 2),
+		cx: float32(float32(w-1) * 0.5), cy: float32(float32(h-1) * 0.5),
+	}
+}
+
+// rowTerms are row y's products of the base grid's y with theta. torch's
+// CPU kernels are compiled with fused multiply-adds: the bmm of the base
+// grid with theta accumulates the x term first, so gx = fma(by, t1, bx·t0).
+// A float32 product is exact in float64, so a row's products are taken
+// once and each fma is one float64 add.
+func (g *grid) rowTerms(y int) (py1, py4 float64) {
+	by := float32(y) - g.cy
+	return float64(by) * float64(g.t[1]), float64(by) * float64(g.t[4])
+}
+
+// at is the input coordinate of output pixel x in the row with terms py1,
+// py4. grid_sample unnormalises as fma(g + 1, size/2, -0.5). Shears like
+// 0.2 put many coordinates on rounding ties, where another order picks
+// other pixels.
+func (g *grid) at(x int, py1, py4 float64) (ix, iy float32) {
+	bx := float32(x) - g.cx
+	gx := float32(py1+float64(bx*g.t[0])) + g.t[2]
+	gy := float32(py4+float64(bx*g.t[3])) + g.t[5]
+	return float32(float64(gx+1)*g.halfW - 0.5), float32(float64(gy+1)*g.halfH - 0.5)
+}
+
 // warp fills dst (h, w, ch) by sampling src (same size) through the inverse
 // matrix m, with torchvision's float32 steps (bit-exact on the tests' photos). fill nil is torchvision's
 // fill=None (zeros, and bilinear edges fade to black); otherwise the mask
 // form: out = (v - fill)·mask + fill.
 func warp(dst, src []byte, h, w, ch int, m [6]float64, bilinear bool, fill []float32) {
-	hw, hh := float32(0.5*float64(w)), float32(0.5*float64(h))
-	t := [6]float32{float32(m[0]) / hw, float32(m[1]) / hw, float32(m[2]) / hw,
-		float32(m[3]) / hh, float32(m[4]) / hh, float32(m[5]) / hh}
-	halfW, halfH := float32(w)/2, float32(h)/2
-	var acc [4]float32
+	g := newGrid(h, w, m)
+	if !bilinear {
+		warpNearest(dst, src, h, w, ch, &g, fill)
+		return
+	}
 	for y := 0; y < h; y++ {
-		by := float32(y) - float32(float32(h-1)*0.5)
+		py1, py4 := g.rowTerms(y)
+		row := dst[y*w*ch : (y+1)*w*ch]
 		for x := 0; x < w; x++ {
-			bx := float32(x) - float32(float32(w-1)*0.5)
-			// torch's CPU kernels, compiled with fused multiply-adds: the bmm
-			// of the base grid with theta accumulates x term first, and
-			// grid_sample unnormalises as fma(g + 1, size/2, -0.5) and sums
-			// the bilinear corners with fmas. Shears like 0.2 put many
-			// coordinates on rounding ties, where another order picks other
-			// pixels.
-			gx := fma32(by, t[1], float32(bx*t[0])) + t[2]
-			gy := fma32(by, t[4], float32(bx*t[3])) + t[5]
-			ix := fma32(gx+1, halfW, -0.5)
-			iy := fma32(gy+1, halfH, -0.5)
-			o := dst[(y*w+x)*ch : (y*w+x+1)*ch]
-			if !bilinear {
-				sx, sy := int(math.RoundToEven(float64(ix))), int(math.RoundToEven(float64(iy)))
-				if sx >= 0 && sx < w && sy >= 0 && sy < h {
-					copy(o, src[(sy*w+sx)*ch:(sy*w+sx+1)*ch])
-				} else {
-					for k := range o {
-						if fill != nil {
-							o[k] = roundU8(fill[k%len(fill)])
-						} else {
-							o[k] = 0
-						}
-					}
-				}
-				continue
-			}
+			ix, iy := g.at(x, py1, py4)
+			o := row[x*ch : (x+1)*ch : (x+1)*ch]
 			x0f, y0f := float32(math.Floor(float64(ix))), float32(math.Floor(float64(iy)))
 			x0, y0 := int(x0f), int(y0f)
 			// torch's weights: w, n the distances to the west and north
 			// corners, e = 1-w, s = 1-n; nw, ne, sw, se summed in that order.
 			we, no := ix-x0f, iy-y0f
 			ea, so := 1-we, 1-no
-			wts := [4]float32{float32(so * ea), float32(so * we), float32(no * ea), float32(no * we)}
-			cx := [4]int{x0, x0 + 1, x0, x0 + 1}
-			cy := [4]int{y0, y0, y0 + 1, y0 + 1}
-			acc = [4]float32{}
-			var mask float32
-			for k := 0; k < 4; k++ {
-				if cx[k] < 0 || cx[k] >= w || cy[k] < 0 || cy[k] >= h {
+			nw, ne, sw, se := float32(so*ea), float32(so*we), float32(no*ea), float32(no*we)
+			if uint(x0) < uint(w-1) && uint(y0) < uint(h-1) {
+				// All four corners inside: the common case, unrolled.
+				p := src[(y0*w+x0)*ch:]
+				q := src[((y0+1)*w+x0)*ch:]
+				mask := float32(float32(float32(nw+ne)+sw) + se)
+				// fma32's steps, with the weights widened once.
+				dnw, dne, dsw, dse := float64(nw), float64(ne), float64(sw), float64(se)
+				if ch == 3 && fill == nil {
+					p, q := p[:6:6], q[:6:6]
+					for c := 0; c < 3; c++ {
+						v := float32(float64(p[c]) * dnw)
+						v = float32(float64(p[c+3])*dne + float64(v))
+						v = float32(float64(q[c])*dsw + float64(v))
+						v = float32(float64(q[c+3])*dse + float64(v))
+						o[c] = roundU8(v)
+					}
 					continue
 				}
-				p := src[(cy[k]*w+cx[k])*ch:]
+				for c := range o {
+					v := float32(float64(p[c]) * dnw)
+					v = float32(float64(p[c+ch])*dne + float64(v))
+					v = float32(float64(q[c])*dsw + float64(v))
+					v = float32(float64(q[c+ch])*dse + float64(v))
+					if fill != nil {
+						f := fill[c%len(fill)]
+						v = float32(float32(v-f)*mask) + f
+					}
+					o[c] = roundU8(v)
+				}
+				continue
+			}
+			wts := [4]float32{nw, ne, sw, se}
+			cxs := [4]int{x0, x0 + 1, x0, x0 + 1}
+			cys := [4]int{y0, y0, y0 + 1, y0 + 1}
+			var acc [4]float32
+			var mask float32
+			for k := 0; k < 4; k++ {
+				if cxs[k] < 0 || cxs[k] >= w || cys[k] < 0 || cys[k] >= h {
+					continue
+				}
+				p := src[(cys[k]*w+cxs[k])*ch:]
 				for c := 0; c < ch; c++ {
 					acc[c] = fma32(float32(p[c]), wts[k], acc[c])
 				}
@@ -110,6 +158,144 @@ func warp(dst, src []byte, h, w, ch int, m [6]float64, bilinear bool, fill []flo
 				o[c] = roundU8(v)
 			}
 		}
+	}
+}
+
+// warpNearest is warp's nearest sampling. The float32 steps cost more
+// than the rest, so a row steps the exact (real) coordinates in 32.32 fixed
+// point, one add per pixel, and rounds those; the float32 coordinates
+// differ from them by a few float32 roundings, so only where the fixed
+// point lies that close to a rounding tie does it take torch's steps.
+func warpNearest(dst, src []byte, h, w, ch int, g *grid, fill []float32) {
+	var outside [4]byte // a sample outside the image
+	if fill != nil {
+		for k := 0; k < ch; k++ {
+			outside[k] = roundU8(fill[k%len(fill)])
+		}
+	}
+	t := [6]float64{}
+	for i, v := range g.t {
+		t[i] = float64(v)
+	}
+	// Bound the float32 steps' error, in pixels: five roundings, each of at
+	// most 2^-24 of a value no larger than the largest term times the half
+	// size, with a 3x margin.
+	big := math.Abs(t[0])*float64(w) + math.Abs(t[1])*float64(h) + math.Abs(t[2]) + 1
+	big = max(big, math.Abs(t[3])*float64(w)+math.Abs(t[4])*float64(h)+math.Abs(t[5])+1)
+	eps := 0x1p-20 * (big*max(g.halfW, g.halfH) + 1)
+	const one = 1 << 32
+	const fixLimit = 1 << 30
+	tie := int64(eps*one) + 1<<12 // plus the fixed point's own drift
+	near := uint32(min(tie, 1<<30))
+	bx0 := float64(-g.cx)
+	stepX, stepY := t[0]*g.halfW, t[3]*g.halfH
+	sample := func(o []byte, sx, sy int) {
+		px := outside[:ch]
+		if uint(sx) < uint(w) && uint(sy) < uint(h) {
+			px = src[(sy*w+sx)*ch:]
+		}
+		copy(o, px)
+	}
+	for y := 0; y < h; y++ {
+		py1, py4 := g.rowTerms(y)
+		row := dst[y*w*ch : (y+1)*w*ch]
+		by := float64(float32(y) - g.cy)
+		vx := ((bx0*t[0]+by*t[1]+t[2])+1)*g.halfW - 0.5
+		vy := ((bx0*t[3]+by*t[4]+t[5])+1)*g.halfH - 0.5
+		ex, ey := vx+stepX*float64(w), vy+stepY*float64(w)
+		if !(max(math.Abs(vx), math.Abs(vy), math.Abs(ex), math.Abs(ey)) < fixLimit) || tie >= 1<<30 {
+			for x := 0; x < w; x++ {
+				ix, iy := g.at(x, py1, py4)
+				sample(row[x*ch:(x+1)*ch], int(math.RoundToEven(float64(ix))), int(math.RoundToEven(float64(iy))))
+			}
+			continue
+		}
+		// Fixed point plus a half: the integer part is the rounded
+		// coordinate, the fraction near 0 (or 1) means near a tie.
+		ax, ay := int64(math.Round((vx+0.5)*one)), int64(math.Round((vy+0.5)*one))
+		dx, dy := int64(math.Round(stepX*one)), int64(math.Round(stepY*one))
+		// A row reading one input row at a constant offset (ShearX,
+		// translations) is a copy: ax - x·2^32 is linear in x, so if both
+		// ends have one integer part and lie off the tie margin, so does
+		// every pixel between.
+		if end := ax + int64(w-1)*dx; dy == 0 && uint32(ay)+near >= 2*near &&
+			uint32(ax)+near >= 2*near && uint32(end)+near >= 2*near && end>>32-int64(w-1) == ax>>32 {
+			copyRow(row, src, h, w, ch, int(ay>>32), int(ax>>32), &outside)
+			continue
+		}
+		for x, o := 0, 0; x < w; x, o = x+1, o+ch {
+			sx, sy := int(ax>>32), int(ay>>32)
+			if uint32(ax)+near < 2*near || uint32(ay)+near < 2*near {
+				ix, iy := g.at(x, py1, py4)
+				sx, sy = int(math.RoundToEven(float64(ix))), int(math.RoundToEven(float64(iy)))
+			}
+			ax += dx
+			ay += dy
+			if ch == 3 { // a call to memmove costs more than three bytes
+				d := row[o : o+3 : o+3]
+				if uint(sx) < uint(w) && uint(sy) < uint(h) {
+					i := (sy*w + sx) * 3
+					p := src[i : i+3 : i+3]
+					d[0], d[1], d[2] = p[0], p[1], p[2]
+				} else {
+					d[0], d[1], d[2] = outside[0], outside[1], outside[2]
+				}
+				continue
+			}
+			if uint(sx) < uint(w) && uint(sy) < uint(h) {
+				row[o] = src[sy*w+sx]
+			} else {
+				row[o] = outside[0]
+			}
+		}
+	}
+}
+
+// copyRow fills row (w pixels of ch) with input row sy from column off on,
+// outside where that leaves the image.
+func copyRow(row, src []byte, h, w, ch, sy, off int, outside *[4]byte) {
+	a, b := min(max(-off, 0), w), min(max(w-off, 0), w)
+	if sy < 0 || sy >= h {
+		a, b = w, w
+	} else if a < b {
+		copy(row[a*ch:b*ch], src[(sy*w+a+off)*ch:])
+	}
+	for x := 0; x < a; x++ {
+		copy(row[x*ch:(x+1)*ch], outside[:])
+	}
+	for x := b; x < w; x++ {
+		copy(row[x*ch:(x+1)*ch], outside[:])
+	}
+}
+
+// shiftable says whether shift gives warp's pixels: torch's float32
+// coordinates land within a hair of whole pixels, where nearest and
+// bilinear sampling give the pixel itself, except that bilinear mixes a
+// hair of the fill into the image's edges, which moves a fractional fill
+// off a rounding tie.
+func shiftable(bilinear bool, fill []float32) bool {
+	if !bilinear {
+		return true
+	}
+	for _, f := range fill {
+		if f != float32(math.Round(float64(f))) {
+			return false
+		}
+	}
+	return true
+}
+
+// shift is warp for a translation by whole pixels (dx, dy) where
+// shiftable: rows are copies.
+func shift(dst, src []byte, h, w, ch, dx, dy int, fill []float32) {
+	var outside [4]byte
+	if fill != nil {
+		for k := 0; k < ch; k++ {
+			outside[k] = roundU8(fill[k%len(fill)])
+		}
+	}
+	for y := 0; y < h; y++ {
+		copyRow(dst[y*w*ch:(y+1)*w*ch], src, h, w, ch, y-dy, -dx, &outside)
 	}
 }
 
