@@ -151,3 +151,47 @@ def test_pipeline_spec_of_a_field_is_a_view(photos_beton):
     for x, y in zip(a, b):
         np.testing.assert_array_equal(to_numpy(x)[1], to_numpy(y)[1])
         assert not np.array_equal(to_numpy(x)[0], to_numpy(x)[1])
+
+
+def test_label_random_resized_crop_reports_a_views_crop(photos_beton):
+    """FFCV-SSL's LabelRandomResizedCrop as a view of the image: with the
+    view decoder's seed it reports the very crop that view took. Decoding
+    that crop of the whole image with scale (1, 1) at the crop's aspect
+    reproduces the view's pixels."""
+    from ffcv_go.transforms import LabelRandomResizedCrop
+    from ffcv_go.reader import Reader
+    pipes = {"image": None, "label": None,
+             "v": [RandomResizedCropRGBImageDecoder((64, 64), scale=(0.2, 1.0), seed=5), ToTensor()],
+             "crop": [LabelRandomResizedCrop((64, 64), seed=5, scale=(0.2, 1.0))]}
+    loader = Loader(photos_beton, batch_size=8, num_workers=2, order=OrderOption.SEQUENTIAL, seed=1,
+                    pipelines=pipes, custom_field_mapper={"v": "image", "crop": "image"}, drop_last=False)
+    from ffcv_go.libffcv import imdecode, resize_crop
+    reader = Reader(photos_beton)
+    meta = reader.metadata["f0"]
+    seen = 0
+    for v, crop in loader:
+        ids = loader._last_ids
+        for i in range(len(v)):
+            w, h, top, left, ch, cw = (int(x) for x in np.asarray(crop[i]))
+            assert (w, h) == (int(meta["width"][ids[i]]), int(meta["height"][ids[i]]))
+            assert 0 <= top and top + ch <= h and 0 <= left and left + cw <= w and ch * cw >= 0.2 * w * h - w - h
+            # The reported crop of the whole decoded image is the view, up to
+            # the region decode's DCT scaling (a few levels on average on detailed
+            # photos; another crop of the image differs by tens).
+            whole = np.empty((h, w, 3), np.uint8)
+            imdecode(np.frombuffer(reader.read(int(ids[i]), "image"), np.uint8), whole, h, w, h, w)
+            want = np.empty((64, 64, 3), np.uint8)
+            resize_crop(whole, top, top + ch, left, left + cw, want)
+            assert np.abs(want.astype(int) - v[i].numpy().astype(int)).mean() < 6
+            seen += 1
+    assert seen == 24
+    # Another seed, other crops.
+    other = collect(Loader(photos_beton, batch_size=8, num_workers=2, order=OrderOption.SEQUENTIAL, seed=1,
+                           pipelines={"image": None, "label": None,
+                                      "crop": [LabelRandomResizedCrop((64, 64), seed=5, scale=(0.2, 1.0))]},
+                           custom_field_mapper={"crop": "image"}, drop_last=False))
+    first = collect(Loader(photos_beton, batch_size=8, num_workers=2, order=OrderOption.SEQUENTIAL, seed=1,
+                           pipelines={"image": None, "label": None,
+                                      "crop": [LabelRandomResizedCrop((64, 64), seed=5, scale=(0.2, 1.0))]},
+                           custom_field_mapper={"crop": "image"}, drop_last=False))
+    assert not all(np.array_equal(to_numpy(a)[0], to_numpy(b)[0]) for a, b in zip(first, other))
