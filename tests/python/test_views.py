@@ -188,7 +188,7 @@ def test_label_random_resized_crop_reports_a_views_crop(photos_beton):
     # Another seed, other crops.
     other = collect(Loader(photos_beton, batch_size=8, num_workers=2, order=OrderOption.SEQUENTIAL, seed=1,
                            pipelines={"image": None, "label": None,
-                                      "crop": [LabelRandomResizedCrop((64, 64), seed=5, scale=(0.2, 1.0))]},
+                                      "crop": [LabelRandomResizedCrop((64, 64), seed=6, scale=(0.2, 1.0))]},
                            custom_field_mapper={"crop": "image"}, drop_last=False))
     first = collect(Loader(photos_beton, batch_size=8, num_workers=2, order=OrderOption.SEQUENTIAL, seed=1,
                            pipelines={"image": None, "label": None,
