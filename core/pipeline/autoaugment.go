@@ -167,7 +167,7 @@ func applyAug(img, tmp []byte, h, w, ch, op int, mag float64, g geom) {
 	case opBrightness:
 		tvBrightness(img, 1+mag)
 	case opColor:
-		tvSaturation(img, ch, 1+mag)
+		policySaturation(img, ch, 1+mag)
 	case opContrast:
 		tvContrast(img, ch, 1+mag)
 	case opSharpness:

@@ -1,6 +1,9 @@
 package pipeline
 
-import "math"
+import (
+	"math"
+	"sync"
+)
 
 // smoothed[s] is round(s/13) for s = S + 4c up to 13·255: a load is
 // cheaper than the division.
@@ -22,24 +25,20 @@ const sharpenCarry = math.MinInt32
 // blend trunc(float32(x + d·alpha)), d = blur - x, is x + floor(d·alpha)
 // (x + d·alpha is exact in float64) unless the fraction lies within
 // float32's rounding of 1, where the float32 rounding may carry: those d
-// take torch's float steps.
+// take torch's float steps. Per factor, that makes a table by smoothed
+// value and centre, which the policies' recurring factors cache.
 func sharpen(img, scratch []byte, h, w, ch int, f float64) {
 	if h <= 2 || w <= 2 {
 		return
 	}
-	copy(scratch, img)
-	alpha := float32(1 - f)
-	var step [512]int32 // by d + 255; a power of two, so a mask elides bounds checks
-	for d := -255; d <= 255; d++ {
-		e := float64(d) * float64(alpha)
-		fl := math.Floor(e)
-		// Below 256 a float32's half ulp is 2^-17 at most; beyond, both clamp.
-		if e-fl > 1-0x1p-12 {
-			step[d+255] = sharpenCarry
-		} else {
-			step[d+255] = int32(max(min(fl, 1024), -1024))
-		}
+	tab := sharpCached(f)
+	if tab == nil {
+		tab = sharpTabs.Get().(*[256][256]byte)
+		defer sharpTabs.Put(tab)
+		sharpFill(tab, f)
+		sharpKeep(f, tab)
 	}
+	copy(scratch, img)
 	stride := w * ch
 	n := stride - 2*ch // a row's interior
 	// Column sums of three rows, then each 3×3 sum is three of them; a
@@ -54,34 +53,97 @@ func sharpen(img, scratch []byte, h, w, ch int, f float64) {
 		for a := 0; a < n; a += chunk {
 			m := min(chunk, n-a)
 			cols := colBuf[:m+2*ch]
-			u, c, d := up[a:a+len(cols)], mid[a:a+len(cols)], dn[a:a+len(cols)]
-			for i := range cols {
-				cols[i] = uint16(u[i]) + uint16(c[i]) + uint16(d[i])
-			}
-			sharpenRun(row[a+ch:a+ch+m], mid[a+ch:a+ch+m], cols[:m], cols[ch:ch+m], cols[2*ch:2*ch+m], &step, alpha)
+			colSums(cols, up[a:], mid[a:], dn[a:])
+			sharpenRun(row[a+ch:a+ch+m], mid[a+ch:a+ch+m], cols[:m], cols[ch:ch+m], cols[2*ch:2*ch+m], tab)
 		}
+	}
+}
+
+// colSums sets cols to the sums of u, c and d.
+//
+// Out of line, in a small frame: inlined in sharpen, the compiler keeps
+// the loop counter on the stack, a store and load per value.
+//
+//go:noinline
+func colSums(cols []uint16, u, c, d []byte) {
+	u, c, d = u[:len(cols)], c[:len(cols)], d[:len(cols)]
+	for i := range cols {
+		cols[i] = uint16(u[i]) + uint16(c[i]) + uint16(d[i])
 	}
 }
 
 // sharpenRun sharpens a run of a row: outs from the centres mids and the
 // column sums to their left, at them and to their right. Windows of one
-// length let the compiler drop the bounds checks.
-func sharpenRun(outs, mids []byte, left, centre, right []uint16, step *[512]int32, alpha float32) {
+// length let the compiler drop the bounds checks; out of line as colSums.
+//
+//go:noinline
+func sharpenRun(outs, mids []byte, left, centre, right []uint16, tab *[256][256]byte) {
 	mids, left, centre, right = mids[:len(outs)], left[:len(outs)], centre[:len(outs)], right[:len(outs)]
+	sm := &smoothed // in a register, not reloaded per value
 	for i := range outs {
-		c := uint32(mids[i])
-		s := uint32(left[i]) + uint32(centre[i]) + uint32(right[i]) + 4*c
-		blur := uint32(smoothed[s&4095])
-		st := step[(blur+255-c)&511]
-		if st == sharpenCarry {
-			x := float32(c)
-			outs[i] = truncU8(fma32(float32(blur)-x, alpha, x))
-			continue
-		}
-		v := int32(c) + st
-		if uint32(v) > 255 {
-			v = ^(v >> 31) & 255 // 0 below, 255 above
-		}
-		outs[i] = byte(v)
+		c := mids[i]
+		s := uint32(left[i]) + uint32(centre[i]) + uint32(right[i]) + 4*uint32(c)
+		outs[i] = tab[sm[s&4095]][c]
 	}
+}
+
+// sharpFill fills tab[blur][c] with sharpen's output for the smoothed value
+// blur and the centre c.
+func sharpFill(tab *[256][256]byte, f float64) {
+	alpha := float32(1 - f)
+	for d := -255; d <= 255; d++ {
+		st := sharpenStep(d, alpha)
+		for c := max(0, -d); c < 256 && c+d < 256; c++ {
+			v := byte(min(max(int64(c)+int64(st), 0), 255))
+			if st == sharpenCarry {
+				x := float32(c)
+				v = truncU8(fma32(float32(c+d)-x, alpha, x))
+			}
+			tab[c+d][c] = v
+		}
+	}
+}
+
+// sharpTabs recycles the tables of factors beyond the cache.
+var sharpTabs = sync.Pool{New: func() any { return new([256][256]byte) }}
+
+// sharpCache holds the tables of the first sharpCacheSize factors: the
+// policies draw a few dozen, and the fill costs a third of a 224×224
+// image's blend. Cached tables are never written again.
+var sharpCache struct {
+	sync.RWMutex
+	tabs map[uint64]*[256][256]byte
+}
+
+const sharpCacheSize = 64
+
+func sharpCached(f float64) *[256][256]byte {
+	sharpCache.RLock()
+	defer sharpCache.RUnlock()
+	return sharpCache.tabs[math.Float64bits(f)]
+}
+
+// sharpKeep caches a copy of tab for f while there is room.
+func sharpKeep(f float64, tab *[256][256]byte) {
+	sharpCache.Lock()
+	defer sharpCache.Unlock()
+	if sharpCache.tabs == nil {
+		sharpCache.tabs = map[uint64]*[256][256]byte{}
+	}
+	if len(sharpCache.tabs) < sharpCacheSize {
+		c := *tab
+		sharpCache.tabs[math.Float64bits(f)] = &c
+	}
+}
+
+// sharpenStep is floor(d·alpha) as the blend adds it to the centre, or
+// sharpenCarry where the float32 rounding may carry.
+func sharpenStep(d int, alpha float32) int32 {
+	e := float64(d) * float64(alpha)
+	fl := math.Floor(e)
+	// Below 256 a float32's half ulp is 2^-17 at most; beyond, both clamp.
+	if e-fl > 1-0x1p-12 {
+		return sharpenCarry
+	}
+	return int32(max(min(fl, 1024), -1024))
 }

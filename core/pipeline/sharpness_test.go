@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -39,7 +40,104 @@ func TestSharpenMatchesFloat(t *testing.T) {
 				if !slices.Equal(got, want) {
 					t.Fatalf("%dx%dx%d factor %v: %d values differ", h, w, ch, f, countDiff(got, want))
 				}
+				step := slices.Clone(src)
+				stepSharpen(step, make([]byte, len(src)), h, w, ch, f)
+				if !slices.Equal(got, step) {
+					t.Fatalf("%dx%dx%d factor %v: %d values differ from the step version", h, w, ch, f, countDiff(got, step))
+				}
 			}
 		}
 	}
 }
+
+// Every entry of sharpen's table must be torch's float blend of the centre
+// with the smoothed value, for every factor.
+func TestSharpTableExhaustive(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	factors := []float64{0, 0.1, 0.5, 1, 1.27, 0.73, 1.9, 2, 10, 255, 1e-9, 1 + 1e-9}
+	for range 100 {
+		factors = append(factors, 3*r.Float64())
+	}
+	for _, f := range factors {
+		var tab [256][256]byte
+		sharpFill(&tab, f)
+		alpha := float32(1 - f)
+		for blur := range 256 {
+			for c := range 256 {
+				x := float32(c)
+				if got, want := tab[blur][c], truncU8(fma32(float32(blur)-x, alpha, x)); got != want {
+					t.Fatalf("factor %v smoothed %d centre %d: %d, want %d", f, blur, c, got, want)
+				}
+			}
+		}
+	}
+}
+
+// stepSharpen is sharpen as it was before its table: per value, a floored
+// step by difference, with torch's float steps where a float32 rounding
+// may carry. A reference byte for byte.
+func stepSharpen(img, scratch []byte, h, w, ch int, f float64) {
+	if h <= 2 || w <= 2 {
+		return
+	}
+	copy(scratch, img)
+	alpha := float32(1 - f)
+	var step [512]int32 // by d + 255; a power of two, so a mask elides bounds checks
+	for d := -255; d <= 255; d++ {
+		e := float64(d) * float64(alpha)
+		fl := math.Floor(e)
+		// Below 256 a float32's half ulp is 2^-17 at most; beyond, both clamp.
+		if e-fl > 1-0x1p-12 {
+			step[d+255] = stepCarry
+		} else {
+			step[d+255] = int32(max(min(fl, 1024), -1024))
+		}
+	}
+	stride := w * ch
+	n := stride - 2*ch // a row's interior
+	// Column sums of three rows, then each 3×3 sum is three of them; a
+	// chunk of the row at a time, in a buffer on the stack.
+	var colBuf [4096]uint16
+	chunk := len(colBuf) - 2*ch
+	for y := 1; y < h-1; y++ {
+		up := scratch[(y-1)*stride : y*stride]
+		mid := scratch[y*stride : (y+1)*stride]
+		dn := scratch[(y+1)*stride : (y+2)*stride]
+		row := img[y*stride : (y+1)*stride]
+		for a := 0; a < n; a += chunk {
+			m := min(chunk, n-a)
+			cols := colBuf[:m+2*ch]
+			u, c, d := up[a:a+len(cols)], mid[a:a+len(cols)], dn[a:a+len(cols)]
+			for i := range cols {
+				cols[i] = uint16(u[i]) + uint16(c[i]) + uint16(d[i])
+			}
+			stepSharpenRun(row[a+ch:a+ch+m], mid[a+ch:a+ch+m], cols[:m], cols[ch:ch+m], cols[2*ch:2*ch+m], &step, alpha)
+		}
+	}
+}
+
+// stepSharpenRun sharpens a run of a row: outs from the centres mids and the
+// column sums to their left, at them and to their right. Windows of one
+// length let the compiler drop the bounds checks.
+func stepSharpenRun(outs, mids []byte, left, centre, right []uint16, step *[512]int32, alpha float32) {
+	mids, left, centre, right = mids[:len(outs)], left[:len(outs)], centre[:len(outs)], right[:len(outs)]
+	for i := range outs {
+		c := uint32(mids[i])
+		s := uint32(left[i]) + uint32(centre[i]) + uint32(right[i]) + 4*c
+		blur := uint32(smoothed[s&4095])
+		st := step[(blur+255-c)&511]
+		if st == stepCarry {
+			x := float32(c)
+			outs[i] = truncU8(fma32(float32(blur)-x, alpha, x))
+			continue
+		}
+		v := int32(c) + st
+		if uint32(v) > 255 {
+			v = ^(v >> 31) & 255 // 0 below, 255 above
+		}
+		outs[i] = byte(v)
+	}
+}
+
+// stepCarry marks a blend step taking torch's float steps.
+const stepCarry = math.MinInt32

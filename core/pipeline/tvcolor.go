@@ -1,6 +1,9 @@
 package pipeline
 
-import "math"
+import (
+	"math"
+	"sync"
+)
 
 // torchvision.transforms.v2.functional's colour operations on uint8 (H, W, C)
 // images (C is 1 or 3), in place. torchvision computes in float32 and casts
@@ -90,7 +93,7 @@ func tvContrast(img []byte, ch int, f float64) {
 	if ch == 3 {
 		for i := 0; i+2 < len(img); i += 3 {
 			px := img[i : i+3 : i+3]
-			sum += int64(tvGray(px[0], px[1], px[2])) // floor: the luma is positive
+			sum += int64(lumaFloor(px[0], px[1], px[2]))
 		}
 	} else {
 		for _, v := range img {
@@ -103,25 +106,172 @@ func tvContrast(img []byte, ch int, f float64) {
 	applyLUT(img, blendLUT(f, mean))
 }
 
-// tvSaturation blends each pixel with its floored luma. fma32(gray, 1-f,
-// x·f) is float32(gray·(1-f) + x·f) in float64, both terms exact there, so
-// they come from two 256-entry tables and the sum is rounded once.
-func tvSaturation(img []byte, ch int, f float64) {
+// fix16 is a fixed-point scale: a unit is 2^-16.
+const fix16 = 1 << 16
+
+// lumaFix holds tvGray's three products in fixed point, each rounded to the
+// nearest unit.
+var lumaFix = func() (t [3][256]int32) {
+	for x := range 256 {
+		t[0][x] = int32(math.Round(float64(grayTab.r[x]) * fix16))
+		t[1][x] = int32(math.Round(grayTab.g[x] * fix16))
+		t[2][x] = int32(math.Round(grayTab.b[x] * fix16))
+	}
+	return t
+}()
+
+// lumaEps bounds, in units, how far lumaFloor's fixed-point sum may lie from
+// tvGray's float: 1.5 from the tables, and half a unit from each of its two
+// float32 roundings below 256.
+const lumaEps = 4
+
+// lumaFloor is byte(tvGray(r, g, b)), the floored luma, in integers: the
+// fixed-point sum's floor unless the sum lies within lumaEps of an integer
+// above 0, where the float steps decide (at 0 every term is exactly 0).
+func lumaFloor(r, g, b byte) byte {
+	t := lumaFix[0][r] + lumaFix[1][g] + lumaFix[2][b] + lumaEps
+	if t&(fix16-1) < 2*lumaEps && t >= fix16 {
+		return byte(tvGray(r, g, b))
+	}
+	return byte(t >> 16)
+}
+
+// tvSaturation blends each pixel with its floored luma l: the byte is
+// trunc(float32(l·(1-f) + float32(x·f))), clamped, the sum exact in float64
+// (the fused multiply-add). Both terms are multiples of 2^-32 for all but
+// tiny factors, so the sum is exact in 32.32 fixed point from two 256-entry
+// tables; float32 then rounds it up to the integer above its floor q when
+// it is at least satThr[q+1], and truncation does the rest. That gives a
+// table of every (l, x), which on all but small images is cheaper to fill
+// than the float steps per value.
+func tvSaturation(img []byte, ch int, f float64) { saturate(img, ch, f, false) }
+
+// policySaturation is tvSaturation for the policies, whose few dozen
+// factors recur: it caches each factor's table.
+func policySaturation(img []byte, ch int, f float64) { saturate(img, ch, f, true) }
+
+// satFillMin is the fewest pixels for which filling a table beats the
+// float steps.
+const satFillMin = 1 << 14
+
+func saturate(img []byte, ch int, f float64, keep bool) {
 	if ch != 3 {
 		return
 	}
 	r, a := float32(f), float32(1-f)
-	var grey, own [256]float64
-	for x := range 256 {
-		grey[x] = float64(x) * float64(a)
-		own[x] = float64(float32(x) * r)
+	tab := satCached(f)
+	if tab == nil {
+		var grey, own [256]int64
+		for x := range 256 {
+			g, o := float64(x)*float64(a)*fix32, float64(float32(x)*r)*fix32
+			if g != math.Trunc(g) || o != math.Trunc(o) || math.Abs(g)+math.Abs(o) >= 1<<60 {
+				satFloat(img, r, a)
+				return
+			}
+			grey[x], own[x] = int64(g), int64(o)
+		}
+		if !keep && len(img) < 3*satFillMin {
+			satFloat(img, r, a)
+			return
+		}
+		tab = satTabs.Get().(*[256][256]byte)
+		defer satTabs.Put(tab)
+		satFill(tab, &grey, &own)
+		if keep {
+			satKeep(f, tab)
+		}
 	}
 	for i := 0; i+2 < len(img); i += 3 {
 		px := img[i : i+3 : i+3]
-		g := grey[byte(tvGray(px[0], px[1], px[2]))] // floor: the luma is in [0, 255)
-		px[0] = clampTrunc(float32(g + own[px[0]]))
-		px[1] = clampTrunc(float32(g + own[px[1]]))
-		px[2] = clampTrunc(float32(g + own[px[2]]))
+		row := &tab[lumaFloor(px[0], px[1], px[2])]
+		px[0], px[1], px[2] = row[px[0]], row[px[1]], row[px[2]]
+	}
+}
+
+// satFill fills tab[l][x] with the blend of x and luma l.
+func satFill(tab *[256][256]byte, grey, own *[256]int64) {
+	for l := range tab {
+		row, g := &tab[l], grey[l]
+		for x := range row {
+			row[x] = satRound(g + own[x])
+		}
+	}
+}
+
+// satTabs recycles tvSaturation's 64 KiB tables.
+var satTabs = sync.Pool{New: func() any { return new([256][256]byte) }}
+
+// satCache keeps the tables of the first satCacheSize factors the policies
+// use: they draw theirs from a few dozen, so the fill, which costs as much
+// as the blend on a 224×224 image, is paid once per process, not per image.
+// Cached tables are never written again.
+var satCache struct {
+	sync.RWMutex
+	tabs map[uint64]*[256][256]byte
+}
+
+const satCacheSize = 64
+
+func satCached(f float64) *[256][256]byte {
+	satCache.RLock()
+	defer satCache.RUnlock()
+	return satCache.tabs[math.Float64bits(f)]
+}
+
+// satKeep caches a copy of tab for f while there is room.
+func satKeep(f float64, tab *[256][256]byte) {
+	satCache.Lock()
+	defer satCache.Unlock()
+	if satCache.tabs == nil {
+		satCache.tabs = map[uint64]*[256][256]byte{}
+	}
+	if len(satCache.tabs) < satCacheSize {
+		c := *tab
+		satCache.tabs[math.Float64bits(f)] = &c
+	}
+}
+
+// fix32 is the exact fixed-point scale of tvSaturation's sums.
+const fix32 = 1 << 32
+
+// satThr[n] is, in 32.32 fixed point, the least value float32 rounds to n
+// or above, for n in [1, 255]: n less half an ulp of the binade below n (a
+// tie rounds to n, whose mantissa is even). Entry 0 is below every value,
+// so that floors below 0 give 0, and entry 256 above every value, so that
+// floors from 255 give 255; the rest pads the index to a power of two.
+var satThr = func() (t [512]int64) {
+	t[0], t[256] = -1<<62, 1<<62
+	for n := 1; n < 256; n++ {
+		below := math.Nextafter32(float32(n), 0)
+		half := (float64(n) - float64(below)) / 2
+		t[n] = int64((float64(n) - half) * fix32)
+	}
+	return t
+}()
+
+// satRound is the clamped byte of float32's truncation of the fixed-point
+// value v (|v| < 2^61). Masks, not branches, clamp: the compiler's min and
+// max branch here, and an image's clamps mispredict.
+func satRound(v int64) byte {
+	i := v>>32 + 1 // the floor, plus 1
+	i &^= i >> 63  // at least 0
+	d := 256 - i
+	i = 256 - d&^(d>>63) // at most 256
+	return byte(i - 1 - (satThr[i&511]-1-v)>>63)
+}
+
+// satBlend is one value of tvSaturation's blend in float steps: x with the
+// pixel's floored luma l.
+func satBlend(l, x byte, r, a float32) byte {
+	return clampTrunc(float32(float64(l)*float64(a) + float64(float32(x)*r)))
+}
+
+// satFloat is tvSaturation in float steps throughout.
+func satFloat(img []byte, r, a float32) {
+	for i := 0; i+2 < len(img); i += 3 {
+		px := img[i : i+3 : i+3]
+		l := byte(tvGray(px[0], px[1], px[2])) // floor: the luma is in [0, 255)
+		px[0], px[1], px[2] = satBlend(l, px[0], r, a), satBlend(l, px[1], r, a), satBlend(l, px[2], r, a)
 	}
 }
 
