@@ -73,7 +73,8 @@ func refHue(img []byte, ch int, hue float64) {
 	hf := float32(hue)
 	for i := 0; i+2 < len(img); i += 3 {
 		px := img[i : i+3 : i+3]
-		r, g, b := float32(px[0])*inv255, float32(px[1])*inv255, float32(px[2])*inv255
+		// Rounded here: arm64 would otherwise fuse a scaling into maxc-r.
+		r, g, b := float32(float32(px[0])*inv255), float32(float32(px[1])*inv255), float32(float32(px[2])*inv255)
 		maxc, minc := max(r, g, b), min(r, g, b)
 		eq := maxc == minc
 		cr := maxc - minc
