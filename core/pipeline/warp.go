@@ -227,31 +227,50 @@ func warpNearest(dst, src []byte, h, w, ch int, g *grid, fill []float32) {
 			copyRow(row, src, h, w, ch, int(ay>>32), int(ax>>32), &outside)
 			continue
 		}
-		for x, o := 0, 0; x < w; x, o = x+1, o+ch {
-			sx, sy := int(ax>>32), int(ay>>32)
-			if uint32(ax)+near < 2*near || uint32(ay)+near < 2*near {
-				ix, iy := g.at(x, py1, py4)
-				sx, sy = int(math.RoundToEven(float64(ix))), int(math.RoundToEven(float64(iy)))
-			}
-			ax += dx
-			ay += dy
-			if ch == 3 { // a call to memmove costs more than three bytes
-				d := row[o : o+3 : o+3]
-				if uint(sx) < uint(w) && uint(sy) < uint(h) {
-					i := (sy*w + sx) * 3
-					p := src[i : i+3 : i+3]
-					d[0], d[1], d[2] = p[0], p[1], p[2]
-				} else {
-					d[0], d[1], d[2] = outside[0], outside[1], outside[2]
+		// Each pixel with its checks, for the row's ends.
+		each := func(x0, x1 int) {
+			ax, ay := ax+int64(x0)*dx, ay+int64(x0)*dy
+			for x := x0; x < x1; x++ {
+				sx, sy := int(ax>>32), int(ay>>32)
+				if uint32(ax)+near < 2*near || uint32(ay)+near < 2*near {
+					ix, iy := g.at(x, py1, py4)
+					sx, sy = int(math.RoundToEven(float64(ix))), int(math.RoundToEven(float64(iy)))
 				}
-				continue
-			}
-			if uint(sx) < uint(w) && uint(sy) < uint(h) {
-				row[o] = src[sy*w+sx]
-			} else {
-				row[o] = outside[0]
+				ax += dx
+				ay += dy
+				sample(row[x*ch:(x+1)*ch], sx, sy)
 			}
 		}
+		// The pixels whose fixed point lies inside the image are an interval
+		// of the row, where only ties need the checks.
+		in := func(x int) bool {
+			fx, fy := ax+int64(x)*dx, ay+int64(x)*dy
+			return uint64(fx>>32) < uint64(w) && uint64(fy>>32) < uint64(h)
+		}
+		xa, xb := 0, w
+		for xa < w && !in(xa) {
+			xa++
+		}
+		for xb > xa && !in(xb-1) {
+			xb--
+		}
+		each(0, xa)
+		fx, fy := ax+int64(xa)*dx, ay+int64(xa)*dy
+		stride := w * ch
+		for x := xa; x < xb; x++ {
+			if uint32(fx)+near < 2*near || uint32(fy)+near < 2*near {
+				each(x, x+1)
+			} else if i := int(fy>>32)*stride + int(fx>>32)*ch; ch == 3 {
+				// a call to memmove costs more than three bytes
+				d, p := row[x*3:x*3+3:x*3+3], src[i:i+3:i+3]
+				d[0], d[1], d[2] = p[0], p[1], p[2]
+			} else {
+				row[x] = src[i]
+			}
+			fx += dx
+			fy += dy
+		}
+		each(xb, w)
 	}
 }
 
