@@ -255,23 +255,54 @@ func warpNearest(dst, src []byte, h, w, ch int, g *grid, fill []float32) {
 			xb--
 		}
 		each(0, xa)
-		fx, fy := ax+int64(xa)*dx, ay+int64(xa)*dy
-		stride := w * ch
 		for x := xa; x < xb; x++ {
-			if uint32(fx)+near < 2*near || uint32(fy)+near < 2*near {
-				each(x, x+1)
-			} else if i := int(fy>>32)*stride + int(fx>>32)*ch; ch == 3 {
-				// a call to memmove costs more than three bytes
-				d, p := row[x*3:x*3+3:x*3+3], src[i:i+3:i+3]
-				d[0], d[1], d[2] = p[0], p[1], p[2]
+			fx, fy := ax+int64(x)*dx+int64(near), ay+int64(x)*dy+int64(near)
+			if ch == 3 {
+				x += copySpan3(row[x*3:xb*3], src, w*3, fx, fy, dx, dy, near)
 			} else {
-				row[x] = src[i]
+				x += copySpan1(row[x:xb], src, w, fx, fy, dx, dy, near)
 			}
-			fx += dx
-			fy += dy
+			if x < xb {
+				each(x, x+1)
+			}
 		}
 		each(xb, w)
 	}
+}
+
+// copySpan3 copies 3-channel pixels into dst whose fixed-point
+// coordinates, (fx, fy) stepping (dx, dy) and each biased by near, lie
+// inside the image, up to the first near a tie, and returns how many it
+// copied. Biased, a fraction under 2·near is near a tie, and otherwise
+// the integer part is the rounded coordinate. Its own function keeps the
+// loop's values in registers.
+func copySpan3(dst, src []byte, stride int, fx, fy, dx, dy int64, near uint32) int {
+	nn := 2 * near
+	for o := 0; o+3 <= len(dst); o += 3 {
+		if uint32(fx) < nn || uint32(fy) < nn {
+			return o / 3
+		}
+		i := int(fy>>32)*stride + int(fx>>32)*3
+		d, p := dst[o:o+3:o+3], src[i:i+3:i+3] // a call to memmove costs more than three bytes
+		d[0], d[1], d[2] = p[0], p[1], p[2]
+		fx += dx
+		fy += dy
+	}
+	return len(dst) / 3
+}
+
+// copySpan1 is copySpan3 for one channel.
+func copySpan1(dst, src []byte, stride int, fx, fy, dx, dy int64, near uint32) int {
+	nn := 2 * near
+	for o := range dst {
+		if uint32(fx) < nn || uint32(fy) < nn {
+			return o
+		}
+		dst[o] = src[int(fy>>32)*stride+int(fx>>32)]
+		fx += dx
+		fy += dy
+	}
+	return len(dst)
 }
 
 // warpColumns is warpNearest where the input column of a pixel depends
