@@ -5,7 +5,7 @@ import numpy as np
 
 from .base import Field, ARG_TYPE, _set_data
 from ..pipeline.allocation_query import AllocationQuery
-from ..pipeline.operation import Operation
+from ..pipeline.operation import Operation, _seed_arg
 from ..pipeline.state import State
 
 IMAGE_MODES = {"jpg": 0, "raw": 1}
@@ -307,7 +307,6 @@ class RandomResizedCropRGBImageDecoder(_ResizedCropDecoder):
         self.scale, self.ratio = (float(scale[0]), float(scale[1])), (float(ratio[0]), float(ratio[1]))
         if not 0 < self.scale[0] <= self.scale[1] or not 0 < self.ratio[0] <= self.ratio[1]:
             raise ValueError(f"bad scale {scale} or ratio {ratio}")
-        from ..transforms.image import _seed_arg  # the transforms import this module
         self.seed = _seed_arg(seed)
 
     def _go_spec(self, previous_state=None):

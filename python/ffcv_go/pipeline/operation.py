@@ -7,6 +7,8 @@ Any other Operation subclass runs in Python on whole batches through its
 from abc import ABC, abstractmethod
 from typing import Callable, Optional, Tuple
 
+import numpy as np
+
 from .allocation_query import AllocationQuery
 from .state import State
 
@@ -100,3 +102,14 @@ class Operation(ABC):
         """Whether the operation runs in Python on batches in state, after
         the per-sample Go program: an operation of the user's always does."""
         return True
+
+
+def _seed_arg(seed):
+    """A built-in operation's seed argument, checked: None or an int in
+    [0, 2**32). A seed replaces the operation's randomness key, which pairs
+    an operation with the Label* transform given the same seed."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2 ** 32:
+        raise ValueError(f"seed {seed!r} must be an integer in [0, 2**32)")
+    return int(seed)

@@ -8,20 +8,12 @@ import numpy as np
 import torch
 
 from .. import _lib
+from ..pipeline.operation import _seed_arg
 from ._base import Transform, numpy_dtype, replace_state, torch_dtype
 
 
 def _is_cpu_image(state):
     return state.jit_mode and state.shape is not None and len(state.shape) == 3 and np.dtype(state.dtype) == np.uint8
-
-
-def _seed_arg(seed):
-    """A transform's seed argument, checked: None or an int in [0, 2**32)."""
-    if seed is None:
-        return None
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2 ** 32:
-        raise ValueError(f"seed {seed!r} must be an integer in [0, 2**32)")
-    return int(seed)
 
 
 def _seeded(spec, seed):
