@@ -31,13 +31,7 @@ func autocontrast(img []byte, ch int) {
 	}
 	var luts [3][256]byte
 	for c := range luts {
-		minimum, inv := float32(lo[c]), float32(float32(hi[c]-lo[c])*float32(1.0/255))
-		if lo[c] == hi[c] {
-			minimum, inv = 0, 1
-		}
-		for x := range luts[c] {
-			luts[c][x] = truncU8(float32(float32(x)-minimum) / inv)
-		}
+		luts[c] = autocontrastLUT(lo[c], hi[c])
 	}
 	apply3(img, &luts)
 }
@@ -48,33 +42,22 @@ func equalize(img []byte, ch int) {
 		tvEqualize(img, ch)
 		return
 	}
-	var hist [3][256]int32
+	var hist [3][256]int
 	for i := 0; i+2 < len(img); i += 3 {
 		p := img[i : i+3 : i+3]
 		hist[0][p[0]]++
 		hist[1][p[1]]++
 		hist[2][p[2]]++
 	}
-	n := len(img) / 3
 	var luts [3][256]byte
 	for c := range luts {
-		lut := &luts[c]
-		last := 255
-		for last > 0 && hist[c][last] == 0 {
-			last--
-		}
-		step := (n - int(hist[c][last])) / 255
-		if step == 0 { // the channel stays
+		lut, ok := equalizeLUT(&hist[c], len(img)/3)
+		if !ok { // the channel stays
 			for x := range lut {
 				lut[x] = byte(x)
 			}
-			continue
 		}
-		cum := 0
-		for x := 1; x < 256; x++ {
-			cum += int(hist[c][x-1])
-			lut[x] = byte(min((cum+step/2)/step, 255))
-		}
+		luts[c] = lut
 	}
 	apply3(img, &luts)
 }

@@ -433,18 +433,43 @@ func tvAutocontrast(img []byte, ch int) {
 		for i := c; i < len(img); i += ch {
 			lo, hi = min(lo, img[i]), max(hi, img[i])
 		}
-		minimum, inv := float32(lo), float32(float32(hi-lo)*float32(1.0/255))
-		if lo == hi {
-			minimum, inv = 0, 1
-		}
-		var lut [256]byte
-		for x := range lut {
-			lut[x] = truncU8(float32(float32(x)-minimum) / inv)
-		}
+		lut := autocontrastLUT(lo, hi)
 		for i := c; i < len(img); i += ch {
 			img[i] = lut[img[i]]
 		}
 	}
+}
+
+// autocontrastLUT maps lo..hi onto 0..255 as torchvision's autocontrast
+// does, in its float32 steps; an even channel stays.
+func autocontrastLUT(lo, hi byte) (lut [256]byte) {
+	minimum, inv := float32(lo), float32(float32(hi-lo)*float32(1.0/255))
+	if lo == hi {
+		minimum, inv = 0, 1
+	}
+	for x := range lut {
+		lut[x] = truncU8(float32(float32(x)-minimum) / inv)
+	}
+	return lut
+}
+
+// equalizeLUT is PIL's equalising table for a channel of n values with
+// histogram hist; false when the channel stays as it is.
+func equalizeLUT(hist *[256]int, n int) (lut [256]byte, ok bool) {
+	last := 255
+	for last > 0 && hist[last] == 0 {
+		last--
+	}
+	step := (n - hist[last]) / 255
+	if step == 0 {
+		return lut, false
+	}
+	cum := 0
+	for x := 1; x < 256; x++ {
+		cum += hist[x-1]
+		lut[x] = byte(min((cum+step/2)/step, 255))
+	}
+	return lut, true
 }
 
 // tvEqualize equalises each channel's histogram with PIL's table, which
@@ -456,19 +481,9 @@ func tvEqualize(img []byte, ch int) {
 		for i := c; i < len(img); i += ch {
 			hist[img[i]]++
 		}
-		last := 255
-		for last > 0 && hist[last] == 0 {
-			last--
-		}
-		step := (n - hist[last]) / 255
-		if step == 0 {
+		lut, ok := equalizeLUT(&hist, n)
+		if !ok {
 			continue
-		}
-		var lut [256]byte
-		cum := 0
-		for x := 1; x < 256; x++ {
-			cum += hist[x-1]
-			lut[x] = byte(min((cum+step/2)/step, 255))
 		}
 		for i := c; i < len(img); i += ch {
 			img[i] = lut[img[i]]
