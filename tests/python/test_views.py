@@ -14,24 +14,16 @@ from ffcv_go.transforms import RandomHorizontalFlip, RandomResizedCrop, ToTensor
 
 @pytest.fixture(scope="module")
 def photos_beton(photo_folder, tmp_path_factory):
-    from conftest import write
+    from conftest import FnDataset, write
     import torchvision
     ds = torchvision.datasets.ImageFolder(str(photo_folder))
     path = tmp_path_factory.mktemp("views") / "photos.beton"
-    return write(path, {"image": RGBImageField(write_mode="jpg", max_resolution=256), "label": IntField()},
-                 _PILDataset(ds), num_workers=2)
 
-
-class _PILDataset:
-    def __init__(self, ds):
-        self.ds = ds
-
-    def __len__(self):
-        return len(self.ds)
-
-    def __getitem__(self, i):
-        img, label = self.ds[i]
+    def sample(i):
+        img, label = ds[i]
         return np.asarray(img.convert("RGB")), label
+    return write(path, {"image": RGBImageField(write_mode="jpg", max_resolution=256), "label": IntField()},
+                 FnDataset(len(ds), sample), num_workers=2)
 
 
 def rrc(size=64, scale=(0.08, 1.0)):
