@@ -223,21 +223,7 @@ func TestWarpColumnsMatchesReference(t *testing.T) {
 	}
 	for _, tc := range cases {
 		for i := 0; i < 400; i++ {
-			h, w := 1+r.IntN(64), 1+r.IntN(64)
-			if i%4 == 0 {
-				h, w = 224, 224
-			}
-			ch := []int{1, 3}[i%2]
-			var fill []float32
-			switch r.IntN(3) {
-			case 1:
-				fill = []float32{float32(r.IntN(256))}
-			case 2:
-				fill = make([]float32, ch)
-				for k := range fill {
-					fill[k] = float32(r.Float64() * 255)
-				}
-			}
+			h, w, ch, fill := warpCase(r, i)
 			sh := tc.shear()
 			m := invAffine(-0.5*float64(w), -0.5*float64(h), 0, tc.shift(w), tc.shift(h), 1, 0, sh)
 			src := photoLike(h, w, ch)
@@ -249,6 +235,27 @@ func TestWarpColumnsMatchesReference(t *testing.T) {
 			}
 		}
 	}
+}
+
+// warpCase is case i's image size, channels and fill (none, one value, or
+// one fractional value per channel): every fourth 224x224, 1 and 3 channels
+// in turn.
+func warpCase(r *rand.Rand, i int) (h, w, ch int, fill []float32) {
+	h, w = 1+r.IntN(64), 1+r.IntN(64)
+	if i%4 == 0 {
+		h, w = 224, 224
+	}
+	ch = []int{1, 3}[i%2]
+	switch r.IntN(3) {
+	case 1:
+		fill = []float32{float32(r.IntN(256))}
+	case 2:
+		fill = make([]float32, ch)
+		for k := range fill {
+			fill[k] = float32(r.Float64() * 255)
+		}
+	}
+	return h, w, ch, fill
 }
 
 // Rotations on the policies' bins, both signs, and at random angles, with
@@ -266,21 +273,7 @@ func TestWarpRotateMatchesReference(t *testing.T) {
 		{"any", func() float64 { return (2*r.Float64() - 1) * 360 }},
 	} {
 		for i := 0; i < 300; i++ {
-			h, w := 1+r.IntN(64), 1+r.IntN(64)
-			if i%4 == 0 {
-				h, w = 224, 224
-			}
-			ch := []int{1, 3}[i%2]
-			var fill []float32
-			switch r.IntN(3) {
-			case 1:
-				fill = []float32{float32(r.IntN(256))}
-			case 2:
-				fill = make([]float32, ch)
-				for k := range fill {
-					fill[k] = float32(r.Float64() * 255)
-				}
-			}
+			h, w, ch, fill := warpCase(r, i)
 			angle := tc.angle()
 			m := invAffine(0, 0, -angle, 0, 0, 1, 0, 0)
 			src := photoLike(h, w, ch)
