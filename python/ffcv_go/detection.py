@@ -47,8 +47,8 @@ def _link_targets(outputs, plans, reader):
     """Completes the Go spec of every ragged and mask decoder with the
     geometry it follows (the image output's Go operations, keys included)
     and, for rows that follow boxes, the boxes field and its filter.
-    outputs are the loader's (field index, name, ops), plans their plans."""
-    named = {name: (fidx, ops, plan) for (fidx, name, ops), plan in zip(outputs, plans)}
+    outputs are the loader's (field index, name, ops, view), plans their plans."""
+    named = {name: (fidx, ops, plan) for (fidx, name, ops, _), plan in zip(outputs, plans)}
 
     def handler(fidx):
         return reader.handlers[reader.field_names[fidx]]
@@ -72,7 +72,7 @@ def _link_targets(outputs, plans, reader):
                              'stage: targets follow only the built-in operations right after the image decoder')
         return {"image": fidx, "ops": plan.go_ops}
 
-    for (fidx, name, ops), plan in zip(outputs, plans):
+    for (fidx, name, ops, _), plan in zip(outputs, plans):
         dec = ops[0] if ops else None
         if not isinstance(dec, (RaggedDecoder, MaskDecoder)) or plan.go_ops is None:
             continue

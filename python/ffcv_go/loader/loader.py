@@ -264,7 +264,7 @@ class Loader:
             field = self.reader.handlers[self.reader.field_names[fidx]]
             plans.append(plan_output(fidx, name, ops, field, metadata[f"f{fidx}"], lambda: self._memory_read,
                                      self._stage_maker(metadata[f"f{fidx}"], recompile), view=view))
-        _link_targets([(f, n, o) for f, n, o, _ in self._outputs], plans, self.reader)
+        _link_targets(self._outputs, plans, self.reader)
         signature = json.dumps([p.go_signature() for p in plans])
         old = self._build
         if old is not None and old.signature == signature and not recompile:
