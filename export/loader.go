@@ -179,7 +179,11 @@ func ffcv_loader_order(h C.int64_t, epoch C.uint64_t, out *C.uint64_t, capacity 
 	if e != nil {
 		return fail(err, e)
 	}
-	ord := l.Distribute(l.GlobalOrder(uint64(epoch)))
+	global, e := l.GlobalOrder(uint64(epoch))
+	if e != nil {
+		return fail(err, fmt.Errorf("%w: %v", errArgument, e))
+	}
+	ord := l.Distribute(global)
 	dst, e := cArray((*uint64)(unsafe.Pointer(out)), uint64(capacity), "out")
 	if e != nil && out != nil {
 		return fail(err, e)

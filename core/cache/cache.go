@@ -39,6 +39,8 @@ type Source interface {
 type Stats struct {
 	PagesRead         uint64 `json:"pages_read"`
 	PeakResidentPages int    `json:"peak_resident_pages"`
+	// ShardPages is PagesRead by file of the reader (see beton.Reader.ShardAt).
+	ShardPages []uint64 `json:"shard_pages,omitempty"`
 }
 
 // PageOf returns the heap page of sample i: the page of its first heap

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
@@ -56,6 +57,7 @@ func NewProcess(r *beton.Reader, maxResident int, pool *Pages) (*Process, error)
 	}
 	p := &Process{r: r, maxResident: max(maxResident, 1), pool: pool, pages: map[int64]*page{},
 		remaining: map[int64]int{}, readsAhead: !r.Mapped()}
+	p.stats.ShardPages = make([]uint64, max(len(r.Shards()), 1))
 	p.cond = sync.NewCond(&p.mu)
 	return p, nil
 }
@@ -125,6 +127,9 @@ func (p *Process) start(num int64, refs int) {
 	p.pages[num] = pg
 	p.stats.PeakResidentPages = max(p.stats.PeakResidentPages, len(p.pages))
 	p.stats.PagesRead++
+	if k := p.r.ShardAt(uint64(num) * p.r.PageSize()); k < len(p.stats.ShardPages) {
+		p.stats.ShardPages[k]++
+	}
 	if n := len(p.free); n > 0 {
 		pg.buf, p.free = p.free[n-1], p.free[:n-1]
 	} else if buf, err := p.pool.get(); err != nil {
@@ -269,7 +274,9 @@ func (p *Process) Release(i uint64) {
 func (p *Process) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.stats
+	s := p.stats
+	s.ShardPages = slices.Clone(s.ShardPages)
+	return s
 }
 
 // Close wakes blocked callers and refuses new ones; the pages stay until Free.

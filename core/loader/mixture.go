@@ -1,0 +1,134 @@
+package loader
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	"github.com/ffcv-go/ffcv-go/core/beton"
+	"github.com/ffcv-go/ffcv-go/core/order"
+	"github.com/ffcv-go/ffcv-go/core/remote"
+)
+
+// SourceStats are what a mixture's source gave (Samples: handed out on
+// this rank, after samples skipped for errors) and read (pages the process
+// cache loaded from its files; requests, body bytes and retries of its
+// remote files).
+type SourceStats struct {
+	Samples      uint64 `json:"samples"`
+	PagesRead    uint64 `json:"pages_read"`
+	Requests     uint64 `json:"requests"`
+	BytesFetched uint64 `json:"bytes_fetched"`
+	Retries      uint64 `json:"retries"`
+}
+
+func (s *SourceStats) add(o SourceStats) {
+	s.Samples += o.Samples
+	s.PagesRead += o.PagesRead
+	s.Requests += o.Requests
+	s.BytesFetched += o.BytesFetched
+	s.Retries += o.Retries
+}
+
+// mixtureShards checks cfg.Mixture against r and returns the source of
+// each of r's files (nil without a mixture).
+func mixtureShards(r *beton.Reader, cfg Config) ([]int, error) {
+	parts := cfg.Mixture
+	if parts == nil {
+		return nil, nil
+	}
+	if cfg.Indices != nil {
+		return nil, fmt.Errorf("indices select samples of one dataset; a mixture takes its sources' samples by their weights")
+	}
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("a mixture of no sources")
+	}
+	var end uint64
+	for k, p := range parts {
+		if p.Start < end || p.Start+p.Size > r.NumSamples() {
+			return nil, fmt.Errorf("mixture source %d: samples [%d, %d) overlap another source or lie outside the %d samples of %s",
+				k, p.Start, p.Start+p.Size, r.NumSamples(), r.Path)
+		}
+		if p.Size == 0 && p.Take > 0 {
+			return nil, fmt.Errorf("mixture source %d has no samples to take %d from", k, p.Take)
+		}
+		end = p.Start + p.Size
+	}
+	shards := r.Shards()
+	if shards == nil {
+		shards = []*beton.Reader{r}
+	}
+	out := make([]int, len(shards))
+	var start uint64
+	for k, s := range shards {
+		out[k] = sourceOf(parts, start)
+		start += s.NumSamples()
+	}
+	return out, nil
+}
+
+// sourceOf returns the index of the part holding sample id (the first part
+// past it if none does).
+func sourceOf(parts []order.Part, id uint64) int {
+	return sort.Search(len(parts), func(k int) bool { return parts[k].Start+parts[k].Size > id })
+}
+
+// SourceOf returns the mixture source of sample id (0 without a mixture).
+func (l *Loader) SourceOf(id uint64) int {
+	if l.cfg.Mixture == nil {
+		return 0
+	}
+	return sourceOf(l.cfg.Mixture, id)
+}
+
+// GlobalSamples is the number of samples of an epoch over all ranks: the
+// indices, or a mixture's takes.
+func (l *Loader) GlobalSamples() int { return l.numIndices() }
+
+// countSources adds the sources of a batch's n sample ids (its ids buffer)
+// to counts.
+func (l *Loader) countSources(ids []byte, n int, counts []uint64) {
+	for pos := range n {
+		counts[sourceOf(l.cfg.Mixture, binary.LittleEndian.Uint64(ids[8*pos:]))]++
+	}
+}
+
+// remoteByShard is the request counters of each of r's files (zero for
+// local ones).
+func remoteByShard(r *beton.Reader) []remote.Stats {
+	readers := r.Shards()
+	if readers == nil {
+		readers = []*beton.Reader{r}
+	}
+	out := make([]remote.Stats, len(readers))
+	for k, x := range readers {
+		if o, ok := x.Source().(*remote.Object); ok {
+			out[k] = o.Stats()
+		}
+	}
+	return out
+}
+
+// sourceStats sums an epoch's counters by source: samples handed out,
+// pages read per file, and the remote counters of each file now against
+// those at the start (io0).
+func (l *Loader) sourceStats(samples []uint64, shardPages []uint64, io0 []remote.Stats) []SourceStats {
+	out := make([]SourceStats, len(l.cfg.Mixture))
+	for k, n := range samples {
+		out[k].Samples = n
+	}
+	now := remoteByShard(l.r)
+	for f, src := range l.shardSource {
+		if src >= len(out) {
+			continue // an empty file after the last source
+		}
+		if f < len(shardPages) {
+			out[src].PagesRead += shardPages[f]
+		}
+		d := now[f].Sub(io0[f])
+		out[src].Requests += d.Requests
+		out[src].BytesFetched += d.Bytes
+		out[src].Retries += d.Retries
+	}
+	return out
+}
