@@ -138,6 +138,16 @@ int64_t ffcv_dataset_open(const char *paths_json, const char *custom_json, char 
 /* The files paths_json (as for ffcv_dataset_open) names, as a JSON list in *out
  * (freed with ffcv_free). Returns their count. */
 int64_t ffcv_dataset_paths(const char *paths_json, char **out, char **err);
+/* Opens a mixture of datasets read as one (see docs/guides/mixtures.md). spec_json:
+ * {"sources": [{"name", "paths" (as for ffcv_dataset_open), at most one of
+ * "proportion", "repeat", "choose", "rename": {stored: name}, "drop": [stored]}],
+ * "weights" (relative, normalized; not with per-source weights), "epoch_size",
+ * "source_field" (an IntField added with each sample's source index, "" for none)}.
+ * Samples are numbered source by source. *out (freed with ffcv_free): JSON
+ * {"sources": [{"name", "files", "start", "samples", "take" (samples per epoch),
+ * "first_page", "end_page"}]}. Returns a reader handle; a loader created on it
+ * ("reader" in its spec) draws its epochs from the sources by their takes. */
+int64_t ffcv_mixture_open(const char *spec_json, char **out, char **err);
 /* JSON list of the fields of the file at path [{name, type_id, shape, dtype, args_hex}],
  * from its header and descriptors only (to learn the custom fields' layouts before
  * ffcv_dataset_open). *out is freed with ffcv_free. */
@@ -212,9 +222,9 @@ int64_t ffcv_write_image_folder(const char *root, const char *path, const char *
  * indices (may be NULL) restricts and orders the samples. */
 int64_t ffcv_loader_create(const char *spec_json, const uint64_t *indices, uint64_t n_indices,
                            char **err);
-/* JSON: {"length": batches per epoch, "samples": n, "layout": "strided" or "block"
- * (how an epoch is cut over the ranks), "outputs": [{"shape": [...],
- * "dtype": "<f4", "slot_bytes": N}]}. */
+/* JSON: {"length": batches per epoch, "samples": n (this rank's), "global_samples":
+ * the epoch's over all ranks, "layout": "strided" or "block" (how an epoch is cut over
+ * the ranks), "outputs": [{"shape": [...], "dtype": "<f4", "slot_bytes": N}]}. */
 int64_t ffcv_loader_info(int64_t loader, char **out, char **err);
 /* This rank's sample order for an epoch: writes up to cap ids into out (may be
  * NULL), returns the count. */
@@ -258,7 +268,9 @@ int64_t ffcv_tail_run(int64_t tail, uint64_t epoch, uint64_t batch, const uint64
                       const void *in, uint64_t in_len, void *out, uint64_t out_len, char **err);
 /* Loader counters as JSON: samples_skipped, peak_resident_pages, slots, ...; for a
  * traced loader "stages": {name: {"ns", "count"}} (FFCV_STAGE_*: the time workers
- * spent in each stage) and "trace_dropped", the spans not kept. */
+ * spent in each stage) and "trace_dropped", the spans not kept; for a mixture's
+ * loader "sources" and each epoch's "sources": [{"samples" (handed out), "pages_read",
+ * "requests", "bytes_fetched", "retries"}] by source. */
 int64_t ffcv_loader_stats(int64_t loader, char **out, char **err);
 /* Moves up to cap of the spans a loader created with "trace": "events" recorded
  * into out, oldest first, and returns their number; out NULL: returns how many

@@ -365,6 +365,15 @@ func (j joined) ReadAt(p []byte, off int64) (int, error) {
 	return j.r.shards[k].ReadAt(p, off-int64(s.base))
 }
 
+// ShardRange returns the bytes [start, end) of the address space that shard
+// k's file takes (one file: 0 and its size).
+func (r *Reader) ShardRange(k int) (start, end uint64) {
+	if r.shards == nil {
+		return 0, r.size
+	}
+	return r.spans[k].base, r.spans[k].base + r.shards[k].size
+}
+
 // ShardAt returns the shard holding byte off of the address space (one
 // file: 0).
 func (r *Reader) ShardAt(off uint64) int {

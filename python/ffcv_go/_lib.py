@@ -127,6 +127,7 @@ def _signatures():
         "ffcv_reader_info": (i64, [i64, out_str, err]),
         "ffcv_dataset_open": (i64, [cp, cp, err]),
         "ffcv_dataset_paths": (i64, [cp, out_str, err]),
+        "ffcv_mixture_open": (i64, [cp, out_str, err]),
         "ffcv_reader_tables": (i64, [i64, ctypes.POINTER(vp), ctypes.POINTER(u64), ctypes.POINTER(vp),
                                      ctypes.POINTER(u64), err]),
         "ffcv_file_fields": (i64, [cp, out_str, err]),
