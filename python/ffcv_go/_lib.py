@@ -240,6 +240,13 @@ def call_json(fn, *args, context=None):
     return json.loads(_take_string(out.value))
 
 
+def mixture_open(spec, context=None):
+    """(reader handle, description) of the mixture spec (a dict)."""
+    out = ctypes.c_void_p()
+    handle = call("ffcv_mixture_open", json.dumps(spec).encode(), ctypes.byref(out), context=context)
+    return handle, json.loads(_take_string(out.value))
+
+
 def close(handle):
     """Closes a handle. In a forked child it does nothing: the handles are the
     parent's, and finalizers running at the child's exit must not fail."""

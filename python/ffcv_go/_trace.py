@@ -10,6 +10,8 @@ stage (custom operations, modules, ``ToDevice`` copies). Spans are written every
 256 batches, at the end of every epoch and when the loader closes; the file is valid JSON once
 the loader is closed (a file cut short still loads in both viewers).
 ``trace=True`` times the stages for ``loader.stats`` without writing a file.
+For a loader of a Mixture, every sample span names its source ("source" in
+its args) and page reads go on one track per source.
 
 Timestamps are CLOCK_MONOTONIC on both sides (Go records its spans on it and
 Python's ``time.monotonic_ns`` reads it), so the tracks line up.
@@ -18,6 +20,8 @@ import json
 import os
 import threading
 import time
+
+import numpy as np
 
 from . import _lib
 
@@ -58,6 +62,7 @@ class Tracer:
         self._file = None
         self._named = set()  # tids whose thread_name is written
         self._pid = os.getpid()
+        self.sources = None  # a Mixture's sources (Reader.sources), set by the Loader
 
     # ---- recording (cheap: called per batch) ----------------------------------
 
@@ -99,6 +104,10 @@ class Tracer:
             go["stages"] = {k: {"seconds": v["ns"] / 1e9, "count": v["count"]} for k, v in stages.items()}
         go["wait_seconds"] = self.wait_ns / 1e9
         go["waits"] = self.waits
+        if self.sources is not None:
+            for entry in [go] + go.get("epochs", []):
+                for src, s in zip(entry.get("sources") or [], self.sources):
+                    src["name"] = s["name"]
         return go
 
     def flush(self, build):
@@ -120,18 +129,44 @@ class Tracer:
                 self._name(lines, tid, tname)
                 lines.append(_event(name, cat, self._pid, tid, t0, dur, args))
             if go is not None and len(go):
-                for track in sorted(set(go["track"].tolist())):
-                    tname = _TRACK_NAMES.get(track, f"go worker {track}")
-                    self._name(lines, _GO_TID + track, tname)
+                source, tracks = self._sources(go)
+                for track in sorted(set(tracks.tolist())):
+                    self._name(lines, _GO_TID + track, self._track_name(track))
                 pid = self._pid
-                for start, dur, arg, track, stage in go.tolist():
+                for (start, dur, arg, _, stage), track, src in zip(go.tolist(), tracks.tolist(), source):
                     label = "page" if stage == 4 else "batch" if stage == 5 else "sample"
                     lines.append(f'{{"name":"{_lib.STAGES[stage]}","cat":"go","ph":"X","ts":{start / 1000:.3f},'
                                  f'"dur":{dur / 1000:.3f},"pid":{pid},"tid":{_GO_TID + track},'
-                                 f'"args":{{"{label}":{arg}}}}}')
+                                 f'"args":{{"{label}":{arg}{src}}}}}')
             if lines:
                 out.write(",\n" + ",\n".join(lines))
                 out.flush()
+
+    # A Mixture's page reads go on a track per source, below the Go tracks.
+    _SOURCE_PAGES = -16
+
+    def _sources(self, go):
+        """Each Go span's track, and the source its args name ('' for none):
+        a Mixture's sample spans name their sample's source, and its page
+        reads move to their source's track."""
+        tracks = go["track"].astype(np.int64)
+        if self.sources is None:
+            return [""] * len(go), tracks
+        arg, stage = go["arg"], go["stage"]
+        starts = np.array([s["start"] for s in self.sources], dtype=np.uint64)
+        pages = np.array([s["first_page"] for s in self.sources], dtype=np.uint64)
+        page = stage == _lib.STAGES.index("page_read")
+        sample = ~page & (stage != _lib.STAGES.index("batch_ops"))
+        k = np.where(page, np.searchsorted(pages, arg, side="right"), np.searchsorted(starts, arg, side="right")) - 1
+        k = np.clip(k, 0, len(self.sources) - 1)
+        tracks = np.where(page, self._SOURCE_PAGES - k, tracks)
+        names = [",\"source\":" + json.dumps(s["name"]) for s in self.sources]
+        return [names[i] if p or q else "" for i, p, q in zip(k.tolist(), page.tolist(), sample.tolist())], tracks
+
+    def _track_name(self, track):
+        if self.sources is not None and track <= self._SOURCE_PAGES:
+            return f"page reads: {self.sources[self._SOURCE_PAGES - track]['name']}"
+        return _TRACK_NAMES.get(track, f"go worker {track}")
 
     def close(self, build):
         """Writes what is left and ends the file's JSON array."""

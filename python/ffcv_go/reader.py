@@ -28,7 +28,24 @@ class Reader:
         # Directories and globs are expanded once, by the Go core; every error
         # of the open names the file already.
         self.file_names = _lib.call_json("ffcv_dataset_paths", json.dumps(specs).encode())
-        handle = _lib.call("ffcv_dataset_open", json.dumps(self.file_names).encode(), self._custom_layouts())
+        self.sources = None
+        self._setup(_lib.call("ffcv_dataset_open", json.dumps(self.file_names).encode(), self._custom_layouts()))
+
+    @classmethod
+    def _of_mixture(cls, mixture):
+        """The Reader of a loader.Mixture: its sources read as one dataset,
+        sample ids source by source. ``sources`` describes them: name, files,
+        start (first sample id), samples, take (samples per epoch)."""
+        self = cls.__new__(cls)
+        self.file_name = repr(mixture)
+        self.custom_handlers = {}
+        handle, info = _lib.mixture_open(mixture._spec(), context=self.file_name)
+        self.sources = info["sources"]
+        self.file_names = [f for s in self.sources for f in s["files"]]
+        self._setup(handle)
+        return self
+
+    def _setup(self, handle):
         self._mapping = _Mapping(handle)
         self._handle = handle
         info = _lib.call_json("ffcv_reader_info", handle, context=self.file_name)

@@ -24,6 +24,7 @@ from ..detection import _link_targets
 from ._builds import _Build, _Builds
 from ._elastic import Resume
 from .epoch_iterator import EpochIterator, iterating_threads
+from .mixture import Mixture
 
 
 class OrderOption(enum.Enum):
@@ -78,8 +79,8 @@ def _dist_info(distributed):
 
 
 class Loader:
-    """Iterates over a .beton file (or shards read as one: see Reader) in
-    batches of torch tensors.
+    """Iterates over a .beton file (or shards read as one: see Reader), or a
+    :class:`Mixture` of datasets by weight, in batches of torch tensors.
 
     Same arguments and semantics as FFCV 1.0's Loader; every ``iter()`` starts
     the next epoch. Batches stay valid as long as you hold them. Extra
@@ -97,8 +98,14 @@ class Loader:
                  drop_last=True, batches_ahead=3, recompile=False, order_kwargs={},
                  on_error="raise", max_resident_pages=0, max_batch_memory=0, trace=None,
                  custom_field_mapper=None):
-        # A file, a directory or glob of shards, or a list of these (see Reader).
-        self.fname = [os.fspath(p) for p in fname] if isinstance(fname, (list, tuple)) else os.fspath(fname)
+        # A file, a directory or glob of shards, or a list of these (see Reader);
+        # or a Mixture of such datasets.
+        self.mixture = fname if isinstance(fname, Mixture) else None
+        if self.mixture is not None:
+            self.fname = repr(fname)
+            _check_mixture_args(indices, custom_fields, order)
+        else:
+            self.fname = [os.fspath(p) for p in fname] if isinstance(fname, (list, tuple)) else os.fspath(fname)
         if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
             raise ValueError(f"batch_size {batch_size!r} must be a positive integer")
         if batches_ahead < 0:
@@ -123,7 +130,11 @@ class Loader:
         self.rank, self.world_size = _dist_info(self.distributed)
 
         self._tracer = Tracer(trace)
-        self.reader = Reader(self.fname, custom_handlers=self.custom_fields)
+        if self.mixture is not None:
+            self.reader = Reader._of_mixture(self.mixture)
+            self._tracer.sources = self.reader.sources
+        else:
+            self.reader = Reader(self.fname, custom_handlers=self.custom_fields)
         if not self.reader._info["mapped"]:
             # s3:// and http(s):// files have no OS page cache to lean on: their
             # pages always go through the process cache (os_cache=True, FFCV's
@@ -174,8 +185,24 @@ class Loader:
         self._resume = Resume()
 
     @property
+    def sources(self):
+        """A Mixture's sources as opened, or None for one dataset: per source,
+        ``name``, ``files``, ``first_sample`` (sample ids number the sources one
+        after the other), ``samples``, ``per_epoch`` (the exact number every
+        epoch takes, over all ranks), ``repeat`` (per_epoch / samples) and
+        ``proportion`` (its share of the epoch)."""
+        if self.mixture is None:
+            return None
+        total = sum(s["take"] for s in self.reader.sources)
+        return [{"name": s["name"], "files": list(s["files"]), "first_sample": s["start"], "samples": s["samples"],
+                 "per_epoch": s["take"], "repeat": s["take"] / s["samples"], "proportion": s["take"] / total}
+                for s in self.reader.sources]
+
+    @property
     def indices(self):
-        """The samples this loader draws from (built on first use for huge files)."""
+        """The samples this loader draws from (built on first use for huge
+        files; for a Mixture every sample of its sources, which its epochs take
+        from by weight)."""
         if self._indices is None:
             self._indices = np.arange(self.reader.num_samples, dtype=np.uint64)
         return self._indices
@@ -342,7 +369,7 @@ class Loader:
             order = rest["ids"]  # this rank's part of what the saving run left
         elif not hasattr(self._order_cls, "_go_name"):
             order = np.asarray(self.traversal_order.sample_order(epoch), dtype=np.uint64)
-        elif self._order_cls is Random and self.distributed:
+        elif self._order_cls is Random and self.distributed and self.mixture is None:
             order, per_rank = self.traversal_order._torch_order(epoch), 0
         it = EpochIterator(self, self._build_epoch(recompile=self.recompile), epoch, start, order, per_rank,
                            elastic=rest)
@@ -376,6 +403,9 @@ class Loader:
         return len(self) - self._resume_batch if rest is None else rest["length"]
 
     def _num_indices(self):
+        """The samples of an epoch over all ranks."""
+        if self.mixture is not None:
+            return sum(s["take"] for s in self.reader.sources)
         return int(self.reader.num_samples) if self._indices is None else int(self._indices.size)
 
     @property
@@ -383,11 +413,17 @@ class Loader:
         """Counters: samples_skipped, peak_resident_pages, pages_read, slots, slots_grown;
         for s3:// and http(s):// files requests, bytes_fetched, retries and
         peak_in_flight since the file was opened; and epochs, one entry per
-        finished epoch: {epoch, pages_read, requests, bytes_fetched, retries}."""
+        finished epoch: {epoch, pages_read, requests, bytes_fetched, retries}.
+        For a Mixture, ``sources`` (over the finished epochs) and each epoch's
+        ``sources``: per source {name, samples (handed out on this rank),
+        pages_read, requests, bytes_fetched, retries}."""
         return self._tracer.stats(_lib.call_json("ffcv_loader_stats", self._build.handle))
 
     def filter(self, field_name, condition):
         """A new Loader over the samples whose decoded field_name satisfies condition."""
+        if self.mixture is not None:
+            raise ValueError("filter() selects samples of one dataset by their indices; a Mixture takes its "
+                             "sources' samples by weight: filter each source's dataset instead")
         if field_name not in self.reader.field_names:
             raise ValueError(f"no field {field_name!r} in {self.fname}")
         pipes = {n: None for n in self.reader.field_names if n != field_name}
@@ -418,6 +454,20 @@ class Loader:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _check_mixture_args(indices, custom_fields, order):
+    """What a Loader over a Mixture does not take, refused with the reason."""
+    if indices is not None:
+        raise ValueError("indices select samples of one dataset; a Mixture takes its sources' samples by their "
+                         "weights (Source(choose=...) takes a number of a source's samples)")
+    if custom_fields:
+        raise ValueError("custom_fields: a Mixture joins its sources' files into one dataset, which custom fields "
+                         "(their heap pointers known only to their handler) do not allow")
+    cls = order.value if isinstance(order, OrderOption) else order
+    if isinstance(cls, type) and issubclass(cls, TraversalOrder) and not hasattr(cls, "_go_name"):
+        raise ValueError(f"order {order!r}: a Mixture's epochs are drawn from its weights by the built-in orders "
+                         f"(OrderOption.RANDOM, QUASI_RANDOM or SEQUENTIAL), not by a custom TraversalOrder")
 
 
 def _view_key(name):
