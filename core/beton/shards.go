@@ -400,6 +400,10 @@ func (r *Reader) ShardOf(i uint64) (k int, local uint64) {
 	return k, i - r.starts[k]
 }
 
+// Where names sample i for errors: "file: sample i", and for joined shards
+// also the shard's file and the sample's index there.
+func (r *Reader) Where(i uint64) string { return r.where(i) }
+
 // where names sample i for errors: its file, and its shard if joined.
 func (r *Reader) where(i uint64) string {
 	if r.shards == nil {

@@ -328,7 +328,7 @@ func (it *Iterator) drop(j job) {
 func (it *Iterator) decode(ctx *pipeline.Ctx, scratch []pipeline.Scratch, b *batch, pos int, gpos, id uint64) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = sampleFailure(it.l.r.Path, id, r)
+			err = sampleFailure(it.l.r.Where(id), r)
 		}
 	}()
 	ctx.Sample, ctx.Pos = id, gpos
@@ -342,12 +342,12 @@ func (it *Iterator) decode(ctx *pipeline.Ctx, scratch []pipeline.Scratch, b *bat
 			ctx.Times[trace.Read] += int64(time.Since(t0))
 		}
 		if err != nil {
-			return fmt.Errorf("%s: sample %d, field %q: %w", it.l.r.Path, id, it.l.r.Fields[p.Field].Name, err)
+			return fmt.Errorf("%s, field %q: %w", it.l.r.Where(id), it.l.r.Fields[p.Field].Name, err)
 		}
 		ctx.Col, ctx.Heap = col, heap
 		sz := p.SampleOut.Bytes()
 		if err := p.Run(ctx, &scratch[k], nil, b.slot.bufs[it.l.staged[k]][pos*sz:(pos+1)*sz]); err != nil {
-			return fmt.Errorf("%s: sample %d, field %q: %w", it.l.r.Path, id, it.l.r.Fields[p.Field].Name, err)
+			return fmt.Errorf("%s, field %q: %w", it.l.r.Where(id), it.l.r.Fields[p.Field].Name, err)
 		}
 	}
 	return nil
