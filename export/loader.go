@@ -23,6 +23,9 @@ import (
 type outputSpec struct {
 	Field int               `json:"field"`
 	Ops   []json.RawMessage `json:"ops"`
+	// Sources, for a mixture, has a program for some sources' samples
+	// (null for the others): see loader.Config.SourcePrograms.
+	Sources [][]json.RawMessage `json:"sources"`
 }
 
 type loaderSpec struct {
@@ -108,6 +111,7 @@ func ffcv_loader_create(specJSON *C.char, indices *C.uint64_t, nIndices C.uint64
 
 func buildLoader(r *beton.Reader, parts []order.Part, spec *loaderSpec, indices *C.uint64_t, n C.uint64_t) (*loader.Loader, error) {
 	progs := make([]*pipeline.Program, len(spec.Outputs))
+	var bySource [][]*pipeline.Program
 	for k, o := range spec.Outputs {
 		p, err := pipeline.Build(r, o.Field, o.Ops)
 		if err != nil {
@@ -117,6 +121,20 @@ func buildLoader(r *beton.Reader, parts []order.Part, spec *loaderSpec, indices 
 			return nil, fmt.Errorf("%w: output %d: %v", errArgument, k, err)
 		}
 		progs[k] = p
+		for s, ops := range o.Sources {
+			if ops == nil {
+				continue
+			}
+			if bySource == nil {
+				bySource = make([][]*pipeline.Program, len(spec.Outputs))
+			}
+			if bySource[k] == nil {
+				bySource[k] = make([]*pipeline.Program, len(o.Sources))
+			}
+			if bySource[k][s], err = pipeline.Build(r, o.Field, ops); err != nil {
+				return nil, fmt.Errorf("%w: output %d, source %d: %v", errArgument, k, s, err)
+			}
+		}
 	}
 	mode, err := trace.ParseMode(spec.Trace)
 	if err != nil {
@@ -127,6 +145,7 @@ func buildLoader(r *beton.Reader, parts []order.Part, spec *loaderSpec, indices 
 		DropLast: spec.DropLast, Seed: spec.Seed, Order: spec.Order, Rank: spec.Rank, World: spec.World,
 		OSCache: spec.OSCache, MaxResidentPages: spec.MaxResidentPages, QuasiWindow: spec.QuasiWindow,
 		SkipErrors: spec.SkipErrors, MaxBatchMemory: spec.MaxBatchMemory, Trace: mode, Mixture: parts,
+		SourcePrograms: bySource,
 	}
 	idx, err := cArray((*uint64)(unsafe.Pointer(indices)), uint64(n), "indices")
 	if err != nil {

@@ -216,7 +216,9 @@ int64_t ffcv_write_image_folder(const char *root, const char *path, const char *
 
 /* Builds a loader from a pipeline spec (JSON, see python/ffcv_go/loader/loader.py:
  * path, batch_size, num_workers, batches_ahead, drop_last, seed, order, rank, world,
- * os_cache, outputs [{field, ops [{op, ...args}]}], ...). "trace": "stages" times
+ * os_cache, outputs [{field, ops [{op, ...args}]}], ...). On a mixture's reader an
+ * output may have "sources": [ops or null per source], the program of those
+ * sources' samples (same per-sample output, no batch operations). "trace": "stages" times
  * every sample's stages (ffcv_loader_stats' "stages"), "events" also keeps their
  * spans for ffcv_loader_trace; "off" or absent, the workers time nothing.
  * indices (may be NULL) restricts and orders the samples. */

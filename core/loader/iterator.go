@@ -332,7 +332,12 @@ func (it *Iterator) decode(ctx *pipeline.Ctx, scratch []pipeline.Scratch, b *bat
 		}
 	}()
 	ctx.Sample, ctx.Pos = id, gpos
-	for k, p := range it.l.progs {
+	src := 0
+	if it.l.cfg.SourcePrograms != nil {
+		src = it.l.SourceOf(id)
+	}
+	for k := range it.l.progs {
+		p := it.l.program(k, src)
 		var t0 time.Time
 		if ctx.Times != nil {
 			t0 = time.Now()

@@ -49,6 +49,13 @@ type Config struct {
 	// of each part, ordered by order.Mix, and Stats count each source.
 	// Indices must then be nil.
 	Mixture []order.Part
+	// SourcePrograms replaces, for a mixture, an output's program on some
+	// sources' samples: SourcePrograms[k][s], when not nil, runs instead of
+	// output k's program on the samples of source s. It reads the same
+	// field, gives the same per-sample output and has no batch operations
+	// (output k's run on the whole batch); no other output may read its
+	// field (views share the field's decoding).
+	SourcePrograms [][]*pipeline.Program
 }
 
 // Loader is a configured pipeline over one file. It is safe for concurrent use;
@@ -110,6 +117,9 @@ func New(r *beton.Reader, cfg Config, progs []*pipeline.Program) (*Loader, error
 	}
 	shardSource, err := mixtureShards(r, cfg)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkSourcePrograms(r, cfg, progs); err != nil {
 		return nil, err
 	}
 

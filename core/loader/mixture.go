@@ -3,10 +3,12 @@ package loader
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/order"
+	"github.com/ffcv-go/ffcv-go/core/pipeline"
 	"github.com/ffcv-go/ffcv-go/core/remote"
 )
 
@@ -131,4 +133,58 @@ func (l *Loader) sourceStats(samples []uint64, shardPages []uint64, io0 []remote
 		out[src].Retries += d.Retries
 	}
 	return out
+}
+
+// checkSourcePrograms checks cfg.SourcePrograms against the outputs' own
+// programs (see Config.SourcePrograms).
+func checkSourcePrograms(r *beton.Reader, cfg Config, progs []*pipeline.Program) error {
+	if cfg.SourcePrograms == nil {
+		return nil
+	}
+	if cfg.Mixture == nil {
+		return fmt.Errorf("programs by source need a mixture")
+	}
+	if len(cfg.SourcePrograms) > len(progs) {
+		return fmt.Errorf("programs by source for %d outputs, there are %d", len(cfg.SourcePrograms), len(progs))
+	}
+	for k, alts := range cfg.SourcePrograms {
+		if alts == nil {
+			continue
+		}
+		p := progs[k]
+		name := r.Fields[p.Field].Name
+		if len(alts) > len(cfg.Mixture) {
+			return fmt.Errorf("output %d (field %q): programs for %d sources, the mixture has %d", k, name, len(alts), len(cfg.Mixture))
+		}
+		for j, q := range progs {
+			if j != k && q.Field == p.Field {
+				return fmt.Errorf("field %q: a pipeline by source, and output %d reads the field too: "+
+					"a field with views has one pipeline for all sources", name, j)
+			}
+		}
+		for s, alt := range alts {
+			switch {
+			case alt == nil:
+			case alt.Field != p.Field:
+				return fmt.Errorf("source %d: its pipeline of field %q reads field %q", s, name, r.Fields[alt.Field].Name)
+			case alt.HasBatchOps():
+				return fmt.Errorf("source %d: its pipeline of field %q has batch operations; those of the loader's "+
+					"pipeline run on whole batches, of every source", s, name)
+			case !slices.Equal(alt.SampleOut.Shape, p.SampleOut.Shape) || alt.SampleOut.DType != p.SampleOut.DType:
+				return fmt.Errorf("source %d: its pipeline of field %q gives %v %s samples, the loader's pipeline %v %s: "+
+					"a batch holds one shape", s, name, alt.SampleOut.Shape, alt.SampleOut.DType, p.SampleOut.Shape, p.SampleOut.DType)
+			}
+		}
+	}
+	return nil
+}
+
+// program is the program that runs output k on a sample of source src.
+func (l *Loader) program(k, src int) *pipeline.Program {
+	if k < len(l.cfg.SourcePrograms) {
+		if alts := l.cfg.SourcePrograms[k]; src < len(alts) && alts[src] != nil {
+			return alts[src]
+		}
+	}
+	return l.progs[k]
 }

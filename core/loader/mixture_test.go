@@ -2,15 +2,18 @@ package loader
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/imageenc"
 	"github.com/ffcv-go/ffcv-go/core/order"
+	"github.com/ffcv-go/ffcv-go/core/pipeline"
 )
 
 // joinSources writes one file of blobs (about size bytes each, label = the
@@ -185,6 +188,92 @@ func TestMixtureConfigRefused(t *testing.T) {
 		c.edit(&cfg)
 		if _, err := New(r, cfg, nil); err == nil {
 			t.Errorf("%s: accepted", c.name)
+		}
+	}
+}
+
+// joinImages joins two files of writeImages' raw images (label = local
+// index) as the sources of a mixture.
+func joinImages(t testing.TB, n int) *beton.Reader {
+	t.Helper()
+	dir := t.TempDir()
+	var files []*beton.Reader
+	for k := range 2 {
+		f, err := beton.Open(writeImages(t, dir, fmt.Sprintf("%d.beton", k), n, "raw"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	r, err := beton.Join("mixture", files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func program(t testing.TB, r *beton.Reader, f int, ops ...string) *pipeline.Program {
+	t.Helper()
+	raw := make([]json.RawMessage, len(ops))
+	for k, op := range ops {
+		raw[k] = json.RawMessage(op)
+	}
+	p, err := pipeline.Build(r, f, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestSourcePrograms: source 1's images go through its own program (a
+// certain flip), source 0's through the output's; batches still hold one
+// shape, and programs that would break that are refused.
+func TestSourcePrograms(t *testing.T) {
+	r := joinImages(t, 9)
+	cfg := baseConfig()
+	cfg.Order, cfg.DropLast, cfg.Mixture = "random", false, parts([]int{9, 9}, 9, 9)
+	main := program(t, r, 0, `{"op":"rgb_simple"}`)
+	cfg.SourcePrograms = [][]*pipeline.Program{{nil, program(t, r, 0, `{"op":"rgb_simple"}`, `{"op":"flip_h","p":1}`)}}
+	l, err := New(r, cfg, []*pipeline.Program{main})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	row := imgW * 3
+	for _, b := range epoch(t, l, 0, 0) {
+		for j, id := range b.ids() {
+			got, want := b.bufs[0][j*imgW*imgH*3:(j+1)*imgW*imgH*3], pixels(int(id%9))
+			if id >= 9 { // flipped: pixel x of a row is the source's pixel imgW-1-x
+				flipped := make([]byte, len(want))
+				for y := range imgH {
+					for x := range imgW {
+						copy(flipped[y*row+3*x:y*row+3*x+3], want[y*row+3*(imgW-1-x):y*row+3*(imgW-1-x)+3])
+					}
+				}
+				want = flipped
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("sample %d: not its source's pipeline's output", id)
+			}
+		}
+	}
+
+	cases := []struct {
+		name  string
+		progs []*pipeline.Program
+		alt   *pipeline.Program
+		want  string
+	}{
+		{"shape", []*pipeline.Program{main}, program(t, r, 0, `{"op":"rgb_rrc","size":[4,4],"scale":[0.5,1],"ratio":[1,1]}`), "gives [4 4 3] |u1 samples"},
+		{"batch ops", []*pipeline.Program{main}, program(t, r, 0, `{"op":"rgb_simple"}`, `{"op":"image_mixup","alpha":0.4,"same_lambda":false}`), "batch operations"},
+		{"field", []*pipeline.Program{main}, program(t, r, 1, `{"op":"int"}`), `reads field "label"`},
+		{"views", []*pipeline.Program{main, program(t, r, 0, `{"op":"rgb_simple"}`)}, program(t, r, 0, `{"op":"rgb_simple"}`), "output 1 reads the field too"},
+	}
+	for _, c := range cases {
+		cfg.SourcePrograms = [][]*pipeline.Program{{c.alt}}
+		if _, err := New(r, cfg, c.progs); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
 		}
 	}
 }

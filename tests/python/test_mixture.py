@@ -357,6 +357,43 @@ def test_integrations_take_a_mixture(sources):
     assert sum(len(b[0]) for b in loader) == 40
 
 
+def test_pipeline_of_one_source(sources):
+    """Source b's own image pipeline (a certain flip) runs on b's samples;
+    the others go through the loader's; the tail (ToTensor) is shared."""
+    from ffcv_go.fields.decoders import CenterCropRGBImageDecoder
+
+    def loader(own):
+        b = src_b(sources["b"], pipelines={"image": [CenterCropRGBImageDecoder((12, 12), 1.0),
+                                                      RandomHorizontalFlip(1.0), ToTensor()]} if own else None)
+        m = Mixture([Source(sources["a"], name="a"), b])
+        return make(m, order=OrderOption.RANDOM, drop_last=False,
+                    pipelines={"image": [CenterCropRGBImageDecoder((12, 12), 1.0), ToTensor()], "label": None})
+    plain = [tuple(x.numpy().copy() for x in b) for b in loader(False)]
+    mixed = [tuple(x.numpy().copy() for x in b) for b in loader(True)]
+    flipped = 0
+    for (img, sid), (img2, sid2) in zip(plain, mixed):
+        assert np.array_equal(sid, sid2)
+        for x, y, i in zip(img, img2, sid.reshape(-1)):
+            if source_of(i) == "b":
+                assert np.array_equal(y, x[:, ::-1]), i
+                flipped += 1
+            else:
+                assert np.array_equal(y, x), i
+    assert flipped == 30
+
+
+@pytest.mark.parametrize("ops,words", [
+    (lambda: [RandomResizedCropRGBImageDecoder((8, 8))], "gives \\[8 8 3\\] \\|u1 samples, the loader's pipeline \\[16 16 3\\]"),
+    (lambda: [RandomResizedCropRGBImageDecoder((16, 16)), ToTensor(), ToTensor()], "what follows them"),
+])
+def test_pipeline_of_one_source_rule(sources, ops, words):
+    m = Mixture([Source(sources["a"], name="a"), src_b(sources["b"], pipelines={"image": ops()})])
+    with pytest.raises(ValueError, match=words):
+        make(m)
+    with pytest.raises(ValueError, match="other outputs \\(views\\) read too"):
+        make(m, custom_field_mapper={"v": "image"}, pipelines=dict(pipelines(), v=pipelines()["image"]))
+
+
 # ---- bad input ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("make_source,error,words", [

@@ -170,6 +170,7 @@ class Loader:
             order_cls(self, **self.order_kwargs)
 
         self._outputs, self._field_names = self._plan_outputs(pipelines)
+        self._by_source = self._source_pipelines()
         # Builds still in use; closed with the loader, at close() or when the
         # loader is collected or the interpreter exits (then no new one starts).
         self._builds = _Builds()
@@ -266,6 +267,59 @@ class Loader:
                                  f"(fields: {', '.join(names)})")
         return outputs, names
 
+    def _source_pipelines(self):
+        """{output index: [ops or None per source]} of the Sources' own
+        pipelines, checked against the rule (see Source): for a field that
+        comes out once, with no targets following it."""
+        if self.mixture is None or not any(s.pipelines for s in self.mixture.sources):
+            return {}
+        out = {}
+        for k, src in enumerate(self.mixture.sources):
+            for name, ops in src.pipelines.items():
+                if name not in self.reader.field_names:
+                    raise ValueError(f"Source {src.name!r}: pipelines names {name!r}, which is not a field of the "
+                                     f"mixture (fields: {', '.join(self.reader.field_names)})")
+                fidx = self.reader.field_names.index(name)
+                readers = [i for i, o in enumerate(self._outputs) if o[0] == fidx]
+                own = [i for i in readers if self._outputs[i][1] == name]
+                if not own:
+                    raise ValueError(f"Source {src.name!r}: a pipeline of {name!r}, which the loader leaves out")
+                if len(readers) > 1:
+                    raise ValueError(f"Source {src.name!r}: a pipeline of {name!r}, which other outputs (views) "
+                                     f"read too: a field with views has one pipeline for every source")
+                out.setdefault(own[0], [None] * len(self.mixture.sources))[k] = list(ops)
+        targets = [n for i, n, _, _ in self._outputs
+                   if type(self.reader.handlers[self.reader.field_names[i]]).__name__ in ("RaggedArrayField", "MaskField")]
+        if out and targets:
+            raise ValueError(f"pipelines by source with target outputs ({', '.join(targets)}): targets follow one "
+                             f"pipeline of their image")
+        return out
+
+    def _plan_sources(self, plans, metadata, recompile):
+        """Plans the Sources' own pipelines beside the loader's: only their
+        per-sample built-in part differs (it runs in Go on the source's
+        samples); what follows it, if written, must be the loader's."""
+        for i, per_source in self._by_source.items():
+            main = plans[i]
+            fidx, name = main.field, main.name
+            field = self.reader.handlers[name]
+            if main.go_ops is None:
+                raise ValueError(f"output {name!r}: pipelines by source need a built-in decoder")
+            tail = [type(getattr(st, "op", st)) for st in main.steps]
+            main.source_ops = []
+            for src, ops in zip(self.mixture.sources, per_source):
+                if ops is None:
+                    main.source_ops.append(None)
+                    continue
+                plan = plan_output(fidx, name, self._with_decoder(name, ops), field, metadata[f"f{fidx}"],
+                                   lambda: self._memory_read, self._stage_maker(metadata[f"f{fidx}"], recompile))
+                after = [type(getattr(st, "op", st)) for st in plan.steps]
+                if plan.go_ops is None or (after and after != tail):
+                    raise ValueError(f"Source {src.name!r}: its pipeline of {name!r} may change the built-in "
+                                     f"per-sample operations only; what follows them (ToTensor, ToDevice, Python "
+                                     f"operations) is the loader's pipeline's: {[t.__name__ for t in tail]}")
+                main.source_ops.append(plan.go_ops)
+
     def _with_decoder(self, name, ops):
         field = self.reader.handlers[name]
         if ops is None:
@@ -292,7 +346,8 @@ class Loader:
             plans.append(plan_output(fidx, name, ops, field, metadata[f"f{fidx}"], lambda: self._memory_read,
                                      self._stage_maker(metadata[f"f{fidx}"], recompile), view=view))
         _link_targets(self._outputs, plans, self.reader)
-        signature = json.dumps([p.go_signature() for p in plans])
+        self._plan_sources(plans, metadata, recompile)
+        signature = json.dumps([[p.go_signature(), getattr(p, "source_ops", None)] for p in plans])
         old = self._build
         if old is not None and old.signature == signature and not recompile:
             old.adopt(plans)  # same Go programs: only the Python stages are new

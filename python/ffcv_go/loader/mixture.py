@@ -30,11 +30,22 @@ class Source:
         rename: ``{stored name: name in the mixture}``, to fit this source's
             fields to the others'.
         drop: stored field names this source leaves out.
+        pipelines: ``{field: [operations]}``, this source's own pipeline of a
+            field (by its name in the mixture), which replaces the
+            ``Loader``'s on this source's samples. The rule: only the
+            per-sample built-in operations differ (the decoder and the
+            transforms that run in Go, e.g. another crop scale or no flip),
+            and they must give the same per-sample shape and dtype; what
+            follows them (``ToTensor``, ``ToDevice``, Python operations,
+            batch operations such as MixUp) is the Loader's pipeline's and
+            runs on whole batches: leave it out or write it as there. Not
+            for a field with views or followed by targets.
         name: how errors, ``loader.sources``, stats and traces call the source
             (default: its path).
     """
 
-    def __init__(self, path, *, proportion=None, repeat=None, choose=None, rename=None, drop=None, name=None):
+    def __init__(self, path, *, proportion=None, repeat=None, choose=None, rename=None, drop=None, pipelines=None,
+                 name=None):
         if isinstance(path, (list, tuple)):
             if not path:
                 raise ValueError("Source: an empty list of paths")
@@ -59,6 +70,11 @@ class Source:
         self.drop = list(drop or [])
         if not all(isinstance(n, str) for n in self.drop):
             raise TypeError(f"Source {self.paths[0]!r}: drop lists field names, got {self.drop!r}")
+        self.pipelines = dict(pipelines or {})
+        for k, v in self.pipelines.items():
+            if not isinstance(k, str) or not isinstance(v, (list, tuple)) or not v:
+                raise TypeError(f"Source {self.paths[0]!r}: pipelines maps field names to lists of operations, "
+                                f"got {k!r}: {v!r}")
         self.name = str(name) if name is not None else ", ".join(self.paths)
 
     def _spec(self):
