@@ -272,7 +272,8 @@ int64_t ffcv_tail_run(int64_t tail, uint64_t epoch, uint64_t batch, const uint64
  * traced loader "stages": {name: {"ns", "count"}} (FFCV_STAGE_*: the time workers
  * spent in each stage) and "trace_dropped", the spans not kept; for a mixture's
  * loader "sources" and each epoch's "sources": [{"samples" (handed out), "pages_read",
- * "requests", "bytes_fetched", "retries"}] by source. */
+ * "bytes_read", "read_ns" (the process cache's page reads: their bytes and time,
+ * summed over concurrent reads), "requests", "bytes_fetched", "retries"}] by source. */
 int64_t ffcv_loader_stats(int64_t loader, char **out, char **err);
 /* Moves up to cap of the spans a loader created with "trace": "events" recorded
  * into out, oldest first, and returns their number; out NULL: returns how many

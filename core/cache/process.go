@@ -6,6 +6,8 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/trace"
@@ -39,6 +41,10 @@ type Process struct {
 	free       [][]byte      // buffers of dropped pages, reused first
 	stats      Stats
 	closed     bool
+
+	// Bytes read and time spent reading, by file, counted by the reads.
+	shardBytes []atomic.Uint64
+	shardNs    []atomic.Int64
 }
 
 type page struct {
@@ -57,7 +63,9 @@ func NewProcess(r *beton.Reader, maxResident int, pool *Pages) (*Process, error)
 	}
 	p := &Process{r: r, maxResident: max(maxResident, 1), pool: pool, pages: map[int64]*page{},
 		remaining: map[int64]int{}, readsAhead: !r.Mapped()}
-	p.stats.ShardPages = make([]uint64, max(len(r.Shards()), 1))
+	n := max(len(r.Shards()), 1)
+	p.stats.ShardPages = make([]uint64, n)
+	p.shardBytes, p.shardNs = make([]atomic.Uint64, n), make([]atomic.Int64, n)
 	p.cond = sync.NewCond(&p.mu)
 	return p, nil
 }
@@ -214,7 +222,14 @@ func (p *Process) load(num int64, pg *page) {
 		pg.err = err
 		return
 	}
-	if _, err := p.r.ReadAt(pg.buf[:end-start], int64(start)); err != nil {
+	t0 := time.Now()
+	n, err := p.r.ReadAt(pg.buf[:end-start], int64(start))
+	// Not under mu: drop waits, holding it, for this read to end.
+	if k := p.r.ShardAt(start); k < len(p.shardBytes) {
+		p.shardBytes[k].Add(uint64(n))
+		p.shardNs[k].Add(int64(time.Since(t0)))
+	}
+	if err != nil {
 		if errors.Is(err, io.EOF) {
 			// The header said the page is there: the file shrank while open.
 			err = fmt.Errorf("%w: the file ends early (truncated while in use?)", beton.ErrFormat)
@@ -276,6 +291,10 @@ func (p *Process) Stats() Stats {
 	defer p.mu.Unlock()
 	s := p.stats
 	s.ShardPages = slices.Clone(s.ShardPages)
+	s.ShardBytes, s.ShardReadNs = make([]uint64, len(p.shardBytes)), make([]int64, len(p.shardNs))
+	for k := range p.shardBytes {
+		s.ShardBytes[k], s.ShardReadNs[k] = p.shardBytes[k].Load(), p.shardNs[k].Load()
+	}
 	return s
 }
 

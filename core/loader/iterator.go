@@ -527,7 +527,7 @@ func (it *Iterator) Close() error {
 			Retries: rq.Retries}
 		if it.srcSamples != nil {
 			it.nextMu.Lock() // a Next still returning has counted its batch
-			es.Sources = it.l.sourceStats(it.srcSamples, st.ShardPages, it.shardIO0)
+			es.Sources = it.l.sourceStats(it.srcSamples, st, it.shardIO0)
 			it.nextMu.Unlock()
 		}
 		it.l.mu.Lock()

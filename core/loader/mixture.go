@@ -7,18 +7,23 @@ import (
 	"sort"
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
+	"github.com/ffcv-go/ffcv-go/core/cache"
 	"github.com/ffcv-go/ffcv-go/core/order"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 	"github.com/ffcv-go/ffcv-go/core/remote"
 )
 
 // SourceStats are what a mixture's source gave (Samples: handed out on
-// this rank, after samples skipped for errors) and read (pages the process
-// cache loaded from its files; requests, body bytes and retries of its
-// remote files).
+// this rank, after samples skipped for errors) and read: the pages the
+// process cache loaded from its files, their bytes and the time the reads
+// took (summed over reads that ran at once: BytesRead / ReadNs is the rate
+// of one read from the source's storage); requests, body bytes and retries
+// of its remote files.
 type SourceStats struct {
 	Samples      uint64 `json:"samples"`
 	PagesRead    uint64 `json:"pages_read"`
+	BytesRead    uint64 `json:"bytes_read"`
+	ReadNs       int64  `json:"read_ns"`
 	Requests     uint64 `json:"requests"`
 	BytesFetched uint64 `json:"bytes_fetched"`
 	Retries      uint64 `json:"retries"`
@@ -27,6 +32,8 @@ type SourceStats struct {
 func (s *SourceStats) add(o SourceStats) {
 	s.Samples += o.Samples
 	s.PagesRead += o.PagesRead
+	s.BytesRead += o.BytesRead
+	s.ReadNs += o.ReadNs
 	s.Requests += o.Requests
 	s.BytesFetched += o.BytesFetched
 	s.Retries += o.Retries
@@ -114,7 +121,7 @@ func remoteByShard(r *beton.Reader) []remote.Stats {
 // sourceStats sums an epoch's counters by source: samples handed out,
 // pages read per file, and the remote counters of each file now against
 // those at the start (io0).
-func (l *Loader) sourceStats(samples []uint64, shardPages []uint64, io0 []remote.Stats) []SourceStats {
+func (l *Loader) sourceStats(samples []uint64, cs cache.Stats, io0 []remote.Stats) []SourceStats {
 	out := make([]SourceStats, len(l.cfg.Mixture))
 	for k, n := range samples {
 		out[k].Samples = n
@@ -124,8 +131,10 @@ func (l *Loader) sourceStats(samples []uint64, shardPages []uint64, io0 []remote
 		if src >= len(out) {
 			continue // an empty file after the last source
 		}
-		if f < len(shardPages) {
-			out[src].PagesRead += shardPages[f]
+		if f < len(cs.ShardPages) {
+			out[src].PagesRead += cs.ShardPages[f]
+			out[src].BytesRead += cs.ShardBytes[f]
+			out[src].ReadNs += cs.ShardReadNs[f]
 		}
 		d := now[f].Sub(io0[f])
 		out[src].Requests += d.Requests

@@ -104,7 +104,8 @@ func TestMixtureEpochs(t *testing.T) {
 							n++
 						}
 					}
-					if uint64(n) != p.Take || st[k].Samples != p.Take || st[k].PagesRead == 0 {
+					if uint64(n) != p.Take || st[k].Samples != p.Take || st[k].PagesRead == 0 || st[k].BytesRead == 0 ||
+						st[k].ReadNs <= 0 {
 						t.Fatalf("epoch %d source %d: %d samples, stats %+v, want %d", ep, k, n, st[k], p.Take)
 					}
 				}

@@ -240,6 +240,7 @@ def test_http_source_gives_the_same_batches(sources):
         assert all(all(np.array_equal(x, y) for x, y in zip(p, q)) for p, q in zip(got, want))
         by_source = {s["name"]: s for s in over_http.stats["epochs"][0]["sources"]}
         assert by_source["b"]["requests"] > 0 and by_source["b"]["bytes_fetched"] > 0
+        assert all(s["bytes_read"] > 0 and s["read_ns"] > 0 for s in by_source.values())  # per-source read rates
         assert by_source["a"]["requests"] == 0 and by_source["a"]["pages_read"] > 0
     finally:
         stop(srv)

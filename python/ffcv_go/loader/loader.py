@@ -471,7 +471,9 @@ class Loader:
         finished epoch: {epoch, pages_read, requests, bytes_fetched, retries}.
         For a Mixture, ``sources`` (over the finished epochs) and each epoch's
         ``sources``: per source {name, samples (handed out on this rank),
-        pages_read, requests, bytes_fetched, retries}."""
+        pages_read, bytes_read, read_ns, requests, bytes_fetched, retries}, where
+        bytes_read / read_ns is the rate of one page read from the source's
+        storage (the process cache's reads, timed)."""
         return self._tracer.stats(_lib.call_json("ffcv_loader_stats", self._build.handle))
 
     def filter(self, field_name, condition):
