@@ -279,3 +279,20 @@ def test_train_detection_example_cuda(task):
                       "--batch-size", 2, "--workers", 2, "--device", "cuda")
     r = printed_results(out)[-1]
     assert r["steps"] == 4 and math.isfinite(r["last_loss"])
+
+
+def test_mixture_resume_after_kill(tmp_path):
+    """examples/mixture_resume.py: a training process over a three-source
+    mixture is SIGKILLed mid-epoch and resumed at another batch size; the
+    samples trained before (per the last checkpoint) and after are the
+    epoch's exactly, and each source gave its count."""
+    from make_tiny_imagefolder import find_photos
+    if len(find_photos()) < 2:
+        pytest.skip("no wallpapers in /usr/share/backgrounds or /usr/share/wallpapers")
+    out = run_example("mixture_resume.py", "--out-dir", tmp_path, "--per-class", 6, "--epoch-size", 60,
+                      "--kill-at", 3, "--step-seconds", 0.3, timeout=300)
+    r = printed_results(out)[0]
+    assert r["killed"] and r["steps_before_kill"] == 3 and r["exact"], out
+    assert 0 < r["before"] < 60 and r["before"] + r["after"] == 60
+    assert [s["per_epoch"] for s in r["sources"]] == [36, 18, 6]
+    assert all(s["before"] + s["after"] == s["per_epoch"] for s in r["sources"])
