@@ -19,6 +19,8 @@ class Reader:
     ``alloc_table`` a structured array (pointers of shards moved into one
     address space), both zero-copy views of the Go reader's tables.
     custom_handlers maps the names of custom fields to their Field classes.
+    ``sources`` is None, except for the reader of a Loader over a Mixture,
+    whose sources it reads as one dataset (see Loader.sources).
     """
 
     def __init__(self, fname, custom_handlers={}):
