@@ -29,26 +29,29 @@ class _RandomImage(Transform):
 
 
 class RandomHorizontalFlip(_RandomImage):
-    """Flips each image left-right with probability flip_prob."""
+    """Flips each image left-right with probability flip_prob; seed pairs it
+    with a LabelRandomHorizontalFlip."""
 
-    def __init__(self, flip_prob=0.5):
+    def __init__(self, flip_prob=0.5, seed=None):
         super().__init__()
         self.flip_prob = float(flip_prob)
+        self.seed = _seed_arg(seed)
 
     def _spec(self):
-        return {"op": "flip_h", "p": self.flip_prob}
+        return _seeded({"op": "flip_h", "p": self.flip_prob}, self.seed)
 
 
 
 class RandomVerticalFlip(_RandomImage):
     """Flips each image upside down with probability flip_prob."""
 
-    def __init__(self, flip_prob=0.5):
+    def __init__(self, flip_prob=0.5, seed=None):
         super().__init__()
         self.flip_prob = float(flip_prob)
+        self.seed = _seed_arg(seed)
 
     def _spec(self):
-        return {"op": "flip_v", "p": self.flip_prob}
+        return _seeded({"op": "flip_v", "p": self.flip_prob}, self.seed)
 
 
 
