@@ -653,7 +653,9 @@ func (t *fixedCrop) rect(w, h int) image.Rectangle {
 	return image.Rect(left, top, left+side, top+side)
 }
 
-func (t *fixedCrop) Place(_ *Ctx, _, w, h int) (Step, error) { return CropStep(t.rect(w, h), t.ow, t.oh), nil }
+func (t *fixedCrop) Place(_ *Ctx, _, w, h int) (Step, error) {
+	return CropStep(t.rect(w, h), t.ow, t.oh), nil
+}
 
 func (t *fixedCrop) Run(c *Ctx, _ int, in, out []byte) error {
 	h, w, ch := t.in.Shape[0], t.in.Shape[1], t.in.Shape[2]
