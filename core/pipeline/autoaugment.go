@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"github.com/ffcv-go/ffcv-go/core/imgproc"
 )
 
 // torchvision's automatic augmentation policies (transforms.v2:
@@ -134,14 +136,14 @@ type geom struct {
 func applyAug(img, tmp []byte, h, w, ch, op int, mag float64, g geom) {
 	switch op {
 	case opTranslateX, opTranslateY:
-		if shiftable(g.bilinear, g.fill) {
+		if imgproc.Shiftable(g.bilinear, g.fill) {
 			// Beyond a side everything is fill; the clamp keeps int() defined.
 			lim := float64(w + h)
 			d := int(min(max(math.Trunc(mag), -lim), lim))
 			if op == opTranslateX {
-				shift(tmp, img, h, w, ch, d, 0, g.fill)
+				imgproc.Shift(tmp, img, h, w, ch, d, 0, g.fill)
 			} else {
-				shift(tmp, img, h, w, ch, 0, d, g.fill)
+				imgproc.Shift(tmp, img, h, w, ch, 0, d, g.fill)
 			}
 			copy(img, tmp)
 			return
@@ -151,37 +153,37 @@ func applyAug(img, tmp []byte, h, w, ch, op int, mag float64, g geom) {
 		var m [6]float64
 		switch op {
 		case opShearX: // about the top-left corner
-			m = invAffine(-0.5*float64(w), -0.5*float64(h), 0, 0, 0, 1, math.Atan(mag)*180/math.Pi, 0)
+			m = imgproc.InvAffine(-0.5*float64(w), -0.5*float64(h), 0, 0, 0, 1, math.Atan(mag)*180/math.Pi, 0)
 		case opShearY:
-			m = invAffine(-0.5*float64(w), -0.5*float64(h), 0, 0, 0, 1, 0, math.Atan(mag)*180/math.Pi)
+			m = imgproc.InvAffine(-0.5*float64(w), -0.5*float64(h), 0, 0, 0, 1, 0, math.Atan(mag)*180/math.Pi)
 		case opTranslateX:
-			m = invAffine(0, 0, 0, math.Trunc(mag), 0, 1, 0, 0)
+			m = imgproc.InvAffine(0, 0, 0, math.Trunc(mag), 0, 1, 0, 0)
 		default:
-			m = invAffine(0, 0, 0, 0, math.Trunc(mag), 1, 0, 0)
+			m = imgproc.InvAffine(0, 0, 0, 0, math.Trunc(mag), 1, 0, 0)
 		}
-		warp(tmp, img, h, w, ch, m, g.bilinear, g.fill)
+		imgproc.Warp(tmp, img, h, w, ch, m, g.bilinear, g.fill)
 		copy(img, tmp)
 	case opRotate:
-		tvRotate(tmp, img, h, w, ch, mag, g.bilinear, g.fill)
+		imgproc.Rotate(tmp, img, h, w, ch, mag, g.bilinear, g.fill)
 		copy(img, tmp)
 	case opBrightness:
-		tvBrightness(img, 1+mag)
+		imgproc.Brightness(img, 1+mag)
 	case opColor:
-		policySaturation(img, ch, 1+mag)
+		imgproc.Saturation(img, ch, 1+mag, nil)
 	case opContrast:
-		tvContrast(img, ch, 1+mag)
+		imgproc.Contrast(img, ch, 1+mag)
 	case opSharpness:
-		sharpen(img, tmp, h, w, ch, 1+mag)
+		imgproc.Sharpen(img, tmp, h, w, ch, 1+mag, nil)
 	case opPosterize:
-		tvPosterize(img, int(mag))
+		imgproc.Posterize(img, int(mag))
 	case opSolarize:
-		tvSolarize(img, 255*mag)
+		imgproc.Solarize(img, 255*mag)
 	case opAutoContrast:
-		autocontrast(img, ch)
+		imgproc.Autocontrast(img, ch)
 	case opEqualize:
-		equalize(img, ch)
+		imgproc.Equalize(img, ch)
 	case opInvert:
-		tvInvert(img)
+		imgproc.Invert(img)
 	}
 }
 
@@ -563,7 +565,7 @@ func (p *policy) augmix(r *rand.Rand, s *augScratch, img []byte, h, w, ch int) {
 		}
 	}
 	for i, v := range mix {
-		img[i] = truncU8(v)
+		img[i] = imgproc.TruncU8(v)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/imgproc"
 )
 
 // FFCV-SSL's colour jitter (with torchvision's ColorJitter semantics) and
@@ -111,13 +112,13 @@ func (j *colorJitter) Run(c *Ctx, op int, in, out []byte) error {
 		f := d.factors[k]
 		switch {
 		case k == 0 && j.Brightness != nil:
-			tvBrightness(out, f)
+			imgproc.Brightness(out, f)
 		case k == 1 && j.Contrast != nil:
-			tvContrast(out, ch, f)
+			imgproc.Contrast(out, ch, f)
 		case k == 2 && j.Saturation != nil:
-			tvSaturation(out, ch, f)
+			imgproc.Saturation(out, ch, f, nil)
 		case k == 3 && j.Hue != nil:
-			tvHue(out, ch, f)
+			imgproc.Hue(out, ch, f)
 		}
 	}
 	return nil
