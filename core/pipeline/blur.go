@@ -10,11 +10,11 @@ import (
 // FFCV-SSL's GaussianBlur: with probability p, torchvision's gaussian_blur
 // (imgproc.Blurrer) with a sigma drawn from U(sigma).
 
-func init() { register("gaussian_blur", newGaussianBlur) }
+func init() { Register("gaussian_blur", newGaussianBlur) }
 
 type gaussianBlur struct {
-	sameImage
-	photometric
+	SameImage
+	PhotometricOp
 	p      float64
 	k      int
 	lo, hi float64
@@ -27,7 +27,7 @@ func newGaussianBlur(_ Env, raw json.RawMessage) (Op, error) {
 		KernelSize int        `json:"kernel_size"`
 		Sigma      [2]float64 `json:"sigma"`
 	}
-	if err := parse(raw, &a); err != nil {
+	if err := Parse(raw, &a); err != nil {
 		return nil, err
 	}
 	if a.KernelSize < 1 || a.KernelSize%2 == 0 {
@@ -41,7 +41,7 @@ func newGaussianBlur(_ Env, raw json.RawMessage) (Op, error) {
 
 func (g *gaussianBlur) Out(in Spec) (Spec, error) {
 	g.spec = in
-	if err := needImage(in); err != nil {
+	if err := NeedImage(in); err != nil {
 		return in, err
 	}
 	if r := g.k / 2; r >= in.Shape[0] || r >= in.Shape[1] {
@@ -68,7 +68,7 @@ func (g *gaussianBlur) Report(c *Ctx, key int, dst []float32) {
 }
 
 func (g *gaussianBlur) Run(c *Ctx, op int, in, out []byte) error {
-	copyIfNeeded(out, in)
+	CopyIfNeeded(out, in)
 	apply, sigma := g.draw(c, op)
 	if !apply {
 		return nil

@@ -182,7 +182,7 @@ func TestTranslate(t *testing.T) {
 		fill    []int
 	}{{0, []int{0, 0, 0}}, {1, []int{0, 0, 0}}, {2, []int{250, 251, 252}}, {4, []int{0, 0, 0}}, {9, []int{0, 0, 0}}} {
 		t.Run(fmt.Sprintf("padding%d", tc.padding), func(t *testing.T) {
-			fill := bytesOf(tc.fill)
+			fill := FillBytes(tc.fill)
 			seen := map[[2]int]bool{}
 			for pos := uint64(0); pos < 400; pos++ {
 				op := newOp(t, "translate", map[string]any{"padding": tc.padding, "fill": tc.fill})
@@ -723,7 +723,7 @@ func TestMixupConsistency(t *testing.T) {
 			if err := lb.RunBatch(bc, labels, gotL, n); err != nil {
 				t.Fatal(err)
 			}
-			lams := bc.lambdas(alpha, same, n)
+			lams := lambdas(bc, alpha, same, n)
 			for i := 0; i < n; i++ {
 				j := (i + n - 1) % n
 				row := gotL[12*i:]
@@ -751,10 +751,10 @@ func TestMixupConsistency(t *testing.T) {
 				t.Fatalf("independent lambdas are all equal: %v", lams)
 			}
 			// The same batch gets the same lambdas; another batch others.
-			if again := bc.lambdas(alpha, same, n); !slices.Equal(again, lams) {
+			if again := lambdas(bc, alpha, same, n); !slices.Equal(again, lams) {
 				t.Fatal("lambdas are not a function of (seed, epoch, batch)")
 			}
-			other := (&BatchCtx{Seed: 3, Epoch: 1, Index: 5}).lambdas(alpha, same, n)
+			other := lambdas(&BatchCtx{Seed: 3, Epoch: 1, Index: 5}, alpha, same, n)
 			if slices.Equal(other, lams) {
 				t.Fatal("two batches drew the same lambdas")
 			}

@@ -13,29 +13,10 @@ import (
 // centre and corner crops, and torchvision's RandomErasing.
 
 func init() {
-	register("rotate", newRotate)
-	register("center_crop", newFixedCrop(false))
-	register("corner_crop", newFixedCrop(true))
-	register("random_erasing", newRandomErasing)
-}
-
-// parseInterp reads an interpolation name.
-func parseInterp(s string) (bilinear bool, err error) {
-	switch s {
-	case "", "nearest":
-		return false, nil
-	case "bilinear":
-		return true, nil
-	}
-	return false, fmt.Errorf("interpolation %q must be nearest or bilinear", s)
-}
-
-// checkFill checks a fill colour (nil: none) against the channel count.
-func checkFill(fill []float32, ch int) error {
-	if fill != nil && len(fill) != 1 && len(fill) != ch {
-		return fmt.Errorf("fill has %d values for %d channels", len(fill), ch)
-	}
-	return nil
+	Register("rotate", newRotate)
+	Register("center_crop", newFixedCrop(false))
+	Register("corner_crop", newFixedCrop(true))
+	Register("random_erasing", newRandomErasing)
 }
 
 // rotate is FFCV-SSL's Rotate with torchvision's rotation: with probability
@@ -54,10 +35,10 @@ func newRotate(_ Env, raw json.RawMessage) (Op, error) {
 		Interpolation string    `json:"interpolation"`
 		Fill          []float32 `json:"fill"`
 	}
-	if err := parse(raw, &a); err != nil {
+	if err := Parse(raw, &a); err != nil {
 		return nil, err
 	}
-	bil, err := parseInterp(a.Interpolation)
+	bil, err := ParseInterp(a.Interpolation)
 	if err != nil {
 		return nil, err
 	}
@@ -69,10 +50,10 @@ func newRotate(_ Env, raw json.RawMessage) (Op, error) {
 
 func (t *rotate) Out(in Spec) (Spec, error) {
 	t.spec = in
-	if err := needImage(in); err != nil {
+	if err := NeedImage(in); err != nil {
 		return in, err
 	}
-	return in, checkFill(t.fill, in.Shape[2])
+	return in, CheckFill(t.fill, in.Shape[2])
 }
 
 // draw is the rotation's draw: whether it applies and its angle (radians).
@@ -113,14 +94,14 @@ type fixedCrop struct {
 	in     Spec
 }
 
-func newFixedCrop(corner bool) factory {
+func newFixedCrop(corner bool) Factory {
 	return func(_ Env, raw json.RawMessage) (Op, error) {
 		var a struct {
 			Size   [2]int  `json:"size"`
 			Ratio  float64 `json:"ratio"`
 			Corner string  `json:"corner"`
 		}
-		if err := parse(raw, &a); err != nil {
+		if err := Parse(raw, &a); err != nil {
 			return nil, err
 		}
 		if a.Size[0] < 1 || a.Size[1] < 1 {
@@ -145,7 +126,7 @@ func newFixedCrop(corner bool) factory {
 
 func (t *fixedCrop) Out(in Spec) (Spec, error) {
 	t.in = in
-	if err := needImage(in); err != nil {
+	if err := NeedImage(in); err != nil {
 		return in, err
 	}
 	return Spec{Shape: []int{t.oh, t.ow, in.Shape[2]}, DType: "|u1"}, nil
@@ -183,8 +164,8 @@ func (t *fixedCrop) Run(c *Ctx, _ int, in, out []byte) error {
 // rectangle of area fraction U(scale) and log-uniform aspect ratio (10
 // tries, none if all fail) is set to value.
 type randomErasing struct {
-	sameImage
-	photometric
+	SameImage
+	PhotometricOp
 	p            float64
 	scale, ratio [2]float64
 	value        []byte
@@ -198,7 +179,7 @@ func newRandomErasing(_ Env, raw json.RawMessage) (Op, error) {
 		Ratio [2]float64 `json:"ratio"`
 		Value []float64  `json:"value"`
 	}
-	if err := parse(raw, &a); err != nil {
+	if err := Parse(raw, &a); err != nil {
 		return nil, err
 	}
 	if !(a.P >= 0 && a.P <= 1) {
@@ -222,7 +203,7 @@ func newRandomErasing(_ Env, raw json.RawMessage) (Op, error) {
 
 func (t *randomErasing) Out(in Spec) (Spec, error) {
 	t.spec = in
-	if err := needImage(in); err != nil {
+	if err := NeedImage(in); err != nil {
 		return in, err
 	}
 	if len(t.value) != 1 && len(t.value) != in.Shape[2] {
@@ -254,7 +235,7 @@ func drawErasing(c *Ctx, op int, p float64, scale, ratio [2]float64, h, w int) (
 }
 
 func (t *randomErasing) Run(c *Ctx, op int, in, out []byte) error {
-	copyIfNeeded(out, in)
+	CopyIfNeeded(out, in)
 	h, w, ch := t.spec.Shape[0], t.spec.Shape[1], t.spec.Shape[2]
 	top, left, eh, ew, ok := drawErasing(c, op, t.p, t.scale, t.ratio, h, w)
 	if !ok {
