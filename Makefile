@@ -121,7 +121,7 @@ vet:
 
 test-go: deps
 	go test -count=1 ./...
-	go test -count=1 -race ./core/beton ./core/cache ./core/loader ./core/pipeline ./core/order ./core/remote ./export
+	go test -count=1 -race ./core/beton ./core/cache ./core/loader ./core/pipeline/... ./core/order ./core/remote ./export
 
 # Every fuzz target for a short, bounded time (FUZZTIME each). A failure is
 # a failing input, which Go writes to testdata/fuzz/<target>; a bare "context
@@ -211,8 +211,11 @@ test-torch113: deps build
 AARCH64 := build/aarch64
 AARCH64_ROOT := $(AARCH64)/root
 AARCH64_DEB_PACKAGES := mmdebstrap qemu-user-static binfmt-support
-AARCH64_GO_QUICK := core/imgproc core/pipeline
-AARCH64_GO_FULL := core/imgproc core/pipeline core/jpeg core/field core/order core/beton
+# The packages whose tests hold float arithmetic to x86-64's digests and
+# references: the kernels, and every op family with float draws or pixels.
+AARCH64_GO_QUICK := core/imgproc core/pipeline core/pipeline/rgb core/pipeline/transform core/pipeline/ssl \
+  core/pipeline/policy core/pipeline/target core/pipeline/ops
+AARCH64_GO_FULL := $(AARCH64_GO_QUICK) core/jpeg core/field core/order core/beton
 ARM_CC_ENV = CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC=$(abspath build/toolchain/aarch64/cc) \
   CGO_CFLAGS="-O2 -I$(abspath build/jpeg/aarch64/include)" CGO_LDFLAGS="-L$(abspath build/jpeg/aarch64/lib)"
 

@@ -19,7 +19,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/imgproc"
 	"github.com/ffcv-go/ffcv-go/core/jpeg"
-	"github.com/ffcv-go/ffcv-go/core/pipeline"
+	"github.com/ffcv-go/ffcv-go/core/pipeline/transform"
 )
 
 // ffcv_memcpy copies n bytes from src to dst (FFCV's my_memcpy).
@@ -164,7 +164,7 @@ func ffcv_normalize_table(spec *C.char, out unsafe.Pointer, outLen C.uint64_t, e
 	if spec == nil {
 		return fail(err, fmt.Errorf("%w: NULL spec", errArgument))
 	}
-	table, _, _, e := pipeline.NormalizeTable(json.RawMessage(C.GoString(spec)))
+	table, _, _, e := transform.NormalizeTable(json.RawMessage(C.GoString(spec)))
 	if e != nil {
 		return fail(err, fmt.Errorf("%w: %v", errArgument, e))
 	}

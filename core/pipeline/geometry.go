@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"image"
-	"math"
 
 	"github.com/ffcv-go/ffcv-go/core/field"
 )
@@ -188,11 +187,4 @@ func (g *Geometry) Sample(c *Ctx, r interface {
 		a = a.Then(st)
 	}
 	return a, nil
-}
-
-// sourceIndex maps output pixel i (its centre) back to a stored-image pixel
-// along one axis (scale s, offset t, n stored pixels), nearest-neighbour.
-func sourceIndex(i int, s, t float64, n int) int {
-	x := math.Floor((float64(i) + 0.5 - t) / s)
-	return int(min(max(x, 0), float64(n-1)))
 }

@@ -109,10 +109,3 @@ func (l *label) Run(c *Ctx, key int, in, out []byte) error {
 	}
 	return nil
 }
-
-func b2f(b bool) float32 {
-	if b {
-		return 1
-	}
-	return 0
-}

@@ -1,7 +1,42 @@
-// Package pipeline turns a field's list of built-in operations into a
-// per-sample program: a decoder followed by transforms, with the shape and
-// dtype of every stage inferred once, run by each worker straight into the
-// batch slot.
+// Package pipeline turns a field's list of operations into a per-sample
+// program: a decoder followed by transforms, with the shape and dtype of
+// every stage inferred once, run by each worker straight into the batch
+// slot; batch operations (mixup) may follow.
+//
+// This package is the framework: Program, Build and BuildTail; Ctx, with
+// each operation's randomness (Ctx.Rand, keyed by SeedKey and Head.KeyAt)
+// and per-worker state; the interfaces an operation implements (Op,
+// InPlacer, Geometric or Photometric, Reporter, Fuser, HFlip, ViewSharer,
+// BatchOp); Geometry, which replays an image's operations for its targets;
+// and the generic "label" op. The operations themselves live in families
+// under it (basic, rgb, transform, ssl, policy, target), which register
+// into it, and their pixel work in core/imgproc. A program that builds
+// programs from user specs imports them all with
+//
+//	import _ "github.com/ffcv-go/ffcv-go/core/pipeline/ops"
+//
+// # Adding an operation
+//
+// A family registers each operation under its name from an init function:
+//
+//	func init() {
+//		pipeline.Register("my_op", newMyOp)          // a transform
+//		pipeline.RegisterDecoder("my_dec", newMyDec) // reads the sample from the file: first in a program
+//		pipeline.RegisterBatch("my_mix", newMyMix)   // runs on whole batches
+//	}
+//
+// A Factory reads the operation's arguments with Parse (which rejects keys
+// it does not declare) and checks them; the Op's Out checks its input
+// (NeedImage, CheckFill) and infers its output, and Run writes one sample,
+// drawing its randomness from c.Rand(key) only, so that a sample's pixels
+// depend on (seed, epoch, position, key) whatever worker runs it. Ops are
+// shared by the workers: per-sample state lives on the stack or in
+// c.State. An op that moves pixels implements Geometric, one that changes
+// values only embeds PhotometricOp: targets follow the first and pass the
+// second by, and refuse any other.
+//
+// Add the family's import to package ops, and its float-sensitive tests to
+// the Makefile's arm64 lists.
 package pipeline
 
 import (

@@ -2,7 +2,7 @@
 operations and decoders' crop generators. Plain functions numba can compile.
 
 The Loader's own decoders and RandomResizedCrop sample their crops in Go with
-keyed randomness (core/pipeline/image.go); get_random_crop here draws from
+keyed randomness (core/pipeline/rgb); get_random_crop here draws from
 numpy's global generator, as FFCV's does, for code that calls it itself."""
 import numpy as np
 
