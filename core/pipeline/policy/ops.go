@@ -120,8 +120,8 @@ type geom struct {
 }
 
 // applyAug applies op with magnitude mag to img (h, w, ch) in place; tmp
-// has img's size.
-func applyAug(img, tmp []byte, h, w, ch, op int, mag float64, g geom) {
+// has img's size, and tabs (nil: none) the op's factor tables.
+func applyAug(img, tmp []byte, h, w, ch, op int, mag float64, g geom, tabs *tables) {
 	switch op {
 	case opTranslateX, opTranslateY:
 		if imgproc.Shiftable(g.bilinear, g.fill) {
@@ -157,11 +157,11 @@ func applyAug(img, tmp []byte, h, w, ch, op int, mag float64, g geom) {
 	case opBrightness:
 		imgproc.Brightness(img, 1+mag)
 	case opColor:
-		imgproc.Saturation(img, ch, 1+mag, nil)
+		imgproc.Saturation(img, ch, 1+mag, tabs.saturation(1+mag))
 	case opContrast:
 		imgproc.Contrast(img, ch, 1+mag)
 	case opSharpness:
-		imgproc.Sharpen(img, tmp, h, w, ch, 1+mag, nil)
+		imgproc.Sharpen(img, tmp, h, w, ch, 1+mag, tabs.sharpen(1+mag))
 	case opPosterize:
 		imgproc.Posterize(img, int(mag))
 	case opSolarize:
@@ -203,6 +203,7 @@ type augmentOp struct {
 	op   int
 	mag  float64
 	g    geom
+	tabs *tables // its factor's, for Color and Sharpness
 	spec pipeline.Spec
 }
 
@@ -242,7 +243,9 @@ func newAugmentOp(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 			return nil, fmt.Errorf("magnitude %v must be finite", m)
 		}
 	}
-	return &augmentOp{op: op, mag: m, g: g}, nil
+	t := &augmentOp{op: op, mag: m, g: g, tabs: newTables()}
+	t.tabs.add(op, 1+m)
+	return t, nil
 }
 
 func (t *augmentOp) Out(in pipeline.Spec) (pipeline.Spec, error) {
@@ -253,6 +256,6 @@ func (t *augmentOp) Out(in pipeline.Spec) (pipeline.Spec, error) {
 func (t *augmentOp) Run(c *pipeline.Ctx, _ int, in, out []byte) error {
 	pipeline.CopyIfNeeded(out, in)
 	h, w, ch := t.spec.Shape[0], t.spec.Shape[1], t.spec.Shape[2]
-	applyAug(out, augScratchOf(c, len(out)).tmp, h, w, ch, t.op, t.mag, t.g)
+	applyAug(out, augScratchOf(c, len(out)).tmp, h, w, ch, t.op, t.mag, t.g, t.tabs)
 	return nil
 }

@@ -37,6 +37,7 @@ type policy struct {
 	ops      []int       // the operations drawn from
 	subs     []subPolicy // AutoAugment's policy
 	g        geom
+	tabs     *tables // of every Color and Sharpness factor it can draw
 	spec     pipeline.Spec
 }
 
@@ -133,7 +134,40 @@ func newPolicy(kind string) pipeline.Factory {
 				return nil, fmt.Errorf("alpha %v must be positive", p.alpha)
 			}
 		}
+		p.buildTables()
 		return p, nil
+	}
+}
+
+// buildTables builds the tables of every Color and Sharpness factor the
+// policy can draw: those of each bin it draws them in, both signs.
+func (p *policy) buildTables() {
+	p.tabs = newTables()
+	switch p.kind {
+	case "rand_augment":
+		for _, op := range p.ops {
+			p.tabs.addBin(spaceRA, op, p.mag, p.bins)
+		}
+	case "trivial_augment_wide":
+		for _, op := range p.ops {
+			for i := range p.bins {
+				p.tabs.addBin(spaceTA, op, i, p.bins)
+			}
+		}
+	case "auto_augment":
+		for _, sub := range p.subs {
+			for _, step := range sub {
+				if step.bin >= 0 {
+					p.tabs.addBin(spaceRA, step.op, step.bin, 10)
+				}
+			}
+		}
+	case "augmix":
+		for _, op := range p.ops {
+			for i := range p.severity {
+				p.tabs.addBin(spaceAM, op, i, 10)
+			}
+		}
 	}
 }
 
@@ -169,12 +203,12 @@ func (p *policy) Run(c *pipeline.Ctx, op int, in, out []byte) error {
 		for i := 0; i < p.numOps; i++ {
 			o := p.ops[r.IntN(len(p.ops))]
 			m, sg := spaceRA.magnitude(o, p.mag, p.bins, h, w)
-			applyAug(out, s.tmp, h, w, ch, o, signed(r, m, sg), p.g)
+			applyAug(out, s.tmp, h, w, ch, o, signed(r, m, sg), p.g, p.tabs)
 		}
 	case "trivial_augment_wide":
 		o := p.ops[r.IntN(len(p.ops))]
 		m, sg := spaceTA.magnitude(o, r.IntN(p.bins), p.bins, h, w)
-		applyAug(out, s.tmp, h, w, ch, o, signed(r, m, sg), p.g)
+		applyAug(out, s.tmp, h, w, ch, o, signed(r, m, sg), p.g, p.tabs)
 	case "auto_augment":
 		sub := p.subs[r.IntN(len(p.subs))]
 		for _, step := range sub {
@@ -185,7 +219,7 @@ func (p *policy) Run(c *pipeline.Ctx, op int, in, out []byte) error {
 			if step.bin >= 0 {
 				m, sg = spaceRA.magnitude(step.op, step.bin, 10, h, w)
 			}
-			applyAug(out, s.tmp, h, w, ch, step.op, signed(r, m, sg), p.g)
+			applyAug(out, s.tmp, h, w, ch, step.op, signed(r, m, sg), p.g, p.tabs)
 		}
 	case "augmix":
 		p.augmix(r, s, out, h, w, ch)
@@ -222,7 +256,7 @@ func (p *policy) augmix(r *rand.Rand, s *augScratch, img []byte, h, w, ch int) {
 		for d := 0; d < depth; d++ {
 			o := p.ops[r.IntN(len(p.ops))]
 			mag, sg := spaceAM.magnitude(o, r.IntN(p.severity), 10, h, w)
-			applyAug(aug, s.tmp, h, w, ch, o, signed(r, mag, sg), p.g)
+			applyAug(aug, s.tmp, h, w, ch, o, signed(r, mag, sg), p.g, p.tabs)
 		}
 		wk := float32(float32(weights[k]) * float32(m[1]))
 		for i, v := range aug {

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"sync/atomic"
 	"testing"
 
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
@@ -22,6 +23,8 @@ func BenchmarkPolicyOps(b *testing.B) {
 				continue
 			}
 			m, _ := spaceRA.magnitude(op, 9, 31, h, w)
+			tabs := newTables() // as RandAugment builds them
+			tabs.addBin(spaceRA, op, 9, 31)
 			name := augOps[op]
 			if geometric {
 				name += "/" + interp
@@ -30,7 +33,7 @@ func BenchmarkPolicyOps(b *testing.B) {
 				b.SetBytes(int64(len(src)))
 				for i := 0; i < b.N; i++ {
 					copy(img, src)
-					applyAug(img, tmp, h, w, c, op, m, g)
+					applyAug(img, tmp, h, w, c, op, m, g, tabs)
 				}
 			})
 		}
@@ -60,5 +63,56 @@ func BenchmarkRandAugment(b *testing.B) {
 		if err := op.Run(ctx, 0, src, out); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkPolicies times each policy per 224×224 image over the draws of
+// successive samples, run by one worker and by GOMAXPROCS workers sharing
+// the op (which must not serialise them).
+func BenchmarkPolicies(b *testing.B) {
+	const h, w, c = 224, 224, 3
+	src := optest.PhotoLike(h, w, c)
+	for _, tc := range []struct{ name, spec string }{
+		{"RandAugment", `{"op": "rand_augment", "num_ops": 2, "magnitude": 9}`},
+		{"TrivialAugmentWide", `{"op": "trivial_augment_wide"}`},
+		{"AutoAugment", `{"op": "auto_augment", "policy": "imagenet"}`},
+		{"AugMix", `{"op": "augmix"}`},
+	} {
+		op, err := pipeline.New(pipeline.Env{}, []byte(tc.spec))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := op.Out(optest.ImgSpec(h, w, c)); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(tc.name, func(b *testing.B) {
+			out := make([]byte, len(src))
+			ctx := pipeline.NewCtx()
+			ctx.Seed = 1
+			b.SetBytes(int64(len(src)))
+			for i := 0; i < b.N; i++ {
+				ctx.Pos, ctx.Sample = uint64(i), uint64(i)
+				if err := op.Run(ctx, 0, src, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(tc.name+"/parallel", func(b *testing.B) {
+			var next atomic.Uint64
+			b.SetBytes(int64(len(src)))
+			b.RunParallel(func(pb *testing.PB) {
+				out := make([]byte, len(src))
+				ctx := pipeline.NewCtx()
+				ctx.Seed = 1
+				for pb.Next() {
+					i := next.Add(1)
+					ctx.Pos, ctx.Sample = i, i
+					if err := op.Run(ctx, 0, src, out); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
 	}
 }

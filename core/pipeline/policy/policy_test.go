@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/ffcv-go/ffcv-go/core/imgproc"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 	"github.com/ffcv-go/ffcv-go/core/pipeline/internal/optest"
 )
@@ -63,4 +64,79 @@ func TestBadInputs(t *testing.T) {
 		{Name: "rand_augment", Args: map[string]any{"fill": []float32{1, 2}}, In: optest.ImgSpec(8, 8, 3), Want: "fill has 2 values"},
 		{Name: "augment_op", Args: map[string]any{"name": "Invert"}, In: pipeline.Spec{Shape: []int{8, 8, 3}, DType: "<f4"}, Want: "uint8"},
 	})
+}
+
+// TestTables: each op builds the Color and Sharpness tables of exactly the
+// factors it can draw (1 ± each bin's magnitude it draws them in), each
+// the table imgproc builds for the factor.
+func TestTables(t *testing.T) {
+	enhance := func(top float64, bins int, idx ...int) []float64 {
+		var fs []float64
+		for _, i := range idx {
+			m := linspace32(0, top, bins, i)
+			fs = append(fs, 1+m, 1-m)
+		}
+		return fs
+	}
+	upTo := func(n int) []int {
+		var idx []int
+		for i := range n {
+			idx = append(idx, i)
+		}
+		return idx
+	}
+	first64 := append(enhance(0.99, 100, upTo(32)...), 1+linspace32(0, 0.99, 100, 32))
+	for _, tc := range []struct {
+		name         string
+		args         map[string]any
+		color, sharp []float64
+	}{
+		{"rand_augment", map[string]any{"magnitude": 9}, enhance(0.9, 31, 9), enhance(0.9, 31, 9)},
+		{"rand_augment", map[string]any{"magnitude": 0, "num_magnitude_bins": 5}, []float64{1}, []float64{1}},
+		{"trivial_augment_wide", map[string]any{}, enhance(0.99, 31, upTo(31)...), enhance(0.99, 31, upTo(31)...)},
+		// The first maxTables factors in bin order: bin 0's 1, then pairs.
+		{"trivial_augment_wide", map[string]any{"num_magnitude_bins": 100}, first64, first64},
+		{"auto_augment", map[string]any{"policy": "imagenet"}, enhance(0.9, 10, 0, 4, 2, 8), enhance(0.9, 10, 7)},
+		{"auto_augment", map[string]any{"policy": "svhn"}, nil, nil},
+		{"augmix", map[string]any{}, enhance(0.9, 10, 0, 1, 2), enhance(0.9, 10, 0, 1, 2)},
+		{"augmix", map[string]any{"severity": 10, "all_ops": false}, nil, nil},
+		{"augment_op", map[string]any{"name": "Color", "magnitude": -0.3}, []float64{0.7}, nil},
+		{"augment_op", map[string]any{"name": "Sharpness", "magnitude": 0.5}, nil, []float64{1.5}},
+		{"augment_op", map[string]any{"name": "Rotate", "magnitude": 10}, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tabs *tables
+			switch op := optest.NewOp(t, tc.name, tc.args).(type) {
+			case *policy:
+				tabs = op.tabs
+			case *augmentOp:
+				tabs = op.tabs
+			}
+			wantSat, wantSharp := factorSet(tc.color), factorSet(tc.sharp)
+			if len(tabs.sat) != len(wantSat) || len(tabs.sharp) != len(wantSharp) {
+				t.Fatalf("%d Color and %d Sharpness tables, want %d and %d", len(tabs.sat), len(tabs.sharp), len(wantSat), len(wantSharp))
+			}
+			for _, f := range tc.color {
+				tab, ok := tabs.sat[math.Float64bits(f)]
+				if want := imgproc.NewSaturationTable(f); !ok || (tab == nil) != (want == nil) || tab != nil && *tab != *want {
+					t.Fatalf("Color factor %v: table %v, want imgproc's", f, ok)
+				}
+			}
+			for _, f := range tc.sharp {
+				tab, ok := tabs.sharp[math.Float64bits(f)]
+				if !ok || *tab != *imgproc.NewSharpenTable(f) {
+					t.Fatalf("Sharpness factor %v: table %v, want imgproc's", f, ok)
+				}
+			}
+		})
+	}
+}
+
+// factorSet is fs without repeats.
+func factorSet(fs []float64) map[float64]bool {
+	s := map[float64]bool{}
+	for _, f := range fs {
+		s[f] = true
+	}
+	return s
 }
