@@ -173,10 +173,11 @@ func CenterCrop(w, h int, ratio float64) image.Rectangle {
 	return image.Rect(left, top, left+c, top+c)
 }
 
-// rrcTransform is the RandomResizedCrop transform on decoded uint8 images.
+// rrcTransform is the RandomResizedCrop transform on decoded uint8 images:
+// the crop decoder's draw, without its decoding, fusing or view sharing.
 type rrcTransform struct {
-	*cropRGB
-	in pipeline.Spec
+	crop *cropRGB
+	in   pipeline.Spec
 }
 
 func newRRCTransform(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
@@ -184,7 +185,7 @@ func newRRCTransform(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &rrcTransform{cropRGB: d}, nil
+	return &rrcTransform{crop: d}, nil
 }
 
 func (t *rrcTransform) Out(in pipeline.Spec) (pipeline.Spec, error) {
@@ -192,17 +193,17 @@ func (t *rrcTransform) Out(in pipeline.Spec) (pipeline.Spec, error) {
 	if err := pipeline.NeedImage(in); err != nil {
 		return in, err
 	}
-	return pipeline.Spec{Shape: []int{t.oh, t.ow, in.Shape[2]}, DType: "|u1"}, nil
+	return pipeline.Spec{Shape: []int{t.crop.oh, t.crop.ow, in.Shape[2]}, DType: "|u1"}, nil
 }
 
 func (t *rrcTransform) Place(c *pipeline.Ctx, key, w, h int) (pipeline.Step, error) {
-	return pipeline.CropStep(t.rect(c.Rand(key), w, h), t.ow, t.oh), nil
+	return pipeline.CropStep(t.crop.rect(c.Rand(key), w, h), t.crop.ow, t.crop.oh), nil
 }
 
 func (t *rrcTransform) Run(c *pipeline.Ctx, op int, in, out []byte) error {
 	h, w, ch := t.in.Shape[0], t.in.Shape[1], t.in.Shape[2]
-	crop := t.rect(c.Rand(op), w, h)
+	crop := t.crop.rect(c.Rand(op), w, h)
 	src := imgproc.SubRect(in, w*ch, ch, crop)
-	resizerOf(c).ResizeArea(out, t.ow, t.oh, src, crop.Dx(), crop.Dy(), w*ch, ch)
+	resizerOf(c).ResizeArea(out, t.crop.ow, t.crop.oh, src, crop.Dx(), crop.Dy(), w*ch, ch)
 	return nil
 }

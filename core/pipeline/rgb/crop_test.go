@@ -63,6 +63,23 @@ func TestFuseFlipMatchesStages(t *testing.T) {
 	}
 }
 
+// Only the crop decoders take the flip after them: not rgb_simple, nor the
+// RandomResizedCrop transform, which shares their draw but not their Run.
+func TestOnlyCropDecodersFuse(t *testing.T) {
+	r := optest.Reader(t)
+	flip := optest.Named{Name: "flip_h", Args: map[string]any{"p": 0.5}}
+	rrc := map[string]any{"size": []int{4, 4}, "scale": []float64{0.2, 1}, "ratio": []float64{0.75, 4.0 / 3}}
+	for _, ops := range [][]optest.Named{
+		{{Name: "rgb_simple"}, flip},
+		{{Name: "rgb_center", Args: map[string]any{"size": []int{6, 6}, "ratio": 1.0}}, {Name: "rrc", Args: rrc}, flip},
+	} {
+		got := optest.Build(t, r, optest.ImageField, ops...).Ops()
+		if _, ok := got[len(got)-1].(pipeline.Fused); ok {
+			t.Errorf("%s took the flip after it", ops[len(ops)-2].Name)
+		}
+	}
+}
+
 // runOps runs ops one by one in a fresh context (program semantics: op i
 // draws with key i), with in and out the same buffer for in-place stages.
 func runOps(t *testing.T, ops []pipeline.Op, col, heap []byte, pos uint64) []byte {
