@@ -211,6 +211,9 @@ def _plan(field_index, name, ops, field, metadata, memory_read, compiled_stage, 
             state = go_state = stage.state
             segment = None
             continue
+        misplaced = getattr(op, "_misplaced", None)
+        if misplaced is not None:
+            raise ValueError(misplaced(name, index, go_state))
         raise ValueError(f"{name!r}: {type(op).__name__} (operation {index}) runs in Go on "
                          f"(H, W, C) uint8 CPU batches; here its input is shape {go_state.shape}, "
                          f"dtype {go_state.dtype}, device {go_state.device}. "
