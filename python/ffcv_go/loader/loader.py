@@ -17,7 +17,7 @@ from ..pipeline import PipelineSpec
 from ..pipeline.operation import Operation
 from ..pipeline.pipeline import PyStage, plan_output
 from ..reader import Reader
-from ..traversal_order import TraversalOrder, Sequential, Random, QuasiRandom
+from ..traversal_order import TraversalOrder, Sequential, SequentialContiguous, Random, QuasiRandom
 from ..transforms.ops import ModuleWrapper, ToTensor
 from ..utils import _cpu_count
 from ..detection import _link_targets
@@ -28,6 +28,7 @@ from .epoch_iterator import EpochIterator, iterating_threads
 
 class OrderOption(enum.Enum):
     SEQUENTIAL = Sequential
+    SEQUENTIAL_CONTIGUOUS = SequentialContiguous  # FFCV-SSL's
     RANDOM = Random
     QUASI_RANDOM = QuasiRandom
 
