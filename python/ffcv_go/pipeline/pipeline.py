@@ -25,7 +25,74 @@ from .._dtypes import numpy_dtype, torch_dtype
 from .compiler import Compiler
 from .state import State, initial_state
 
-__all__ = ["plan_output", "OutputPlan", "PyStage", "GoTail"]
+__all__ = ["Pipeline", "plan_output", "OutputPlan", "PyStage", "GoTail"]
+
+
+class Pipeline:
+    """FFCV's Pipeline: one field's operations with their states and memory,
+    for code that drives operations by hand (after each operation's
+    ``accept_field`` and ``accept_globals``, as FFCV's Loader calls them).
+    The Loader does not use it: it plans its outputs with ``plan_output``
+    and runs the built-in operations in Go.
+
+    ``operation_blocks`` are ``(jit_mode, [operation index, ...])`` runs of
+    operations in one mode; ``compiled_ops`` maps each index to its
+    ``generate_code()`` (the built-in operations that only run in Go have
+    none: None there).
+    """
+
+    def __init__(self, operations):
+        self.original_state = initial_state()
+        self.operations = list(operations)
+        self.operation_blocks, _ = self.parse_pipeline()
+        self.compiled_ops = self.compile_ops()
+        self.compiled_code = None
+
+    def parse_pipeline(self, batch_size=16):
+        """(operation_blocks, {index: the AllocationQuery or queries of the
+        operation, or None}), declaring each operation's state in turn."""
+        blocks, allocations = [], {}
+        state = self.original_state
+        for index, op in enumerate(self.operations):
+            previous = state
+            state, allocations[index] = op.declare_state_and_memory(state)
+            if blocks and blocks[-1][0] == state.jit_mode and state.jit_mode == previous.jit_mode:
+                blocks[-1][1].append(index)
+            else:
+                blocks.append((state.jit_mode, [index]))
+        return blocks, allocations
+
+    def compile_ops(self):
+        compiled = {}
+        for index, op in enumerate(self.operations):
+            try:
+                compiled[index] = op.generate_code()
+            except NotImplementedError:
+                compiled[index] = None
+        return compiled
+
+    def allocate_query(self, memory_allocation, batch_size, batches_ahead):
+        """batches_ahead buffers of batch_size samples for one query: a numpy
+        array (numpy dtype) or a list of tensors (torch dtype)."""
+        shape = (batches_ahead, batch_size, *memory_allocation.shape)
+        if isinstance(memory_allocation.dtype, torch.dtype):
+            device = memory_allocation.device or torch.device("cpu")
+            return [torch.empty(*shape[1:], dtype=memory_allocation.dtype, device=device)
+                    for _ in range(batches_ahead)]
+        return np.empty(shape, dtype=np.dtype(memory_allocation.dtype))
+
+    def allocate_memory(self, batch_size, batches_ahead):
+        """{index: the operation's buffers (a tuple for several queries), or None}."""
+        _, allocations = self.parse_pipeline()
+        out = {}
+        for index, q in allocations.items():
+            if q is None:
+                out[index] = None
+            elif isinstance(q, (list, tuple)):
+                out[index] = tuple(self.allocate_query(x, batch_size, batches_ahead) for x in q)
+            else:
+                out[index] = self.allocate_query(q, batch_size, batches_ahead)
+        return out
 
 
 class GoTail:
