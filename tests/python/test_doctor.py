@@ -276,7 +276,7 @@ def test_storage_bound_file_larger_than_memory(big_photos):
     ({"order": "shuffled"}, ValueError, "order 'shuffled'"),
     ({"evict": "sometimes"}, ValueError, "evict 'sometimes'"),
     ({"epochs": 0}, ValueError, "epochs 0"),
-    ({"loader_kwargs": {"batch_size": 3}}, ValueError, "batch_size are the doctor's"),
+    ({"loader_kwargs": {"batch_size": 3}}, ValueError, "batch_size: set by the doctor"),
     ({"pipeline": "nonexistent.py"}, ValueError, "nonexistent.py"),
     ({"pipeline": "augment"}, ValueError, "'train', 'val'"),
     ({"model": "no_such_model"}, ValueError, "no_such_model"),

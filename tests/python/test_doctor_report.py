@@ -35,7 +35,7 @@ SCENARIOS = [
       "sample reads"], ["cold "]),
     ("the model with the loader", {"model": alone(400.0), "together": together(0.03)},
      ["model  m on cpu, batch 256, fp32: alone", "with the loader (2 workers): 300 img/s over 12 steps; the "
-      "training loop waited in next() 0.30 s of 10.00 s (3%); the training thread busy 97%", "bottleneck: MODEL"],
+      "training loop waited in next() 0.30 s of 10.00 s (3%); the training thread busy 97%, idle 3%", "bottleneck: MODEL"],
      ["recommendations"]),
     ("a model out of memory",
      {"model": {"name": "big", "device": "cuda:0", "error": "OutOfMemoryError: CUDA out of memory",

@@ -121,12 +121,14 @@ def diagnose(data, pipeline="train", *, res=224, batch_size=256, num_workers=Non
     def left(share):
         return max(0.5, min(share * max_seconds, deadline - time.perf_counter()))
 
-    reader = Reader(data, custom_handlers=extra.get("custom_fields", {}))
+    spec, pipe_desc, file_kwargs = measure.pipeline_source(pipeline)
+    kwargs = {**measure.check_loader_kwargs(file_kwargs), **extra}
+    custom = kwargs.get("custom_fields", {})
+    reader = Reader(data, custom_handlers=custom)
     ds = dataset_info(reader, data)
     if not ds["samples"]:
         raise ValueError(f"{data}: the dataset has no samples")
-    make, pipe_desc, file_kwargs = measure.load_pipeline(pipeline, reader, res, device, amp)
-    kwargs = {**measure.check_loader_kwargs(file_kwargs), **extra}
+    make = measure.pipeline_factory(spec, reader, res, device, amp)
     facts = measure.pipeline_facts(make())
     if ds["remote"]:
         os_cache = False  # remote files always go through the process cache
@@ -146,7 +148,7 @@ def diagnose(data, pipeline="train", *, res=224, batch_size=256, num_workers=Non
     # The decoding scan and the storage reads use one file: the dataset's,
     # or its first shard (shards share their fields and encoding).
     one = data if ds["files"] == 1 else reader.file_names[0]
-    one_reader = reader if ds["files"] == 1 else Reader(one, custom_handlers=extra.get("custom_fields", {}))
+    one_reader = reader if ds["files"] == 1 else Reader(one, custom_handlers=custom)
     lay = Layout(one_reader)
     held = None if ds["remote"] else holders(reader.file_names)
     evicting = not ds["remote"] and (evict is True or (evict == "auto" and not held["pids"]))
@@ -234,7 +236,7 @@ def _model_phase(report, resolved, make, one, indices, facts, res, device, amp, 
     of memory, a model the doctor cannot train) becomes the model entry's
     error: the rest of the report stands."""
     m, name = resolved
-    alone = None
+    alone = step = failed = None
     try:
         bar.phase("model: training steps")
         step = _model.TrainStep(m, name, device, amp)
@@ -248,7 +250,9 @@ def _model_phase(report, resolved, make, one, indices, facts, res, device, amp, 
                                                   seconds=max(1.0, left(TOGETHER_SHARE)), loader_kwargs=kwargs)
         bar.done()
     except Exception as e:  # noqa: BLE001 - any failure of the user's model is reported, not raised
-        report.model = {**(alone or {}), **_model.failure(name, e, batch_size, device)}
+        failed = _model.failure(name, e, batch_size, device)
+    if failed is not None:  # out of the except block: its traceback no longer holds the step's tensors
+        report.model = {**(alone or {}), **failed}
         report.together = None
-        step = None
+        step = None  # the model's optimizer state and cached targets go with it, before the cache is emptied
         _model.free_device(device)

@@ -154,14 +154,16 @@ def builtin_pipeline(kind, reader, res, device, amp):
     return make
 
 
-def load_pipeline(spec, reader, res, device, amp):
-    """(factory, description, loader_kwargs): "train", "val", a .py file
-    defining ``pipelines`` (a dict, or a function returning one) and
-    optionally ``loader_kwargs`` (more Loader arguments: views'
-    ``custom_field_mapper``, ...), a dict or a function."""
+def pipeline_source(spec):
+    """(pipelines, description, loader_kwargs) of diagnose's pipeline
+    argument: "train" or "val" as they are; a .py file's ``pipelines`` (a
+    dict, or a function returning one) and optional ``loader_kwargs`` (more
+    Loader arguments: views' ``custom_field_mapper``, ``custom_fields``,
+    ...); a dict or a function as they are. The file runs here, before the
+    dataset is opened with its custom fields."""
     kwargs = {}
     if isinstance(spec, str) and spec in ("train", "val"):
-        return builtin_pipeline(spec, reader, res, device, amp), spec, kwargs
+        return spec, spec, kwargs
     if isinstance(spec, (str, os.PathLike)):
         path = os.fspath(spec)
         if not path.endswith(".py") or not os.path.isfile(path):
@@ -180,11 +182,20 @@ def load_pipeline(spec, reader, res, device, amp):
     if isinstance(spec, dict):
         if not any(v for v in spec.values()):
             raise ValueError("pipelines: no field has operations")
+    elif not callable(spec):
+        raise ValueError(f"pipeline {spec!r}: 'train', 'val', a .py file, a dict or a function")
+    return spec, desc, kwargs
+
+
+def pipeline_factory(spec, reader, res, device, amp):
+    """A function making a fresh pipelines dict for each loader, from
+    pipeline_source's pipelines."""
+    if isinstance(spec, str):
+        return builtin_pipeline(spec, reader, res, device, amp)
+    if isinstance(spec, dict):
         # Operations hold state (streams, compiled code): a fresh copy per loader.
-        return (lambda: copy.deepcopy(spec)), desc, kwargs
-    if callable(spec):
-        return spec, desc, kwargs
-    raise ValueError(f"pipeline {spec!r}: 'train', 'val', a .py file, a dict or a function")
+        return lambda: copy.deepcopy(spec)
+    return spec
 
 
 def check_loader_kwargs(kwargs):
@@ -196,8 +207,8 @@ def check_loader_kwargs(kwargs):
         raise ValueError(f"loader_kwargs {kwargs!r}: a dict of Loader arguments")
     clash = sorted(set(kwargs) & RESERVED_LOADER_KWARGS)
     if clash:
-        raise ValueError(f"loader_kwargs: {', '.join(clash)} are the doctor's to set (use diagnose's own "
-                         f"arguments, or leave them out)")
+        raise ValueError(f"loader_kwargs: {', '.join(clash)}: set by the doctor itself (diagnose's own "
+                         f"arguments), not through loader_kwargs")
     return dict(kwargs)
 
 

@@ -63,9 +63,9 @@ def _is_detection(m):
 
 
 class TrainStep:
-    """One training step of module m on a batch: ``step(batch)`` where batch
-    is what the loader yields (the first (N, C, H, W) tensor is the input,
-    an integer (N,) tensor the labels)."""
+    """Training steps of module m: ``step(*step.inputs(batch))`` on what a
+    loader yields (its first (N, C, H, W) tensor is the input, an integer
+    (N,) tensor the labels), or ``step(x)`` on an input tensor."""
 
     def __init__(self, m, name, device, amp):
         import torch
@@ -182,10 +182,13 @@ class TrainStep:
         return loss
 
     def _labels(self, labels, logits):
+        """The batch's labels, clamped to the model's classes (checking them
+        would make a GPU wait every step; only the cost is measured), or
+        random ones."""
         import torch
         n, c = logits.shape
-        if labels is not None and len(labels) == n and int(labels.min()) >= 0 and int(labels.max()) < c:
-            return labels
+        if labels is not None and len(labels) == n:
+            return labels.clamp(0, c - 1)
         key = ("cls", n, c)
         if key not in self._targets:
             self._targets[key] = torch.randint(0, c, (n,), device=logits.device)
@@ -246,10 +249,15 @@ def measure_together(data, make, step, *, workers, batch_size, order, os_cache, 
     t_begin = time.perf_counter()
     try:
         it = iter(loader)
+        empty = 0
         while True:
             try:
                 batch = next(it)
+                empty = 0
             except StopIteration:
+                empty += 1
+                if empty > 1:
+                    raise RuntimeError("the loader's epochs are empty") from None
                 it = iter(loader)  # the next epoch
                 continue
             # The window opens after the warm-up steps, or a quarter of the

@@ -219,7 +219,8 @@ def _model_lines(r):
         dev = "GPU" if tg["device"].startswith("cuda") else "the training thread"
         lines.append(f"  with the loader ({workers(tg['workers'])}): {tg['img_s']:,.0f} img/s over {tg['steps']} steps; "
                      f"the training loop waited in next() {tg['wait_s']:.2f} s of {tg['seconds']:.2f} s "
-                     f"({pct(tg['wait_share'])}); {dev} busy {pct(tg['device_busy_share'])}")
+                     f"({pct(tg['wait_share'])}); {dev} busy {pct(tg['device_busy_share'])}, idle "
+                     f"{pct(1 - tg['device_busy_share'])}")
     return lines
 
 
