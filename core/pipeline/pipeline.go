@@ -105,6 +105,35 @@ func (c *Ctx) Close() {
 // parameters its image op drew. Negative, so never a positional key.
 func SeedKey(seed uint32) int { return -1 - int(seed) }
 
+// Head is what every operation spec carries besides its arguments: its
+// name, and what decides its randomness key.
+type Head struct {
+	Op   string  `json:"op"`
+	Key  *int    `json:"key"`  // set by the caller: the op's place among its pipeline's built-in ops, view included
+	Seed *uint32 `json:"seed"` // the user's seed: shared with every op given the same one
+}
+
+// ParseHead reads the head of an operation spec.
+func ParseHead(raw json.RawMessage) (Head, error) {
+	var h Head
+	err := json.Unmarshal(raw, &h)
+	return h, err
+}
+
+// KeyAt is the randomness key of the op at position pos of its program: the
+// seed's key when it has one, else its "key", else pos. Every path that
+// draws what an op draws (its program, the targets that follow it, a
+// Label op) gets the key here.
+func (h Head) KeyAt(pos int) int {
+	switch {
+	case h.Seed != nil:
+		return SeedKey(*h.Seed)
+	case h.Key != nil:
+		return *h.Key
+	}
+	return pos
+}
+
 // mix is SplitMix64's finaliser over a pair, to derive independent seeds.
 func mix(a, b uint64) uint64 {
 	z := a*0x9e3779b97f4a7c15 + b + 0x632be59bd9b4e019
@@ -172,6 +201,7 @@ type Program struct {
 	direct int // first op writing straight into the output, computed by Build
 	batch  []BatchOp
 	bspecs []Spec
+	bnames []string
 	// opTimes sums each per-sample op's time when workers time them.
 	opTimes *trace.OpTotals
 }
@@ -226,21 +256,11 @@ func build(r *beton.Reader, f int, in Spec, ops []json.RawMessage) (*Program, er
 	p := &Program{Field: f, In: in}
 	tail := in.DType != ""
 	for i, raw := range ops {
-		var head struct {
-			Op   string  `json:"op"`
-			Key  *int    `json:"key"`
-			Seed *uint32 `json:"seed"`
-		}
-		if err := json.Unmarshal(raw, &head); err != nil {
+		head, err := ParseHead(raw)
+		if err != nil {
 			return nil, fmt.Errorf("field %q, operation %d: %w", env.Desc.Name, i, err)
 		}
-		key := len(p.ops)
-		if head.Key != nil {
-			key = *head.Key
-		}
-		if head.Seed != nil {
-			key = SeedKey(*head.Seed)
-		}
+		key := head.KeyAt(len(p.ops))
 		if mkb, ok := batchRegistry[head.Op]; ok {
 			if len(p.ops) == 0 && !tail {
 				return nil, fmt.Errorf("field %q: %s needs a decoder before it", env.Desc.Name, head.Op)
@@ -253,7 +273,7 @@ func build(r *beton.Reader, f int, in Spec, ops []json.RawMessage) (*Program, er
 			if err != nil {
 				return nil, fmt.Errorf("field %q, %s: %w", env.Desc.Name, head.Op, err)
 			}
-			p.batch, p.bspecs = append(p.batch, op), append(p.bspecs, out)
+			p.batch, p.bspecs, p.bnames = append(p.batch, op), append(p.bspecs, out), append(p.bnames, head.Op)
 			in = out
 			continue
 		}
