@@ -45,7 +45,12 @@ type Problem struct {
 	Member  string `json:"member,omitempty"`
 	Reason  string `json:"reason"`
 	Dropped bool   `json:"sample_skipped"`
+	Err     error  `json:"-"` // the error behind Reason, if any
 }
+
+// Unwrap lets errors.Is see the error behind the problem (a missing
+// shard is fs.ErrNotExist).
+func (p Problem) Unwrap() error { return p.Err }
 
 func (p Problem) Error() string {
 	s := fmt.Sprintf("%s: sample %q", p.Source, p.Key)
@@ -555,7 +560,7 @@ func (j *Job) place(sources []Source) {
 		}
 		name := sources[w.source].Name()
 		if w.item == nil { // the source ended in an error
-			p := Problem{Source: name, Reason: w.end.Error(), Dropped: true}
+			p := Problem{Source: name, Reason: w.end.Error(), Dropped: true, Err: w.end}
 			if !j.problem(p) {
 				return
 			}
@@ -574,7 +579,7 @@ func (j *Job) place(sources []Source) {
 			continue
 		}
 		if w.err != nil {
-			if !j.problem(Problem{Source: name, Key: w.item.Key, Reason: w.err.Error(), Dropped: true}) {
+			if !j.problem(Problem{Source: name, Key: w.item.Key, Reason: w.err.Error(), Dropped: true, Err: w.err}) {
 				return
 			}
 			j.skipped()
@@ -603,7 +608,7 @@ func (j *Job) place(sources []Source) {
 // problem records p; false when it fails the write.
 func (j *Job) problem(p Problem) bool {
 	if !j.opts.Skip {
-		j.fail(fmt.Errorf("%w: %v", ErrBad, p))
+		j.fail(fmt.Errorf("%w: %w", ErrBad, p))
 		return false
 	}
 	j.mu.Lock()
@@ -646,8 +651,12 @@ func (j *Job) Wait() (Report, error) {
 	return j.report, nil
 }
 
+// Stop makes the job fail ("aborted") without waiting for it to end:
+// calls blocked on it (Put, Texts, Wait) return.
+func (j *Job) Stop() { j.fail(errors.New("aborted")) }
+
 // Abort stops the job, removes the file being written, and waits.
 func (j *Job) Abort() {
-	j.fail(errors.New("aborted"))
+	j.Stop()
 	<-j.done
 }
