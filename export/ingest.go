@@ -277,6 +277,9 @@ func ffcv_ingest_tokens(h C.int64_t, batch C.uint64_t, offsets *C.uint64_t, n C.
 		lists[i] = append([]uint32(nil), ids[a:b]...)
 	}
 	if e := j.PutTokens(uint64(batch), lists); e != nil {
+		if je := j.Err(); je != nil {
+			return fail(err, je) // the job failed meanwhile: that is the error
+		}
 		return fail(err, fmt.Errorf("%w: %v", errArgument, e))
 	}
 	return 0

@@ -8,7 +8,9 @@ from .rgb_image import (SimpleRGBImageDecoder, ResizedCropRGBImageDecoder, Rando
                         CenterCropRGBImageDecoder, ResizePadRGBImageDecoder)
 from .ragged import RaggedDecoder
 from .mask import MaskDecoder
+from .text import TokenDecoder, CaptionDecoder
 
 __all__ = ["IntDecoder", "FloatDecoder", "NDArrayDecoder", "BytesDecoder", "SimpleRGBImageDecoder",
            "ResizedCropRGBImageDecoder", "RandomResizedCropRGBImageDecoder", "CenterCropRGBImageDecoder",
-           "ResizePadRGBImageDecoder", "RaggedDecoder", "MaskDecoder"]
+           "ResizePadRGBImageDecoder", "RaggedDecoder", "MaskDecoder", "TokenDecoder",
+           "CaptionDecoder"]
