@@ -53,7 +53,10 @@ type Problem struct {
 func (p Problem) Unwrap() error { return p.Err }
 
 func (p Problem) Error() string {
-	s := fmt.Sprintf("%s: sample %q", p.Source, p.Key)
+	s := p.Source
+	if p.Key != "" {
+		s += fmt.Sprintf(": sample %q", p.Key)
+	}
 	if p.Member != "" {
 		s += fmt.Sprintf(", member %q", p.Member)
 	}

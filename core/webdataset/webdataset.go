@@ -179,11 +179,11 @@ func (r *Reader) advance() error {
 
 func (r *Reader) fail(err error, member string) error {
 	r.done = true
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, tar.ErrHeader) || errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) {
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		err = fmt.Errorf("%w: %v (truncated?)", ErrFormat, err)
+	case errors.Is(err, tar.ErrHeader), errors.Is(err, gzip.ErrChecksum), errors.Is(err, gzip.ErrHeader):
 		err = fmt.Errorf("%w: %v", ErrFormat, err)
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			err = fmt.Errorf("%w (truncated?)", err)
-		}
 	}
 	where := "at the start"
 	if r.last != "" {

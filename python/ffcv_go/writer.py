@@ -227,9 +227,9 @@ class DatasetWriter:
         to the Go core as Arrow buffers, as in from_parquet (which see for
         columns, key, errors and output_shards)."""
         from . import _ingest
-        if not hasattr(dataset, "with_format") or not hasattr(dataset, "__len__"):
-            kind = type(dataset).__name__
-            hint = " (pick a split: dataset['train'])" if kind == "DatasetDict" else ""
+        kind = type(dataset).__name__
+        if not hasattr(dataset, "with_format") or not isinstance(getattr(dataset, "column_names", None), list):
+            hint = " (pick a split: dataset['train'])" if kind.endswith("DatasetDict") else ""
             raise TypeError(f"from_huggingface needs a datasets.Dataset, got a {kind}{hint}")
         cols = _ingest.arrow_columns(self, columns)
         wanted = sorted(set(cols + ([key] if key else [])))
