@@ -38,7 +38,7 @@ type ingestSpec struct {
 	Fields     []fieldSpec `json:"fields"`
 	Take       []takeSpec  `json:"take"`
 	Ignore     []string    `json:"ignore"`
-	Output     fileNames  `json:"output"`
+	Output     fileNames   `json:"output"`
 	Split      string      `json:"split"`
 	Target     uint64      `json:"target"`
 	Skip       bool        `json:"skip"`
