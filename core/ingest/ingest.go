@@ -496,10 +496,32 @@ type out struct {
 func (j *Job) place(sources []Source) {
 	var cur *out
 	next := 0 // the next output file's number
+	// Files are finished (synced, renamed, uploaded) in the background while
+	// the next one fills; the report lists them in order once all are done.
+	type closing struct {
+		name string
+		n    uint64
+		err  error
+	}
+	var closed []*closing
+	var closers sync.WaitGroup
 	defer func() {
 		if cur != nil { // failed
 			cur.w.Abort()
 			cur.dest.Abort()
+		}
+		closers.Wait()
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		for _, c := range closed {
+			if c.err != nil {
+				if j.err == nil {
+					j.err = fmt.Errorf("output %s: %w", c.name, c.err)
+				}
+				continue
+			}
+			j.report.Files = append(j.report.Files, c.name)
+			j.report.Counts = append(j.report.Counts, c.n)
 		}
 	}()
 	open := func() bool {
@@ -520,15 +542,14 @@ func (j *Job) place(sources []Source) {
 	finish := func() bool {
 		c := cur
 		cur = nil
-		if err := c.dest.Finish(c.w.Close()); err != nil {
-			j.fail(fmt.Errorf("output %s: %w", c.name, err))
-			return false
-		}
-		j.mu.Lock()
-		j.report.Files = append(j.report.Files, c.name)
-		j.report.Counts = append(j.report.Counts, c.w.Samples())
-		j.mu.Unlock()
-		return true
+		cl := &closing{name: c.name, n: c.w.Samples()}
+		closed = append(closed, cl)
+		closers.Add(1)
+		go func() {
+			defer closers.Done()
+			cl.err = c.dest.Finish(c.w.Close())
+		}()
+		return j.Err() == nil
 	}
 	// upTo finishes files until the current one is for source k
 	// (PerSource), opening one when none is open.
