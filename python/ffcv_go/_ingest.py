@@ -7,9 +7,6 @@ import json
 import os
 import re
 import warnings
-from dataclasses import dataclass, field as dc_field
-from typing import List
-
 import numpy as np
 
 from . import _lib
@@ -17,22 +14,6 @@ from . import _lib
 _DEFAULT_EXTENSIONS = {"RGBImageField": "jpg;jpeg;png;webp", "TextField": "txt", "IntField": "cls",
                        "JSONField": "json"}
 _WDS_KINDS = ("RGBImageField", "TextField", "IntField", "FloatField", "JSONField", "BytesField")
-
-
-@dataclass
-class WriteReport:
-    """What a one-pass conversion wrote and what it skipped.
-
-    files: the .beton files written, in order (pass them to ``Loader``);
-    counts: samples in each; samples: in all; skipped: samples left out;
-    problems: the first 1000 problems, dicts {shard, key, member, reason,
-    sample_skipped}; num_problems: all of them."""
-    files: List[str]
-    counts: List[int]
-    samples: int
-    skipped: int = 0
-    problems: List[dict] = dc_field(default_factory=list)
-    num_problems: int = 0
 
 
 # ---- output names and sizes ---------------------------------------------------
@@ -233,6 +214,7 @@ def run(writer, handle, pusher=None):
             thread.join()
         if bar is not None:
             bar.close()
+    from .writer import WriteReport
     rep = WriteReport(files=report["files"], counts=report["counts"], samples=report["samples"],
                       skipped=report["skipped"], problems=report["problems"] or [],
                       num_problems=report["num_problems"])

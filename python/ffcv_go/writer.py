@@ -7,6 +7,8 @@ is the same whatever the number of workers, and it appears atomically.
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field as _dc_field
+from typing import List
 
 import numpy as np
 
@@ -42,6 +44,23 @@ def _progress(total, enabled=True):
     if tqdm is None or not enabled:
         return None
     return tqdm(total=total, unit="sample", smoothing=0.1)
+
+
+@dataclass
+class WriteReport:
+    """What a one-pass conversion (``from_webdataset`` without a pipeline,
+    ``from_parquet``, ``from_huggingface``) wrote and what it left out.
+
+    files: the .beton files written, in order (a Loader reads them as one
+    dataset); counts: the samples in each; samples: in all; skipped: the
+    samples left out; problems: the first 1000 problems, each a dict
+    {shard, key, member, reason, sample_skipped}; num_problems: all of them."""
+    files: List[str]
+    counts: List[int]
+    samples: int
+    skipped: int = 0
+    problems: List[dict] = _dc_field(default_factory=list)
+    num_problems: int = 0
 
 
 class DatasetWriter:

@@ -8,9 +8,9 @@ from .rgb_image import (SimpleRGBImageDecoder, ResizedCropRGBImageDecoder, Rando
                         CenterCropRGBImageDecoder, ResizePadRGBImageDecoder)
 from .ragged import RaggedDecoder
 from .mask import MaskDecoder
-from .text import TokenDecoder, CaptionDecoder
+from .text import TokenDecoder, CaptionDecoder, Tokens
 
 __all__ = ["IntDecoder", "FloatDecoder", "NDArrayDecoder", "BytesDecoder", "SimpleRGBImageDecoder",
            "ResizedCropRGBImageDecoder", "RandomResizedCropRGBImageDecoder", "CenterCropRGBImageDecoder",
            "ResizePadRGBImageDecoder", "RaggedDecoder", "MaskDecoder", "TokenDecoder",
-           "CaptionDecoder"]
+           "CaptionDecoder", "Tokens"]
