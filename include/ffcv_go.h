@@ -337,7 +337,11 @@ int64_t ffcv_tail_run(int64_t tail, uint64_t epoch, uint64_t batch, const uint64
                       const void *in, uint64_t in_len, void *out, uint64_t out_len, char **err);
 /* Loader counters as JSON: samples_skipped, peak_resident_pages, slots, ...; for a
  * traced loader "stages": {name: {"ns", "count"}} (FFCV_STAGE_*: the time workers
- * spent in each stage) and "trace_dropped", the spans not kept. */
+ * spent in each stage), "ops": per output, its per-sample operations in order as
+ * [{"op": name, "ns", "count"}] (each one's whole time, a decoder's read and
+ * entropy decoding included; count: samples), and "trace_dropped", the spans not
+ * kept. Workers hand their times over every 256 samples and at the end of their
+ * epoch. */
 int64_t ffcv_loader_stats(int64_t loader, char **out, char **err);
 /* Moves up to cap of the spans a loader created with "trace": "events" recorded
  * into out, oldest first, and returns their number; out NULL: returns how many

@@ -278,6 +278,9 @@ type Stats struct {
 	// trace), when the loader traces; TraceDropped the spans not kept.
 	Stages       map[string]trace.Total `json:"stages,omitempty"`
 	TraceDropped uint64                 `json:"trace_dropped,omitempty"`
+	// Ops is each output's per-sample operations and their time, when the
+	// loader traces.
+	Ops [][]trace.OpTotal `json:"ops,omitempty"`
 }
 
 // EpochStats is what one epoch read: pages loaded by the process cache and,
@@ -306,8 +309,20 @@ func (l *Loader) Stats() Stats {
 		SamplesSkipped: l.skipped.Load(), PeakResidentPages: l.peak.Load(), PagesRead: l.pages.Load(),
 		Slots: l.pool.total, SlotsGrown: l.pool.grown,
 		Requests: rq.Requests, BytesFetched: rq.Bytes, Retries: rq.Retries, PeakInFlight: rq.PeakInFlight,
-		Epochs: epochs, Stages: l.rec.Totals(), TraceDropped: l.rec.Dropped(),
+		Epochs: epochs, Stages: l.rec.Totals(), TraceDropped: l.rec.Dropped(), Ops: l.opTotals(),
 	}
+}
+
+// opTotals is each output's time per operation (nil when not tracing).
+func (l *Loader) opTotals() [][]trace.OpTotal {
+	if l.rec == nil {
+		return nil
+	}
+	out := make([][]trace.OpTotal, len(l.progs))
+	for k, p := range l.progs {
+		out[k] = p.OpTotals()
+	}
+	return out
 }
 
 // remoteStats sums the request counters of r's remote objects: r's own

@@ -194,9 +194,12 @@ func TestAugmentBadArguments(t *testing.T) {
 		{"augmix", map[string]any{"severity": 0}, "severity"},
 		{"augmix", map[string]any{"mixture_width": 0}, "mixture_width"},
 		{"augmix", map[string]any{"alpha": 0}, "alpha"},
-		{"label_color_jitter", map[string]any{"p": 1}, "seed"},
-		{"label_gaussian_blur", map[string]any{"p": 1, "sigma": []float64{0, 1}, "seed": 1}, "sigma"},
-		{"label_translate", map[string]any{"padding": -1, "seed": 1}, "padding"},
+		{"label", map[string]any{"of": map[string]any{"op": "color_jitter", "p": 1}}, "seed"},
+		{"label", map[string]any{"of": map[string]any{"op": "gaussian_blur", "p": 1, "kernel_size": 3,
+			"sigma": []float64{0, 1}}, "seed": 1}, "sigma"},
+		{"label", map[string]any{"of": map[string]any{"op": "translate", "padding": -1, "fill": []int{0}}, "seed": 1}, "padding"},
+		{"label", map[string]any{"of": map[string]any{"op": "cutout", "size": 2, "fill": []int{0}}, "seed": 1}, "no parameters to report"},
+		{"label", map[string]any{"of": map[string]any{"op": "nope"}, "seed": 1}, "unknown operation"},
 	} {
 		t.Run(tc.name+"_"+tc.want, func(t *testing.T) {
 			m := map[string]any{"op": tc.name}
@@ -227,8 +230,8 @@ func TestAugmentBadInputs(t *testing.T) {
 		{"random_erasing", map[string]any{"p": 1, "scale": []float64{0.1, 0.2}, "ratio": []float64{1, 1},
 			"value": []float64{1, 2}}, imgSpec(8, 8, 3), "value has 2"},
 		{"augment_op", map[string]any{"name": "Invert"}, Spec{Shape: []int{8, 8, 3}, DType: "<f4"}, "uint8"},
-		{"label_grayscale", map[string]any{"p": 0.5, "seed": 1}, Spec{Shape: []int{2, 2}, DType: "<i8"}, "vector"},
-		{"label_grayscale", map[string]any{"p": 0.5, "seed": 1}, Spec{Shape: []int{1}, DType: "<u2"}, "numeric"},
+		{"label", labelArgs("grayscale", map[string]any{"p": 0.5}), Spec{Shape: []int{2, 2}, DType: "<i8"}, "vector"},
+		{"label", labelArgs("grayscale", map[string]any{"p": 0.5}), Spec{Shape: []int{1}, DType: "<u2"}, "numeric"},
 	} {
 		t.Run(tc.name+"_"+tc.want, func(t *testing.T) {
 			op := newOp(t, tc.name, tc.args)
@@ -239,12 +242,23 @@ func TestAugmentBadInputs(t *testing.T) {
 	}
 }
 
-// labelValues runs a label op on an int64 label and returns its float32s.
+// labelArgs is the label op's spec reporting on image op name with args,
+// paired by seed 42.
+func labelArgs(name string, args map[string]any) map[string]any {
+	of := map[string]any{"op": name}
+	for k, v := range args {
+		of[k] = v
+	}
+	return map[string]any{"of": of, "seed": 42}
+}
+
+// labelValues runs the label op of image op name (args) on an int64 label
+// and returns its float32s.
 func labelValues(t *testing.T, name string, args map[string]any, label int64, pos uint64, key int) []float32 {
 	t.Helper()
 	in := make([]byte, 8)
 	binary.LittleEndian.PutUint64(in, uint64(label))
-	out := runKey(t, newOp(t, name, args), Spec{Shape: []int{1}, DType: "<i8"}, in, pos, key)
+	out := runKey(t, newOp(t, "label", labelArgs(name, args)), Spec{Shape: []int{1}, DType: "<i8"}, in, pos, key)
 	v := make([]float32, len(out)/4)
 	for i := range v {
 		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(out[4*i:]))
@@ -279,9 +293,9 @@ func TestLabelOpsReportTheDraws(t *testing.T) {
 	}
 	for pos := uint64(0); pos < 24; pos++ {
 		// Blur: sigma 0 exactly when the image is untouched, else the blur with that sigma.
-		blur := map[string]any{"p": 0.5, "sigma": []float64{0.5, 2}}
-		got := runKey(t, newOp(t, "gaussian_blur", map[string]any{"p": 0.5, "kernel_size": 5, "sigma": []float64{0.5, 2}}), in, img, pos, key)
-		sigma := labelValues(t, "label_gaussian_blur", withSeed(blur), int64(pos), pos, key)[0]
+		blur := map[string]any{"p": 0.5, "kernel_size": 5, "sigma": []float64{0.5, 2}}
+		got := runKey(t, newOp(t, "gaussian_blur", blur), in, img, pos, key)
+		sigma := labelValues(t, "gaussian_blur", blur, int64(pos), pos, key)[0]
 		want := slices.Clone(img)
 		if sigma != 0 {
 			tvGaussianBlur(NewCtx(), want, h, w, c, 5, float64(sigma))
@@ -292,7 +306,7 @@ func TestLabelOpsReportTheDraws(t *testing.T) {
 		note("blur", sigma)
 
 		// Grayscale: 0 exactly when the channels became equal.
-		g := labelValues(t, "label_grayscale", withSeed(map[string]any{"p": 0.5}), 3, pos, key)[0]
+		g := labelValues(t, "grayscale", map[string]any{"p": 0.5}, 3, pos, key)[0]
 		gray := runKey(t, newOp(t, "grayscale", map[string]any{"p": 0.5}), in, img, pos, key)
 		if (g == 0) != !slices.Equal(gray, img) {
 			t.Fatalf("sample %d: grayscale label %v, image changed %v", pos, g, !slices.Equal(gray, img))
@@ -300,7 +314,7 @@ func TestLabelOpsReportTheDraws(t *testing.T) {
 		note("gray", g)
 
 		// Translate: the reported shift is the image's.
-		sh := labelValues(t, "label_translate", withSeed(map[string]any{"padding": 3}), 1, pos, key)
+		sh := labelValues(t, "translate", map[string]any{"padding": 3, "fill": []int{0, 0, 0}}, 1, pos, key)
 		moved := runKey(t, newOp(t, "translate", map[string]any{"padding": 3, "fill": []int{0, 0, 0}}), in, img, pos, key)
 		if !slices.Equal(moved, shifted(img, h, w, c, int(sh[0]), int(sh[1]), []byte{0, 0, 0})) {
 			t.Fatalf("sample %d: translate is not the reported shift %v", pos, sh)
@@ -309,7 +323,7 @@ func TestLabelOpsReportTheDraws(t *testing.T) {
 
 		// Colour jitter with hue alone: the image is the hue shift by the reported factor.
 		jit := map[string]any{"p": 0.7, "hue": []float64{-0.4, 0.4}}
-		f := labelValues(t, "label_color_jitter", withSeed(jit), 0, pos, key)
+		f := labelValues(t, "color_jitter", jit, 0, pos, key)
 		jittered := runKey(t, newOp(t, "color_jitter", jit), in, img, pos, key)
 		want = slices.Clone(img)
 		tvHue(want, c, float64(f[3]))
@@ -520,11 +534,11 @@ func TestAugmentOpsShareAcrossWorkers(t *testing.T) {
 		args   map[string]any
 		random bool
 		out    []int
-	}{"label_color_jitter", withSeed(map[string]any{"p": 0.5, "hue": []float64{-0.2, 0.2}}), true, nil})
+	}{"label", labelArgs("color_jitter", map[string]any{"p": 0.5, "hue": []float64{-0.2, 0.2}}), true, nil})
 	for _, tc := range cases {
 		op := newOp(t, tc.name, tc.args)
 		spec, src := in, img
-		if strings.HasPrefix(tc.name, "label_") {
+		if tc.name == "label" {
 			spec, src = Spec{Shape: []int{1}, DType: "<i8"}, make([]byte, 8)
 		}
 		outSpec, err := op.Out(spec)

@@ -17,6 +17,7 @@ func init() { register("gaussian_blur", newGaussianBlur) }
 
 type gaussianBlur struct {
 	sameImage
+	photometric
 	p      float64
 	k      int
 	lo, hi float64
@@ -52,11 +53,21 @@ func (g *gaussianBlur) Out(in Spec) (Spec, error) {
 	return in, nil
 }
 
-// drawBlur is the blur's draw: whether it applies and its sigma.
-func drawBlur(c *Ctx, op int, p, lo, hi float64) (bool, float64) {
-	r := c.Rand(op)
-	apply := r.Float64() < p
-	return apply, lo + float64(r.Float64()*(hi-lo))
+// draw is the blur's draw: whether it applies and its sigma.
+func (g *gaussianBlur) draw(c *Ctx, key int) (bool, float64) {
+	r := c.Rand(key)
+	apply := r.Float64() < g.p
+	return apply, g.lo + float64(r.Float64()*(g.hi-g.lo))
+}
+
+// Reports: the sigma of the blur, 0 when it did not apply.
+func (g *gaussianBlur) Reports() int { return 1 }
+
+func (g *gaussianBlur) Report(c *Ctx, key int, dst []float32) {
+	dst[0] = 0
+	if apply, s := g.draw(c, key); apply {
+		dst[0] = float32(s)
+	}
 }
 
 // gaussKernel is torchvision's float32 1-D kernel.
@@ -223,7 +234,7 @@ func addPairs3(acc, a, b []float32, k float32, c, d []float32, l float32, e, f [
 
 func (g *gaussianBlur) Run(c *Ctx, op int, in, out []byte) error {
 	copyIfNeeded(out, in)
-	apply, sigma := drawBlur(c, op, g.p, g.lo, g.hi)
+	apply, sigma := g.draw(c, op)
 	if !apply {
 		return nil
 	}

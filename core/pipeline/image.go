@@ -84,6 +84,8 @@ func (d *simpleRGB) Out(Spec) (Spec, error) {
 	return Spec{Shape: []int{d.h, d.w, 3}, DType: "|u1"}, nil
 }
 
+func (d *simpleRGB) Place(_ *Ctx, _, w, h int) (Step, error) { return Same(w, h), nil }
+
 func (d *simpleRGB) Run(c *Ctx, _ int, _, out []byte) error {
 	im := imageOf(c.Col)
 	if im.w != d.w || im.h != d.h {
@@ -116,10 +118,9 @@ type cropRGB struct {
 	scale, ratio [2]float64
 	center       float64
 	// A horizontal flip right after the crop is done by the resize (see
-	// fuseFlips): flipOp is its randomness key, flipP its probability.
-	fused  bool
-	flipOp int
-	flipP  float64
+	// fuseFlips): flip is that op, drawing under flipKey.
+	flip    *flip
+	flipKey int
 	// shareField is 1 + the field when other programs crop it too: they
 	// share each sample's entropy decoding (see ShareViews); 0 otherwise.
 	shareField int
@@ -181,13 +182,28 @@ func (d *cropRGB) rect(r *rand.Rand, w, h int) image.Rectangle {
 	return CenterCrop(w, h, d.center)
 }
 
+// draw is the sample's crop of its w×h image, and whether the fused flip
+// mirrors it.
+func (d *cropRGB) draw(c *Ctx, key, w, h int) (crop image.Rectangle, flip bool) {
+	crop = d.rect(c.Rand(key), w, h)
+	return crop, d.flip != nil && d.flip.draw(c, d.flipKey)
+}
+
+func (d *cropRGB) Place(c *Ctx, key, w, h int) (Step, error) {
+	crop, flip := d.draw(c, key, w, h)
+	s := CropStep(crop, d.ow, d.oh)
+	if flip {
+		s = s.FlipX()
+	}
+	return s, nil
+}
+
 func (d *cropRGB) Run(c *Ctx, op int, _, out []byte) error {
 	im := imageOf(c.Col)
 	if im.w < 1 || im.h < 1 {
 		return fmt.Errorf("%w: empty %dx%d image", field.ErrData, im.w, im.h)
 	}
-	crop := d.rect(c.Rand(op), im.w, im.h)
-	flip := d.fused && c.Rand(d.flipOp).Float64() < d.flipP // the draw flip.Run makes
+	crop, flip := d.draw(c, op, im.w, im.h)
 	if im.mode == field.ModeJPEG {
 		dec := d.viewDecoder(c)
 		v := jpeg.View{Crop: crop, W: d.ow, H: d.oh, Dst: out, Flip: flip}
@@ -206,29 +222,32 @@ func (d *cropRGB) Run(c *Ctx, op int, _, out []byte) error {
 }
 
 // fuseFlips lets a crop decoder flip while it resizes: a flip_h right after
-// it becomes a no-op and the decoder draws the flip's random number itself
-// (same key, same value), so results are identical and the image is written
-// once. keys are the ops' randomness keys (Program.keys), kept as they were,
-// so later operations draw what they did.
+// it becomes a no-op and the decoder makes the flip's draw itself (through
+// the flip, under its key), so results are identical and the image is
+// written once. keys are the ops' randomness keys (Program.keys), kept as
+// they were, so later operations draw what they did.
 func fuseFlips(ops []Op, keys []int) {
 	for i := 0; i+1 < len(ops); i++ {
 		d, ok := ops[i].(*cropRGB)
 		f, isFlip := ops[i+1].(*flip)
-		if !ok || !isFlip || !f.horizontal || d.fused {
+		if !ok || !isFlip || !f.horizontal || d.flip != nil {
 			continue
 		}
-		d.fused, d.flipOp, d.flipP = true, keys[i+1], f.p
+		d.flip, d.flipKey = f, keys[i+1]
 		ops[i+1] = fusedFlip{sameImage{}}
 	}
 }
 
-// fusedFlip stands in for a flip done by the decoder before it.
+// fusedFlip stands in for a flip done by the decoder before it, which
+// places it too.
 type fusedFlip struct{ sameImage }
 
 func (fusedFlip) Run(_ *Ctx, _ int, in, out []byte) error {
 	copyIfNeeded(out, in)
 	return nil
 }
+
+func (fusedFlip) Place(_ *Ctx, _, w, h int) (Step, error) { return Same(w, h), nil }
 
 // RandomResizedCrop samples torchvision's (and FFCV's) random crop of a w×h
 // image: up to 10 tries of an area fraction from scale and a log-uniform
@@ -287,6 +306,10 @@ func (t *rrcTransform) Out(in Spec) (Spec, error) {
 		return in, err
 	}
 	return Spec{Shape: []int{t.oh, t.ow, in.Shape[2]}, DType: "|u1"}, nil
+}
+
+func (t *rrcTransform) Place(c *Ctx, key, w, h int) (Step, error) {
+	return CropStep(t.rect(c.Rand(key), w, h), t.ow, t.oh), nil
 }
 
 func (t *rrcTransform) Run(c *Ctx, op int, in, out []byte) error {

@@ -53,6 +53,9 @@ type Ctx struct {
 	// Times, when not nil, gets the time of each stage added up (see
 	// Program.Run); nil leaves the programs untimed.
 	Times *trace.Times
+	// OpTimes, when not nil with Times, gets each operation's own time
+	// (the worker's, handed to Program.OpTotals with its spans).
+	OpTimes *trace.OpTimes
 
 	pcg   rand.PCG
 	rng   *rand.Rand
@@ -101,6 +104,35 @@ func (c *Ctx) Close() {
 // they are in, which is how a Label* op in the label pipeline reproduces the
 // parameters its image op drew. Negative, so never a positional key.
 func SeedKey(seed uint32) int { return -1 - int(seed) }
+
+// Head is what every operation spec carries besides its arguments: its
+// name, and what decides its randomness key.
+type Head struct {
+	Op   string  `json:"op"`
+	Key  *int    `json:"key"`  // set by the caller: the op's place among its pipeline's built-in ops, view included
+	Seed *uint32 `json:"seed"` // the user's seed: shared with every op given the same one
+}
+
+// ParseHead reads the head of an operation spec.
+func ParseHead(raw json.RawMessage) (Head, error) {
+	var h Head
+	err := json.Unmarshal(raw, &h)
+	return h, err
+}
+
+// KeyAt is the randomness key of the op at position pos of its program: the
+// seed's key when it has one, else its "key", else pos. Every path that
+// draws what an op draws (its program, the targets that follow it, a
+// Label op) gets the key here.
+func (h Head) KeyAt(pos int) int {
+	switch {
+	case h.Seed != nil:
+		return SeedKey(*h.Seed)
+	case h.Key != nil:
+		return *h.Key
+	}
+	return pos
+}
 
 // mix is SplitMix64's finaliser over a pair, to derive independent seeds.
 func mix(a, b uint64) uint64 {
@@ -169,6 +201,9 @@ type Program struct {
 	direct int // first op writing straight into the output, computed by Build
 	batch  []BatchOp
 	bspecs []Spec
+	bnames []string
+	// opTimes sums each per-sample op's time when workers time them.
+	opTimes *trace.OpTotals
 }
 
 // HasBatchOps reports whether the program ends with batch operations, which
@@ -221,21 +256,11 @@ func build(r *beton.Reader, f int, in Spec, ops []json.RawMessage) (*Program, er
 	p := &Program{Field: f, In: in}
 	tail := in.DType != ""
 	for i, raw := range ops {
-		var head struct {
-			Op   string  `json:"op"`
-			Key  *int    `json:"key"`
-			Seed *uint32 `json:"seed"`
-		}
-		if err := json.Unmarshal(raw, &head); err != nil {
+		head, err := ParseHead(raw)
+		if err != nil {
 			return nil, fmt.Errorf("field %q, operation %d: %w", env.Desc.Name, i, err)
 		}
-		key := len(p.ops)
-		if head.Key != nil {
-			key = *head.Key
-		}
-		if head.Seed != nil {
-			key = SeedKey(*head.Seed)
-		}
+		key := head.KeyAt(len(p.ops))
 		if mkb, ok := batchRegistry[head.Op]; ok {
 			if len(p.ops) == 0 && !tail {
 				return nil, fmt.Errorf("field %q: %s needs a decoder before it", env.Desc.Name, head.Op)
@@ -248,7 +273,7 @@ func build(r *beton.Reader, f int, in Spec, ops []json.RawMessage) (*Program, er
 			if err != nil {
 				return nil, fmt.Errorf("field %q, %s: %w", env.Desc.Name, head.Op, err)
 			}
-			p.batch, p.bspecs = append(p.batch, op), append(p.bspecs, out)
+			p.batch, p.bspecs, p.bnames = append(p.batch, op), append(p.bspecs, out), append(p.bnames, head.Op)
 			in = out
 			continue
 		}
@@ -282,6 +307,7 @@ func build(r *beton.Reader, f int, in Spec, ops []json.RawMessage) (*Program, er
 	}
 	p.Out = in
 	p.SampleOut = p.In
+	p.opTimes = trace.NewOpTotals(p.names)
 	if len(p.specs) > 0 {
 		p.SampleOut = p.specs[len(p.specs)-1]
 		fuseFlips(p.ops, p.keys)
@@ -347,15 +373,22 @@ func (p *Program) Run(c *Ctx, s *Scratch, in, out []byte) error {
 	return nil
 }
 
+// OpTotals is the time each per-sample operation took in timed runs, by
+// its name, in program order (a decoder's whole time, its read and entropy
+// decoding included; a flip fused into the decoder before it takes none).
+func (p *Program) OpTotals() []trace.OpTotal { return p.opTimes.Totals() }
+
 // runTimed runs op i adding its time to c.Times: a decoder's to Decode,
 // less what it reported itself as Read (copying its bytes) and Entropy;
-// any other operation's to Ops.
+// any other operation's to Ops. Each op's whole time also goes to
+// c.OpTimes.
 func (p *Program) runTimed(c *Ctx, i int, in, dst []byte) error {
 	t := c.Times
 	before := t[trace.Read] + t[trace.Entropy]
 	t0 := time.Now()
 	err := p.ops[i].Run(c, p.keys[i], in, dst)
 	d := int64(time.Since(t0))
+	c.OpTimes.Add(p.opTimes, i, d)
 	if decoders[p.names[i]] {
 		t[trace.Decode] += d - (t[trace.Read] + t[trace.Entropy] - before)
 	} else {

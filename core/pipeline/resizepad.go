@@ -62,6 +62,11 @@ func (d *resizePad) fit(r *rand.Rand, w, h int) (int, int) {
 	return max(1, min(d.ow, int(math.Round(float64(w)*s)))), max(1, min(d.oh, int(math.Round(float64(h)*s))))
 }
 
+func (d *resizePad) Place(c *Ctx, key, w, h int) (Step, error) {
+	nw, nh := d.fit(c.Rand(key), w, h)
+	return Step{SX: float64(nw) / float64(w), SY: float64(nh) / float64(h), W: d.ow, H: d.oh}, nil
+}
+
 // resizePadBuf is a worker's buffer for the resized image before padding.
 type resizePadBuf struct{ b []byte }
 

@@ -4,27 +4,16 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"math"
 
 	"github.com/ffcv-go/ffcv-go/core/field"
 )
 
 // FFCV-SSL's colour jitter (with torchvision's ColorJitter semantics) and
-// its Label* operations. A Label op goes in another pipeline (FFCV-SSL: the
-// label's) and outputs that pipeline's values as float32 followed by the
-// parameters the paired image op drew for the sample. Both take the same
-// "seed", which Build turns into the same randomness key (SeedKey), and the
-// Label op makes the image op's draws in the same order (through the same
-// function where the image op has one), so the parameters are the image op's.
+// its LabelRandomResizedCrop. Its other Label* ops are the generic label op
+// (label.go) over the image ops' Report.
 
 func init() {
 	register("color_jitter", newColorJitter)
-	register("label_color_jitter", newLabelOp(labelColorJitter))
-	register("label_grayscale", newLabelOp(labelGrayscale))
-	register("label_solarize", newLabelOp(labelSolarize))
-	register("label_gaussian_blur", newLabelOp(labelBlur))
-	register("label_rotate", newLabelOp(labelRotate))
-	register("label_translate", newLabelOp(labelTranslate))
 	register("label_rrc", newLabelRRC)
 	decoders["label_rrc"] = true
 }
@@ -84,6 +73,7 @@ func (j *jitter) draw(c *Ctx, op int) jitterDraw {
 
 type colorJitter struct {
 	sameImage
+	photometric
 	jitter
 	spec Spec
 }
@@ -133,223 +123,47 @@ func (j *colorJitter) Run(c *Ctx, op int, in, out []byte) error {
 	return nil
 }
 
-// maxLabelParams bounds labelKind.n.
-const maxLabelParams = 4
-
-// A labelKind draws what its image op draws and writes the parameters.
-type labelKind struct {
-	n     int                                                           // parameters per sample
-	parse func(raw json.RawMessage) (func(*Ctx, int, []float32), error) // the drawing function
-}
-
-// labelOp appends the drawn parameters to a 1-D numeric sample as float32.
-// Workers share it: Run keeps its parameters on the stack.
-type labelOp struct {
-	kind labelKind
-	draw func(*Ctx, int, []float32)
-	in   Spec
-}
-
-// needSeed rejects a Label op without "seed": its position in another
-// pipeline is no key to pair it with anything.
-func needSeed(raw json.RawMessage) error {
-	var s struct {
-		Seed *uint32 `json:"seed"`
-	}
-	if err := json.Unmarshal(raw, &s); err != nil || s.Seed == nil {
-		return fmt.Errorf("needs the seed of the image operation it reports on")
-	}
-	return nil
-}
-
-func newLabelOp(kind labelKind) factory {
-	return func(_ Env, raw json.RawMessage) (Op, error) {
-		draw, err := kind.parse(raw)
-		if err != nil {
-			return nil, err
-		}
-		if err := needSeed(raw); err != nil {
-			return nil, err
-		}
-		return &labelOp{kind: kind, draw: draw}, nil
-	}
-}
-
-func (l *labelOp) Out(in Spec) (Spec, error) {
-	l.in = in
-	n := 1
-	for _, d := range in.Shape {
-		n *= d
-	}
-	switch in.DType {
-	case "<i8", "<i4", "<f4", "<f8", "|u1":
-	default:
-		return in, fmt.Errorf("needs numeric values (int64, int32, float32, float64, uint8), got %s", in.DType)
-	}
-	if len(in.Shape) > 1 {
-		return in, fmt.Errorf("needs a scalar or a vector, got shape %v", in.Shape)
-	}
-	return Spec{Shape: []int{n + l.kind.n}, DType: "<f4"}, nil
-}
-
-func (l *labelOp) Run(c *Ctx, op int, in, out []byte) error {
-	n := 0
-	for len(in) > 0 {
-		var v float32
-		switch l.in.DType {
-		case "<i8":
-			v, in = float32(int64(binary.LittleEndian.Uint64(in))), in[8:]
-		case "<i4":
-			v, in = float32(int32(binary.LittleEndian.Uint32(in))), in[4:]
-		case "<f4":
-			v, in = math.Float32frombits(binary.LittleEndian.Uint32(in)), in[4:]
-		case "<f8":
-			v, in = float32(math.Float64frombits(binary.LittleEndian.Uint64(in))), in[8:]
-		default:
-			v, in = float32(in[0]), in[1:]
-		}
-		binary.LittleEndian.PutUint32(out[4*n:], math.Float32bits(v))
-		n++
-	}
-	var buf [maxLabelParams]float32
-	params := buf[:l.kind.n]
-	l.draw(c, op, params)
-	for i, v := range params {
-		binary.LittleEndian.PutUint32(out[4*(n+i):], math.Float32bits(v))
-	}
-	return nil
-}
-
-func b2f(b bool) float32 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// labelColorJitter: brightness, contrast, saturation, hue factors; (1, 1, 1, 0)
+// Reports: brightness, contrast, saturation and hue factors; (1, 1, 1, 0)
 // when the jitter did not apply (FFCV-SSL's layout).
-var labelColorJitter = labelKind{n: 4, parse: func(raw json.RawMessage) (func(*Ctx, int, []float32), error) {
-	var j jitter
-	if err := parse(raw, &j); err != nil {
-		return nil, err
-	}
-	if err := j.check(); err != nil {
-		return nil, err
-	}
-	return func(c *Ctx, op int, dst []float32) {
-		d := j.draw(c, op)
-		if !d.apply {
-			d.factors = [4]float64{1, 1, 1, 0}
-		}
-		for i, f := range d.factors {
-			dst[i] = float32(f)
-		}
-	}, nil
-}}
+func (j *colorJitter) Reports() int { return 4 }
 
-// labelGrayscale: 0 when the image was turned grey, 1 otherwise (FFCV-SSL's
-// convention), for the grayscale op.
-var labelGrayscale = labelKind{n: 1, parse: func(raw json.RawMessage) (func(*Ctx, int, []float32), error) {
-	var a struct {
-		P float64 `json:"p"`
+func (j *colorJitter) Report(c *Ctx, key int, dst []float32) {
+	d := j.draw(c, key)
+	if !d.apply {
+		d.factors = [4]float64{1, 1, 1, 0}
 	}
-	if err := parse(raw, &a); err != nil {
-		return nil, err
+	for i, f := range d.factors {
+		dst[i] = float32(f)
 	}
-	return func(c *Ctx, op int, dst []float32) { dst[0] = b2f(c.Rand(op).Float64() >= a.P) }, nil
-}}
-
-// labelSolarize: 1 when the image was solarized, for the solarize op.
-var labelSolarize = labelKind{n: 1, parse: func(raw json.RawMessage) (func(*Ctx, int, []float32), error) {
-	var a struct {
-		P float64 `json:"p"`
-	}
-	if err := parse(raw, &a); err != nil {
-		return nil, err
-	}
-	return func(c *Ctx, op int, dst []float32) { dst[0] = b2f(c.Rand(op).Float64() < a.P) }, nil
-}}
-
-// labelBlur: the sigma of the blur, 0 when it did not apply.
-var labelBlur = labelKind{n: 1, parse: func(raw json.RawMessage) (func(*Ctx, int, []float32), error) {
-	var a struct {
-		P     float64    `json:"p"`
-		Sigma [2]float64 `json:"sigma"`
-	}
-	if err := parse(raw, &a); err != nil {
-		return nil, err
-	}
-	if !(a.Sigma[0] > 0 && a.Sigma[0] <= a.Sigma[1]) {
-		return nil, fmt.Errorf("sigma %v must be positive (min, max)", a.Sigma)
-	}
-	return func(c *Ctx, op int, dst []float32) {
-		if apply, s := drawBlur(c, op, a.P, a.Sigma[0], a.Sigma[1]); apply {
-			dst[0] = float32(s)
-		}
-	}, nil
-}}
-
-// labelRotate: the angle in radians, 0 when the rotation did not apply.
-var labelRotate = labelKind{n: 1, parse: func(raw json.RawMessage) (func(*Ctx, int, []float32), error) {
-	var a struct {
-		P     float64 `json:"p"`
-		Angle float64 `json:"angle"`
-	}
-	if err := parse(raw, &a); err != nil {
-		return nil, err
-	}
-	return func(c *Ctx, op int, dst []float32) {
-		if apply, th := drawRotate(c, op, a.P, a.Angle); apply {
-			dst[0] = float32(th)
-		}
-	}, nil
-}}
-
-// labelTranslate: the shift (dy, dx) in pixels the translate op drew: the
-// image moved by (-dy, -dx).
-var labelTranslate = labelKind{n: 2, parse: func(raw json.RawMessage) (func(*Ctx, int, []float32), error) {
-	var a struct {
-		Padding int `json:"padding"`
-	}
-	if err := parse(raw, &a); err != nil {
-		return nil, err
-	}
-	if a.Padding < 0 {
-		return nil, fmt.Errorf("padding %d must not be negative", a.Padding)
-	}
-	t := &translate{padding: a.Padding}
-	return func(c *Ctx, op int, dst []float32) {
-		dy, dx := t.draw(c, op) // the translate op's own draw
-		dst[0], dst[1] = float32(dy), float32(dx)
-	}, nil
-}}
+}
 
 // labelRRC is FFCV-SSL's LabelRandomResizedCrop: a decoder of the image
 // field that outputs, as int32, (width, height, top, left, crop height, crop
-// width) of the crop the rgb_rrc decoder with the same seed takes.
-type labelRRC struct{ scale, ratio [2]float64 }
+// width) of the crop the rgb_rrc decoder with the same arguments and seed
+// takes: that decoder's own draw.
+type labelRRC struct{ crop *cropRGB }
 
 func newLabelRRC(env Env, raw json.RawMessage) (Op, error) {
-	// rgb_rrc's arguments, so one spec describes both.
-	var a struct {
-		Size  [2]int     `json:"size"`
-		Scale [2]float64 `json:"scale"`
-		Ratio [2]float64 `json:"ratio"`
-	}
-	if err := parse(raw, &a); err != nil {
+	d, err := parseCrop(true, raw)
+	if err != nil {
 		return nil, err
 	}
 	if err := needSeed(raw); err != nil {
 		return nil, err
 	}
-	if !(a.Scale[0] > 0 && a.Scale[0] <= a.Scale[1] && a.Ratio[0] > 0 && a.Ratio[0] <= a.Ratio[1]) {
-		return nil, fmt.Errorf("bad scale %v or ratio %v", a.Scale, a.Ratio)
-	}
 	if err := needType(env, field.RGBImage); err != nil {
 		return nil, err
 	}
-	return &labelRRC{scale: a.Scale, ratio: a.Ratio}, nil
+	return &labelRRC{crop: d}, nil
+}
+
+// needSeed rejects a Label op without "seed": its position in another
+// pipeline is no key to pair it with anything.
+func needSeed(raw json.RawMessage) error {
+	if h, err := ParseHead(raw); err != nil || h.Seed == nil {
+		return fmt.Errorf("needs the seed of the image operation it reports on")
+	}
+	return nil
 }
 
 func (l *labelRRC) Out(Spec) (Spec, error) { return Spec{Shape: []int{6}, DType: "<i4"}, nil }
@@ -359,7 +173,7 @@ func (l *labelRRC) Run(c *Ctx, op int, _, out []byte) error {
 	if im.w < 1 || im.h < 1 {
 		return fmt.Errorf("%w: empty %dx%d image", field.ErrData, im.w, im.h)
 	}
-	rc := RandomResizedCrop(c.Rand(op), im.w, im.h, l.scale, l.ratio)
+	rc, _ := l.crop.draw(c, op, im.w, im.h)
 	for i, v := range []int{im.w, im.h, rc.Min.Y, rc.Min.X, rc.Dy(), rc.Dx()} {
 		binary.LittleEndian.PutUint32(out[4*i:], uint32(int32(v)))
 	}

@@ -34,6 +34,59 @@ func (f BoxFilter) keep(b [4]float64, area float64) bool {
 	return area > 0 && w*h >= f.MinVisibility*area
 }
 
+// rowFilter decides which rows of a sample stay: the rows of a boxes field
+// (xyxy) whose box is still visible enough after the image's geometry.
+// Rows of other fields (labels, keypoints, instance ids) that go with the
+// boxes stay or go with them.
+type rowFilter struct {
+	boxes  int // the boxes field
+	filter BoxFilter
+}
+
+// keep decides which of the sample's rows stay. own is the heap of the
+// decoder's field: the boxes themselves when the field is the boxes field.
+func (f *rowFilter) keep(c *Ctx, env Env, a Affine, own []byte, rows int) ([]bool, error) {
+	boxes := own
+	if f.boxes != env.Field {
+		if c.Read == nil {
+			return nil, fmt.Errorf("rows that follow another field need the loader's reader")
+		}
+		_, heap, err := c.Read(f.boxes)
+		if err != nil {
+			return nil, fmt.Errorf("followed boxes: %w", err)
+		}
+		boxes = heap
+	}
+	bd := env.Reader.Fields[f.boxes]
+	item, _ := bd.ItemSize()
+	if len(boxes) != rows*4*item {
+		return nil, fmt.Errorf("%w: %d rows here, the boxes field %q has %d bytes for them",
+			field.ErrData, rows, bd.Name, len(boxes))
+	}
+	keep := make([]bool, rows)
+	for i := range keep {
+		var b [4]float64
+		for k := range b {
+			b[k] = floatAt(boxes, item, 4*i+k)
+		}
+		cb, area := a.Box(b)
+		keep[i] = f.filter.keep(cb, area)
+	}
+	return keep, nil
+}
+
+// newRowFilter checks that field f is a boxes field for the rows of env's
+// field (nil when f is nil: every row stays).
+func newRowFilter(env Env, f *int, filter BoxFilter) (*rowFilter, error) {
+	if f == nil {
+		return nil, nil
+	}
+	if !isBoxes(env, *f) {
+		return nil, fmt.Errorf("rows follow field %d, which is not a RaggedArrayField of xyxy boxes", *f)
+	}
+	return &rowFilter{boxes: *f, filter: filter}, nil
+}
+
 // raggedDecoder writes, per sample, the number of rows kept (int64) then
 // those rows, zero-padded to maxRows: RaggedHeader + maxRows·row bytes,
 // rounded up to 8 so every sample's count stays aligned.
@@ -43,10 +96,10 @@ type raggedDecoder struct {
 	maxRows int
 	geo     *Geometry
 	env     Env
-	// boxes is the Ragged xyxy field whose kept rows decide this field's
-	// (itself for boxes; the boxes field for labels); -1: every row is kept.
-	boxes  int
-	filter BoxFilter
+	rows    *rowFilter // nil: every row is kept
+	// flip[k] is the point that takes place k of a row when the geometry
+	// mirrors the image left to right (keypoints' left and right swap).
+	flip []int
 }
 
 // RaggedHeader is the size of the row count in front of a ragged sample.
@@ -57,9 +110,10 @@ func RaggedBytes(maxRows, row int) int { return (RaggedHeader + maxRows*row + 7)
 
 func newRaggedDecoder(env Env, raw json.RawMessage) (Op, error) {
 	var a struct {
-		MaxRows  int           `json:"max_rows"`
-		Geometry *GeometrySpec `json:"geometry"`
-		Boxes    *int          `json:"boxes"`
+		MaxRows     int           `json:"max_rows"`
+		Geometry    *GeometrySpec `json:"geometry"`
+		Boxes       *int          `json:"boxes"`
+		FlipIndices []int         `json:"flip_indices"`
 		BoxFilter
 	}
 	if err := parse(raw, &a); err != nil {
@@ -78,26 +132,54 @@ func newRaggedDecoder(env Env, raw json.RawMessage) (Op, error) {
 	if env.Desc.DType[0] == '>' {
 		return nil, fmt.Errorf("big-endian dtype %q cannot be handed to torch", env.Desc.DType)
 	}
-	d := &raggedDecoder{desc: env.Desc, row: int(row), maxRows: a.MaxRows, env: env, boxes: -1, filter: a.BoxFilter}
-	if a.Geometry != nil {
-		if d.geo, err = NewGeometry(env, *a.Geometry); err != nil {
-			return nil, err
+	d := &raggedDecoder{desc: env.Desc, row: int(row), maxRows: a.MaxRows, env: env}
+	coords := ""
+	if env.Desc.Target != nil {
+		coords = env.Desc.Target.Coords
+	}
+	if a.Geometry == nil {
+		if a.Boxes != nil || a.FlipIndices != nil {
+			return nil, fmt.Errorf("boxes and flip_indices need the image pipeline the rows follow")
 		}
-		d.boxes = env.Field
-		if a.Boxes != nil {
-			d.boxes = *a.Boxes
+		return d, nil
+	}
+	if d.geo, err = NewGeometry(env, *a.Geometry); err != nil {
+		return nil, err
+	}
+	if coords == "xyxy" && a.Boxes == nil {
+		a.Boxes = &env.Field // boxes decide their own rows
+	}
+	if d.rows, err = newRowFilter(env, a.Boxes, a.BoxFilter); err != nil {
+		return nil, err
+	}
+	if a.FlipIndices != nil {
+		if coords != "xy" {
+			return nil, fmt.Errorf("flip_indices reorder points: field %q has no xy coordinates", env.Desc.Name)
 		}
-		if !isBoxes(env, d.boxes) && !(d.boxes == env.Field && env.Desc.Target.Coords == "xy") {
-			return nil, fmt.Errorf("rows follow field %d, which is not a RaggedArrayField of xyxy boxes", d.boxes)
+		if len(env.Desc.Shape) < 2 {
+			return nil, fmt.Errorf("flip_indices reorder the points of a row: field %q has one point per row", env.Desc.Name)
 		}
-		if d.boxes != env.Field && env.Desc.Target.Coords != "" {
-			return nil, fmt.Errorf("a field of coordinates follows an image, not another field's boxes")
+		if err := checkPermutation(a.FlipIndices, int(env.Desc.Shape[0])); err != nil {
+			return nil, fmt.Errorf("flip_indices: %w", err)
 		}
-		if d.boxes == env.Field && env.Desc.Target.Coords == "xy" {
-			d.boxes = -1
-		}
+		d.flip = a.FlipIndices
 	}
 	return d, nil
+}
+
+// checkPermutation checks that p reorders n things.
+func checkPermutation(p []int, n int) error {
+	if len(p) != n {
+		return fmt.Errorf("%d indices for %d points", len(p), n)
+	}
+	seen := make([]bool, n)
+	for _, k := range p {
+		if k < 0 || k >= n || seen[k] {
+			return fmt.Errorf("%v is not a permutation of 0..%d", p, n-1)
+		}
+		seen[k] = true
+	}
+	return nil
 }
 
 func isBoxes(env Env, f int) bool {
@@ -141,19 +223,8 @@ func (d *raggedDecoder) Run(c *Ctx, _ int, _, out []byte) error {
 		if a, err = d.geo.Sample(c, d.env.Reader); err != nil {
 			return err
 		}
-		if d.boxes >= 0 {
-			boxes := c.Heap
-			if d.boxes != d.env.Field {
-				if c.Read == nil {
-					return fmt.Errorf("rows that follow another field need the loader's reader")
-				}
-				_, heap, err := c.Read(d.boxes)
-				if err != nil {
-					return fmt.Errorf("followed boxes: %w", err)
-				}
-				boxes = heap
-			}
-			if keep, err = d.keep(a, boxes, int(rows)); err != nil {
+		if d.rows != nil {
+			if keep, err = d.rows.keep(c, d.env, a, c.Heap, int(rows)); err != nil {
 				return err
 			}
 		}
@@ -175,29 +246,9 @@ func (d *raggedDecoder) Run(c *Ctx, _ int, _, out []byte) error {
 	return nil
 }
 
-// keep decides which of the boxes (rows xyxy of the boxes field) stay.
-func (d *raggedDecoder) keep(a Affine, boxes []byte, rows int) ([]bool, error) {
-	bd := d.env.Reader.Fields[d.boxes]
-	item, _ := bd.ItemSize()
-	if len(boxes) != rows*4*item {
-		return nil, fmt.Errorf("%w: %d rows here, the followed boxes field %q has %d bytes for them",
-			field.ErrData, rows, bd.Name, len(boxes))
-	}
-	keep := make([]bool, rows)
-	for i := range keep {
-		var b [4]float64
-		for k := range b {
-			b[k] = floatAt(boxes, item, 4*i+k)
-		}
-		cb, area := a.Box(b)
-		keep[i] = d.filter.keep(cb, area)
-	}
-	return keep, nil
-}
-
 // mapRow moves a kept row's coordinates into the output: boxes mapped and
 // clipped; points mapped, with a third value (visibility) zeroed outside
-// the visible part.
+// the visible part, and reordered by flip when the image is mirrored.
 func (d *raggedDecoder) mapRow(a Affine, row []byte, item int) {
 	switch d.desc.Target.Coords {
 	case "xyxy":
@@ -212,33 +263,52 @@ func (d *raggedDecoder) mapRow(a Affine, row []byte, item int) {
 	case "xy":
 		last := int(d.desc.Shape[len(d.desc.Shape)-1])
 		for p := 0; p+last <= len(row)/item; p += last {
-			x := a.SX*floatAt(row, item, p) + a.TX
-			y := a.SY*floatAt(row, item, p+1) + a.TY
+			x, y, inside := a.Point(floatAt(row, item, p), floatAt(row, item, p+1))
 			putFloat(row, item, p, x)
 			putFloat(row, item, p+1, y)
-			v := a.Valid
-			if last >= 3 && !(x >= v[0] && x < v[2] && y >= v[1] && y < v[3]) {
+			if last >= 3 && !inside {
 				putFloat(row, item, p+2, 0)
 			}
 		}
+		if d.flip != nil && a.SX < 0 {
+			d.reorder(row, last*item)
+		}
+	}
+}
+
+// reorder puts point flip[k] of the row at place k (points of size bytes).
+func (d *raggedDecoder) reorder(row []byte, size int) {
+	var buf [512]byte
+	old := buf[:0]
+	if len(row) > len(buf) {
+		old = make([]byte, 0, len(row))
+	}
+	old = append(old, row...)
+	for k, from := range d.flip {
+		copy(row[k*size:(k+1)*size], old[from*size:(from+1)*size])
 	}
 }
 
 // maskDecoder writes a MaskField's map at its image pipeline's output size:
 // the same crops, flips and shifts, nearest-neighbour; fill where the
-// output shows no image (padding).
+// output shows no image (padding). An instance map (pixel value k+1 on
+// row k of a boxes field) may be renumbered to the rows the boxes output
+// keeps: value j+1 on its kept row j, 0 where the box was dropped.
 type maskDecoder struct {
-	geo  *Geometry
-	env  Env
-	item int
-	fill uint16
-	out  Spec
+	geo       *Geometry
+	env       Env
+	item      int
+	fill      uint16
+	out       Spec
+	instances *rowFilter
 }
 
 func newMaskDecoder(env Env, raw json.RawMessage) (Op, error) {
 	var a struct {
-		Geometry *GeometrySpec `json:"geometry"`
-		Fill     int           `json:"fill"`
+		Geometry  *GeometrySpec `json:"geometry"`
+		Fill      int           `json:"fill"`
+		Instances *int          `json:"instances"`
+		BoxFilter
 	}
 	if err := parse(raw, &a); err != nil {
 		return nil, err
@@ -257,15 +327,23 @@ func newMaskDecoder(env Env, raw json.RawMessage) (Op, error) {
 	if err != nil {
 		return nil, err
 	}
+	rows, err := newRowFilter(env, a.Instances, a.BoxFilter)
+	if err != nil {
+		return nil, fmt.Errorf("instances: %w", err)
+	}
 	// The field allows only "|u1" and "<u2" (field.Desc.checkTarget).
-	return &maskDecoder{geo: g, env: env, item: item, fill: uint16(a.Fill),
+	return &maskDecoder{geo: g, env: env, item: item, fill: uint16(a.Fill), instances: rows,
 		out: Spec{Shape: []int{g.Out.Shape[0], g.Out.Shape[1]}, DType: env.Desc.DType}}, nil
 }
 
 func (d *maskDecoder) Out(Spec) (Spec, error) { return d.out, nil }
 
-// maskBuf is a worker's buffer for decompressed masks.
-type maskBuf struct{ b []byte }
+// maskBuf is a worker's buffer for decompressed masks, and the table that
+// renumbers instances.
+type maskBuf struct {
+	b  []byte
+	id []uint16
+}
 
 func (d *maskDecoder) Run(c *Ctx, _ int, _, out []byte) error {
 	m := field.ParseMaskMeta(c.Col)
@@ -285,12 +363,43 @@ func (d *maskDecoder) Run(c *Ctx, _ int, _, out []byte) error {
 	if err := field.DecodeMask(m, c.Heap, buf.b); err != nil {
 		return err
 	}
-	d.sample(a, buf.b, m.Width, m.Height, out)
-	return nil
+	var ids []uint16
+	if d.instances != nil {
+		if ids, err = d.renumber(c, a, buf); err != nil {
+			return err
+		}
+	}
+	return d.sample(a, buf.b, m.Width, m.Height, out, ids)
 }
 
-// sample fills out (the W×H output) from src (the stored sw×sh mask).
-func (d *maskDecoder) sample(a Affine, src []byte, sw, sh int, out []byte) {
+// renumber is the table from stored instance ids to the kept rows' (0 for
+// background and dropped boxes).
+func (d *maskDecoder) renumber(c *Ctx, a Affine, buf *maskBuf) ([]uint16, error) {
+	bcol, _, err := c.Read(d.instances.boxes)
+	if err != nil {
+		return nil, fmt.Errorf("instances' boxes: %w", err)
+	}
+	_, rows := field.RaggedRef(bcol)
+	keep, err := d.instances.keep(c, d.env, a, nil, int(rows))
+	if err != nil {
+		return nil, err
+	}
+	buf.id = append(buf.id[:0], 0)
+	n := uint16(0)
+	for _, k := range keep {
+		if k {
+			n++
+			buf.id = append(buf.id, n)
+		} else {
+			buf.id = append(buf.id, 0)
+		}
+	}
+	return buf.id, nil
+}
+
+// sample fills out (the W×H output) from src (the stored sw×sh mask),
+// through ids when not nil.
+func (d *maskDecoder) sample(a Affine, src []byte, sw, sh int, out []byte, ids []uint16) error {
 	w, h, it := a.W, a.H, d.item
 	v := a.Valid
 	xs := make([]int, w) // source column of each output column, -1 outside the image
@@ -314,13 +423,28 @@ func (d *maskDecoder) sample(a Affine, src []byte, sw, sh int, out []byte) {
 		sy := sourceIndex(y, a.SY, a.TY, sh)
 		srow := src[sy*sw*it : (sy+1)*sw*it]
 		for x, sx := range xs {
-			if sx < 0 {
+			switch {
+			case sx < 0:
 				copy(row[x*it:(x+1)*it], fill[:it])
-			} else if it == 1 {
+			case ids != nil:
+				id := int(srow[sx])
+				if it == 2 {
+					id = int(binary.LittleEndian.Uint16(srow[sx:]))
+				}
+				if id >= len(ids) {
+					return fmt.Errorf("%w: instance id %d, but the sample has %d boxes", field.ErrData, id, len(ids)-1)
+				}
+				if it == 1 {
+					row[x] = byte(ids[id])
+				} else {
+					binary.LittleEndian.PutUint16(row[2*x:], ids[id])
+				}
+			case it == 1:
 				row[x] = srow[sx]
-			} else {
+			default:
 				row[2*x], row[2*x+1] = srow[sx], srow[sx+1]
 			}
 		}
 	}
+	return nil
 }

@@ -56,10 +56,16 @@ func TestRunTimed(t *testing.T) {
 			p.SampleOut = in
 			fuseFlips(p.ops, p.keys)
 			p.planDirect()
+			p.opTimes = trace.NewOpTotals(p.names)
+			rec := trace.New(trace.Stages, 0)
+			worker := rec.Buffer(0)
 			run := func(times *trace.Times) []byte {
 				ctx := NewCtx()
 				defer ctx.Close()
 				ctx.Seed, ctx.Col, ctx.Heap, ctx.Times = 3, c.col, c.heap, times
+				if times != nil {
+					ctx.OpTimes = worker.Ops()
+				}
 				out := make([]byte, p.SampleOut.Bytes())
 				var s Scratch
 				for pos := uint64(0); pos < 10; pos++ {
@@ -83,6 +89,26 @@ func TestRunTimed(t *testing.T) {
 			}
 			if (tm[trace.Ops] > 0) != (len(c.ops) > 0) {
 				t.Errorf("ops %d ns with %d operations", tm[trace.Ops], len(c.ops))
+			}
+			// Each op's own time, by name, for every sample of the timed run
+			// only; the decoder's includes its read and entropy decoding.
+			worker.Ops().Flush()
+			ops := p.OpTotals()
+			if len(ops) != len(p.names) {
+				t.Fatalf("op totals %+v for ops %v", ops, p.names)
+			}
+			var sum int64
+			for i, op := range ops {
+				if op.Op != p.names[i] || op.Count != 10 || op.Ns < 0 {
+					t.Errorf("op %d: %+v, want %s on 10 samples", i, op, p.names[i])
+				}
+				sum += op.Ns
+			}
+			if dec := tm[trace.Read] + tm[trace.Entropy] + tm[trace.Decode]; ops[0].Ns < dec {
+				t.Errorf("decoder %d ns, less than its stages' %d ns", ops[0].Ns, dec)
+			}
+			if sum < tm[trace.Ops] {
+				t.Errorf("ops sum to %d ns, less than the Ops stage's %d ns", sum, tm[trace.Ops])
 			}
 		})
 	}

@@ -88,6 +88,23 @@ func (f *flip) Out(in Spec) (Spec, error) { f.spec = in; return in, needImage(in
 // draw is whether the sample is flipped: also replayed by targets (geometry.go).
 func (f *flip) draw(c *Ctx, op int) bool { return c.Rand(op).Float64() < f.p }
 
+// Reports: 1 when the sample is flipped, 0 otherwise.
+func (f *flip) Reports() int { return 1 }
+
+func (f *flip) Report(c *Ctx, key int, dst []float32) { dst[0] = b2f(f.draw(c, key)) }
+
+func (f *flip) Place(c *Ctx, key, w, h int) (Step, error) {
+	s := Same(w, h)
+	switch {
+	case !f.draw(c, key):
+	case f.horizontal:
+		s = s.FlipX()
+	default:
+		s = s.FlipY()
+	}
+	return s, nil
+}
+
 func (f *flip) Run(c *Ctx, op int, in, out []byte) error {
 	copyIfNeeded(out, in)
 	if !f.draw(c, op) {
@@ -204,6 +221,20 @@ func (t *translate) Out(in Spec) (Spec, error) {
 	return in, nil
 }
 
+// Reports: the shift (dy, dx) drawn; output pixel (y, x) is input pixel
+// (y + dy, x + dx).
+func (t *translate) Reports() int { return 2 }
+
+func (t *translate) Report(c *Ctx, key int, dst []float32) {
+	dy, dx := t.draw(c, key)
+	dst[0], dst[1] = float32(dy), float32(dx)
+}
+
+func (t *translate) Place(c *Ctx, key, w, h int) (Step, error) {
+	dy, dx := t.draw(c, key)
+	return Step{SX: 1, TX: -float64(dx), SY: 1, TY: -float64(dy), W: w, H: h}, nil
+}
+
 func (t *translate) Run(c *Ctx, op int, in, out []byte) error {
 	h, w, ch := t.spec.Shape[0], t.spec.Shape[1], t.spec.Shape[2]
 	dy, dx := t.draw(c, op)
@@ -226,6 +257,7 @@ func (t *translate) Run(c *Ctx, op int, in, out []byte) error {
 // cutout fills a random crop_size square that lies inside the image.
 type cutout struct {
 	sameImage
+	photometric
 	size int
 	fill []byte
 	spec Spec
@@ -278,6 +310,7 @@ func (t *cutout) Run(c *Ctx, op int, in, out []byte) error {
 // and truncated as numpy's astype(uint8) does.
 type blend struct {
 	sameImage
+	photometric
 	kind string
 	m, p float64
 	spec Spec
@@ -367,6 +400,7 @@ func (b *blend) Run(c *Ctx, op int, in, out []byte) error {
 // grayscale replaces RGB by its luma (ITU-R 601) in all channels, with probability p.
 type grayscale struct {
 	sameImage
+	photometric
 	p float64
 }
 
@@ -387,9 +421,17 @@ func (g *grayscale) Out(in Spec) (Spec, error) {
 	return in, nil
 }
 
+func (g *grayscale) draw(c *Ctx, key int) bool { return c.Rand(key).Float64() < g.p }
+
+// Reports: 0 when the image was turned grey, 1 otherwise (FFCV-SSL's
+// convention).
+func (g *grayscale) Reports() int { return 1 }
+
+func (g *grayscale) Report(c *Ctx, key int, dst []float32) { dst[0] = b2f(!g.draw(c, key)) }
+
 func (g *grayscale) Run(c *Ctx, op int, in, out []byte) error {
 	copyIfNeeded(out, in)
-	if c.Rand(op).Float64() >= g.p {
+	if !g.draw(c, op) {
 		return nil
 	}
 	for i := 0; i+2 < len(out); i += 3 {
@@ -402,6 +444,7 @@ func (g *grayscale) Run(c *Ctx, op int, in, out []byte) error {
 // solarize inverts the pixels at or above threshold, with probability p.
 type solarize struct {
 	sameImage
+	photometric
 	threshold int
 	p         float64
 }
@@ -417,9 +460,16 @@ func newSolarize(_ Env, raw json.RawMessage) (Op, error) {
 	return &solarize{threshold: a.Threshold, p: a.P}, nil
 }
 
+func (s *solarize) draw(c *Ctx, key int) bool { return c.Rand(key).Float64() < s.p }
+
+// Reports: 1 when the image was solarized, 0 otherwise.
+func (s *solarize) Reports() int { return 1 }
+
+func (s *solarize) Report(c *Ctx, key int, dst []float32) { dst[0] = b2f(s.draw(c, key)) }
+
 func (s *solarize) Run(c *Ctx, op int, in, out []byte) error {
 	copyIfNeeded(out, in)
-	if c.Rand(op).Float64() >= s.p {
+	if !s.draw(c, op) {
 		return nil
 	}
 	for i, v := range out {
@@ -469,6 +519,11 @@ func (t *randomCrop) draw(c *Ctx, op, w, h int) (top, left int) {
 	return top, r.IntN(w+2*t.padding-t.w+1) - t.padding
 }
 
+func (t *randomCrop) Place(c *Ctx, key, w, h int) (Step, error) {
+	top, left := t.draw(c, key, w, h)
+	return Step{SX: 1, TX: -float64(left), SY: 1, TY: -float64(top), W: t.w, H: t.h}, nil
+}
+
 func (t *randomCrop) Run(c *Ctx, op int, in, out []byte) error {
 	h, w, ch := t.in.Shape[0], t.in.Shape[1], t.in.Shape[2]
 	top, left := t.draw(c, op, w, h)
@@ -491,6 +546,7 @@ func (t *randomCrop) Run(c *Ctx, op int, in, out []byte) error {
 // float16. Like FFCV's lookup table, each of the 256 values per channel is
 // computed in float64 and rounded once to the output type.
 type normalize struct {
+	photometric
 	ch   int
 	half bool
 	f32  [][256]uint32 // [c][x]: float32 bits of channel c's value for x
@@ -692,6 +748,7 @@ func (r *replaceLabel) Run(c *Ctx, _ int, in, out []byte) error {
 // alpha one value, or one per pixel (FFCV's H×W alpha array, alphaMap).
 type poison struct {
 	sameImage
+	photometric
 	mask     []float32
 	alpha    float32
 	alphaMap []float32

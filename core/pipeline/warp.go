@@ -561,15 +561,25 @@ func (t *rotate) Out(in Spec) (Spec, error) {
 	return in, checkFill(t.fill, in.Shape[2])
 }
 
-// drawRotate is the rotation's draw: whether it applies and its angle (radians).
-func drawRotate(c *Ctx, op int, p, bound float64) (bool, float64) {
-	r := c.Rand(op)
-	apply := r.Float64() < p
-	return apply, -bound + float64(r.Float64()*2*bound)
+// draw is the rotation's draw: whether it applies and its angle (radians).
+func (t *rotate) draw(c *Ctx, key int) (bool, float64) {
+	r := c.Rand(key)
+	apply := r.Float64() < t.p
+	return apply, -t.angle + float64(r.Float64()*2*t.angle)
+}
+
+// Reports: the angle in radians, 0 when the rotation did not apply.
+func (t *rotate) Reports() int { return 1 }
+
+func (t *rotate) Report(c *Ctx, key int, dst []float32) {
+	dst[0] = 0
+	if apply, th := t.draw(c, key); apply {
+		dst[0] = float32(th)
+	}
 }
 
 func (t *rotate) Run(c *Ctx, op int, in, out []byte) error {
-	apply, theta := drawRotate(c, op, t.p, t.angle)
+	apply, theta := t.draw(c, op)
 	if !apply {
 		copy(out, in)
 		return nil
@@ -643,6 +653,10 @@ func (t *fixedCrop) rect(w, h int) image.Rectangle {
 	return image.Rect(left, top, left+side, top+side)
 }
 
+func (t *fixedCrop) Place(_ *Ctx, _, w, h int) (Step, error) {
+	return CropStep(t.rect(w, h), t.ow, t.oh), nil
+}
+
 func (t *fixedCrop) Run(c *Ctx, _ int, in, out []byte) error {
 	h, w, ch := t.in.Shape[0], t.in.Shape[1], t.in.Shape[2]
 	crop := t.rect(w, h)
@@ -656,6 +670,7 @@ func (t *fixedCrop) Run(c *Ctx, _ int, in, out []byte) error {
 // tries, none if all fail) is set to value.
 type randomErasing struct {
 	sameImage
+	photometric
 	p            float64
 	scale, ratio [2]float64
 	value        []byte

@@ -113,8 +113,26 @@ def _translate(x, m, axis, fill=None):
 # allowances leave room for other photos: a source coordinate on a rounding
 # tie may pick the neighbouring pixel, a blend may land on the other side of
 # an integer after float32 rounding in another order.
+def _torch_grid_fuses():
+    """Whether torch's affine grid (torchvision's base_grid.bmm(theta))
+    accumulates with a fused multiply-add, as ffcv_go's warps do: MKL picks
+    its GEMM kernel by CPU, fused on Intel's, not on AMD's. The probe's
+    product 1 + 2**-11 + 2**-24 is only kept by an FMA."""
+    base = torch.ones(1, 64, 3)
+    base[..., 1] = 1 + 2 ** -12
+    theta = torch.zeros(1, 3, 2)
+    theta[0, 0, 0], theta[0, 1, 0] = -(1 + 2 ** -11), 1 + 2 ** -12
+    return bool(base.bmm(theta)[0, 0, 0] != 0)
+
+
+# Shears like 0.2 put many source coordinates on rounding ties, which the
+# grid's arithmetic decides: with torch's fused grid ffcv_go's nearest warps
+# are bit-exact (at most 0.1 % of values differ, from coordinates on the
+# edge); where torch does not fuse, ties land on the other pixel (0.5-0.8 %
+# of values for a 0.2 shear).
+TIES = 0.001 if _torch_grid_fuses() else 0.01
 EXACT = (0, 0.0)
-GEOM = (255, 0.001)
+GEOM = (255, TIES)
 BLEND = (1, 0.001)
 
 CASES = [
@@ -456,7 +474,7 @@ def test_policy_outputs_are_torchvision_operations(photos, name, kwargs, bins, p
             img = chw(imgs[i:i + 1])[0]
             frac, what = _best(got, (v for name in pol._AUGMENTATION_SPACE
                                      for v in _variants(pol, name, img, bins, pick)))
-            assert frac <= 0.001, f"sample {i}: closest torchvision output {what} differs in {frac:.3%}"
+            assert frac <= TIES, f"sample {i}: closest torchvision output {what} differs in {frac:.3%}"
             chosen.add(what.split()[0])
     assert len(chosen) >= 5, chosen
 
@@ -481,7 +499,7 @@ def test_auto_augment_outputs_are_policy_steps(photos, policy):
                     stage = nxt
                 outs += stage
             frac, what = _best(got, outs)
-            assert frac <= 0.001, f"sample {i}: closest torchvision output{what} differs in {frac:.3%}"
+            assert frac <= TIES, f"sample {i}: closest torchvision output{what} differs in {frac:.3%}"
 
 
 def test_augmix_one_chain_is_a_blend_with_a_torchvision_operation(photos):

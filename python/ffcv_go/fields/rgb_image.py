@@ -340,8 +340,9 @@ class ResizePadRGBImageDecoder(_ImageDecoder):
     fill — as torchvision's detection models batch images. Nothing is
     cropped; targets that follow it are scaled the same way."""
 
-    def __init__(self, output_size, scale=(1.0, 1.0), fill=(0, 0, 0)):
+    def __init__(self, output_size, scale=(1.0, 1.0), fill=(0, 0, 0), seed=None):
         super().__init__()
+        self.seed = _seed_arg(seed)
         self.output_size = (int(output_size[0]), int(output_size[1]))
         self.scale = (float(scale[0]), float(scale[1]))
         self.fill = tuple(int(x) for x in fill)
@@ -358,5 +359,8 @@ class ResizePadRGBImageDecoder(_ImageDecoder):
                 AllocationQuery(shape, np.dtype("u1")))
 
     def _go_spec(self, previous_state=None):
-        return {"op": "rgb_resize_pad", "size": list(self.output_size), "scale": list(self.scale),
+        spec = {"op": "rgb_resize_pad", "size": list(self.output_size), "scale": list(self.scale),
                 "fill": list(self.fill)}
+        if self.seed is not None:
+            spec["seed"] = self.seed
+        return spec

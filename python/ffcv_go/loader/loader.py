@@ -383,8 +383,12 @@ class Loader:
         """Counters: samples_skipped, peak_resident_pages, pages_read, slots, slots_grown;
         for s3:// and http(s):// files requests, bytes_fetched, retries and
         peak_in_flight since the file was opened; and epochs, one entry per
-        finished epoch: {epoch, pages_read, requests, bytes_fetched, retries}."""
-        return self._tracer.stats(_lib.call_json("ffcv_loader_stats", self._build.handle))
+        finished epoch: {epoch, pages_read, requests, bytes_fetched, retries}.
+        With ``trace``: stages, the workers' time in each stage, and ops, each
+        operation's time ({output, op, go_op, where: "go" or "python",
+        seconds, count: samples}). Always: wait_seconds and waits, the
+        training loop's time in next() and the batches it waited for."""
+        return self._tracer.stats(_lib.call_json("ffcv_loader_stats", self._build.handle), self._build.plans)
 
     def filter(self, field_name, condition):
         """A new Loader over the samples whose decoded field_name satisfies condition."""

@@ -132,6 +132,7 @@ class OutputPlan:
     def __init__(self, field, name):
         self.field, self.name = field, name
         self.go_ops, self.steps, self.state = None, [], None
+        self.go_names = []  # the class name of each go_ops entry's operation
         self.pin = False  # set by the loader's build: the output goes on to a GPU
         self.finish = None  # set for targets (detection._link_targets): the batch as the user gets it
 
@@ -194,6 +195,8 @@ def _plan(field_index, name, ops, field, metadata, memory_read, compiled_stage, 
             spec = dict(spec, key=view + key)
             key += 1
             segment.append(spec)
+            if segment is plan.go_ops:
+                plan.go_names.append(type(op).__name__)
             go_state = op.declare_state_and_memory(go_state)[0]
             state = go_state
             for _, m in markers:

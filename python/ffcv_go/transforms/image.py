@@ -29,26 +29,29 @@ class _RandomImage(Transform):
 
 
 class RandomHorizontalFlip(_RandomImage):
-    """Flips each image left-right with probability flip_prob."""
+    """Flips each image left-right with probability flip_prob; seed pairs it
+    with a LabelRandomHorizontalFlip."""
 
-    def __init__(self, flip_prob=0.5):
+    def __init__(self, flip_prob=0.5, seed=None):
         super().__init__()
         self.flip_prob = float(flip_prob)
+        self.seed = _seed_arg(seed)
 
     def _spec(self):
-        return {"op": "flip_h", "p": self.flip_prob}
+        return _seeded({"op": "flip_h", "p": self.flip_prob}, self.seed)
 
 
 
 class RandomVerticalFlip(_RandomImage):
     """Flips each image upside down with probability flip_prob."""
 
-    def __init__(self, flip_prob=0.5):
+    def __init__(self, flip_prob=0.5, seed=None):
         super().__init__()
         self.flip_prob = float(flip_prob)
+        self.seed = _seed_arg(seed)
 
     def _spec(self):
-        return {"op": "flip_v", "p": self.flip_prob}
+        return _seeded({"op": "flip_v", "p": self.flip_prob}, self.seed)
 
 
 
@@ -133,17 +136,18 @@ class RandomSolarization(_RandomImage):
 class RandomCrop(_RandomImage):
     """Pads by padding (zeros) and takes a random size window (torchvision's RandomCrop)."""
 
-    def __init__(self, size, padding=0):
+    def __init__(self, size, padding=0, seed=None):
         super().__init__()
         self.size = (int(size), int(size)) if np.isscalar(size) else (int(size[0]), int(size[1]))
         self.padding = int(padding)
+        self.seed = _seed_arg(seed)
 
     def declare_state_and_memory(self, previous_state):
         shape = previous_state.shape
         return replace_state(previous_state, shape=(*self.size, shape[2])), None
 
     def _spec(self):
-        return {"op": "random_crop", "size": list(self.size), "padding": self.padding}
+        return _seeded({"op": "random_crop", "size": list(self.size), "padding": self.padding}, self.seed)
 
 
 
@@ -310,8 +314,9 @@ class RandomResizedCrop(_RandomImage):
     pixels), later it crops decoded images.
     """
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, seed=None, **kwargs):
         super().__init__()
+        self.seed = _seed_arg(seed)
         if len(args) == 3 or "size" in kwargs:  # FFCV 1.0: (scale, ratio, size)
             names = ("scale", "ratio", "size")
             a = dict(zip(names, args), **kwargs)
@@ -331,13 +336,14 @@ class RandomResizedCrop(_RandomImage):
 
     def _as_decoder(self):
         from ..fields.rgb_image import RandomResizedCropRGBImageDecoder
-        return RandomResizedCropRGBImageDecoder(self.size, self.scale, self.ratio)
+        return RandomResizedCropRGBImageDecoder(self.size, self.scale, self.ratio, seed=self.seed)
 
     def declare_state_and_memory(self, previous_state):
         return replace_state(previous_state, shape=(*self.size, previous_state.shape[2])), None
 
     def _spec(self):
-        return {"op": "rrc", "size": list(self.size), "scale": list(self.scale), "ratio": list(self.ratio)}
+        return _seeded({"op": "rrc", "size": list(self.size), "scale": list(self.scale), "ratio": list(self.ratio)},
+                       self.seed)
 
 
 

@@ -202,14 +202,16 @@ class CornerCrop(CenterCrop):
 
 
 class _Label(Transform):
-    """A Label* transform: float32 values of its pipeline, then n parameters."""
+    """A Label* transform: float32 values of its pipeline, then the
+    parameters its image transform drew. It holds that transform, built from
+    the same arguments, and Go reports that transform's own draws under the
+    shared seed."""
 
-    _n = 0
-
-    def _need_seed(self, seed):
-        if seed is None:
+    def _reports(self, image_op):
+        if image_op.seed is None:
             raise ValueError(f"{type(self).__name__} needs the seed given to the image transform it reports on")
-        self.seed = _seed_arg(seed)
+        self._of = image_op
+        self.seed = image_op.seed
 
     def declare_state_and_memory(self, previous_state):
         shape = previous_state.shape or (1,)
@@ -221,10 +223,12 @@ class _Label(Transform):
     def _go_spec(self, state):
         if not state.jit_mode or state.shape is None or len(state.shape) > 1:
             return None
-        return _seeded(self._spec(), self.seed)
+        of = self._of._spec()
+        of.pop("seed", None)
+        return {"op": "label", "of": of, "seed": self.seed}
 
 
-class LabelColorJitter(_Jitter, _Label):
+class LabelColorJitter(_Label):
     """Appends the jitter's (brightness, contrast, saturation, hue) factors,
     (1, 1, 1, 0) where it did not apply. Build it as the RandomColorJitter
     it reports on, with the same seed."""
@@ -233,11 +237,7 @@ class LabelColorJitter(_Jitter, _Label):
 
     def __init__(self, jitter_prob=0.5, brightness=0.8, contrast=0.4, saturation=0.4, hue=0.2, seed=None):
         super().__init__()
-        self._jitter_args(jitter_prob, brightness, contrast, saturation, hue)
-        self._need_seed(seed)
-
-    def _spec(self):
-        return self._jitter_spec("label_color_jitter")
+        self._reports(RandomColorJitter(jitter_prob, brightness, contrast, saturation, hue, seed=seed))
 
 
 class LabelGrayscale(_Label):
@@ -248,11 +248,8 @@ class LabelGrayscale(_Label):
 
     def __init__(self, gray_prob=0.2, seed=None):
         super().__init__()
-        self.gray_prob = _prob(gray_prob, "gray_prob")
-        self._need_seed(seed)
-
-    def _spec(self):
-        return {"op": "label_grayscale", "p": self.gray_prob}
+        from .image import RandomGrayscale
+        self._reports(RandomGrayscale(p=_prob(gray_prob, "gray_prob"), seed=seed))
 
 
 class LabelSolarization(_Label):
@@ -263,12 +260,8 @@ class LabelSolarization(_Label):
 
     def __init__(self, solarization_prob=0.5, threshold=128, seed=None):
         super().__init__()
-        self.solarization_prob = _prob(solarization_prob, "solarization_prob")
-        self.threshold = threshold
-        self._need_seed(seed)
-
-    def _spec(self):
-        return {"op": "label_solarize", "p": self.solarization_prob}
+        from .image import RandomSolarization
+        self._reports(RandomSolarization(threshold, p=_prob(solarization_prob, "solarization_prob"), seed=seed))
 
 
 class LabelGaussianBlur(_Label):
@@ -278,11 +271,7 @@ class LabelGaussianBlur(_Label):
 
     def __init__(self, blur_prob=0.5, kernel_size=5, sigma=(0.1, 2.0), seed=None):
         super().__init__()
-        self.blur_prob, self.kernel_size, self.sigma = _prob(blur_prob, "blur_prob"), int(kernel_size), _sigma(sigma)
-        self._need_seed(seed)
-
-    def _spec(self):
-        return {"op": "label_gaussian_blur", "p": self.blur_prob, "sigma": list(self.sigma)}
+        self._reports(GaussianBlur(blur_prob, kernel_size, sigma, seed=seed))
 
 
 class LabelRotate(_Label):
@@ -292,11 +281,7 @@ class LabelRotate(_Label):
 
     def __init__(self, rotate_prob=0.5, angle=0.2, seed=None):
         super().__init__()
-        self.rotate_prob, self.angle = _prob(rotate_prob, "rotate_prob"), float(angle)
-        self._need_seed(seed)
-
-    def _spec(self):
-        return {"op": "label_rotate", "p": self.rotate_prob, "angle": self.angle}
+        self._reports(Rotate(rotate_prob, angle, seed=seed))
 
 
 class LabelTranslate(_Label):
@@ -307,11 +292,17 @@ class LabelTranslate(_Label):
 
     def __init__(self, padding, seed=None):
         super().__init__()
-        self.padding = int(padding)
-        if self.padding < 0:
-            raise ValueError(f"padding {padding} must not be negative")
-        self._need_seed(seed)
+        from .image import RandomTranslate
+        self._reports(RandomTranslate(padding, seed=seed))
 
-    def _spec(self):
-        return {"op": "label_translate", "padding": self.padding}
 
+class LabelRandomHorizontalFlip(_Label):
+    """Appends 1 where RandomHorizontalFlip(flip_prob, seed=seed) flipped
+    the image, 0 elsewhere."""
+
+    _n = 1
+
+    def __init__(self, flip_prob=0.5, seed=None):
+        super().__init__()
+        from .image import RandomHorizontalFlip
+        self._reports(RandomHorizontalFlip(flip_prob, seed=seed))
