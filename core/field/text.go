@@ -160,6 +160,34 @@ func TextCaption(m TextMeta, heap []byte, i int) (Caption, error) {
 	}, nil
 }
 
+// CheckText checks a whole stored Text sample: at least one caption, the
+// lengths adding up to the heap bytes exactly, every caption valid UTF-8.
+func CheckText(m TextMeta, heap []byte) error {
+	if m.Captions < 1 {
+		return fmt.Errorf("%w: no caption", ErrData)
+	}
+	if uint64(m.Captions) > uint64(len(heap))/textEntry {
+		return fmt.Errorf("%w: %d captions in %d heap bytes", ErrData, m.Captions, len(heap))
+	}
+	total := uint64(m.Captions) * textEntry
+	for k := 0; k < m.Captions; k++ {
+		total += uint64(binary.LittleEndian.Uint32(heap[k*textEntry:])) + 4*uint64(binary.LittleEndian.Uint32(heap[k*textEntry+4:]))
+	}
+	if total != uint64(len(heap)) {
+		return fmt.Errorf("%w: the captions' lengths add up to %d bytes, the sample has %d", ErrData, total, len(heap))
+	}
+	for k := 0; k < m.Captions; k++ {
+		c, err := TextCaption(m, heap, k)
+		if err != nil {
+			return err
+		}
+		if !utf8.Valid(c.Text) {
+			return fmt.Errorf("%w: caption %d is not valid UTF-8", ErrData, k)
+		}
+	}
+	return nil
+}
+
 // NewTextEncoder returns the encoder of a Text field. Values carry their
 // captions in Value.Texts and, for a field with tokens, each caption's ids
 // in Value.Tokens.

@@ -168,6 +168,22 @@ func TestTextCaptionCorrupt(t *testing.T) {
 	binary.LittleEndian.PutUint32(long[8:], 1<<30) // caption 1's length past the end
 	many := m
 	many.Captions = 1 << 28
+	if err := CheckText(m, e.Heap); err != nil {
+		t.Fatalf("a good sample: %v", err)
+	}
+	badUTF8 := bytes.Clone(e.Heap)
+	badUTF8[len(badUTF8)-1] = 0xff
+	none := m
+	none.Captions = 0
+	for name, c := range map[string]struct {
+		m    TextMeta
+		heap []byte
+	}{"truncated": {m, e.Heap[:len(e.Heap)-1]}, "longer": {m, append(bytes.Clone(e.Heap), 'x')},
+		"invalid UTF-8": {m, badUTF8}, "no caption": {none, e.Heap}, "length past the end": {m, long}} {
+		if err := CheckText(c.m, c.heap); !errors.Is(err, ErrData) {
+			t.Errorf("%s: CheckText = %v, want ErrData", name, err)
+		}
+	}
 	for _, tc := range []struct {
 		name string
 		m    TextMeta

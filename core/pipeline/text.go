@@ -199,6 +199,9 @@ func (d rawTextDecoder) Run(c *Ctx, op int, _, out []byte) error {
 		return err
 	}
 	t := cp.Text
+	if !utf8.Valid(t) {
+		return fmt.Errorf("%w: the caption is not valid UTF-8", field.ErrData)
+	}
 	if len(t) > d.maxBytes {
 		t = t[:d.maxBytes]
 		for i := len(t) - 1; i >= 0 && i >= len(t)-utf8.UTFMax; i-- {

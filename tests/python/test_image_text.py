@@ -365,6 +365,21 @@ def test_huggingface_dataset(data, tmp_path):
         ds.select(order), columns={"caption": "text"})
     l = loader(rep.files[0], pipelines={"label": [IntDecoder()], "caption": [CaptionDecoder()], "image": None})
     assert [c for caps, _ in l for c in caps] == [samples[g]["caption"] for g in order]
+    # Images given by their path only (as the imagefolder builder stores them).
+    paths = []
+    for g in range(4):
+        paths.append(str(tmp_path / f"{g}.jpg"))
+        Path(paths[-1]).write_bytes(samples[g]["image"])
+    by_path = datasets.Dataset.from_dict({"image": paths, "text": [x["caption"] for x in samples[:4]],
+                                          "label": [x["label"] for x in samples[:4]]},
+                                         features=datasets.Features({"image": datasets.Image(),
+                                                                     "text": datasets.Value("string"),
+                                                                     "label": datasets.Value("int64")}))
+    rep = DatasetWriter(str(tmp_path / "paths.beton"), fields(), progress=False, page_size=2 << 20).from_huggingface(
+        by_path, columns={"caption": "text"})
+    want = write(tmp_path / "paths-indexed.beton", fields(),
+                 [(x["image"], x["caption"], x["label"]) for x in samples[:4]])
+    assert Path(rep.files[0]).read_bytes() == want.read_bytes()
     with pytest.raises(TypeError, match="pick a split"):
         DatasetWriter(str(tmp_path / "d.beton"), fields(), progress=False).from_huggingface(
             datasets.DatasetDict({"train": ds}))
@@ -388,6 +403,24 @@ def test_text_field_indexed(tmp_path):
     for bad, err in (([], ValueError), (3, TypeError), ([b"\xff"], SampleError)):
         with pytest.raises(err):
             write(tmp_path / "b.beton", {"caption": TextField()}, [(bad,)])
+
+
+def test_corrupt_caption_is_reported(tmp_path):
+    """Caption bytes damaged in the file: Reader.verify names the sample and
+    field, and the loader raises a SampleError instead of handing out garbage."""
+    from ffcv_go.reader import Reader
+    path = write(tmp_path / "c.beton", {"caption": TextField(), "label": IntField()},
+                 [(f"caption number {i} here", i) for i in range(6)])
+    data = bytearray(path.read_bytes())
+    at = data.find(b"caption number 3 here")
+    data[at + 8] = 0xFF
+    path.write_bytes(bytes(data))
+    r = Reader(str(path))
+    problems = r.verify()
+    r.close()
+    assert [(p["sample"], p["field"]) for p in problems] == [(3, "caption")] and "UTF-8" in problems[0]["error"]
+    with pytest.raises(SampleError, match=r"sample 3.*UTF-8"):
+        collect(loader(path, pipelines={"caption": [CaptionDecoder()]}))
 
 
 def test_huggingface_tokenizer(tmp_path):
