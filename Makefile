@@ -121,7 +121,7 @@ vet:
 
 test-go: deps
 	go test -count=1 ./...
-	go test -count=1 -race ./core/beton ./core/cache ./core/loader ./core/pipeline ./core/order ./core/remote ./export
+	go test -count=1 -race ./core/beton ./core/cache ./core/loader ./core/pipeline ./core/order ./core/remote ./core/ingest ./core/webdataset ./export
 
 # Every fuzz target for a short, bounded time (FUZZTIME each). A failure is
 # a failing input, which Go writes to testdata/fuzz/<target>; a bare "context
