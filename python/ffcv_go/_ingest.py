@@ -41,6 +41,8 @@ _PLACEHOLDER = re.compile(r"\{(?::0?(\d*)d)?\}")
 def _output(fname, output_shards):
     """(spec output, split, target) for fname and output_shards."""
     if output_shards is None:
+        if _PLACEHOLDER.search(fname):
+            raise ValueError(f"{fname}: a numbered name is for several files: pass output_shards ('input' or a size)")
         return {"prefix": fname, "width": -1, "suffix": ""}, "one", 0
     split, target = ("shard", 0) if output_shards == "input" else ("size", _parse_size(output_shards))
     found = list(_PLACEHOLDER.finditer(fname))
@@ -56,7 +58,7 @@ def _output(fname, output_shards):
 
 
 def _make_dirs(out):
-    d = os.path.dirname(out["prefix"]) if out["width"] >= 0 else os.path.dirname(out["prefix"])
+    d = os.path.dirname(out["prefix"])
     if d and "://" not in out["prefix"]:
         os.makedirs(d, exist_ok=True)
 

@@ -211,6 +211,10 @@ def test_webdataset_over_http(data, tmp_path):
         stop(srv)
 
 
+from test_remote import MOTO, moto, s3  # noqa: E402,F401 - the S3 server fixtures
+
+
+@pytest.mark.skipif(not MOTO.exists(), reason="moto[server] is not installed (make venv)")
 def test_webdataset_from_s3(data, tmp_path, s3):
     from test_remote import BUCKET
     samples, shards = data
@@ -222,9 +226,6 @@ def test_webdataset_from_s3(data, tmp_path, s3):
     assert rep.files == [out.format(k) for k in range(N_SHARDS)]
     l = loader(None or f"s3://{BUCKET}/out/", pipelines={"caption": [CaptionDecoder()], "image": None, "label": None})
     assert [c for (b,) in l for c in b] == [x["caption"] for x in samples]
-
-
-from test_remote import moto, s3  # noqa: E402,F401 - the S3 server fixtures
 
 
 def _tar(path, members):
@@ -273,6 +274,11 @@ def test_bad_arguments(data, tmp_path):
     w = DatasetWriter(str(tmp_path / "z.beton"), fields(), progress=False)
     with pytest.raises(ValueError, match="numbered name"):
         w.from_webdataset(shards, output_shards="input")
+    with pytest.raises(ValueError, match="pass output_shards"):
+        DatasetWriter(str(tmp_path / "z-{:03d}.beton"), fields(), progress=False).from_webdataset(shards)
+    with pytest.raises(ValueError, match="size"):
+        DatasetWriter(str(tmp_path / "z-{:03d}.beton"), fields(), progress=False).from_webdataset(
+            shards, output_shards="lots")
     with pytest.raises(ValueError, match="not fields"):
         w.from_webdataset(shards, extensions={"nope": "txt"})
     with pytest.raises(ValueError, match="errors"):
