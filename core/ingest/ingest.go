@@ -253,7 +253,7 @@ func (j *Job) fail(err error) {
 }
 
 // read starts the sources' readers, Readers at a time in source order:
-// source k's items come on feeds[k], then an item-less work with err set
+// source k's items come on feeds[k], then an item-less work with end set
 // (io.EOF at a clean end).
 func (j *Job) read(sources []Source) []chan *work {
 	feeds := make([]chan *work, len(sources))
