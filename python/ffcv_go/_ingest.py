@@ -7,6 +7,7 @@ import json
 import os
 import re
 import warnings
+
 import numpy as np
 
 from . import _lib
@@ -222,9 +223,10 @@ def run(writer, handle, pusher=None):
                       num_problems=report["num_problems"])
     if rep.num_problems:
         p = rep.problems[0]
+        where = p["shard"] + (f": sample {p['key']!r}" if p.get("key") else "") + \
+            (f", member {p['member']!r}" if p.get("member") else "")
         warnings.warn(f"{writer.fname}: {rep.num_problems} problems, {rep.skipped} samples skipped; the first: "
-                      f"{p['shard']}: sample {p['key']!r}{', member ' + repr(p['member']) if p.get('member') else ''}: "
-                      f"{p['reason']} (see the returned report's problems)", stacklevel=3)
+                      f"{where}: {p['reason']} (see the returned report's problems)", stacklevel=3)
     return rep
 
 
