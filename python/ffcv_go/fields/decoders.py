@@ -8,7 +8,9 @@ from .rgb_image import (SimpleRGBImageDecoder, ResizedCropRGBImageDecoder, Rando
                         CenterCropRGBImageDecoder, PadRGBImageDecoder, ResizePadRGBImageDecoder)
 from .ragged import RaggedDecoder
 from .mask import MaskDecoder
+from .text import TokenDecoder, CaptionDecoder, Tokens
 
 __all__ = ["IntDecoder", "FloatDecoder", "NDArrayDecoder", "BytesDecoder", "SimpleRGBImageDecoder",
            "ResizedCropRGBImageDecoder", "RandomResizedCropRGBImageDecoder", "CenterCropRGBImageDecoder",
-           "PadRGBImageDecoder", "ResizePadRGBImageDecoder", "RaggedDecoder", "MaskDecoder"]
+           "PadRGBImageDecoder", "ResizePadRGBImageDecoder", "RaggedDecoder", "MaskDecoder", "TokenDecoder",
+           "CaptionDecoder", "Tokens"]
