@@ -17,6 +17,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/loader"
 	"github.com/ffcv-go/ffcv-go/core/order"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
+	_ "github.com/ffcv-go/ffcv-go/core/pipeline/ops" // every built-in operation
 	"github.com/ffcv-go/ffcv-go/core/trace"
 )
 

@@ -104,6 +104,32 @@ typedef struct {
 #define FFCV_TRACK_PAGES (-1)
 #define FFCV_TRACK_BATCH (-2)
 
+/* One column of an Arrow record batch handed to ffcv_ingest_push, one per field:
+ * pyarrow's own buffers, read in place during the call. Row r is element
+ * offset + r of the array (for a list column, the list of values there). */
+#define FFCV_COLUMN_BINARY       0 /* bytes or UTF-8 (binary, string): int32 offsets */
+#define FFCV_COLUMN_LARGE_BINARY 1 /* the same with int64 offsets (large_binary, large_string) */
+#define FFCV_COLUMN_INT64        2
+#define FFCV_COLUMN_FLOAT64      3
+typedef struct {
+  int32_t kind;                   /* FFCV_COLUMN_* of the values */
+  int32_t list;                   /* 0: a value per row; 32 or 64: a list of values per row
+                                     (list, large_list) with offsets of that width */
+  int64_t offset;                 /* the array's offset */
+  const uint8_t *validity;        /* the rows' validity bitmap (LSB first); NULL: all valid */
+  const void *list_offsets;       /* list columns: each row's first value, and one past the last */
+  int64_t values_offset;          /* list columns: the values array's offset */
+  const uint8_t *values_validity; /* list columns: the values' bitmap; NULL: all valid */
+  const void *offsets;            /* binary values: their offsets into data */
+  const void *data;               /* the bytes of binary values; int64 or float64 values */
+  uint64_t data_len;              /* bytes at data */
+  /* A TextField with tokens: the ids of every caption of the column, in row and list
+   * order: caption k's are tokens[token_offsets[k] .. token_offsets[k+1]]. Else NULL. */
+  const uint64_t *token_offsets;
+  const uint32_t *tokens;
+  uint64_t n_tokens;
+} ffcv_column;
+
 #ifndef FFCV_GO_TYPES_ONLY /* the Go side includes the types only */
 
 /* ---- general ---- */
@@ -205,12 +231,65 @@ int64_t ffcv_writer_abort(int64_t writer, char **err);
 /* Scans an ImageFolder tree (class folders of image files, labels by sorted folder
  * name). *out is JSON {"classes": [...], "files": [...], "labels": [...]}. */
 int64_t ffcv_scan_image_folder(const char *root, char **out, char **err);
+/* A TextField (type_id 102) value in ffcv_writer_put: i is the number of captions,
+ * data their UTF-8 bytes one after another, column (column_len bytes) uint32s: each
+ * caption's byte length, then, for a field with tokens, each caption's number of
+ * tokens, then every caption's token ids in turn. Its spec adds "text": {"tokens",
+ * "vocab_size", "sot", "eot", "pad", "tokenizer"}. */
 /* Writes an ImageFolder tree straight to a .beton with fields (image: RGBImageField,
  * label: IntField), reading, resizing and encoding in Go. spec_json as for
  * ffcv_writer_create without "fields", plus "image": {write options}. progress,
  * if not NULL, is updated with the number of samples written. */
 int64_t ffcv_write_image_folder(const char *root, const char *path, const char *spec_json,
                                 volatile int64_t *progress, char **err);
+
+/* ---- ingesting: webdataset shards and Arrow record batches, in one pass ---- */
+
+/* Starts converting webdataset shards (tar files, local paths or s3:// and http(s)://
+ * URLs) to .beton files in the background; images go from the tar straight to the
+ * encoder. spec_json: {"shards": [...], "fields": [as for ffcv_writer_create],
+ * "take": [{"exts": ["jpg", "png"], "json_key": "caption"}, ...] (one per field: the
+ * member extensions it is read from, the first present wins; json_key: a dotted key in
+ * the JSON member exts[0]), "ignore": [extensions no field takes and none should be
+ * reported], "output": {"prefix", "width", "suffix"} (file k is prefix + k zero-padded
+ * to width digits + suffix; width < 0: one file, prefix), "split": "one", "shard" (a
+ * file per shard) or "size" (a new file past "target" bytes), "skip": bad samples are
+ * skipped and reported instead of failing the write, "tokenize": [TextField indices
+ * whose tokens the caller gives through ffcv_ingest_texts/ffcv_ingest_tokens],
+ * "text_batch", "page_size", "num_workers", "readers" (shards read ahead), "seed"}.
+ * The files do not depend on the number of workers or readers. Returns a job handle:
+ * ffcv_ingest_wait for its end; ffcv_close aborts it, removing the file being written. */
+int64_t ffcv_ingest_webdataset(const char *spec_json, char **err);
+/* The same for samples the caller pushes (ffcv_ingest_push): spec_json has "sources"
+ * (one name per input, e.g. Parquet file, for reports and "split": "shard") instead
+ * of "shards", "take" and "ignore". */
+int64_t ffcv_ingest_arrow(const char *spec_json, char **err);
+/* Hands over the next rows of source `source`: columns holds one ffcv_column per field;
+ * keys (may be NULL) a binary column naming the rows in reports (else "row N").
+ * Sources are pushed in order, each ended by ffcv_ingest_end. Blocks while the job is
+ * behind. */
+int64_t ffcv_ingest_push(int64_t job, int64_t source, uint64_t rows, const ffcv_column *columns,
+                         int32_t n_columns, const ffcv_column *keys, char **err);
+/* Says source `source` has no more rows. */
+int64_t ffcv_ingest_end(int64_t job, int64_t source, char **err);
+/* Waits up to timeout_ms for the next batch of captions to tokenize. Returns 1 with
+ * the batch: *batch its id, *n texts, their UTF-8 bytes at *data and their n + 1
+ * offsets at *offsets (both freed with ffcv_free); 0 when none came in time; 2 when
+ * no more will come. Each batch's tokens go back through ffcv_ingest_tokens before
+ * the next one is handed out. */
+int64_t ffcv_ingest_texts(int64_t job, int64_t timeout_ms, uint64_t *batch, void **data,
+                          uint64_t **offsets, uint64_t *n, char **err);
+/* The tokens of batch `batch`'s n texts: text k's ids are tokens[offsets[k] ..
+ * offsets[k+1]] (n + 1 offsets). */
+int64_t ffcv_ingest_tokens(int64_t job, uint64_t batch, const uint64_t *offsets, uint64_t n,
+                           const uint32_t *tokens, uint64_t n_tokens, char **err);
+/* Waits up to timeout_ms for the job to end; progress, if not NULL, gets the number
+ * of samples written or skipped so far. Returns 0 while it runs; 1 at its end, with
+ * *report (freed with ffcv_free) JSON {"files", "counts", "samples", "skipped",
+ * "problems": [{"shard", "key", "member", "reason", "sample_skipped"}], "num_problems"};
+ * a failed job's error is returned instead. The handle stays open until ffcv_close. */
+int64_t ffcv_ingest_wait(int64_t job, int64_t timeout_ms, volatile int64_t *progress, char **report,
+                         char **err);
 
 /* ---- loading ---- */
 
@@ -232,8 +311,8 @@ int64_t ffcv_loader_info(int64_t loader, char **out, char **err);
  * NULL), returns the count. */
 int64_t ffcv_loader_order(int64_t loader, uint64_t epoch, uint64_t *out, uint64_t cap, char **err);
 /* Elastic resume. spec_json: {"epoch", "order" (the saving run's order name:
- * "sequential", "random" or "quasi_random"), "window" (its QUASI_RANDOM window,
- * 0 for the loader's), "stages" [{"layout": "strided"|"block"|"rest", "world",
+ * "sequential", "sequential_contiguous", "random" or "quasi_random"), "window"
+ * (its QUASI_RANDOM window, 0 for the loader's), "stages" [{"layout": "strided"|"block"|"rest", "world",
  * "batch_size", "drop_last", "batches"}]}: what earlier runs took of the epoch.
  * global (may be NULL: the loader computes it) is the epoch's global order.
  * Writes this rank's list for the rest of the epoch into out (cap ids: at least
@@ -270,10 +349,14 @@ int64_t ffcv_tail_run(int64_t tail, uint64_t epoch, uint64_t batch, const uint64
                       const void *in, uint64_t in_len, void *out, uint64_t out_len, char **err);
 /* Loader counters as JSON: samples_skipped, peak_resident_pages, slots, ...; for a
  * traced loader "stages": {name: {"ns", "count"}} (FFCV_STAGE_*: the time workers
- * spent in each stage) and "trace_dropped", the spans not kept; for a mixture's
- * loader "sources" and each epoch's "sources": [{"samples" (handed out), "pages_read",
- * "bytes_read", "read_ns" (the process cache's page reads: their bytes and time,
- * summed over concurrent reads), "requests", "bytes_fetched", "retries"}] by source. */
+ * spent in each stage), "ops": per output, its per-sample operations in order as
+ * [{"op": name, "ns", "count"}] (each one's whole time, a decoder's read and
+ * entropy decoding included; count: samples), and "trace_dropped", the spans not
+ * kept. Workers hand their times over every 256 samples and at the end of their
+ * epoch. For a mixture's loader, "sources" and each epoch's "sources": [{"samples"
+ * (handed out), "pages_read", "bytes_read", "read_ns" (the process cache's page
+ * reads: their bytes and time, summed over concurrent reads), "requests",
+ * "bytes_fetched", "retries"}] by source. */
 int64_t ffcv_loader_stats(int64_t loader, char **out, char **err);
 /* Moves up to cap of the spans a loader created with "trace": "events" recorded
  * into out, oldest first, and returns their number; out NULL: returns how many
@@ -296,6 +379,11 @@ int64_t ffcv_imdecode(void *data, uint64_t n, void *dst, uint64_t dst_len,
  * src into the dst_h x dst_w RGB image dst. */
 int64_t ffcv_resize_crop(void *src, int64_t src_h, int64_t src_w, int64_t r0, int64_t r1,
                          int64_t c0, int64_t c1, void *dst, int64_t dst_h, int64_t dst_w, char **err);
+/* Copies rows [r0, r1) and columns [c0, c1) of the src_h x src_w RGB image src
+ * to the top-left corner of the dst_h x dst_w RGB image dst, zeroing the rest
+ * (FFCV-SSL's pad). */
+int64_t ffcv_pad(void *src, int64_t src_h, int64_t src_w, int64_t r0, int64_t r1,
+                 int64_t c0, int64_t c1, void *dst, int64_t dst_h, int64_t dst_w, char **err);
 /* Compresses the h x w RGB image pix as a JPEG of the given quality (1-100); *out
  * (free it with ffcv_free) holds *out_len bytes. */
 int64_t ffcv_encode_jpeg(void *pix, int64_t h, int64_t w, int64_t quality, void **out,

@@ -49,12 +49,14 @@ func (t Type) String() string {
 		return "RaggedArrayField"
 	case Mask:
 		return "MaskField"
+	case Text:
+		return "TextField"
 	}
 	return fmt.Sprintf("Type(%d)", uint8(t))
 }
 
 // Known reports whether t is a type id this package understands.
-func (t Type) Known() bool { return t <= TorchTensor || t == Custom || t.Targets() }
+func (t Type) Known() bool { return t <= TorchTensor || t == Custom || t.Targets() || t == Text }
 
 // Descriptor sizes fixed by the format.
 const (
@@ -79,6 +81,8 @@ type Desc struct {
 	// Target holds a Ragged or Mask field's arguments (Shape is then the
 	// row shape of a Ragged field).
 	Target *TargetArgs
+	// Text holds a Text field's arguments.
+	Text *TextArgs
 }
 
 // Arrays reports whether the field stores fixed-shape arrays.
@@ -160,6 +164,10 @@ func (d *Desc) MarshalBinary() ([]byte, error) {
 		if err := d.marshalTarget(args); err != nil {
 			return nil, err
 		}
+	case d.Type == Text:
+		if err := d.marshalText(args); err != nil {
+			return nil, err
+		}
 	case d.Type == Custom:
 		if len(d.Args) > ArgsSize {
 			return nil, fmt.Errorf("field %q: %d argument bytes, at most %d", d.Name, len(d.Args), ArgsSize)
@@ -215,6 +223,11 @@ func ParseDesc(b []byte) (Desc, error) {
 	case d.Type.Targets():
 		d.Args = args
 		if err := d.setTarget(); err != nil {
+			return d, err
+		}
+	case d.Type == Text:
+		d.Args = args
+		if err := d.setText(); err != nil {
 			return d, err
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/imageenc"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
+	_ "github.com/ffcv-go/ffcv-go/core/pipeline/ops" // the operations the tests build
 )
 
 const imgW, imgH = 8, 6

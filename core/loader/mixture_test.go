@@ -82,7 +82,7 @@ func TestMixtureEpochs(t *testing.T) {
 	sizes := []int{40, 30, 20}
 	r := joinSources(t, sizes, 3000)
 	ps := parts(sizes, 60, 10, 20)
-	for _, name := range []string{"sequential", "random", "quasi_random"} {
+	for _, name := range []string{"sequential", "sequential_contiguous", "random", "quasi_random"} {
 		t.Run(name, func(t *testing.T) {
 			cfg := baseConfig()
 			cfg.Order, cfg.BatchSize, cfg.DropLast, cfg.Mixture, cfg.OSCache = name, 8, false, ps, false

@@ -3,21 +3,71 @@ package pipeline
 import (
 	"encoding/json"
 	"fmt"
-	"math"
+	"image"
 
 	"github.com/ffcv-go/ffcv-go/core/field"
 )
 
-// Geometry replays, for one sample, the geometric part of an image field's
-// pipeline: the crop its decoder drew and the flips, shifts and crops its
-// transforms drew, from the same randomness keys, so targets (boxes,
-// masks) land where the image's pixels went without any state passing
-// between programs. Photometric operations leave targets alone; an
-// operation whose geometry is unknown here is refused when the program is
-// built rather than silently ignored.
+// One geometry per op. An operation that moves pixels implements Geometric:
+// its Place is the map of a sample, computed from the same draw its Run
+// makes. Targets (boxes, points, masks) replay the image pipeline through
+// Place, so they land where the pixels went without any state passing
+// between programs, and no op's draw is computed twice. An operation that
+// only changes pixel values implements Photometric, and targets pass it by.
+// Targets refuse, by name, any other operation in the pipeline they follow:
+// a new op is followed or refused by construction, never silently ignored.
 
-// Affine is the axis-aligned map of a sample's image pipeline, in
-// continuous pixel coordinates (pixel i spans [i, i+1)): a stored-image
+// Step is one operation's map of a sample, axis-aligned, in continuous
+// pixel coordinates (pixel i spans [i, i+1)): input point (x, y) lands at
+// (SX·x + TX, SY·y + TY) of the W×H output.
+type Step struct {
+	SX, TX, SY, TY float64
+	W, H           int
+}
+
+// Same is the map of an operation that moves nothing in a w×h image.
+func Same(w, h int) Step { return Step{SX: 1, SY: 1, W: w, H: h} }
+
+// CropStep maps the input rectangle r onto a w×h output.
+func CropStep(r image.Rectangle, w, h int) Step {
+	sx, sy := float64(w)/float64(r.Dx()), float64(h)/float64(r.Dy())
+	return Step{SX: sx, TX: -float64(r.Min.X) * sx, SY: sy, TY: -float64(r.Min.Y) * sy, W: w, H: h}
+}
+
+// FlipX mirrors the step's output left to right.
+func (s Step) FlipX() Step {
+	s.SX, s.TX = -s.SX, float64(s.W)-s.TX
+	return s
+}
+
+// FlipY mirrors the step's output top to bottom.
+func (s Step) FlipY() Step {
+	s.SY, s.TY = -s.SY, float64(s.H)-s.TY
+	return s
+}
+
+// Geometric is an operation that moves pixels.
+type Geometric interface {
+	Op
+	// Place is the op's map of the sample in c, whose input is w×h (for a
+	// decoder, the stored image): the draw Run makes under key.
+	Place(c *Ctx, key, w, h int) (Step, error)
+}
+
+// Photometric marks an operation that changes pixel values only: the
+// targets that follow its image pass it by.
+type Photometric interface {
+	Op
+	Photometric()
+}
+
+// PhotometricOp is embedded by the operations that change pixel values
+// only, to mark them Photometric.
+type PhotometricOp struct{}
+
+func (PhotometricOp) Photometric() {}
+
+// Affine is the map of a sample's whole image pipeline: a stored-image
 // point (x, y) lands at (SX·x + TX, SY·y + TY) of the W×H output. Valid is
 // the part of the output that shows the image (padding lies outside it).
 type Affine struct {
@@ -26,28 +76,23 @@ type Affine struct {
 	Valid          [4]float64 // x0, y0, x1, y1
 }
 
-func identity(w, h int) Affine {
+// Identity is the map of a w×h image that no operation has moved.
+func Identity(w, h int) Affine {
 	return Affine{SX: 1, SY: 1, W: w, H: h, Valid: [4]float64{0, 0, float64(w), float64(h)}}
 }
 
-// then composes a step x' = sx·x + tx (and for y) producing a w×h image.
-func (a Affine) then(sx, tx, sy, ty float64, w, h int) Affine {
+// Then composes the step s after a.
+func (a Affine) Then(s Step) Affine {
 	v := a.Valid
-	x0, x1 := sx*v[0]+tx, sx*v[2]+tx
-	y0, y1 := sy*v[1]+ty, sy*v[3]+ty
+	x0, x1 := s.SX*v[0]+s.TX, s.SX*v[2]+s.TX
+	y0, y1 := s.SY*v[1]+s.TY, s.SY*v[3]+s.TY
 	return Affine{
-		SX: sx * a.SX, TX: sx*a.TX + tx, SY: sy * a.SY, TY: sy*a.TY + ty, W: w, H: h,
+		SX: s.SX * a.SX, TX: s.SX*a.TX + s.TX, SY: s.SY * a.SY, TY: s.SY*a.TY + s.TY, W: s.W, H: s.H,
 		Valid: [4]float64{
 			max(min(x0, x1), 0), max(min(y0, y1), 0),
-			min(max(x0, x1), float64(w)), min(max(y0, y1), float64(h)),
+			min(max(x0, x1), float64(s.W)), min(max(y0, y1), float64(s.H)),
 		},
 	}
-}
-
-// cropTo maps the rectangle [l, l+cw) × [t, t+ch) onto a w×h output.
-func (a Affine) cropTo(l, t, cw, ch, w, h int) Affine {
-	sx, sy := float64(w)/float64(cw), float64(h)/float64(ch)
-	return a.then(sx, -float64(l)*sx, sy, -float64(t)*sy, w, h)
 }
 
 // Box maps a stored-image box and clips it to the visible output; area is
@@ -61,87 +106,67 @@ func (a Affine) Box(b [4]float64) (clipped [4]float64, area float64) {
 	return [4]float64{max(x0, v[0]), max(y0, v[1]), min(x1, v[2]), min(y1, v[3])}, (x1 - x0) * (y1 - y0)
 }
 
-// geoStep is one operation of the followed pipeline, built from its spec.
-type geoStep struct {
-	op  Op
-	key int
+// Point maps a stored-image point; inside reports whether it lands on the
+// visible output.
+func (a Affine) Point(x, y float64) (px, py float64, inside bool) {
+	px, py = a.SX*x+a.TX, a.SY*y+a.TY
+	v := a.Valid
+	return px, py, px >= v[0] && px < v[2] && py >= v[1] && py < v[3]
 }
 
-// Geometry is a compiled replay of an image field's operations.
+// Geometry is the replay of an image output's pipeline for its targets:
+// its geometric operations, as the image's program built them.
 type Geometry struct {
 	Image int // the followed image field
 	steps []geoStep
 	Out   Spec // what the image pipeline produces per sample
 }
 
+type geoStep struct {
+	op  Geometric
+	key int
+}
+
 // GeometrySpec is how a target names what it follows: the image field and
-// the operations of its pipeline (as given to Build, keys included).
+// the operations of its pipeline (as given to Build, keys and seeds included).
 type GeometrySpec struct {
 	Image int               `json:"image"`
 	Ops   []json.RawMessage `json:"ops"`
 }
 
-// photometric operations change pixel values only.
-var photometric = map[string]bool{"cutout": true, "brightness": true, "contrast": true, "saturation": true,
-	"grayscale": true, "solarize": true, "normalize": true, "poison": true}
-
-// NewGeometry builds the replay of spec's operations on field spec.Image of env's reader.
+// NewGeometry builds the replay of spec's operations on field spec.Image of
+// env's reader. They are built as Build builds them (the same keys, the
+// same fused operations), so every step draws what the image's did.
 func NewGeometry(env Env, spec GeometrySpec) (*Geometry, error) {
 	r := env.Reader
 	if spec.Image < 0 || spec.Image >= len(r.Fields) || r.Fields[spec.Image].Type != field.RGBImage {
 		return nil, fmt.Errorf("follows field %d, which is not an RGBImageField", spec.Image)
 	}
-	ienv := Env{Reader: r, Field: spec.Image, Desc: r.Fields[spec.Image]}
-	g := &Geometry{Image: spec.Image}
-	var in Spec
-	for i, raw := range spec.Ops {
-		var head struct {
-			Op  string `json:"op"`
-			Key *int   `json:"key"`
-		}
-		if err := json.Unmarshal(raw, &head); err != nil {
-			return nil, fmt.Errorf("followed operation %d: %w", i, err)
-		}
-		mk, ok := registry[head.Op]
-		if !ok {
-			return nil, fmt.Errorf("targets cannot follow the image operation %q (geometry unknown)", head.Op)
-		}
-		op, err := mk(ienv, raw)
-		if err != nil {
-			return nil, fmt.Errorf("followed %s: %w", head.Op, err)
-		}
-		if in, err = op.Out(in); err != nil {
-			return nil, fmt.Errorf("followed %s: %w", head.Op, err)
-		}
-		switch op.(type) {
-		case *simpleRGB, *cropRGB, *rrcTransform, *resizePad, *flip, *translate, *randomCrop:
+	p, err := Build(r, spec.Image, spec.Ops)
+	if err != nil {
+		return nil, fmt.Errorf("followed pipeline: %w", err)
+	}
+	if len(p.batch) > 0 {
+		return nil, fmt.Errorf("targets cannot follow the image operation %q: it mixes images of the batch", p.bnames[0])
+	}
+	if len(p.SampleOut.Shape) != 3 {
+		return nil, fmt.Errorf("followed pipeline gives %v, not (H, W, C) images", p.SampleOut.Shape)
+	}
+	g := &Geometry{Image: spec.Image, Out: p.SampleOut}
+	for i, op := range p.ops {
+		switch o := op.(type) {
+		case Geometric:
+			g.steps = append(g.steps, geoStep{o, p.keys[i]})
+		case Photometric:
 		default:
-			if !photometric[head.Op] {
-				return nil, fmt.Errorf("targets cannot follow the image operation %q (geometry unknown)", head.Op)
-			}
-			continue
+			return nil, fmt.Errorf("targets cannot follow the image operation %q: it moves pixels in a way "+
+				"boxes, points and masks do not follow", p.names[i])
 		}
-		if (i == 0) != decoders[head.Op] {
-			return nil, fmt.Errorf("followed pipeline must start with an image decoder, not %q", head.Op)
-		}
-		key := i
-		if head.Key != nil {
-			key = *head.Key
-		}
-		g.steps = append(g.steps, geoStep{op, key})
 	}
-	if len(g.steps) == 0 {
-		return nil, fmt.Errorf("followed pipeline has no image decoder")
-	}
-	if len(in.Shape) != 3 {
-		return nil, fmt.Errorf("followed pipeline gives %v, not (H, W, C) images", in.Shape)
-	}
-	g.Out = in
 	return g, nil
 }
 
-// Sample returns the map of sample c.Sample's image pipeline: the draws
-// its operations make for (seed, epoch, position, key).
+// Sample returns the map of sample c.Sample's image pipeline.
 func (g *Geometry) Sample(c *Ctx, r interface {
 	Column(uint64, int) ([]byte, error)
 }) (Affine, error) {
@@ -153,42 +178,13 @@ func (g *Geometry) Sample(c *Ctx, r interface {
 	if m.Width < 1 || m.Height < 1 {
 		return Affine{}, fmt.Errorf("%w: the followed image is empty (%dx%d)", field.ErrData, m.Width, m.Height)
 	}
-	a := identity(m.Width, m.Height)
+	a := Identity(m.Width, m.Height)
 	for _, s := range g.steps {
-		switch o := s.op.(type) {
-		case *simpleRGB:
-		case *cropRGB:
-			rc := o.rect(c.Rand(s.key), a.W, a.H)
-			a = a.cropTo(rc.Min.X, rc.Min.Y, rc.Dx(), rc.Dy(), o.ow, o.oh)
-		case *rrcTransform:
-			rc := o.rect(c.Rand(s.key), a.W, a.H)
-			a = a.cropTo(rc.Min.X, rc.Min.Y, rc.Dx(), rc.Dy(), o.ow, o.oh)
-		case *resizePad:
-			nw, nh := o.fit(c.Rand(s.key), a.W, a.H)
-			a = a.then(float64(nw)/float64(a.W), 0, float64(nh)/float64(a.H), 0, o.ow, o.oh)
-		case *flip:
-			if !o.draw(c, s.key) {
-				continue
-			}
-			if o.horizontal {
-				a = a.then(-1, float64(a.W), 1, 0, a.W, a.H)
-			} else {
-				a = a.then(1, 0, -1, float64(a.H), a.W, a.H)
-			}
-		case *translate:
-			dy, dx := o.draw(c, s.key)
-			a = a.then(1, -float64(dx), 1, -float64(dy), a.W, a.H)
-		case *randomCrop:
-			top, left := o.draw(c, s.key, a.W, a.H)
-			a = a.then(1, -float64(left), 1, -float64(top), o.w, o.h)
+		st, err := s.op.Place(c, s.key, a.W, a.H)
+		if err != nil {
+			return Affine{}, err
 		}
+		a = a.Then(st)
 	}
 	return a, nil
-}
-
-// sourceIndex maps output pixel i (its centre) back to a stored-image pixel
-// along one axis (scale s, offset t, n stored pixels), nearest-neighbour.
-func sourceIndex(i int, s, t float64, n int) int {
-	x := math.Floor((float64(i) + 0.5 - t) / s)
-	return int(min(max(x, 0), float64(n-1)))
 }

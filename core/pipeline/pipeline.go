@@ -1,14 +1,49 @@
-// Package pipeline turns a field's list of built-in operations into a
-// per-sample program: a decoder followed by transforms, with the shape and
-// dtype of every stage inferred once, run by each worker straight into the
-// batch slot.
+// Package pipeline turns a field's list of operations into a per-sample
+// program: a decoder followed by transforms, with the shape and dtype of
+// every stage inferred once, run by each worker straight into the batch
+// slot; batch operations (mixup) may follow.
+//
+// This package is the framework: Program, Build and BuildTail; Ctx, with
+// each operation's randomness (Ctx.Rand, keyed by SeedKey and Head.KeyAt)
+// and per-worker state; the interfaces an operation implements (Op,
+// InPlacer, Geometric or Photometric, Reporter, Fuser, HFlip, ViewSharer,
+// BatchOp); Geometry, which replays an image's operations for its targets;
+// and the generic "label" op. The operations themselves live in families
+// under it (basic, rgb, transform, ssl, policy, targets, text), which register
+// into it, and their pixel work in core/imgproc. A program that builds
+// programs from user specs imports them all with
+//
+//	import _ "github.com/ffcv-go/ffcv-go/core/pipeline/ops"
+//
+// # Adding an operation
+//
+// A family registers each operation under its name from an init function:
+//
+//	func init() {
+//		pipeline.Register("my_op", newMyOp)          // a transform
+//		pipeline.RegisterDecoder("my_dec", newMyDec) // reads the sample from the file: first in a program
+//		pipeline.RegisterBatch("my_mix", newMyMix)   // runs on whole batches
+//	}
+//
+// A Factory reads the operation's arguments with Parse (which rejects keys
+// it does not declare) and checks them; the Op's Out checks its input
+// (NeedImage, CheckFill) and infers its output, and Run writes one sample,
+// drawing its randomness from c.Rand(key) only, so that a sample's pixels
+// depend on (seed, epoch, position, key) whatever worker runs it. Ops are
+// shared by the workers: per-sample state lives on the stack or in
+// c.State. An op that moves pixels implements Geometric, one that changes
+// values only embeds PhotometricOp: targets follow the first and pass the
+// second by, and refuse any other.
+//
+// Add the family's import to package ops, and its float-sensitive tests to
+// the Makefile's arm64 lists.
 package pipeline
 
 import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"sort"
+	"slices"
 	"strconv"
 	"time"
 
@@ -53,11 +88,13 @@ type Ctx struct {
 	// Times, when not nil, gets the time of each stage added up (see
 	// Program.Run); nil leaves the programs untimed.
 	Times *trace.Times
+	// OpTimes, when not nil with Times, gets each operation's own time
+	// (the worker's, handed to Program.OpTotals with its spans).
+	OpTimes *trace.OpTimes
 
 	pcg   rand.PCG
 	rng   *rand.Rand
 	state map[string]any // per-worker objects (codecs, buffers), by name
-	views viewKey        // the image of the JPEG decoder's view session, if any
 }
 
 // NewCtx returns a worker context.
@@ -93,7 +130,6 @@ func (c *Ctx) Close() {
 		}
 	}
 	c.state = map[string]any{}
-	c.views = viewKey{}
 }
 
 // SeedKey is the randomness key of an operation given "seed": ops with the
@@ -101,6 +137,35 @@ func (c *Ctx) Close() {
 // they are in, which is how a Label* op in the label pipeline reproduces the
 // parameters its image op drew. Negative, so never a positional key.
 func SeedKey(seed uint32) int { return -1 - int(seed) }
+
+// Head is what every operation spec carries besides its arguments: its
+// name, and what decides its randomness key.
+type Head struct {
+	Op   string  `json:"op"`
+	Key  *int    `json:"key"`  // set by the caller: the op's place among its pipeline's built-in ops, view included
+	Seed *uint32 `json:"seed"` // the user's seed: shared with every op given the same one
+}
+
+// ParseHead reads the head of an operation spec.
+func ParseHead(raw json.RawMessage) (Head, error) {
+	var h Head
+	err := json.Unmarshal(raw, &h)
+	return h, err
+}
+
+// KeyAt is the randomness key of the op at position pos of its program: the
+// seed's key when it has one, else its "key", else pos. Every path that
+// draws what an op draws (its program, the targets that follow it, a
+// Label op) gets the key here.
+func (h Head) KeyAt(pos int) int {
+	switch {
+	case h.Seed != nil:
+		return SeedKey(*h.Seed)
+	case h.Key != nil:
+		return *h.Key
+	}
+	return pos
+}
 
 // mix is SplitMix64's finaliser over a pair, to derive independent seeds.
 func mix(a, b uint64) uint64 {
@@ -127,27 +192,6 @@ type Env struct {
 	Desc   field.Desc
 }
 
-type factory func(env Env, args json.RawMessage) (Op, error)
-
-var registry = map[string]factory{}
-
-// decoders are the operations that read a sample from the file: first in a
-// program, never in a tail.
-var decoders = map[string]bool{"int": true, "float": true, "ndarray": true, "bytes": true,
-	"rgb_simple": true, "rgb_rrc": true, "rgb_center": true, "rgb_resize_pad": true, "ragged": true, "mask": true}
-
-func register(name string, f factory) { registry[name] = f }
-
-// Names lists the registered operations.
-func Names() []string {
-	var out []string
-	for k := range registry {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // Program is a field's compiled pipeline: per-sample operations, then
 // optionally batch operations.
 type Program struct {
@@ -169,6 +213,9 @@ type Program struct {
 	direct int // first op writing straight into the output, computed by Build
 	batch  []BatchOp
 	bspecs []Spec
+	bnames []string
+	// opTimes sums each per-sample op's time when workers time them.
+	opTimes *trace.OpTotals
 }
 
 // HasBatchOps reports whether the program ends with batch operations, which
@@ -221,21 +268,11 @@ func build(r *beton.Reader, f int, in Spec, ops []json.RawMessage) (*Program, er
 	p := &Program{Field: f, In: in}
 	tail := in.DType != ""
 	for i, raw := range ops {
-		var head struct {
-			Op   string  `json:"op"`
-			Key  *int    `json:"key"`
-			Seed *uint32 `json:"seed"`
-		}
-		if err := json.Unmarshal(raw, &head); err != nil {
+		head, err := ParseHead(raw)
+		if err != nil {
 			return nil, fmt.Errorf("field %q, operation %d: %w", env.Desc.Name, i, err)
 		}
-		key := len(p.ops)
-		if head.Key != nil {
-			key = *head.Key
-		}
-		if head.Seed != nil {
-			key = SeedKey(*head.Seed)
-		}
+		key := head.KeyAt(len(p.ops))
 		if mkb, ok := batchRegistry[head.Op]; ok {
 			if len(p.ops) == 0 && !tail {
 				return nil, fmt.Errorf("field %q: %s needs a decoder before it", env.Desc.Name, head.Op)
@@ -248,7 +285,7 @@ func build(r *beton.Reader, f int, in Spec, ops []json.RawMessage) (*Program, er
 			if err != nil {
 				return nil, fmt.Errorf("field %q, %s: %w", env.Desc.Name, head.Op, err)
 			}
-			p.batch, p.bspecs = append(p.batch, op), append(p.bspecs, out)
+			p.batch, p.bspecs, p.bnames = append(p.batch, op), append(p.bspecs, out), append(p.bnames, head.Op)
 			in = out
 			continue
 		}
@@ -282,9 +319,10 @@ func build(r *beton.Reader, f int, in Spec, ops []json.RawMessage) (*Program, er
 	}
 	p.Out = in
 	p.SampleOut = p.In
+	p.opTimes = trace.NewOpTotals(p.names)
 	if len(p.specs) > 0 {
 		p.SampleOut = p.specs[len(p.specs)-1]
-		fuseFlips(p.ops, p.keys)
+		fuse(p.ops, p.keys)
 		p.planDirect()
 	}
 	return p, nil
@@ -293,15 +331,12 @@ func build(r *beton.Reader, f int, in Spec, ops []json.RawMessage) (*Program, er
 // HasSampleOps reports whether the program has per-sample operations.
 func (p *Program) HasSampleOps() bool { return len(p.ops) > 0 }
 
+// Ops returns the program's per-sample operations as Build made them: an
+// operation another took into its own Run is Fused.
+func (p *Program) Ops() []Op { return slices.Clone(p.ops) }
+
 // Scratch holds a worker's intermediate buffers for one program.
 type Scratch struct{ a, b []byte }
-
-func grow(b []byte, n int) []byte {
-	if cap(b) < n {
-		return make([]byte, n)
-	}
-	return b[:n]
-}
 
 // planDirect finds the first stage that can write to the output directly:
 // every later stage runs in place on a buffer of the same size.
@@ -327,10 +362,10 @@ func (p *Program) Run(c *Ctx, s *Scratch, in, out []byte) error {
 		case i >= p.direct: // from here on every stage works in place in out
 			dst = out
 		case i%2 == 0:
-			s.a = grow(s.a, p.specs[i].Bytes())
+			s.a = Grow(s.a, p.specs[i].Bytes())
 			dst = s.a
 		default:
-			s.b = grow(s.b, p.specs[i].Bytes())
+			s.b = Grow(s.b, p.specs[i].Bytes())
 			dst = s.b
 		}
 		var err error
@@ -347,15 +382,22 @@ func (p *Program) Run(c *Ctx, s *Scratch, in, out []byte) error {
 	return nil
 }
 
+// OpTotals is the time each per-sample operation took in timed runs, by
+// its name, in program order (a decoder's whole time, its read and entropy
+// decoding included; a flip fused into the decoder before it takes none).
+func (p *Program) OpTotals() []trace.OpTotal { return p.opTimes.Totals() }
+
 // runTimed runs op i adding its time to c.Times: a decoder's to Decode,
 // less what it reported itself as Read (copying its bytes) and Entropy;
-// any other operation's to Ops.
+// any other operation's to Ops. Each op's whole time also goes to
+// c.OpTimes.
 func (p *Program) runTimed(c *Ctx, i int, in, dst []byte) error {
 	t := c.Times
 	before := t[trace.Read] + t[trace.Entropy]
 	t0 := time.Now()
 	err := p.ops[i].Run(c, p.keys[i], in, dst)
 	d := int64(time.Since(t0))
+	c.OpTimes.Add(p.opTimes, i, d)
 	if decoders[p.names[i]] {
 		t[trace.Decode] += d - (t[trace.Read] + t[trace.Entropy] - before)
 	} else {

@@ -6,6 +6,7 @@ Batches: a ``RaggedDecoder`` output is a ``Ragged(data, counts)``: data
 ``MaskDecoder`` output is (B, H, W) at the size of the image it follows.
 """
 import json
+import math
 import os
 
 import numpy as np
@@ -13,17 +14,27 @@ import numpy as np
 from .fields.mask import MaskDecoder, MaskField
 from .fields.ragged import Ragged, RaggedArrayField, RaggedDecoder
 
-__all__ = ["Ragged", "to_torchvision_targets", "CocoDetection", "TargetDataset"]
+__all__ = ["Ragged", "to_torchvision_targets", "CocoDetection", "TargetDataset", "COCO_PERSON_KEYPOINT_FLIP"]
+
+#: ``RaggedDecoder(flip_indices=)`` for COCO's 17 person keypoints (nose,
+#: eyes, ears, shoulders, elbows, wrists, hips, knees, ankles; left before
+#: right): a horizontal flip swaps each left point with its right one.
+COCO_PERSON_KEYPOINT_FLIP = (0, 2, 1, 4, 3, 6, 5, 8, 7, 10, 9, 12, 11, 14, 13, 16, 15)
 
 
-def to_torchvision_targets(boxes, labels, counts=None, masks=None):
+def to_torchvision_targets(boxes, labels, counts=None, masks=None, instance_masks=None):
     """Per-sample target dicts for torchvision's detection models:
-    ``[{"boxes": (n_i, 4) float, "labels": (n_i,) int64[, "masks": ...]}]``.
+    ``[{"boxes": (n_i, 4) float, "labels": (n_i,) int64[, "masks": (n_i, H, W) uint8]}]``.
 
     boxes and labels are ``Ragged`` batches (or padded tensors with counts
-    (B,) given); masks, optional, is the (B, H, W) map batch: each sample's
-    is split into one binary mask per box, the pixels equal to its label
-    (a class map; for instance maps pass labels holding instance ids)."""
+    (B,) given). Masks come from one of:
+
+    - ``instance_masks``, a (B, H, W) batch of an instance map decoded with
+      ``MaskDecoder(instances=<boxes output>)``: box j's mask is the pixels
+      of value j + 1, its own object only (Mask R-CNN's targets);
+    - ``masks``, a (B, H, W) class map: box j's mask is every pixel of its
+      label, the union of all objects of that class (for semantic maps;
+      overlapping objects of one class are not told apart)."""
     if isinstance(boxes, Ragged):
         boxes, bcounts = boxes
         counts = bcounts if counts is None else counts
@@ -32,26 +43,47 @@ def to_torchvision_targets(boxes, labels, counts=None, masks=None):
         counts = lcounts if counts is None else counts
     if counts is None:
         raise ValueError("to_torchvision_targets: counts are needed with padded tensors")
+    if masks is not None and instance_masks is not None:
+        raise ValueError("to_torchvision_targets: give masks (a class map) or instance_masks, not both")
     out = []
     for i, n in enumerate(counts.tolist()):
         t = {"boxes": boxes[i, :n], "labels": labels[i, :n].reshape(n).long()}
-        if masks is not None:
-            t["masks"] = (masks[i][None] == t["labels"][:, None, None].to(masks.dtype)).to(masks.dtype)
+        if instance_masks is not None:
+            ids = _arange_like(instance_masks, n)
+            t["masks"] = (instance_masks[i][None] == ids[:, None, None]).to(_torch().uint8)
+        elif masks is not None:
+            t["masks"] = (masks[i][None] == t["labels"][:, None, None].to(masks.dtype)).to(_torch().uint8)
         out.append(t)
     return out
+
+
+def _torch():
+    import torch
+    return torch
+
+
+def _arange_like(batch, n):
+    """1..n in the dtype and device of batch (an instance map's ids)."""
+    torch = _torch()
+    return torch.arange(1, n + 1, device=batch.device).to(batch.dtype)
 
 
 # ---- the loader's side: targets told which output they follow -------------
 
 def _link_targets(outputs, plans, reader):
     """Completes the Go spec of every ragged and mask decoder with the
-    geometry it follows (the image output's Go operations, keys included)
-    and, for rows that follow boxes, the boxes field and its filter.
+    geometry it follows (the image output's Go operations, keys and seeds
+    included) and, for rows that go with boxes (labels, keypoints, instance
+    ids), the boxes field and its filter.
     outputs are the loader's (field index, name, ops, view), plans their plans."""
     named = {name: (fidx, ops, plan) for (fidx, name, ops, _), plan in zip(outputs, plans)}
 
     def handler(fidx):
         return reader.handlers[reader.field_names[fidx]]
+
+    def decoder(name):
+        ops = named[name][1]
+        return ops[0] if ops else None
 
     def follows_of(name, dec, field):
         f = dec.follows
@@ -62,6 +94,13 @@ def _link_targets(outputs, plans, reader):
                              f'(outputs: {", ".join(named)})')
         return f
 
+    def image_of(name):
+        """The image output that the boxes output `name` follows (None: none)."""
+        dec, field = decoder(name), handler(named[name][0])
+        if not isinstance(dec, RaggedDecoder) or getattr(field, "coords", None) != "xyxy":
+            return None
+        return follows_of(name, dec, field)
+
     def geometry(name, image):
         fidx, ops, plan = named[image]
         if type(handler(fidx)).__name__ != "RGBImageField" or plan.go_ops is None:
@@ -71,6 +110,33 @@ def _link_targets(outputs, plans, reader):
             raise ValueError(f'output "{name}" follows "{image}", whose built-in operations are split by a Python '
                              'stage: targets follow only the built-in operations right after the image decoder')
         return {"image": fidx, "ops": plan.go_ops}
+
+    def boxes_for(name, wanted, image, rows=None):
+        """The boxes output whose rows `name` (following image; rows per
+        sample, None for a mask) goes with: wanted names it, or 'auto' picks
+        the only one that follows the same image with as many rows in every
+        sample."""
+        def same_rows(b):
+            return rows is None or np.array_equal(rows, reader.metadata[f"f{named[b][0]}"]["rows"])
+
+        if wanted == "auto":
+            found = [b for b in named if b != name and image_of(b) == image and same_rows(b)]
+            return found[0] if len(found) == 1 else None
+        if wanted not in named or image_of(wanted) is None:
+            raise ValueError(f'output "{name}": boxes="{wanted}" is not a boxes output of this loader '
+                             f'(a RaggedArrayField with coords="xyxy")')
+        if image_of(wanted) != image:
+            raise ValueError(f'output "{name}" follows "{image}" and its boxes "{wanted}" follow '
+                             f'"{image_of(wanted)}": both must follow the same image output')
+        if not same_rows(wanted):
+            other = reader.metadata[f"f{named[wanted][0]}"]["rows"]
+            bad = int(np.flatnonzero(rows != other)[0]) if len(rows) == len(other) else 0
+            raise ValueError(f'output "{name}": its rows cannot go with the boxes of "{wanted}": sample {bad} '
+                             'has another number of rows in each field')
+        return wanted
+
+    def with_boxes(spec, boxes):
+        spec.update(boxes=named[boxes][0], **decoder(boxes).filter)
 
     for (fidx, name, ops, _), plan in zip(outputs, plans):
         dec = ops[0] if ops else None
@@ -85,40 +151,65 @@ def _link_targets(outputs, plans, reader):
             if isinstance(dec, MaskDecoder):
                 raise ValueError(f'output "{name}": a MaskDecoder needs the image output it follows '
                                  f'(follows="...")')
+            if isinstance(dec, RaggedDecoder) and dec.flip_indices is not None:
+                raise ValueError(f'output "{name}": flip_indices need the image output the points follow')
             continue
-        tidx, tops, _ = named[target]
-        tdec = tops[0] if tops else None
-        if isinstance(tdec, RaggedDecoder):
-            tfield = handler(tidx)
+        tfield = handler(named[target][0])
+        if isinstance(decoder(target), RaggedDecoder):
+            # Rows that go with a boxes output (labels): its image's geometry and its kept rows.
             if isinstance(dec, MaskDecoder) or field.coords or getattr(tfield, "coords", None) != "xyxy":
                 raise ValueError(f'output "{name}" follows "{target}": only rows without coordinates follow '
-                                 f'a boxes output (a RaggedArrayField with coords="xyxy")')
-            image = follows_of(target, tdec, tfield)
+                                 f'a boxes output (a RaggedArrayField with coords="xyxy"); points follow the '
+                                 f'image and name their boxes with boxes="{target}"')
+            image = image_of(target)
             if image is None:
                 continue  # the boxes follow no image: nothing is dropped
-            spec.update(geometry=geometry(name, image), boxes=tidx, **tdec.filter)
+            spec["geometry"] = geometry(name, image)
+            with_boxes(spec, target)
         else:
             spec["geometry"] = geometry(name, target)
-            if isinstance(dec, RaggedDecoder):
+            if isinstance(dec, MaskDecoder):
+                if dec.instances is not None:
+                    with_boxes(spec, boxes_for(name, dec.instances, target))
+                    spec["instances"] = spec.pop("boxes")
+            elif field.coords == "xyxy":
                 spec.update(dec.filter)
+            else:
+                rows = reader.metadata[f"f{fidx}"]["rows"]
+                boxes = None if dec.boxes is None else boxes_for(name, dec.boxes, target, rows)
+                if boxes is not None:
+                    with_boxes(spec, boxes)
+                if dec.flip_indices is not None:
+                    spec["flip_indices"] = dec.flip_indices
         plan.go_ops[0] = spec
 
 
 # ---- datasets ---------------------------------------------------------------
 
 class TargetDataset:
-    """An indexed dataset of (image, target dict) items — torchvision's
-    detection and segmentation datasets, ``tv_tensors`` included — as items
+    """An indexed dataset of (image, target dict) items -- torchvision's
+    detection and segmentation datasets, ``tv_tensors`` included -- as items
     for ``DatasetWriter.from_indexed_dataset`` with fields (image, boxes,
-    labels[, mask]): boxes (N, 4) float32 xyxy in pixels, labels (N,)
-    int64, mask (H, W) uint8 (needs ``mask_key``). box_format 'xywh' reads
-    COCO-style boxes."""
+    labels[, mask]): boxes (N, 4) float32 xyxy in pixels, clipped to the
+    image; labels (N,) int64; mask (H, W) (needs ``mask_key``).
 
-    def __init__(self, dataset, boxes_key="boxes", labels_key="labels", mask_key=None, box_format="xyxy"):
-        if box_format not in ("xyxy", "xywh"):
-            raise ValueError(f"box_format {box_format!r} must be 'xyxy' or 'xywh'")
+    Boxes are read in their ``tv_tensors.BoundingBoxes.format`` when they
+    carry one, else in ``box_format`` ('xyxy', 'xywh' as COCO, or
+    'cxcywh'). The mask is an (H, W) class map, or torchvision's (N, H, W)
+    per-object masks: with ``instance_masks=True`` they become an instance
+    map (object k painted k + 1, later objects over earlier ones; write it
+    to a uint16 ``MaskField`` and decode with ``MaskDecoder(instances=)``),
+    otherwise a class map (each object painted with its label). Values are
+    never wrapped: a map that does not fit the MaskField's dtype is refused
+    when it is written."""
+
+    def __init__(self, dataset, boxes_key="boxes", labels_key="labels", mask_key=None, box_format="xyxy",
+                 instance_masks=False):
+        if box_format not in _BOX_FORMATS:
+            raise ValueError(f"box_format {box_format!r} must be one of {', '.join(map(repr, _BOX_FORMATS))}")
         self.dataset, self.boxes_key, self.labels_key = dataset, boxes_key, labels_key
         self.mask_key, self.box_format = mask_key, box_format
+        self.instance_masks = bool(instance_masks)
 
     def __len__(self):
         return len(self.dataset)
@@ -127,18 +218,56 @@ class TargetDataset:
         image, target = self.dataset[i]
         if not isinstance(target, dict):
             raise TypeError(f"item {i}: the target is a {type(target).__name__}, not a dict")
-        boxes = np.asarray(_numpy(target.get(self.boxes_key, np.zeros((0, 4)))), dtype=np.float32).reshape(-1, 4)
-        if self.box_format == "xywh":
-            boxes = np.concatenate([boxes[:, :2], boxes[:, :2] + boxes[:, 2:]], axis=1)
+        image = _image(image)
+        w, h = _size(image)
+        raw = target.get(self.boxes_key, np.zeros((0, 4)))
+        fmt = getattr(getattr(raw, "format", None), "name", self.box_format).lower()
+        if fmt not in _BOX_FORMATS:
+            raise ValueError(f"item {i}: boxes in format {fmt!r}, not one of {', '.join(_BOX_FORMATS)}")
+        boxes = np.asarray(_numpy(raw), dtype=np.float64).reshape(-1, 4)
+        boxes = _clip_xyxy(_as_xyxy(boxes, fmt), w, h)
         labels = np.asarray(_numpy(target.get(self.labels_key, np.zeros(0))), dtype=np.int64).reshape(-1)
         if len(labels) != len(boxes):
             raise ValueError(f"item {i}: {len(boxes)} boxes and {len(labels)} labels")
-        image = _image(image)
-        out = (image, boxes, labels)
+        out = (image, boxes.astype(np.float32), labels)
         if self.mask_key is not None:
             mask = np.asarray(_numpy(target[self.mask_key]))
-            out += (mask.astype(np.uint8) if mask.dtype != np.uint16 else mask,)
+            if mask.ndim == 3:
+                if len(mask) != len(boxes):
+                    raise ValueError(f"item {i}: {len(mask)} object masks and {len(boxes)} boxes")
+                values = np.arange(1, len(mask) + 1) if self.instance_masks else labels
+                mask = _paint(mask.astype(bool), values, (h, w))
+            elif self.instance_masks:
+                raise ValueError(f"item {i}: instance_masks needs (N, H, W) object masks, got shape {mask.shape}")
+            if mask.shape != (h, w):
+                raise ValueError(f"item {i}: the mask is {mask.shape[1]}x{mask.shape[0]}, its image {w}x{h}")
+            out += (mask,)
         return out
+
+
+_BOX_FORMATS = ("xyxy", "xywh", "cxcywh")
+
+
+def _as_xyxy(boxes, fmt):
+    if fmt == "xywh":
+        return np.concatenate([boxes[:, :2], boxes[:, :2] + boxes[:, 2:]], axis=1)
+    if fmt == "cxcywh":
+        return np.concatenate([boxes[:, :2] - boxes[:, 2:] / 2, boxes[:, :2] + boxes[:, 2:] / 2], axis=1)
+    return boxes
+
+
+def _clip_xyxy(boxes, w, h):
+    """Boxes clipped to a w×h image, as COCO's poke a little past it."""
+    return np.clip(boxes, 0, [w, h, w, h])
+
+
+def _paint(masks, values, shape):
+    """(N, H, W) boolean masks painted with values into an (H, W) map, later over earlier."""
+    top = max([0, *values]) if len(values) else 0
+    out = np.zeros(shape, dtype=np.uint8 if top < 256 else np.uint16 if top < 65536 else np.int64)
+    for m, v in zip(masks, values):
+        out[m] = v
+    return out
 
 
 def _numpy(x):
@@ -159,20 +288,41 @@ def _image(image):
     return image
 
 
+def _size(image):
+    """(width, height) of an image as _image returns it."""
+    if isinstance(image, np.ndarray):
+        return image.shape[1], image.shape[0]
+    if hasattr(image, "size") and not callable(image.size):
+        return tuple(image.size)
+    raise TypeError(f"TargetDataset: cannot tell the size of a {type(image).__name__} image")
+
+
 class CocoDetection:
     """COCO annotations (a JSON file) and their image folder as an indexed
     dataset for ``DatasetWriter.from_indexed_dataset`` with fields
     ``fields()``: (image path, boxes (N, 4) float32 xyxy, labels (N,) int64
-    category ids[, mask (H, W) class map]). Crowd annotations are left out
-    of the boxes. With masks=True, polygons and RLE (compressed or not) are
-    rasterized into a class map (uint8, uint16 when a category id is above
-    255): 0 is background; later annotations paint over earlier ones.
-    Images are read by the writer's Go threads."""
+    category ids[, mask (H, W)]). Crowd annotations are left out of the
+    boxes. Images are read by the writer's Go threads.
 
-    def __init__(self, annotation_file, image_root, masks=False):
+    Masks rasterize polygons exactly as pycocotools does, and decode RLE
+    (compressed or not):
+
+    - ``masks=True`` (or 'class'): a class map, each object painted with its
+      category id over earlier ones, 0 background, crowd regions painted
+      ``crowd_index`` (255 by default: the ``ignore_index`` to give the
+      loss; it must not be a category id). uint8, uint16 when an id is
+      above 255.
+    - ``masks='instances'``: a uint16 instance map, the non-crowd object of
+      box k painted k + 1 over earlier ones, crowd regions 0; decode it with
+      ``MaskDecoder(instances="boxes")`` for Mask R-CNN's per-box masks."""
+
+    def __init__(self, annotation_file, image_root, masks=False, crowd_index=255):
+        if masks not in (False, True, "class", "instances"):
+            raise ValueError(f"masks {masks!r} must be False, True, 'class' or 'instances'")
         self.annotation_file = os.fspath(annotation_file)
         self.image_root = os.fspath(image_root)
-        self.masks = bool(masks)
+        self.masks = "class" if masks is True else masks
+        self.crowd_index = int(crowd_index)
         with open(self.annotation_file) as f:
             coco = json.load(f)
         self.images = sorted(coco.get("images", []), key=lambda im: im["id"])
@@ -187,8 +337,11 @@ class CocoDetection:
                 raise ValueError(f"{self.annotation_file}: annotation {a.get('id')} has category id "
                                  f"{a.get('category_id')!r}, which is not in its categories")
             self.annotations[index[a["image_id"]]].append(a)
-        top = max(self.categories, default=0)
-        self.mask_dtype = np.uint8 if top < 256 else np.uint16
+        if self.masks == "class" and self.crowd_index in self.categories:
+            raise ValueError(f"{self.annotation_file}: crowd_index {self.crowd_index} is a category id; "
+                             "give CocoDetection another crowd_index")
+        top = max([*self.categories, self.crowd_index if self.masks == "class" else 0], default=0)
+        self.mask_dtype = np.uint16 if self.masks == "instances" or top > 255 else np.uint8
 
     def fields(self, max_resolution=None, write_mode="jpg", jpeg_quality=90):
         """The writer's fields for this dataset, in item order."""
@@ -208,24 +361,20 @@ class CocoDetection:
         im = self.images[i]
         anns = self.annotations[i]
         w, h = int(im["width"]), int(im["height"])
-        boxes, labels = [], []
-        for a in anns:
-            if a.get("iscrowd", 0):
-                continue
-            x, y, bw, bh = (float(v) for v in a["bbox"])
-            # COCO boxes may poke a little past the image: clip them to it.
-            x0, y0 = min(max(x, 0.0), w), min(max(y, 0.0), h)
-            x1, y1 = min(max(x + bw, 0.0), w), min(max(y + bh, 0.0), h)
-            boxes.append((x0, y0, x1, y1))
-            labels.append(int(a["category_id"]))
-        out = (_ImagePath(os.path.join(self.image_root, im["file_name"])),
-               np.asarray(boxes, dtype=np.float32).reshape(-1, 4), np.asarray(labels, dtype=np.int64))
+        objects = [a for a in anns if not a.get("iscrowd", 0)]
+        boxes = _clip_xyxy(_as_xyxy(np.asarray([a["bbox"] for a in objects], np.float64).reshape(-1, 4), "xywh"), w, h)
+        labels = np.asarray([int(a["category_id"]) for a in objects], dtype=np.int64)
+        out = (_ImagePath(os.path.join(self.image_root, im["file_name"])), boxes.astype(np.float32), labels)
         if self.masks:
             mask = np.zeros((h, w), dtype=self.mask_dtype)
-            for a in anns:
+            if self.masks == "instances":
+                painted = [(a, k + 1) for k, a in enumerate(objects)]
+            else:
+                painted = [(a, self.crowd_index if a.get("iscrowd", 0) else a["category_id"]) for a in anns]
+            for a, value in painted:
                 m = _annotation_mask(a, w, h)
                 if m is not None:
-                    mask[m] = a["category_id"]
+                    mask[m] = value
             out += (mask,)
         return out
 
@@ -250,25 +399,67 @@ def _annotation_mask(ann, w, h):
 
 
 def rasterize_polygon(points, w, h):
-    """The (h, w) boolean mask of a polygon ((n, 2) x, y in pixels): a pixel
-    is inside when its centre is (even-odd rule)."""
-    m = np.zeros((h, w), dtype=bool)
-    if len(points) < 3:
-        return m
-    x0, y0 = points[:, 0], points[:, 1]
-    x1, y1 = np.roll(x0, -1), np.roll(y0, -1)
-    for y in range(max(0, int(np.floor(y0.min()))), min(h, int(np.ceil(y0.max())) + 1)):
-        cy = y + 0.5
-        cross = (y0 <= cy) != (y1 <= cy)
-        if not cross.any():
+    """The (h, w) boolean mask of a polygon ((n, 2) x, y in pixels), as
+    pycocotools rasterizes COCO's polygons (rleFrPoly): the outline traced
+    at 5x resolution, each column filled between its crossings."""
+    return _rle_decode(_rle_from_polygon(np.asarray(points, dtype=np.float64).reshape(-1).tolist(), h, w), h, w)
+
+
+def _rle_from_polygon(xy, h, w):
+    """pycocotools' rleFrPoly: run lengths (column-major) of polygon xy (x0, y0, x1, ...)."""
+    scale = 5.0
+    k = len(xy) // 2
+    if k < 3:
+        return [h * w]
+    # C's (int)(v + .5): truncation toward zero.
+    x = [int(scale * xy[2 * j] + .5) for j in range(k)] + [int(scale * xy[0] + .5)]
+    y = [int(scale * xy[2 * j + 1] + .5) for j in range(k)] + [int(scale * xy[1] + .5)]
+    u, v = [], []  # the outline's points at 5x, densely
+    for j in range(k):
+        xs, xe, ys, ye = x[j], x[j + 1], y[j], y[j + 1]
+        dx, dy = abs(xe - xs), abs(ys - ye)
+        flip = (dx >= dy and xs > xe) or (dx < dy and ys > ye)
+        if flip:
+            xs, xe, ys, ye = xe, xs, ye, ys
+        if dx >= dy:
+            s = (ye - ys) / dx if dx else 0.0
+            for d in range(dx + 1):
+                t = dx - d if flip else d
+                u.append(t + xs)
+                v.append(int(ys + s * t + .5))
+        else:
+            s = (xe - xs) / dy
+            for d in range(dy + 1):
+                t = dy - d if flip else d
+                v.append(t + ys)
+                u.append(int(xs + s * t + .5))
+    starts = []  # where a column's run changes, at pixel resolution (column-major offsets)
+    for j in range(1, len(u)):
+        if u[j] == u[j - 1]:
             continue
-        xs = np.sort(x0[cross] + (cy - y0[cross]) * (x1[cross] - x0[cross]) / (y1[cross] - y0[cross]))
-        for a, b in zip(xs[0::2], xs[1::2]):
-            # pixel centres x + 0.5 in [a, b)
-            lo, hi = max(0, int(np.ceil(a - 0.5))), min(w, int(np.ceil(b - 0.5)))
-            if hi > lo:
-                m[y, lo:hi] = True
-    return m
+        xd = (float(u[j] if u[j] < u[j - 1] else u[j] - 1) + .5) / scale - .5
+        if math.floor(xd) != xd or xd < 0 or xd > w - 1:
+            continue
+        yd = (float(v[j] if v[j] < v[j - 1] else v[j - 1]) + .5) / scale - .5
+        yd = min(max(yd, 0.0), float(h))
+        starts.append(int(xd) * h + int(math.ceil(yd)))
+    starts.append(h * w)
+    starts.sort()
+    runs, prev = [], 0
+    for a in starts:
+        runs.append(a - prev)
+        prev = a
+    counts, j = [runs[0]], 1
+    while j < len(runs):  # a zero-length run merges its neighbours
+        if runs[j] > 0:
+            counts.append(runs[j])
+            j += 1
+        else:
+            j += 1
+            if j < len(runs):
+                counts[-1] += runs[j]
+                j += 1
+    return counts
 
 
 def _rle_string_counts(s):

@@ -113,8 +113,26 @@ def _translate(x, m, axis, fill=None):
 # allowances leave room for other photos: a source coordinate on a rounding
 # tie may pick the neighbouring pixel, a blend may land on the other side of
 # an integer after float32 rounding in another order.
+def _torch_grid_fuses():
+    """Whether torch's affine grid (torchvision's base_grid.bmm(theta))
+    accumulates with a fused multiply-add, as ffcv_go's warps do: MKL picks
+    its GEMM kernel by CPU, fused on Intel's, not on AMD's. The probe's
+    product 1 + 2**-11 + 2**-24 is only kept by an FMA."""
+    base = torch.ones(1, 64, 3)
+    base[..., 1] = 1 + 2 ** -12
+    theta = torch.zeros(1, 3, 2)
+    theta[0, 0, 0], theta[0, 1, 0] = -(1 + 2 ** -11), 1 + 2 ** -12
+    return bool(base.bmm(theta)[0, 0, 0] != 0)
+
+
+# Shears like 0.2 put many source coordinates on rounding ties, which the
+# grid's arithmetic decides: with torch's fused grid ffcv_go's nearest warps
+# are bit-exact (at most 0.1 % of values differ, from coordinates on the
+# edge); where torch does not fuse, ties land on the other pixel (0.5-0.8 %
+# of values for a 0.2 shear).
+TIES = 0.001 if _torch_grid_fuses() else 0.01
 EXACT = (0, 0.0)
-GEOM = (255, 0.001)
+GEOM = (255, TIES)
 BLEND = (1, 0.001)
 
 CASES = [
@@ -264,7 +282,7 @@ def test_rotate_label_reports_angle(photos):
 
 def test_grayscale_and_solarization_labels_pair_with_their_ops(photos):
     path, imgs = photos
-    got, labels = run(path, [RandomGrayscale(0.5, seed=1), RandomSolarization(128, 0.5, seed=2)],
+    got, labels = run(path, [RandomGrayscale(0.5, seed=1), RandomSolarization(0.5, 128, seed=2)],
                       [LabelGrayscale(0.5, seed=1), LabelSolarization(0.5, seed=2)])
     assert labels.shape == (N, 3)
     for i in range(N):
@@ -291,7 +309,7 @@ def test_translate_label_pairs(photos):
 
 def test_random_erasing_erases_one_rectangle(photos):
     path, imgs = photos
-    got, _ = run(path, [RandomErasing(p=1.0, scale=(0.1, 0.1), ratio=(1.0, 1.0), value=(1, 2, 3))])
+    got, _ = run(path, [RandomErasing(1.0, scale=(0.1, 0.1), ratio=(1.0, 1.0), mean=(1, 2, 3))])
     side = round(math.sqrt(H * W * 0.1))
     for i in range(N):
         changed = np.any(got[i] != imgs[i], axis=2)
@@ -357,11 +375,11 @@ def test_augmix_stays_close_to_the_image(photos):
     (lambda: RandomColorJitter(hue=0.6), "hue"),
     (lambda: RandomColorJitter(hue=(-0.7, 0.1)), "hue"),
     (lambda: RandomColorJitter(brightness=-1), "brightness"),
-    (lambda: GaussianBlur(kernel_size=4), "kernel_size"),
-    (lambda: GaussianBlur(sigma=(0, 1)), "sigma"),
-    (lambda: GaussianBlur(sigma=-1.0), "sigma"),
+    (lambda: GaussianBlur(0.5, kernel_size=4), "kernel_size"),
+    (lambda: GaussianBlur(0.5, sigma=(0, 1)), "sigma"),
+    (lambda: GaussianBlur(0.5, sigma=-1.0), "sigma"),
     (lambda: RandomErasing(scale=(0.5, 0.1)), "scale"),
-    (lambda: CornerCrop(10, corner="middle"), "corner"),
+    (lambda: CornerCrop(10, 0.8, corner="middle"), "corner"),
     (lambda: LabelColorJitter(), "seed"),
     (lambda: LabelRotate(seed=-3), "seed"),
     (lambda: RandomColorJitter(seed=2 ** 32), "seed"),
@@ -393,14 +411,14 @@ def test_label_random_resized_crop_reports_the_decoders_crop(photos):
         return next(iter(loader))[0].numpy().copy()
 
     crops = first_batch(RandomResizedCropRGBImageDecoder((24, 24), scale=(0.05, 0.3), seed=8))
-    params = first_batch(LabelRandomResizedCrop((24, 24), seed=8, scale=(0.05, 0.3)))
+    params = first_batch(LabelRandomResizedCrop((24, 24), seed=8, scale=(0.05, 0.3), ratio=(3 / 4, 4 / 3)))
     assert params.shape == (N, 6) and params.dtype == np.int32
     assert (params[:, 0] == W).all() and (params[:, 1] == H).all()
     for i, (_, _, top, left, ch, cw) in enumerate(params.tolist()):
         assert 0 <= top and top + ch <= H and 0 <= left and left + cw <= W
         region = imgs[i, top:top + ch, left:left + cw].reshape(-1, 3).mean(axis=0)
         assert np.abs(crops[i].reshape(-1, 3).mean(axis=0) - region).max() < 1.5, f"sample {i}"
-    other = first_batch(LabelRandomResizedCrop((24, 24), seed=9, scale=(0.05, 0.3)))
+    other = first_batch(LabelRandomResizedCrop((24, 24), seed=9, scale=(0.05, 0.3), ratio=(3 / 4, 4 / 3)))
     assert not np.array_equal(other, params)
 
 
@@ -456,7 +474,7 @@ def test_policy_outputs_are_torchvision_operations(photos, name, kwargs, bins, p
             img = chw(imgs[i:i + 1])[0]
             frac, what = _best(got, (v for name in pol._AUGMENTATION_SPACE
                                      for v in _variants(pol, name, img, bins, pick)))
-            assert frac <= 0.001, f"sample {i}: closest torchvision output {what} differs in {frac:.3%}"
+            assert frac <= TIES, f"sample {i}: closest torchvision output {what} differs in {frac:.3%}"
             chosen.add(what.split()[0])
     assert len(chosen) >= 5, chosen
 
@@ -481,7 +499,7 @@ def test_auto_augment_outputs_are_policy_steps(photos, policy):
                     stage = nxt
                 outs += stage
             frac, what = _best(got, outs)
-            assert frac <= 0.001, f"sample {i}: closest torchvision output{what} differs in {frac:.3%}"
+            assert frac <= TIES, f"sample {i}: closest torchvision output{what} differs in {frac:.3%}"
 
 
 def test_augmix_one_chain_is_a_blend_with_a_torchvision_operation(photos):

@@ -28,8 +28,9 @@ from ffcv_go.transforms import (RandomBrightness, RandomHorizontalFlip, RandomRe
                                 RandomTranslate, RandomVerticalFlip)
 from ffcv_go.transforms.image import RandomCrop  # noqa: E402
 
+from _target_truth import MIN_AREA, MIN_SIZE, check_loader, check_sample, colour_label  # noqa: E402
+
 N = 48
-MIN_SIZE, MIN_AREA = 3.0, 9.0
 
 
 def _fields(max_resolution=None):
@@ -48,66 +49,6 @@ def dataset():
 def scene_file(dataset, tmp_path_factory):
     # max_resolution 200 downscales most scenes: boxes and masks follow the resize.
     return write(tmp_path_factory.mktemp("det") / "scenes.beton", _fields(200), dataset, num_workers=2)
-
-
-def colour_label(img):
-    """Per pixel: the label of the object colour it shows (k + 1), 0 for
-    background, -1 for a blend of both (a resampled edge)."""
-    img = img.astype(np.int16)
-    out = np.full(img.shape[:2], -1, np.int16)
-    bg = ((img >= scenes.BG_LO - 2) & (img <= scenes.BG_HI + 2)).all(axis=2)
-    out[bg] = 0
-    for k, c in enumerate(scenes.COLOURS):
-        out[(np.abs(img - c) <= 24).all(axis=2)] = k + 1
-    return out
-
-
-def check_sample(img, boxes, labels, mask, tol=2.0):
-    """Problems of one output sample against the truth its pixels show ([] if none)."""
-    problems = []
-    lab = colour_label(img)
-    for b, k in zip(boxes, labels):
-        ys, xs = np.nonzero(lab == k)
-        if len(xs) == 0:
-            problems.append(f"box {b} of label {k}: none of its colour's pixels are visible")
-            continue
-        seen = np.array([xs.min(), ys.min(), xs.max() + 1, ys.max() + 1], np.float64)
-        if np.abs(seen - b).max() > tol:
-            problems.append(f"box {b} of label {k}: its colour's pixels span {seen}")
-    kept = set(int(k) for k in labels)
-    for k in range(1, len(scenes.COLOURS) + 1):
-        ys, xs = np.nonzero(lab == k)
-        if k in kept or not len(xs):
-            continue
-        w, h = np.ptp(xs) + 1, np.ptp(ys) + 1
-        if min(w, h) >= MIN_SIZE + 2 * tol and (w - 2 * tol) * (h - 2 * tol) >= MIN_AREA:
-            problems.append(f"label {k}: {w}x{h} pixels visible, but its box was dropped")
-    if mask is not None:
-        # Resampling blends a pixel or two either side of an edge (more where
-        # the crop is upscaled): only pixels whose neighbourhood shows one
-        # class are sure.
-        sure = lab >= 0
-        pad = np.pad(lab, 2, mode="edge")
-        for dy in range(5):
-            for dx in range(5):
-                sure &= pad[dy:dy + lab.shape[0], dx:dx + lab.shape[1]] == lab
-        bad = sure & (mask.astype(np.int16) != lab)
-        if bad.any():
-            problems.append(f"mask differs from the pixels' colours at {int(bad.sum())} of {int(sure.sum())} pixels")
-    return problems
-
-
-def check_loader(loader):
-    problems, seen = [], 0
-    for img, boxes, labels, mask in loader:
-        assert isinstance(boxes, Ragged) and torch.equal(boxes.counts, labels.counts)
-        for i in range(len(img)):
-            n = int(boxes.counts[i])
-            p = check_sample(img[i].numpy(), boxes.data[i, :n].numpy(), labels.data[i, :n].numpy(),
-                             None if mask is None else mask[i].numpy())
-            problems += [f"sample {int(loader._last_ids[i]) if hasattr(loader, '_last_ids') else i}: {x}" for x in p]
-            seen += n
-    return problems, seen
 
 
 def targets(**kw):
@@ -496,3 +437,152 @@ def test_targets_follow_a_view(scene_file):
             differ += not torch.equal(a[i], b[i])
     assert not problems, "\n".join(problems[:10])
     assert seen > N and differ > N // 2
+
+
+# ---- conversion against pycocotools and torchvision's targets -----------------------
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # pycocotools' numpy 2 copy= warning
+def test_polygons_rasterize_as_pycocotools():
+    from pycocotools import mask as coco_mask
+    from ffcv_go.detection import rasterize_polygon
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        h, w = (int(v) for v in rng.integers(5, 90, 2))
+        pts = rng.uniform([-3, -3], [w + 3, h + 3], (int(rng.integers(3, 9)), 2)).round(int(rng.integers(0, 3)))
+        want = coco_mask.decode(coco_mask.frPyObjects([pts.reshape(-1).tolist()], h, w)[0]).astype(bool)
+        np.testing.assert_array_equal(rasterize_polygon(pts, w, h), want)
+
+
+def _crowd_coco(tmp_path, n=6, size=(70, 90)):
+    """COCO annotations with overlapping polygons, uncompressed and compressed
+    RLE, and crowd regions (compressed RLE, as COCO writes them)."""
+    import json
+    from PIL import Image
+    from pycocotools import mask as coco_mask
+    rng = np.random.default_rng(7)
+    h, w = size
+    (tmp_path / "img").mkdir()
+    images, anns = [], []
+    for i in range(n):
+        Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)).save(tmp_path / "img" / f"{i}.png")
+        images.append({"id": i + 1, "file_name": f"{i}.png", "width": w, "height": h})
+        for j in range(int(rng.integers(1, 6))):
+            crowd = j == 2
+            x0, y0 = rng.uniform(-2, w - 10), rng.uniform(-2, h - 10)
+            x1, y1 = x0 + rng.uniform(5, 40), y0 + rng.uniform(5, 30)
+            poly = [x0, y0, x1, y0 + 3, x1 - 2, y1, x0 + 1, y1 - 4]
+            a = {"id": len(anns) + 1, "image_id": i + 1, "category_id": int(rng.integers(1, 5)),
+                 "iscrowd": int(crowd), "bbox": [x0, y0, x1 - x0, y1 - y0]}
+            if crowd or j == 3:
+                rle = coco_mask.merge(coco_mask.frPyObjects([poly], h, w))
+                a["segmentation"] = {"size": [h, w], "counts": rle["counts"].decode()}
+            else:
+                a["segmentation"] = [poly]
+            anns.append(a)
+    path = tmp_path / "ann.json"
+    path.write_text(json.dumps({"images": images, "annotations": anns,
+                                "categories": [{"id": k, "name": f"c{k}"} for k in range(1, 5)]}))
+    return path
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # pycocotools' numpy 2 copy= warning
+def test_coco_masks_match_pycocotools(tmp_path):
+    """The class map paints every object with its category as pycocotools
+    rasterizes it, crowd regions with crowd_index; the instance map paints
+    the non-crowd objects, in box order."""
+    from pycocotools.coco import COCO
+    ann = _crowd_coco(tmp_path)
+    coco = COCO(str(ann))
+    classes = CocoDetection(ann, tmp_path / "img", masks=True)
+    instances = CocoDetection(ann, tmp_path / "img", masks="instances")
+    assert classes.mask_dtype == np.uint8 and instances.mask_dtype == np.uint16
+    crowds = 0
+    for i, im in enumerate(classes.images):
+        anns = coco.loadAnns(coco.getAnnIds(imgIds=im["id"]))
+        want_class = np.zeros((im["height"], im["width"]), np.uint8)
+        want_inst = np.zeros_like(want_class, dtype=np.uint16)
+        k = 0
+        for a in anns:
+            m = coco.annToMask(a).astype(bool)
+            if a["iscrowd"]:
+                want_class[m] = 255
+                crowds += 1
+            else:
+                want_class[m] = a["category_id"]
+                k += 1
+                want_inst[m] = k
+        _, boxes, labels, cmap = classes[i]
+        _, _, _, imap = instances[i]
+        np.testing.assert_array_equal(cmap, want_class)
+        np.testing.assert_array_equal(imap, want_inst)
+        assert len(boxes) == len(labels) == k  # crowd regions have no box
+        assert (boxes >= 0).all() and (boxes[:, 2] <= im["width"]).all() and (boxes[:, 3] <= im["height"]).all()
+    assert crowds > 0
+    with pytest.raises(ValueError, match="crowd_index 3 is a category id"):
+        CocoDetection(ann, tmp_path / "img", masks=True, crowd_index=3)
+
+
+def test_coco_instance_masks_through_the_loader(tmp_path):
+    """Per-box masks from the instance map, after a flip, are each box's
+    own object as pycocotools rasterizes it (later objects over earlier)."""
+    ann = _crowd_coco(tmp_path)
+    coco = CocoDetection(ann, tmp_path / "img", masks="instances")
+    DatasetWriter(str(tmp_path / "c.beton"), coco.fields(write_mode="raw"), progress=False).from_indexed_dataset(coco)
+    loader = Loader(tmp_path / "c.beton", batch_size=len(coco), num_workers=1, pipelines={
+        "image": [SimpleRGBImageDecoder(), RandomHorizontalFlip(1.0)],
+        "boxes": [RaggedDecoder(min_size=0, min_area=0)], "labels": [RaggedDecoder()],
+        "mask": [MaskDecoder(instances="boxes")]})
+    img, boxes, labels, inst = next(iter(loader))
+    for i, t in enumerate(to_torchvision_targets(boxes, labels, instance_masks=inst)):
+        imap = coco[i][3][:, ::-1]
+        kept = int(boxes.counts[i])
+        assert kept == len(coco[i][1]) and t["masks"].shape[0] == kept
+        for j in range(kept):
+            np.testing.assert_array_equal(t["masks"][j].numpy(), (imap == j + 1).astype(np.uint8))
+
+
+def test_target_dataset_reads_what_torchvision_gives(tmp_path):
+    """(N, H, W) object masks, as class or instance maps; the boxes' own
+    format; boxes clipped to the image; label maps never wrapped."""
+    from torchvision import tv_tensors
+    ds = scenes.SceneDataset(6, [], height=64, width=80)
+
+    def tv_item(i, fmt):
+        img, b, l, m = ds[i]
+        objects = np.stack([m == k for k in l]) if len(l) else np.zeros((0, 64, 80), bool)
+        xyxy = b.copy()
+        xyxy[:, 2] += 3  # poking past the right edge: clipped back
+        if fmt == "XYWH":
+            raw = np.concatenate([xyxy[:, :2], xyxy[:, 2:] - xyxy[:, :2]], axis=1)
+        elif fmt == "CXCYWH":
+            raw = np.concatenate([(xyxy[:, :2] + xyxy[:, 2:]) / 2, xyxy[:, 2:] - xyxy[:, :2]], axis=1)
+        else:
+            raw = xyxy
+        boxes = tv_tensors.BoundingBoxes(torch.from_numpy(raw), format=fmt, canvas_size=(64, 80))
+        return (tv_tensors.Image(torch.from_numpy(img).permute(2, 0, 1)),
+                {"boxes": boxes, "labels": torch.from_numpy(l), "masks": tv_tensors.Mask(torch.from_numpy(objects))})
+
+    for fmt in ["XYXY", "XYWH", "CXCYWH"]:
+        items = [tv_item(i, fmt) for i in range(6)]
+        classes, instances = TargetDataset(items, mask_key="masks"), TargetDataset(items, mask_key="masks",
+                                                                                    instance_masks=True)
+        for i in range(6):
+            _, b, l, m = ds[i]
+            img, cb, cl, cm = classes[i]
+            want = b.copy()
+            want[:, 2] = np.minimum(want[:, 2] + 3, 80)
+            np.testing.assert_allclose(cb, want, atol=1e-4)
+            np.testing.assert_array_equal(cm, m)
+            np.testing.assert_array_equal(instances[i][3], sum((m == k) * (j + 1) for j, k in enumerate(l))
+                                          if len(l) else np.zeros((64, 80)))
+    # Labels above 255: a uint8 field refuses them, a uint16 field keeps them.
+    big = [(np.zeros((8, 8, 3), np.uint8), {"boxes": np.array([[0, 0, 4, 4]], np.float32), "labels": np.array([300]),
+                                            "masks": np.full((1, 8, 8), True)})]
+    fields = {**_fields(), "mask": MaskField("image")}
+    with pytest.raises(ValueError, match="outside 0..255: use MaskField\\(dtype=np.uint16\\)"):
+        write(tmp_path / "big8.beton", fields, TargetDataset(big, mask_key="masks"))
+    path = write(tmp_path / "big16.beton", {**_fields(), "mask": MaskField("image", np.uint16)},
+                 TargetDataset(big, mask_key="masks"))
+    _, _, _, mask = next(iter(Loader(path, batch_size=1, num_workers=1, pipelines={
+        "image": [SimpleRGBImageDecoder()], **targets()})))
+    assert mask.numpy().dtype == np.uint16 and int(mask.numpy().max()) == 300

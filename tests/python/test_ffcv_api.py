@@ -63,7 +63,7 @@ def test_transform_signatures_match_ffcv():
     from ffcv_go import transforms as T
     expect = {
         "Cutout": "(self, crop_size, fill=(0, 0, 0))",
-        "RandomHorizontalFlip": "(self, flip_prob=0.5)",
+        "RandomHorizontalFlip": "(self, flip_prob=0.5, seed=None)",  # seed: FFCV-SSL's, after FFCV's
         "RandomTranslate": "(self, padding, fill=(0, 0, 0), seed=None)",  # seed: ffcv_go's, after FFCV's
         "Poison": "(self, mask, alpha, indices, clamp=(0, 255))",
         "ToTorchImage": "(self, channels_last=True, convert_back_int16=True)",

@@ -55,9 +55,21 @@ class MaskField(Field):
         if value.ndim != 2:
             raise ValueError(f"MaskField needs an (H, W) array, got shape {value.shape}")
         if value.dtype != self.dtype:
-            raise TypeError(f"MaskField of {self.dtype} got an array of {value.dtype}")
+            value = self._exact(value)
         v.height, v.width = value.shape
         _set_data(v, value, keep)
+
+
+    def _exact(self, value):
+        """An integer map in this field's dtype, refused where a value would wrap."""
+        if value.dtype.kind not in "biu":
+            raise TypeError(f"MaskField of {self.dtype} got an array of {value.dtype} (an integer map is needed)")
+        top = np.iinfo(self.dtype).max
+        if value.size and (value.min() < 0 or value.max() > top):
+            raise ValueError(f"MaskField of {self.dtype} got values from {value.min()} to {value.max()}, "
+                             f"outside 0..{top}: use MaskField(dtype=np.uint16)" if top < 65535 else
+                             f"MaskField of {self.dtype} got values from {value.min()} to {value.max()}, outside 0..{top}")
+        return value.astype(self.dtype)
 
 
 def _pixels(value, dtype):
@@ -78,14 +90,25 @@ def _pixels(value, dtype):
 class MaskDecoder(_Decoder):
     """MaskField → (B, H, W) of its dtype at the size of the image output it
     follows (default: the field's own ``follows``): the same crop, flips and
-    shifts as the image, nearest-neighbour; ``fill`` where the output shows
-    no image (translation padding)."""
+    shifts as the image, nearest-neighbour (each output pixel takes the
+    stored pixel under its centre); ``fill`` where the output shows no image
+    (translation padding).
+
+    ``instances`` names a boxes output when the field is an instance map
+    (pixel value k + 1 under the object of box row k, 0 background): the
+    ids are renumbered to the boxes that output keeps, j + 1 under kept box
+    j and 0 where a box was dropped, so
+    ``to_torchvision_targets(..., instance_masks=)`` pairs each box with its
+    own pixels."""
     _go_name = "mask"
 
-    def __init__(self, follows="auto", fill=0):
+    def __init__(self, follows="auto", fill=0, instances=None):
         super().__init__()
         self.follows = follows
         self.fill = int(fill)
+        if instances is not None and not isinstance(instances, str):
+            raise TypeError(f"MaskDecoder: instances names a boxes output, got {instances!r}")
+        self.instances = instances
         self._shape = None  # the followed output's (H, W), set by the loader
 
     def _field_classes(self):

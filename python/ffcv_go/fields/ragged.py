@@ -133,10 +133,22 @@ class RaggedDecoder(_Decoder):
     dropped when that part is narrower or shorter than min_size, smaller
     than min_area (output pixels²) or less than min_visibility of the whole
     box. For other rows (labels) it is the boxes output: the rows of the
-    boxes it keeps are kept."""
+    boxes it keeps are kept.
+
+    Points (coords='xy') go with a boxes output row for row -- one
+    instance's keypoints per box, as in COCO -- and are dropped with their
+    box. ``boxes`` names that output; 'auto' (the default) picks the one
+    boxes output that follows the same image when every sample has as many
+    rows in both fields; None keeps every row. ``flip_indices`` reorders
+    the points of a row when the image is mirrored left to right (a
+    horizontal flip; an even number of them cancel out): point
+    ``flip_indices[k]`` takes place k, so left and right keypoints swap.
+    For COCO's 17 person keypoints it is
+    ``ffcv_go.detection.COCO_PERSON_KEYPOINT_FLIP``."""
     _go_name = "ragged"
 
-    def __init__(self, follows="auto", max_rows=None, min_size=1.0, min_area=1.0, min_visibility=0.0):
+    def __init__(self, follows="auto", max_rows=None, min_size=1.0, min_area=1.0, min_visibility=0.0,
+                 boxes="auto", flip_indices=None):
         super().__init__()
         self.follows = follows
         self.max_rows = None if max_rows is None else int(max_rows)
@@ -144,6 +156,10 @@ class RaggedDecoder(_Decoder):
             raise ValueError(f"RaggedDecoder: max_rows {max_rows} must not be negative")
         self.filter = {"min_size": float(min_size), "min_area": float(min_area),
                        "min_visibility": float(min_visibility)}
+        if boxes is not None and not isinstance(boxes, str):
+            raise TypeError(f"RaggedDecoder: boxes names a loader output, got {boxes!r}")
+        self.boxes = boxes
+        self.flip_indices = None if flip_indices is None else [int(k) for k in flip_indices]
 
     def _field_classes(self):
         return (RaggedArrayField,)

@@ -1,6 +1,7 @@
 """Loader: batches of torch tensors from a .beton file (FFCV's ffcv.loader.Loader)."""
 import atexit
 import enum
+import inspect
 import json
 import os
 import warnings
@@ -16,8 +17,7 @@ from ..pipeline import PipelineSpec
 from ..pipeline.operation import Operation
 from ..pipeline.pipeline import PyStage, plan_output
 from ..reader import Reader
-from ..traversal_order import TraversalOrder, Sequential, Random, QuasiRandom
-from ..transforms.image import RandomResizedCrop
+from ..traversal_order import TraversalOrder, Sequential, SequentialContiguous, Random, QuasiRandom
 from ..transforms.ops import ModuleWrapper, ToTensor
 from ..utils import _cpu_count
 from ..detection import _link_targets
@@ -29,6 +29,7 @@ from .mixture import Mixture
 
 class OrderOption(enum.Enum):
     SEQUENTIAL = Sequential
+    SEQUENTIAL_CONTIGUOUS = SequentialContiguous  # FFCV-SSL's
     RANDOM = Random
     QUASI_RANDOM = QuasiRandom
 
@@ -82,22 +83,40 @@ class Loader:
     """Iterates over a .beton file (or shards read as one: see Reader), or a
     :class:`Mixture` of datasets by weight, in batches of torch tensors.
 
-    Same arguments and semantics as FFCV 1.0's Loader; every ``iter()`` starts
-    the next epoch. Batches stay valid as long as you hold them. Extra
-    arguments: on_error ('raise' or 'skip' bad samples), max_resident_pages
-    (process cache bound; by default room for the workers' read-ahead plus, for
-    QUASI_RANDOM, its window of open pages), max_batch_memory (bytes of batches
-    you may hold), trace (a path: write a Chrome/Perfetto trace there; True:
-    time the workers' stages for ``stats`` only; see ``ffcv_go._trace``).
-    num_workers < 1 (the default): the process's cores, split between the
-    loader processes of a node when distributed (see ``_default_workers``).
+    Two call forms, FFCV 1.0's and FFCV-SSL's, with the same arguments and
+    semantics as theirs; every ``iter()`` starts the next epoch::
+
+        Loader(fname, batch_size, num_workers=-1, os_cache=DEFAULT_OS_CACHE, order=OrderOption.SEQUENTIAL,
+               distributed=False, seed=None, indices=None, pipelines={}, custom_fields={}, drop_last=True,
+               batches_ahead=3, recompile=False, order_kwargs={}, on_error="raise", max_resident_pages=0,
+               max_batch_memory=0, trace=None, custom_field_mapper=None)       # FFCV 1.0
+        Loader(path, batch_size, order, num_workers=-1, os_cache=DEFAULT_OS_CACHE, distributed=False,
+               seed=None, indices=None, pipelines={}, custom_fields={}, drop_last=True, batches_ahead=3,
+               recompile=False, custom_field_mapper=None, order_kwargs={}, on_error="raise",
+               max_resident_pages=0, max_batch_memory=0, trace=None)           # FFCV-SSL
+
+    FFCV-SSL's form is taken when ``path=`` is given or the third positional
+    argument is an order (an OrderOption or a TraversalOrder subclass), FFCV
+    1.0's otherwise; ``fname=`` and ``path=`` together are a TypeError.
+
+    Batches stay valid as long as you hold them. Arguments of ffcv_go's own:
+    on_error ('raise' or 'skip' bad samples), max_resident_pages (process
+    cache bound; by default room for the workers' read-ahead plus, for
+    QUASI_RANDOM, its window of open pages), max_batch_memory (bytes of
+    batches you may hold), trace (a path: write a Chrome/Perfetto trace
+    there; True: time the workers' stages for ``stats`` only; see
+    ``ffcv_go._trace``). num_workers < 1 (the default): the process's cores,
+    split between the loader processes of a node when distributed (see
+    ``_default_workers``).
     """
 
-    def __init__(self, fname, batch_size, num_workers=-1, os_cache=DEFAULT_OS_CACHE, order=OrderOption.SEQUENTIAL,
-                 distributed=False, seed=None, indices=None, pipelines={}, custom_fields={},
-                 drop_last=True, batches_ahead=3, recompile=False, order_kwargs={},
-                 on_error="raise", max_resident_pages=0, max_batch_memory=0, trace=None,
-                 custom_field_mapper=None):
+    def __init__(self, *args, **kwargs):
+        a = _bind_loader_args(args, kwargs)
+        self._init(**a)
+
+    def _init(self, fname, batch_size, num_workers, os_cache, order, distributed, seed, indices, pipelines,
+              custom_fields, drop_last, batches_ahead, recompile, order_kwargs, on_error, max_resident_pages,
+              max_batch_memory, trace, custom_field_mapper):
         # A file, a directory or glob of shards, or a list of these (see Reader);
         # or a Mixture of such datasets.
         self.mixture = fname if isinstance(fname, Mixture) else None
@@ -106,6 +125,7 @@ class Loader:
             _check_mixture_args(indices, custom_fields, order)
         else:
             self.fname = [os.fspath(p) for p in fname] if isinstance(fname, (list, tuple)) else os.fspath(fname)
+        self.path = self.fname  # FFCV-SSL's name
         if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
             raise ValueError(f"batch_size {batch_size!r} must be a positive integer")
         if batches_ahead < 0:
@@ -325,8 +345,9 @@ class Loader:
         if ops is None:
             ops = [ToTensor()]
         ops = _wrap_modules(ops)
-        if ops and isinstance(ops[0], RandomResizedCrop):
-            # FFCV-SSL's RandomResizedCrop opens a view's pipeline as its decoder.
+        if ops and hasattr(ops[0], "_as_decoder"):
+            # FFCV-SSL's RandomResizedCrop, CenterCrop and CornerCrop are
+            # decoders when they open a pipeline.
             ops = [ops[0]._as_decoder()] + ops[1:]
         if ops and isinstance(ops[0], Operation) and (ops[0]._decoder or isinstance(ops[0], field.get_decoder_class())):
             return ops
@@ -473,8 +494,12 @@ class Loader:
         ``sources``: per source {name, samples (handed out on this rank),
         pages_read, bytes_read, read_ns, requests, bytes_fetched, retries}, where
         bytes_read / read_ns is the rate of one page read from the source's
-        storage (the process cache's reads, timed)."""
-        return self._tracer.stats(_lib.call_json("ffcv_loader_stats", self._build.handle))
+        storage (the process cache's reads, timed).
+        With ``trace``: stages, the workers' time in each stage, and ops, each
+        operation's time ({output, op, go_op, where: "go" or "python",
+        seconds, count: samples}). Always: wait_seconds and waits, the
+        training loop's time in next() and the batches it waited for."""
+        return self._tracer.stats(_lib.call_json("ffcv_loader_stats", self._build.handle), self._build.plans)
 
     def filter(self, field_name, condition):
         """A new Loader over the samples whose decoded field_name satisfies condition."""
@@ -525,6 +550,44 @@ def _check_mixture_args(indices, custom_fields, order):
     if isinstance(cls, type) and issubclass(cls, TraversalOrder) and not hasattr(cls, "_go_name"):
         raise ValueError(f"order {order!r}: a Mixture's epochs are drawn from its weights by the built-in orders "
                          f"(OrderOption.RANDOM, QUASI_RANDOM or SEQUENTIAL), not by a custom TraversalOrder")
+
+
+def _ffcv_form(fname, batch_size, num_workers=-1, os_cache=DEFAULT_OS_CACHE, order=OrderOption.SEQUENTIAL,
+               distributed=False, seed=None, indices=None, pipelines={}, custom_fields={}, drop_last=True,
+               batches_ahead=3, recompile=False, order_kwargs={}, on_error="raise", max_resident_pages=0,
+               max_batch_memory=0, trace=None, custom_field_mapper=None):
+    """FFCV 1.0's Loader signature, then ffcv_go's arguments."""
+
+
+def _ffcv_ssl_form(path, batch_size, order, num_workers=-1, os_cache=DEFAULT_OS_CACHE, distributed=False,
+                   seed=None, indices=None, pipelines={}, custom_fields={}, drop_last=True, batches_ahead=3,
+                   recompile=False, custom_field_mapper=None, order_kwargs={}, on_error="raise",
+                   max_resident_pages=0, max_batch_memory=0, trace=None):
+    """FFCV-SSL's Loader signature, then ffcv_go's arguments."""
+
+
+def _is_order(value):
+    return isinstance(value, OrderOption) or (isinstance(value, type) and issubclass(value, TraversalOrder))
+
+
+def _bind_loader_args(args, kwargs):
+    """Loader's arguments by name, bound to FFCV-SSL's form when path= is
+    given or the third positional argument is an order, else to FFCV 1.0's."""
+    if "fname" in kwargs and "path" in kwargs:
+        raise TypeError("Loader: give the dataset as fname= (FFCV 1.0) or path= (FFCV-SSL), not both")
+    ssl = "path" in kwargs or (len(args) >= 3 and _is_order(args[2]))
+    form = _ffcv_ssl_form if ssl else _ffcv_form
+    try:
+        bound = inspect.signature(form).bind(*args, **kwargs)
+    except TypeError as e:
+        which = "FFCV-SSL's Loader(path, batch_size, order, ...)" if ssl else \
+            "FFCV 1.0's Loader(fname, batch_size, num_workers=-1, ...)"
+        raise TypeError(f"Loader: {e}, in {which}") from None
+    bound.apply_defaults()
+    a = dict(bound.arguments)
+    if ssl:
+        a["fname"] = a.pop("path")
+    return a
 
 
 def _view_key(name):

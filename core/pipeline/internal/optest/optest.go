@@ -1,0 +1,221 @@
+// Package optest holds what the tests of the op families share: building
+// a registered operation or a program, running an operation on an image,
+// and test images.
+package optest
+
+import (
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ffcv-go/ffcv-go/core/beton"
+	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/imageenc"
+	"github.com/ffcv-go/ffcv-go/core/pipeline"
+)
+
+// NewOp builds the registered operation name with args.
+func NewOp(t testing.TB, name string, args map[string]any) pipeline.Op {
+	t.Helper()
+	op, err := pipeline.New(pipeline.Env{}, Spec(t, name, args))
+	if err != nil {
+		t.Fatalf("%s%v: %v", name, args, err)
+	}
+	return op
+}
+
+// Spec is the spec of operation name with args.
+func Spec(t testing.TB, name string, args map[string]any) json.RawMessage {
+	t.Helper()
+	m := map[string]any{"op": name}
+	for k, v := range args {
+		m[k] = v
+	}
+	return MustJSON(t, m)
+}
+
+// MustJSON marshals v.
+func MustJSON(t testing.TB, v any) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Apply runs op on img (spec in) for the sample at position pos (its
+// index too) with key 0, and returns the output spec and bytes.
+func Apply(t testing.TB, op pipeline.Op, in pipeline.Spec, img []byte, seed, pos uint64) (pipeline.Spec, []byte) {
+	t.Helper()
+	out, err := op.Out(in)
+	if err != nil {
+		t.Fatalf("Out(%v): %v", in, err)
+	}
+	c := pipeline.NewCtx()
+	c.Seed, c.Pos, c.Sample = seed, pos, pos
+	dst := make([]byte, out.Bytes())
+	if err := op.Run(c, 0, img, dst); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return out, dst
+}
+
+// RunKey runs op on img for the sample at pos with randomness key key
+// (seed 7).
+func RunKey(t testing.TB, op pipeline.Op, in pipeline.Spec, img []byte, pos uint64, key int) []byte {
+	t.Helper()
+	out, err := op.Out(in)
+	if err != nil {
+		t.Fatalf("Out(%v): %v", in, err)
+	}
+	c := pipeline.NewCtx()
+	c.Seed, c.Pos, c.Sample = 7, pos, pos
+	dst := make([]byte, out.Bytes())
+	if err := op.Run(c, key, img, dst); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return dst
+}
+
+// ImgSpec is uint8 (h, w, c) images.
+func ImgSpec(h, w, c int) pipeline.Spec { return pipeline.Spec{Shape: []int{h, w, c}, DType: "|u1"} }
+
+// PhotoLike is an image with smooth gradients, edges and every value range.
+func PhotoLike(h, w, c int) []byte {
+	b := make([]byte, h*w*c)
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			for k := 0; k < c; k++ {
+				v := 128 + 100*math.Sin(float64(x*(k+1))/5+float64(y)/7)
+				if (x/6+y/5)%3 == 0 {
+					v = 255 - v/2
+				}
+				b[(y*w+x)*c+k] = byte(v)
+			}
+		}
+	}
+	return b
+}
+
+// Shifted is the reference translation: out[y][x] = in[y+dy][x+dx] inside
+// the image, fill outside.
+func Shifted(in []byte, h, w, c, dy, dx int, fill []byte) []byte {
+	out := make([]byte, len(in))
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			sy, sx := y+dy, x+dx
+			d := out[(y*w+x)*c : (y*w+x+1)*c]
+			if sy < 0 || sy >= h || sx < 0 || sx >= w {
+				copy(d, fill)
+			} else {
+				copy(d, in[(sy*w+sx)*c:(sy*w+sx+1)*c])
+			}
+		}
+	}
+	return out
+}
+
+// Fields of Reader's file.
+const (
+	ImageField = 0 // an RGBImageField of raw 8×6 images
+	LabelField = 1 // an IntField
+)
+
+// Reader opens a small .beton of two samples, for programs to be built on
+// (what they decode comes from each test's Ctx.Col and Ctx.Heap).
+func Reader(t testing.TB) *beton.Reader {
+	t.Helper()
+	img, err := imageenc.NewEncoder(field.Desc{Type: field.RGBImage}, field.ImageOptions{WriteMode: "raw", JPEGQuality: 90})
+	if err != nil {
+		t.Fatal(err)
+	}
+	descs := []field.Desc{{Type: field.RGBImage, Name: "image"}, {Type: field.Int, Name: "label"}}
+	path := filepath.Join(t.TempDir(), "optest.beton")
+	w, err := beton.Create(path, descs, []field.Encoder{img, field.NewIntEncoder()}, 2,
+		beton.WriterOptions{PageSize: beton.MinPageSize, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		v := []field.Value{{Data: PhotoLike(6, 8, 3), Width: 8, Height: 6, Channels: 3}, {Int: int64(i)}}
+		if err := w.Put(uint64(i), v); err != nil {
+			w.Abort()
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := beton.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// Build compiles ops (each an operation's name and arguments) for field f
+// of r, each op keyed by its position.
+func Build(t testing.TB, r *beton.Reader, f int, ops ...Named) *pipeline.Program {
+	t.Helper()
+	specs := make([]json.RawMessage, len(ops))
+	for i, op := range ops {
+		specs[i] = Spec(t, op.Name, op.Args)
+	}
+	p, err := pipeline.Build(r, f, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Named is an operation's name and arguments.
+type Named struct {
+	Name string
+	Args map[string]any
+}
+
+// BadArgs is an operation's spec that its factory must refuse, with an
+// error that names Want.
+type BadArgs struct {
+	Name string
+	Args map[string]any
+	Want string
+}
+
+// CheckBadArgs checks that each case is refused with its error.
+func CheckBadArgs(t *testing.T, cases []BadArgs) {
+	for _, tc := range cases {
+		t.Run(tc.Name+"_"+tc.Want, func(t *testing.T) {
+			_, err := pipeline.New(pipeline.Env{}, Spec(t, tc.Name, tc.Args))
+			if err == nil || !strings.Contains(err.Error(), tc.Want) {
+				t.Fatalf("got %v, want an error about %q", err, tc.Want)
+			}
+		})
+	}
+}
+
+// BadInput is an operation that must refuse the input In, with an error
+// that names Want.
+type BadInput struct {
+	Name string
+	Args map[string]any
+	In   pipeline.Spec
+	Want string
+}
+
+// CheckBadInputs checks that each case's Out refuses its input with its
+// error.
+func CheckBadInputs(t *testing.T, cases []BadInput) {
+	for _, tc := range cases {
+		t.Run(tc.Name+"_"+tc.Want, func(t *testing.T) {
+			op := NewOp(t, tc.Name, tc.Args)
+			if _, err := op.Out(tc.In); err == nil || !strings.Contains(err.Error(), tc.Want) {
+				t.Fatalf("got %v, want an error about %q", err, tc.Want)
+			}
+		})
+	}
+}

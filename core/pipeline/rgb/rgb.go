@@ -1,0 +1,120 @@
+// Package rgb registers the operations of RGBImageField: its decoders
+// (raw or JPEG samples in one file both work) -- rgb_simple, whole images of
+// one size; rgb_rrc and rgb_center, random resized and centre crops, which
+// decode only the region of a JPEG they need and may flip while they
+// resize; rgb_resize_pad, the detection resize -- and the crops after
+// decoding: rrc (RandomResizedCrop), FFCV-SSL's center_crop and
+// corner_crop, and label_rrc, which reports rgb_rrc's crop. Crop decoders
+// of one field in several programs (views) share each sample's JPEG
+// entropy decoding.
+package rgb
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/imgproc"
+	"github.com/ffcv-go/ffcv-go/core/jpeg"
+	"github.com/ffcv-go/ffcv-go/core/pipeline"
+	"github.com/ffcv-go/ffcv-go/core/trace"
+)
+
+func init() {
+	pipeline.RegisterDecoder("rgb_simple", newSimpleRGB)
+	pipeline.RegisterDecoder("rgb_rrc", newCropRGB(true))
+	pipeline.RegisterDecoder("rgb_center", newCropRGB(false))
+	pipeline.RegisterDecoder("rgb_resize_pad", newResizePad)
+	pipeline.RegisterDecoder("label_rrc", newLabelRRC)
+	pipeline.Register("rrc", newRRCTransform)
+	pipeline.Register("center_crop", newFixedCrop(false))
+	pipeline.Register("corner_crop", newFixedCrop(true))
+}
+
+type imageRef struct {
+	mode byte
+	w, h int
+}
+
+func imageOf(col []byte) imageRef {
+	m := field.ParseRGBMeta(col)
+	return imageRef{m.Mode, m.Width, m.Height}
+}
+
+func decoderOf(c *pipeline.Ctx) *jpeg.Decoder {
+	d := c.State("jpeg", func() any { return jpeg.NewDecoder() }).(*jpeg.Decoder)
+	d.SetTimed(c.Times != nil)
+	return d
+}
+
+// timed adds the last decode's copy and entropy decoding to c.Times.
+func timed(c *pipeline.Ctx, d *jpeg.Decoder) {
+	if c.Times != nil {
+		tm := d.LastTiming()
+		c.Times[trace.Read] += tm.Copy
+		c.Times[trace.Entropy] += tm.Entropy
+	}
+}
+
+func resizerOf(c *pipeline.Ctx) *imgproc.Resizer {
+	return c.State("resizer", func() any { return new(imgproc.Resizer) }).(*imgproc.Resizer)
+}
+
+// simpleRGB decodes whole images, which must all have one size.
+type simpleRGB struct{ w, h int }
+
+func newSimpleRGB(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
+	if err := pipeline.Parse(raw, &pipeline.NoArgs{}); err != nil {
+		return nil, err
+	}
+	if err := pipeline.NeedType(env, field.RGBImage); err != nil {
+		return nil, err
+	}
+	d := &simpleRGB{}
+	for i := uint64(0); i < env.Reader.NumSamples(); i++ {
+		col, err := env.Reader.Column(i, env.Field)
+		if err != nil {
+			return nil, err
+		}
+		im := imageOf(col)
+		if i == 0 {
+			d.w, d.h = im.w, im.h
+		} else if im.w != d.w || im.h != d.h {
+			return nil, fmt.Errorf("images have different sizes (%dx%d, then %dx%d at sample %d): "+
+				"use a crop decoder", d.w, d.h, im.w, im.h, i)
+		}
+	}
+	return d, nil
+}
+
+func (d *simpleRGB) Out(pipeline.Spec) (pipeline.Spec, error) {
+	return pipeline.Spec{Shape: []int{d.h, d.w, 3}, DType: "|u1"}, nil
+}
+
+func (d *simpleRGB) Place(_ *pipeline.Ctx, _, w, h int) (pipeline.Step, error) {
+	return pipeline.Same(w, h), nil
+}
+
+func (d *simpleRGB) Run(c *pipeline.Ctx, _ int, _, out []byte) error {
+	im := imageOf(c.Col)
+	if im.w != d.w || im.h != d.h {
+		return fmt.Errorf("%w: image is %dx%d, expected %dx%d", field.ErrData, im.w, im.h, d.w, d.h)
+	}
+	if im.mode != field.ModeJPEG {
+		if len(c.Heap) != len(out) {
+			return fmt.Errorf("%w: raw image has %d bytes, expected %d", field.ErrData, len(c.Heap), len(out))
+		}
+		copy(out, c.Heap)
+		return nil
+	}
+	dec := soloDecoder(c)
+	w, h, err := dec.Decode(c.Heap, out)
+	if err != nil {
+		return fmt.Errorf("%w: %v", field.ErrData, err)
+	}
+	timed(c, dec)
+	if w != d.w || h != d.h {
+		return fmt.Errorf("%w: JPEG is %dx%d, the metadata says %dx%d", field.ErrData, w, h, d.w, d.h)
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+// Package targets registers the decoders of detection and segmentation
+// targets: ragged (RaggedArrayField: boxes, labels, keypoints, zero-padded
+// to a number of rows) and mask (MaskField). Either may follow an image
+// output's geometry (pipeline.Geometry): boxes and points are mapped where
+// the image's pixels went and masks sampled there, and rows whose box is
+// dropped go with it.
+package targets
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/pipeline"
+)
+
+func init() {
+	pipeline.RegisterDecoder("ragged", newRaggedDecoder)
+	pipeline.RegisterDecoder("mask", newMaskDecoder)
+}
+
+// BoxFilter drops boxes whose visible part is too small after the geometry:
+// narrower or shorter than MinSize, smaller than MinArea (output pixels²),
+// or showing less than MinVisibility of the mapped box.
+type BoxFilter struct {
+	MinSize       float64 `json:"min_size"`
+	MinArea       float64 `json:"min_area"`
+	MinVisibility float64 `json:"min_visibility"`
+}
+
+func (f BoxFilter) keep(b [4]float64, area float64) bool {
+	w, h := b[2]-b[0], b[3]-b[1]
+	if !(w > 0 && h > 0) || w < f.MinSize || h < f.MinSize || w*h < f.MinArea {
+		return false
+	}
+	return area > 0 && w*h >= f.MinVisibility*area
+}
+
+// rowFilter decides which rows of a sample stay: the rows of a boxes field
+// (xyxy) whose box is still visible enough after the image's geometry.
+// Rows of other fields (labels, keypoints, instance ids) that go with the
+// boxes stay or go with them.
+type rowFilter struct {
+	boxes  int // the boxes field
+	filter BoxFilter
+}
+
+// keep decides which of the sample's rows stay. own is the heap of the
+// decoder's field: the boxes themselves when the field is the boxes field.
+func (f *rowFilter) keep(c *pipeline.Ctx, env pipeline.Env, a pipeline.Affine, own []byte, rows int) ([]bool, error) {
+	boxes := own
+	if f.boxes != env.Field {
+		if c.Read == nil {
+			return nil, fmt.Errorf("rows that follow another field need the loader's reader")
+		}
+		_, heap, err := c.Read(f.boxes)
+		if err != nil {
+			return nil, fmt.Errorf("followed boxes: %w", err)
+		}
+		boxes = heap
+	}
+	bd := env.Reader.Fields[f.boxes]
+	item, _ := bd.ItemSize()
+	if len(boxes) != rows*4*item {
+		return nil, fmt.Errorf("%w: %d rows here, the boxes field %q has %d bytes for them",
+			field.ErrData, rows, bd.Name, len(boxes))
+	}
+	keep := make([]bool, rows)
+	for i := range keep {
+		var b [4]float64
+		for k := range b {
+			b[k] = floatAt(boxes, item, 4*i+k)
+		}
+		cb, area := a.Box(b)
+		keep[i] = f.filter.keep(cb, area)
+	}
+	return keep, nil
+}
+
+// newRowFilter checks that field f is a boxes field for the rows of env's
+// field (nil when f is nil: every row stays).
+func newRowFilter(env pipeline.Env, f *int, filter BoxFilter) (*rowFilter, error) {
+	if f == nil {
+		return nil, nil
+	}
+	if !isBoxes(env, *f) {
+		return nil, fmt.Errorf("rows follow field %d, which is not a RaggedArrayField of xyxy boxes", *f)
+	}
+	return &rowFilter{boxes: *f, filter: filter}, nil
+}
+
+func isBoxes(env pipeline.Env, f int) bool {
+	if f < 0 || f >= len(env.Reader.Fields) {
+		return false
+	}
+	d := env.Reader.Fields[f]
+	return d.Type == field.Ragged && d.Target != nil && d.Target.Coords == "xyxy"
+}
+
+// floatAt reads element i of a little-endian float32 or float64 array.
+func floatAt(b []byte, item, i int) float64 {
+	if item == 4 {
+		return float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
+	}
+	return math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
+}
+
+func putFloat(b []byte, item, i int, x float64) {
+	if item == 4 {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(x)))
+	} else {
+		binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(x))
+	}
+}
