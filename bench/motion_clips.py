@@ -39,18 +39,20 @@ def load_sources(paths, side=SOURCE_SIDE):
 
 
 def clip_frames(src, motion, frames, size, rng):
-    """frames (size, size, 3) uint8 views of src by a camera doing motion:
-    a square window that moves a random 25-45% of its side (pans) or
-    changes its side by a random factor of 1.5-2 (zooms) over the clip,
-    starting at a random place."""
+    """frames (H, W, 3) uint8 views of src (size: W = H, or (W, H)) by a
+    camera doing motion: a window of the frames' aspect that moves a random
+    25-45% of its height (pans) or changes its size by a random factor of
+    1.5-2 (zooms) over the clip, starting at a random place."""
     from PIL import Image
+    fw, fh = (size, size) if np.isscalar(size) else size
+    aspect = fw / fh
     h, w = src.shape[:2]
     img = Image.fromarray(src)
-    side0 = rng.uniform(0.35, 0.5) * min(h, w)
+    side0 = rng.uniform(0.35, 0.5) * min(h, w / aspect)  # the window's height
     if motion in ("zoom_in", "zoom_out"):
         big, small = side0, side0 / rng.uniform(1.5, 2.0)
         sides = np.linspace(big, small, frames) if motion == "zoom_in" else np.linspace(small, big, frames)
-        cx = rng.uniform(big / 2, w - big / 2)
+        cx = rng.uniform(big * aspect / 2, w - big * aspect / 2)
         cy = rng.uniform(big / 2, h - big / 2)
         xs, ys = np.full(frames, cx), np.full(frames, cy)
     else:
@@ -58,15 +60,15 @@ def clip_frames(src, motion, frames, size, rng):
         travel = rng.uniform(0.25, 0.45) * side0
         dx, dy = {"pan_left": (-1, 0), "pan_right": (1, 0), "pan_up": (0, -1), "pan_down": (0, 1)}[motion]
         # The camera pans left: the scene moves right in the frame.
-        x0 = rng.uniform(side0 / 2 + travel * (dx < 0), w - side0 / 2 - travel * (dx > 0))
+        x0 = rng.uniform(side0 * aspect / 2 + travel * (dx < 0), w - side0 * aspect / 2 - travel * (dx > 0))
         y0 = rng.uniform(side0 / 2 + travel * (dy < 0), h - side0 / 2 - travel * (dy > 0))
         t = np.linspace(0, 1, frames)
         xs, ys = x0 + dx * travel * t, y0 + dy * travel * t
-    out = np.empty((frames, size, size, 3), np.uint8)
+    out = np.empty((frames, fh, fw, 3), np.uint8)
     for k in range(frames):
         s = sides[k] / 2
-        box = (xs[k] - s, ys[k] - s, xs[k] + s, ys[k] + s)
-        out[k] = np.asarray(img.transform((size, size), Image.EXTENT, box, Image.BILINEAR))
+        box = (xs[k] - s * aspect, ys[k] - s, xs[k] + s * aspect, ys[k] + s)
+        out[k] = np.asarray(img.transform((fw, fh), Image.EXTENT, box, Image.BILINEAR))
     return out
 
 
@@ -88,8 +90,8 @@ def write_mp4(path, frames, fps=25, crf=20, codec="libx264"):
 
 def make_clips(root, num_clips, frames=24, size=96, seed=0, fps=25, sources=None, ext=".mp4"):
     """Writes clip i of class i % 6 to root/<motion>/clip_<i>.mp4; returns
-    [(path, label)] in clip order. sources: photos as arrays (default: the
-    wallpapers, loaded once)."""
+    [(path, label)] in clip order. size: W = H, or (W, H). sources: photos
+    as arrays (default: the wallpapers, loaded once)."""
     if sources is None:
         paths = photos()
         if not paths:
@@ -115,11 +117,12 @@ def main(argv=None):
     ap.add_argument("root")
     ap.add_argument("--num-clips", type=int, default=60)
     ap.add_argument("--frames", type=int, default=24)
-    ap.add_argument("--size", type=int, default=96)
+    ap.add_argument("--size", type=int, nargs="+", default=[96], help="W = H, or W H")
     ap.add_argument("--fps", type=int, default=25)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
-    items = make_clips(a.root, a.num_clips, a.frames, a.size, a.seed, a.fps)
+    size = a.size[0] if len(a.size) == 1 else tuple(a.size[:2])
+    items = make_clips(a.root, a.num_clips, a.frames, size, a.seed, a.fps)
     print(f"{len(items)} clips under {a.root}")
 
 

@@ -19,6 +19,7 @@ _GEOMETRIES = (SimpleRGBImageDecoder, RandomResizedCropRGBImageDecoder, CenterCr
 
 class _ClipDecoder(_Decoder):
     _default_geometry = SimpleRGBImageDecoder
+    _clip = True  # the planner lifts the per-image ops after it over the clip's frames
 
     def __init__(self, num_frames, geometry=None, stride=None, fps=None, short="repeat"):
         super().__init__()
