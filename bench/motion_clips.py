@@ -72,10 +72,11 @@ def clip_frames(src, motion, frames, size, rng):
     return out
 
 
-def write_mp4(path, frames, fps=25, crf=20, codec="libx264"):
-    """Encodes (T, H, W, 3) uint8 frames to path with PyAV (H.264, yuv420p)."""
+def write_mp4(path, frames, fps=25, crf=20, codec="libx264", faststart=False):
+    """Encodes (T, H, W, 3) uint8 frames to path with PyAV (H.264, yuv420p);
+    faststart puts the index (moov) before the frames."""
     import av
-    with av.open(str(path), "w") as out:
+    with av.open(str(path), "w", options={"movflags": "faststart"} if faststart else {}) as out:
         stream = out.add_stream(codec, rate=fps)
         stream.width, stream.height = frames.shape[2], frames.shape[1]
         stream.pix_fmt = "yuv420p"

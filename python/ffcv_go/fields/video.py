@@ -201,7 +201,9 @@ def _resample(times, fps):
     targets = np.arange(int(np.floor(times[-1] * fps + 1e-9)) + 1) / fps
     right = np.clip(np.searchsorted(times, targets), 0, len(times) - 1)
     left = np.clip(right - 1, 0, len(times) - 1)
-    return np.where(np.abs(times[left] - targets) <= np.abs(times[right] - targets), left, right)
+    # Ties (an instant halfway between two frames) go to the earlier frame,
+    # whatever the rounding of the times.
+    return np.where(np.abs(times[left] - targets) <= np.abs(times[right] - targets) + 1e-9, left, right)
 
 
 def stored_size(width, height, max_resolution):
