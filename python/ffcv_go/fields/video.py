@@ -206,7 +206,7 @@ def _resample(times, fps):
     return np.where(np.abs(times[left] - targets) <= np.abs(times[right] - targets) + 1e-9, left, right)
 
 
-def stored_size(width, height, max_resolution):
+def _stored_size(width, height, max_resolution):
     """The size frames are stored at: RGBImageField's max_resolution rule."""
     if not max_resolution or max(width, height) <= max_resolution:
         return width, height
@@ -234,7 +234,7 @@ def _decode(path, max_resolution, fps, frame_step):
             size = None
             for frame in container.decode(stream):
                 if size is None:
-                    size = stored_size(frame.width, frame.height, max_resolution)
+                    size = _stored_size(frame.width, frame.height, max_resolution)
                 frames.append(frame.to_ndarray(format="rgb24", width=size[0], height=size[1],
                                                interpolation="AREA"))
                 times.append(frame.time if frame.time is not None else len(times) / float(stream.average_rate or 1))
