@@ -3,6 +3,7 @@ package imgproc
 import (
 	"bytes"
 	"image"
+	"slices"
 	"testing"
 )
 
@@ -55,6 +56,30 @@ func TestFlipHorizontal(t *testing.T) {
 			if !bytes.Equal(img, orig) {
 				t.Fatalf("c=%d w=%d: double flip is not the identity", c, w)
 			}
+		}
+	}
+}
+
+// TestFlipRGBRows: the word-wise row flip against a pixel-by-pixel mirror,
+// for every width from 0 to 40 (the word loop takes over at 4 pixels),
+// and only within the row: the bytes around it stay.
+func TestFlipRGBRows(t *testing.T) {
+	for w := 0; w <= 40; w++ {
+		buf := make([]byte, 3*w+16)
+		for i := range buf {
+			buf[i] = byte(i*7 + 3)
+		}
+		orig := slices.Clone(buf)
+		row := buf[8 : 8+3*w]
+		flipRGB(row, w)
+		for i := 0; i < w; i++ {
+			got, want := row[3*i:3*i+3], orig[8+3*(w-1-i):8+3*(w-i)]
+			if !slices.Equal(got, want) {
+				t.Fatalf("width %d: pixel %d is %v, want %v", w, i, got, want)
+			}
+		}
+		if !slices.Equal(buf[:8], orig[:8]) || !slices.Equal(buf[8+3*w:], orig[8+3*w:]) {
+			t.Fatalf("width %d: bytes outside the row changed", w)
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"github.com/ffcv-go/ffcv-go/core/imgproc"
 )
 
 // torchvision's automatic augmentation policies (transforms.v2:
@@ -14,11 +16,11 @@ import (
 // magnitude, as torchvision's _apply_image_or_video_transform does.
 
 func init() {
-	register("augment_op", newAugmentOp)
-	register("rand_augment", newPolicy("rand_augment"))
-	register("trivial_augment_wide", newPolicy("trivial_augment_wide"))
-	register("auto_augment", newPolicy("auto_augment"))
-	register("augmix", newPolicy("augmix"))
+	Register("augment_op", newAugmentOp)
+	Register("rand_augment", newPolicy("rand_augment"))
+	Register("trivial_augment_wide", newPolicy("trivial_augment_wide"))
+	Register("auto_augment", newPolicy("auto_augment"))
+	Register("augmix", newPolicy("augmix"))
 }
 
 // augOps are the operations' names; an op's index is its place here.
@@ -119,7 +121,7 @@ type augScratch struct {
 
 func augScratchOf(c *Ctx, n int) *augScratch {
 	s := c.State("augment", func() any { return new(augScratch) }).(*augScratch)
-	s.tmp = grow(s.tmp, n)
+	s.tmp = Grow(s.tmp, n)
 	return s
 }
 
@@ -134,14 +136,14 @@ type geom struct {
 func applyAug(img, tmp []byte, h, w, ch, op int, mag float64, g geom) {
 	switch op {
 	case opTranslateX, opTranslateY:
-		if shiftable(g.bilinear, g.fill) {
+		if imgproc.Shiftable(g.bilinear, g.fill) {
 			// Beyond a side everything is fill; the clamp keeps int() defined.
 			lim := float64(w + h)
 			d := int(min(max(math.Trunc(mag), -lim), lim))
 			if op == opTranslateX {
-				shift(tmp, img, h, w, ch, d, 0, g.fill)
+				imgproc.Shift(tmp, img, h, w, ch, d, 0, g.fill)
 			} else {
-				shift(tmp, img, h, w, ch, 0, d, g.fill)
+				imgproc.Shift(tmp, img, h, w, ch, 0, d, g.fill)
 			}
 			copy(img, tmp)
 			return
@@ -151,37 +153,37 @@ func applyAug(img, tmp []byte, h, w, ch, op int, mag float64, g geom) {
 		var m [6]float64
 		switch op {
 		case opShearX: // about the top-left corner
-			m = invAffine(-0.5*float64(w), -0.5*float64(h), 0, 0, 0, 1, math.Atan(mag)*180/math.Pi, 0)
+			m = imgproc.InvAffine(-0.5*float64(w), -0.5*float64(h), 0, 0, 0, 1, math.Atan(mag)*180/math.Pi, 0)
 		case opShearY:
-			m = invAffine(-0.5*float64(w), -0.5*float64(h), 0, 0, 0, 1, 0, math.Atan(mag)*180/math.Pi)
+			m = imgproc.InvAffine(-0.5*float64(w), -0.5*float64(h), 0, 0, 0, 1, 0, math.Atan(mag)*180/math.Pi)
 		case opTranslateX:
-			m = invAffine(0, 0, 0, math.Trunc(mag), 0, 1, 0, 0)
+			m = imgproc.InvAffine(0, 0, 0, math.Trunc(mag), 0, 1, 0, 0)
 		default:
-			m = invAffine(0, 0, 0, 0, math.Trunc(mag), 1, 0, 0)
+			m = imgproc.InvAffine(0, 0, 0, 0, math.Trunc(mag), 1, 0, 0)
 		}
-		warp(tmp, img, h, w, ch, m, g.bilinear, g.fill)
+		imgproc.Warp(tmp, img, h, w, ch, m, g.bilinear, g.fill)
 		copy(img, tmp)
 	case opRotate:
-		tvRotate(tmp, img, h, w, ch, mag, g.bilinear, g.fill)
+		imgproc.Rotate(tmp, img, h, w, ch, mag, g.bilinear, g.fill)
 		copy(img, tmp)
 	case opBrightness:
-		tvBrightness(img, 1+mag)
+		imgproc.Brightness(img, 1+mag)
 	case opColor:
-		policySaturation(img, ch, 1+mag)
+		imgproc.Saturation(img, ch, 1+mag, nil)
 	case opContrast:
-		tvContrast(img, ch, 1+mag)
+		imgproc.Contrast(img, ch, 1+mag)
 	case opSharpness:
-		sharpen(img, tmp, h, w, ch, 1+mag)
+		imgproc.Sharpen(img, tmp, h, w, ch, 1+mag, nil)
 	case opPosterize:
-		tvPosterize(img, int(mag))
+		imgproc.Posterize(img, int(mag))
 	case opSolarize:
-		tvSolarize(img, 255*mag)
+		imgproc.Solarize(img, 255*mag)
 	case opAutoContrast:
-		autocontrast(img, ch)
+		imgproc.Autocontrast(img, ch)
 	case opEqualize:
-		equalize(img, ch)
+		imgproc.Equalize(img, ch)
 	case opInvert:
-		tvInvert(img)
+		imgproc.Invert(img)
 	}
 }
 
@@ -192,24 +194,24 @@ type geomArgs struct {
 }
 
 func (a geomArgs) geom() (geom, error) {
-	bil, err := parseInterp(a.Interpolation)
+	bil, err := ParseInterp(a.Interpolation)
 	return geom{bilinear: bil, fill: a.Fill}, err
 }
 
 // needAugImage checks in is an image the policies take: 1 or 3 channels.
 func needAugImage(in Spec, g geom) error {
-	if err := needImage(in); err != nil {
+	if err := NeedImage(in); err != nil {
 		return err
 	}
 	if ch := in.Shape[2]; ch != 1 && ch != 3 {
 		return fmt.Errorf("needs 1 or 3 channels, got %d", ch)
 	}
-	return checkFill(g.fill, in.Shape[2])
+	return CheckFill(g.fill, in.Shape[2])
 }
 
 // augmentOp is one policy operation with a fixed signed magnitude.
 type augmentOp struct {
-	sameImage
+	SameImage
 	op   int
 	mag  float64
 	g    geom
@@ -222,7 +224,7 @@ func newAugmentOp(_ Env, raw json.RawMessage) (Op, error) {
 		Magnitude float64 `json:"magnitude"`
 		geomArgs
 	}
-	if err := parse(raw, &a); err != nil {
+	if err := Parse(raw, &a); err != nil {
 		return nil, err
 	}
 	op, err := augOpIndex(a.Name)
@@ -258,7 +260,7 @@ func newAugmentOp(_ Env, raw json.RawMessage) (Op, error) {
 func (t *augmentOp) Out(in Spec) (Spec, error) { t.spec = in; return in, needAugImage(in, t.g) }
 
 func (t *augmentOp) Run(c *Ctx, _ int, in, out []byte) error {
-	copyIfNeeded(out, in)
+	CopyIfNeeded(out, in)
 	h, w, ch := t.spec.Shape[0], t.spec.Shape[1], t.spec.Shape[2]
 	applyAug(out, augScratchOf(c, len(out)).tmp, h, w, ch, t.op, t.mag, t.g)
 	return nil
@@ -266,7 +268,7 @@ func (t *augmentOp) Run(c *Ctx, _ int, in, out []byte) error {
 
 // policy is one of the four automatic augmentations.
 type policy struct {
-	sameImage
+	SameImage
 	kind     string
 	numOps   int // RandAugment
 	mag      int // RandAugment's bin
@@ -382,7 +384,7 @@ var svhnPolicy = []subPolicy{
 // autoPolicies are AutoAugment's policies by name.
 var autoPolicies = map[string][]subPolicy{"imagenet": imagenetPolicy, "cifar10": cifar10Policy, "svhn": svhnPolicy}
 
-func newPolicy(kind string) factory {
+func newPolicy(kind string) Factory {
 	return func(_ Env, raw json.RawMessage) (Op, error) {
 		var a struct {
 			NumOps       *int     `json:"num_ops"`
@@ -396,7 +398,7 @@ func newPolicy(kind string) factory {
 			AllOps       *bool    `json:"all_ops"`
 			geomArgs
 		}
-		if err := parse(raw, &a); err != nil {
+		if err := Parse(raw, &a); err != nil {
 			return nil, err
 		}
 		g, err := a.geom()
@@ -493,7 +495,7 @@ func signed(r *rand.Rand, m float64, isSigned bool) float64 {
 }
 
 func (p *policy) Run(c *Ctx, op int, in, out []byte) error {
-	copyIfNeeded(out, in)
+	CopyIfNeeded(out, in)
 	h, w, ch := p.spec.Shape[0], p.spec.Shape[1], p.spec.Shape[2]
 	s := augScratchOf(c, len(out))
 	r := c.Rand(op)
@@ -540,7 +542,7 @@ func (p *policy) augmix(r *rand.Rand, s *augScratch, img []byte, h, w, ch int) {
 	if cap(s.mix) < len(img) {
 		s.mix = make([]float32, len(img))
 	}
-	s.aug = grow(s.aug, len(img))
+	s.aug = Grow(s.aug, len(img))
 	mix, aug := s.mix[:len(img)], s.aug
 	m0 := float32(m[0])
 	for i, v := range img {
@@ -563,7 +565,7 @@ func (p *policy) augmix(r *rand.Rand, s *augScratch, img []byte, h, w, ch int) {
 		}
 	}
 	for i, v := range mix {
-		img[i] = truncU8(v)
+		img[i] = imgproc.TruncU8(v)
 	}
 }
 
@@ -572,7 +574,7 @@ func (p *policy) augmix(r *rand.Rand, s *augScratch, img []byte, h, w, ch int) {
 func dirichlet(r *rand.Rand, alpha float64, dst []float64) {
 	var sum float64
 	for i := range dst {
-		dst[i] = gamma(r, alpha)
+		dst[i] = Gamma(r, alpha)
 		sum += dst[i]
 	}
 	if sum == 0 { // every gamma underflowed (tiny alpha): one-hot, as the limit

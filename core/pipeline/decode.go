@@ -9,28 +9,19 @@ import (
 )
 
 func init() {
-	register("int", scalarDecoder(field.Int, "<i8"))
-	register("float", scalarDecoder(field.Float, "<f8"))
-	register("ndarray", newArrayDecoder)
-	register("bytes", newBytesDecoder)
-}
-
-func needType(env Env, types ...field.Type) error {
-	for _, t := range types {
-		if env.Desc.Type == t {
-			return nil
-		}
-	}
-	return fmt.Errorf("cannot decode a %v", env.Desc.Type)
+	RegisterDecoder("int", scalarDecoder(field.Int, "<i8"))
+	RegisterDecoder("float", scalarDecoder(field.Float, "<f8"))
+	RegisterDecoder("ndarray", newArrayDecoder)
+	RegisterDecoder("bytes", newBytesDecoder)
 }
 
 // scalarDecoder copies the 8-byte column: Int → int64 (1,), Float → float64 (1,).
-func scalarDecoder(t field.Type, dtype string) factory {
+func scalarDecoder(t field.Type, dtype string) Factory {
 	return func(env Env, raw json.RawMessage) (Op, error) {
-		if err := parse(raw, &noArgs{}); err != nil {
+		if err := Parse(raw, &NoArgs{}); err != nil {
 			return nil, err
 		}
-		if err := needType(env, t); err != nil {
+		if err := NeedType(env, t); err != nil {
 			return nil, err
 		}
 		return copyDecoder{Spec{Shape: []int{1}, DType: dtype}, false}, nil
@@ -57,10 +48,10 @@ func (d copyDecoder) Run(c *Ctx, _ int, _, out []byte) error {
 }
 
 func newArrayDecoder(env Env, raw json.RawMessage) (Op, error) {
-	if err := parse(raw, &noArgs{}); err != nil {
+	if err := Parse(raw, &NoArgs{}); err != nil {
 		return nil, err
 	}
-	if err := needType(env, field.NDArray, field.TorchTensor); err != nil {
+	if err := NeedType(env, field.NDArray, field.TorchTensor); err != nil {
 		return nil, err
 	}
 	n, err := env.Desc.ArrayBytes()
@@ -90,10 +81,10 @@ func newArrayDecoder(env Env, raw json.RawMessage) (Op, error) {
 type bytesDecoder struct{ max int }
 
 func newBytesDecoder(env Env, raw json.RawMessage) (Op, error) {
-	if err := parse(raw, &noArgs{}); err != nil {
+	if err := Parse(raw, &NoArgs{}); err != nil {
 		return nil, err
 	}
-	if err := needType(env, field.Bytes, field.JSON); err != nil {
+	if err := NeedType(env, field.Bytes, field.JSON); err != nil {
 		return nil, err
 	}
 	longest := uint64(0)

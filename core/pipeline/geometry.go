@@ -62,10 +62,11 @@ type Photometric interface {
 	Photometric()
 }
 
-// photometric is embedded by the operations that change pixel values only.
-type photometric struct{}
+// PhotometricOp is embedded by the operations that change pixel values
+// only, to mark them Photometric.
+type PhotometricOp struct{}
 
-func (photometric) Photometric() {}
+func (PhotometricOp) Photometric() {}
 
 // Affine is the map of a sample's whole image pipeline: a stored-image
 // point (x, y) lands at (SX·x + TX, SY·y + TY) of the W×H output. Valid is
@@ -76,7 +77,8 @@ type Affine struct {
 	Valid          [4]float64 // x0, y0, x1, y1
 }
 
-func identity(w, h int) Affine {
+// Identity is the map of a w×h image that no operation has moved.
+func Identity(w, h int) Affine {
 	return Affine{SX: 1, SY: 1, W: w, H: h, Valid: [4]float64{0, 0, float64(w), float64(h)}}
 }
 
@@ -177,7 +179,7 @@ func (g *Geometry) Sample(c *Ctx, r interface {
 	if m.Width < 1 || m.Height < 1 {
 		return Affine{}, fmt.Errorf("%w: the followed image is empty (%dx%d)", field.ErrData, m.Width, m.Height)
 	}
-	a := identity(m.Width, m.Height)
+	a := Identity(m.Width, m.Height)
 	for _, s := range g.steps {
 		st, err := s.op.Place(c, s.key, a.W, a.H)
 		if err != nil {

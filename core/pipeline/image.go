@@ -18,10 +18,10 @@ import (
 // samples decode only the region they need.
 
 func init() {
-	register("rgb_simple", newSimpleRGB)
-	register("rgb_rrc", newCropRGB(true))
-	register("rgb_center", newCropRGB(false))
-	register("rrc", newRRCTransform)
+	RegisterDecoder("rgb_simple", newSimpleRGB)
+	RegisterDecoder("rgb_rrc", newCropRGB(true))
+	RegisterDecoder("rgb_center", newCropRGB(false))
+	Register("rrc", newRRCTransform)
 }
 
 type imageRef struct {
@@ -57,10 +57,10 @@ func resizerOf(c *Ctx) *imgproc.Resizer {
 type simpleRGB struct{ w, h int }
 
 func newSimpleRGB(env Env, raw json.RawMessage) (Op, error) {
-	if err := parse(raw, &noArgs{}); err != nil {
+	if err := Parse(raw, &NoArgs{}); err != nil {
 		return nil, err
 	}
-	if err := needType(env, field.RGBImage); err != nil {
+	if err := NeedType(env, field.RGBImage); err != nil {
 		return nil, err
 	}
 	d := &simpleRGB{}
@@ -118,8 +118,8 @@ type cropRGB struct {
 	scale, ratio [2]float64
 	center       float64
 	// A horizontal flip right after the crop is done by the resize (see
-	// fuseFlips): flip is that op, drawing under flipKey.
-	flip    *flip
+	// Fuse): flip is that op, drawing under flipKey.
+	flip    HFlip
 	flipKey int
 	// shareField is 1 + the field when other programs crop it too: they
 	// share each sample's entropy decoding (see ShareViews); 0 otherwise.
@@ -127,13 +127,13 @@ type cropRGB struct {
 	lastView   bool // the last of them: nothing is kept for another view
 }
 
-func newCropRGB(random bool) factory {
+func newCropRGB(random bool) Factory {
 	return func(env Env, raw json.RawMessage) (Op, error) {
 		d, err := parseCrop(random, raw)
 		if err != nil {
 			return nil, err
 		}
-		if err := needType(env, field.RGBImage); err != nil {
+		if err := NeedType(env, field.RGBImage); err != nil {
 			return nil, err
 		}
 		return d, nil
@@ -146,7 +146,7 @@ func parseCrop(random bool, raw json.RawMessage) (*cropRGB, error) {
 		Scale [2]float64 `json:"scale"`
 		Ratio json.RawMessage
 	}
-	if err := parse(raw, &a); err != nil {
+	if err := Parse(raw, &a); err != nil {
 		return nil, err
 	}
 	d := &cropRGB{random: random, oh: a.Size[0], ow: a.Size[1], scale: a.Scale}
@@ -186,7 +186,7 @@ func (d *cropRGB) rect(r *rand.Rand, w, h int) image.Rectangle {
 // mirrors it.
 func (d *cropRGB) draw(c *Ctx, key, w, h int) (crop image.Rectangle, flip bool) {
 	crop = d.rect(c.Rand(key), w, h)
-	return crop, d.flip != nil && d.flip.draw(c, d.flipKey)
+	return crop, d.flip != nil && d.flip.Flips(c, d.flipKey)
 }
 
 func (d *cropRGB) Place(c *Ctx, key, w, h int) (Step, error) {
@@ -221,33 +221,58 @@ func (d *cropRGB) Run(c *Ctx, op int, _, out []byte) error {
 	return nil
 }
 
-// fuseFlips lets a crop decoder flip while it resizes: a flip_h right after
-// it becomes a no-op and the decoder makes the flip's draw itself (through
-// the flip, under its key), so results are identical and the image is
-// written once. keys are the ops' randomness keys (Program.keys), kept as
-// they were, so later operations draw what they did.
-func fuseFlips(ops []Op, keys []int) {
-	for i := 0; i+1 < len(ops); i++ {
-		d, ok := ops[i].(*cropRGB)
-		f, isFlip := ops[i+1].(*flip)
-		if !ok || !isFlip || !f.horizontal || d.flip != nil {
-			continue
-		}
-		d.flip, d.flipKey = f, keys[i+1]
-		ops[i+1] = fusedFlip{sameImage{}}
+// Fuse takes a horizontal flip right after the decoder: the resize
+// flips, so the image is written once, and the decoder makes the flip's
+// draw itself (through the flip, under its key), so results are identical.
+func (d *cropRGB) Fuse(next Op, key int) bool {
+	f, ok := next.(HFlip)
+	if !ok || d.flip != nil {
+		return false
 	}
+	d.flip, d.flipKey = f, key
+	return true
 }
 
-// fusedFlip stands in for a flip done by the decoder before it, which
-// places it too.
-type fusedFlip struct{ sameImage }
+// ShareViews makes the decoder share each sample's entropy decoding with
+// the other programs of the worker that crop field.
+func (d *cropRGB) ShareViews(field int, last bool) { d.shareField, d.lastView = field+1, last }
 
-func (fusedFlip) Run(_ *Ctx, _ int, in, out []byte) error {
-	copyIfNeeded(out, in)
-	return nil
+// viewKey names the image a view session decodes: one field of one sample
+// (its position in one epoch's order).
+type viewKey struct {
+	epoch, pos uint64
+	field      int
 }
 
-func (fusedFlip) Place(_ *Ctx, _, w, h int) (Step, error) { return Same(w, h), nil }
+// sessionOf is the image of the worker's view session (zero: none).
+func sessionOf(c *Ctx) *viewKey {
+	return c.State("views", func() any { return new(viewKey) }).(*viewKey)
+}
+
+// viewDecoder returns the worker's JPEG decoder ready for a crop of c's
+// sample: in a session with the other views of the sample's field when the
+// decoder d is shared, out of any session otherwise.
+func (d *cropRGB) viewDecoder(c *Ctx) *jpeg.Decoder {
+	if d.shareField == 0 {
+		return soloDecoder(c)
+	}
+	dec := decoderOf(c)
+	if s, k := sessionOf(c), (viewKey{c.Epoch, c.Pos, d.shareField}); k != *s {
+		dec.BeginViews()
+		*s = k
+	}
+	return dec
+}
+
+// soloDecoder returns the worker's JPEG decoder out of any view session.
+func soloDecoder(c *Ctx) *jpeg.Decoder {
+	dec := decoderOf(c)
+	if s := sessionOf(c); *s != (viewKey{}) {
+		dec.EndViews()
+		*s = viewKey{}
+	}
+	return dec
+}
 
 // RandomResizedCrop samples torchvision's (and FFCV's) random crop of a w×h
 // image: up to 10 tries of an area fraction from scale and a log-uniform
@@ -302,7 +327,7 @@ func newRRCTransform(_ Env, raw json.RawMessage) (Op, error) {
 
 func (t *rrcTransform) Out(in Spec) (Spec, error) {
 	t.in = in
-	if err := needImage(in); err != nil {
+	if err := NeedImage(in); err != nil {
 		return in, err
 	}
 	return Spec{Shape: []int{t.oh, t.ow, in.Shape[2]}, DType: "|u1"}, nil

@@ -42,8 +42,8 @@ func TestFuseFlipMatchesStages(t *testing.T) {
 				}
 			}
 			stages, fused := build(), build()
-			fuseFlips(fused, []int{0, 1, 2})
-			if _, ok := fused[1].(fusedFlip); !ok {
+			fuse(fused, []int{0, 1, 2})
+			if _, ok := fused[1].(Fused); !ok {
 				t.Fatalf("%s: flip_h was not fused", dec.name)
 			}
 			for _, s := range samples {

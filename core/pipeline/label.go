@@ -23,7 +23,7 @@ type Reporter interface {
 	Report(c *Ctx, key int, dst []float32)
 }
 
-func init() { register("label", newLabel) }
+func init() { Register("label", newLabel) }
 
 // maxReports bounds Reporter.Reports.
 const maxReports = 8
@@ -40,10 +40,10 @@ func newLabel(env Env, raw json.RawMessage) (Op, error) {
 	var a struct {
 		Of json.RawMessage `json:"of"`
 	}
-	if err := parse(raw, &a); err != nil {
+	if err := Parse(raw, &a); err != nil {
 		return nil, err
 	}
-	if err := needSeed(raw); err != nil {
+	if err := NeedSeed(raw); err != nil {
 		return nil, err
 	}
 	head, err := ParseHead(a.Of)

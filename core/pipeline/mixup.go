@@ -5,76 +5,31 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/rand/v2"
 )
 
-// Batch-level operations: they need the whole batch (sample i is mixed with
-// sample i-1), so they run once per batch after every sample is decoded.
-
-// BatchOp is an operation on a whole batch of n samples.
-type BatchOp interface {
-	Out(in Spec) (Spec, error)
-	RunBatch(b *BatchCtx, in, out []byte, n int) error
-}
-
-// BatchCtx identifies a batch for its randomness.
-type BatchCtx struct {
-	Seed, Epoch uint64
-	Index       uint64 // batch index in the epoch
-}
+// FFCV's MixUp on images and labels.
 
 func init() {
-	registerBatch("image_mixup", newMixup(false))
-	registerBatch("label_mixup", newMixup(true))
+	RegisterBatch("image_mixup", newMixup(false))
+	RegisterBatch("label_mixup", newMixup(true))
 }
 
-var batchRegistry = map[string]func(json.RawMessage) (BatchOp, error){}
-
-func registerBatch(name string, f func(json.RawMessage) (BatchOp, error)) { batchRegistry[name] = f }
+// mixupStream is the stream of BatchCtx.Rand the mixup ops draw from.
+const mixupStream = 0x6d69787570
 
 // lambdas draws the mixing weights of a batch. Image and label mixup with the
 // same alpha and same_lambda draw the same values, so labels match images.
-func (b *BatchCtx) lambdas(alpha float64, same bool, n int) []float64 {
-	r := rand.New(rand.NewPCG(mix(b.Seed, b.Epoch), mix(b.Index, 0x6d69787570)))
+func lambdas(b *BatchCtx, alpha float64, same bool, n int) []float64 {
+	r := b.Rand(mixupStream)
 	out := make([]float64, n)
 	for i := range out {
 		if i == 0 || !same {
-			out[i] = beta(r, alpha)
+			out[i] = Beta(r, alpha)
 		} else {
 			out[i] = out[0]
 		}
 	}
 	return out
-}
-
-// beta samples Beta(a, a) as X/(X+Y) with X, Y ~ Gamma(a).
-func beta(r *rand.Rand, a float64) float64 {
-	x, y := gamma(r, a), gamma(r, a)
-	if x+y == 0 {
-		return 0.5
-	}
-	return x / (x + y)
-}
-
-// gamma samples Gamma(a, 1) by Marsaglia and Tsang's method.
-func gamma(r *rand.Rand, a float64) float64 {
-	if a < 1 {
-		return gamma(r, a+1) * math.Pow(r.Float64(), 1/a)
-	}
-	d := a - 1.0/3
-	c := 1 / math.Sqrt(9*d)
-	for {
-		x := r.NormFloat64()
-		v := 1 + float64(c*x)
-		if v <= 0 {
-			continue
-		}
-		v = float64(v * v * v)
-		u := r.Float64()
-		if u < 1-float64(0.0331*x*x*x*x) || math.Log(u) < float64(0.5*x*x)+float64(d*(1-v+math.Log(v))) {
-			return d * v
-		}
-	}
 }
 
 type mixup struct {
@@ -84,13 +39,13 @@ type mixup struct {
 	in     Spec
 }
 
-func newMixup(labels bool) func(json.RawMessage) (BatchOp, error) {
+func newMixup(labels bool) BatchFactory {
 	return func(raw json.RawMessage) (BatchOp, error) {
 		var a struct {
 			Alpha float64 `json:"alpha"`
 			Same  bool    `json:"same_lambda"`
 		}
-		if err := parse(raw, &a); err != nil {
+		if err := Parse(raw, &a); err != nil {
 			return nil, err
 		}
 		if a.Alpha <= 0 {
@@ -108,13 +63,13 @@ func (m *mixup) Out(in Spec) (Spec, error) {
 		}
 		return Spec{Shape: []int{3}, DType: "<f4"}, nil
 	}
-	return in, needImage(in)
+	return in, NeedImage(in)
 }
 
 // RunBatch mixes sample i with sample i-1 (sample 0 with the last): images
 // become λ·x_i + (1-λ)·x_{i-1} (truncated to uint8), labels [y_i, y_{i-1}, λ].
 func (m *mixup) RunBatch(b *BatchCtx, in, out []byte, n int) error {
-	lam := b.lambdas(m.alpha, m.same, n)
+	lam := lambdas(b, m.alpha, m.same, n)
 	if m.labels {
 		for i := 0; i < n; i++ {
 			j := (i + n - 1) % n

@@ -8,7 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"sort"
+	"slices"
 	"strconv"
 	"time"
 
@@ -57,7 +57,6 @@ type Ctx struct {
 	pcg   rand.PCG
 	rng   *rand.Rand
 	state map[string]any // per-worker objects (codecs, buffers), by name
-	views viewKey        // the image of the JPEG decoder's view session, if any
 }
 
 // NewCtx returns a worker context.
@@ -93,7 +92,6 @@ func (c *Ctx) Close() {
 		}
 	}
 	c.state = map[string]any{}
-	c.views = viewKey{}
 }
 
 // SeedKey is the randomness key of an operation given "seed": ops with the
@@ -154,27 +152,6 @@ type Env struct {
 	Reader *beton.Reader
 	Field  int
 	Desc   field.Desc
-}
-
-type factory func(env Env, args json.RawMessage) (Op, error)
-
-var registry = map[string]factory{}
-
-// decoders are the operations that read a sample from the file: first in a
-// program, never in a tail.
-var decoders = map[string]bool{"int": true, "float": true, "ndarray": true, "bytes": true,
-	"rgb_simple": true, "rgb_rrc": true, "rgb_center": true, "rgb_resize_pad": true, "ragged": true, "mask": true}
-
-func register(name string, f factory) { registry[name] = f }
-
-// Names lists the registered operations.
-func Names() []string {
-	var out []string
-	for k := range registry {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Program is a field's compiled pipeline: per-sample operations, then
@@ -304,7 +281,7 @@ func build(r *beton.Reader, f int, in Spec, ops []json.RawMessage) (*Program, er
 	p.SampleOut = p.In
 	if len(p.specs) > 0 {
 		p.SampleOut = p.specs[len(p.specs)-1]
-		fuseFlips(p.ops, p.keys)
+		fuse(p.ops, p.keys)
 		p.planDirect()
 	}
 	return p, nil
@@ -313,15 +290,12 @@ func build(r *beton.Reader, f int, in Spec, ops []json.RawMessage) (*Program, er
 // HasSampleOps reports whether the program has per-sample operations.
 func (p *Program) HasSampleOps() bool { return len(p.ops) > 0 }
 
+// Ops returns the program's per-sample operations as Build made them: an
+// operation another took into its own Run is Fused.
+func (p *Program) Ops() []Op { return slices.Clone(p.ops) }
+
 // Scratch holds a worker's intermediate buffers for one program.
 type Scratch struct{ a, b []byte }
-
-func grow(b []byte, n int) []byte {
-	if cap(b) < n {
-		return make([]byte, n)
-	}
-	return b[:n]
-}
 
 // planDirect finds the first stage that can write to the output directly:
 // every later stage runs in place on a buffer of the same size.
@@ -347,10 +321,10 @@ func (p *Program) Run(c *Ctx, s *Scratch, in, out []byte) error {
 		case i >= p.direct: // from here on every stage works in place in out
 			dst = out
 		case i%2 == 0:
-			s.a = grow(s.a, p.specs[i].Bytes())
+			s.a = Grow(s.a, p.specs[i].Bytes())
 			dst = s.a
 		default:
-			s.b = grow(s.b, p.specs[i].Bytes())
+			s.b = Grow(s.b, p.specs[i].Bytes())
 			dst = s.b
 		}
 		var err error

@@ -22,7 +22,7 @@ type resizePad struct {
 }
 
 func init() {
-	register("rgb_resize_pad", newResizePad)
+	RegisterDecoder("rgb_resize_pad", newResizePad)
 }
 
 func newResizePad(env Env, raw json.RawMessage) (Op, error) {
@@ -31,10 +31,10 @@ func newResizePad(env Env, raw json.RawMessage) (Op, error) {
 		Scale [2]float64 `json:"scale"`
 		Fill  []int      `json:"fill"`
 	}
-	if err := parse(raw, &a); err != nil {
+	if err := Parse(raw, &a); err != nil {
 		return nil, err
 	}
-	if err := needType(env, field.RGBImage); err != nil {
+	if err := NeedType(env, field.RGBImage); err != nil {
 		return nil, err
 	}
 	if a.Size[0] < 1 || a.Size[1] < 1 {
@@ -47,7 +47,7 @@ func newResizePad(env Env, raw json.RawMessage) (Op, error) {
 		return nil, fmt.Errorf("fill needs 3 values, got %d", len(a.Fill))
 	}
 	d := &resizePad{oh: a.Size[0], ow: a.Size[1], scale: a.Scale}
-	copy(d.fill[:], bytesOf(a.Fill))
+	copy(d.fill[:], FillBytes(a.Fill))
 	return d, nil
 }
 
@@ -77,7 +77,7 @@ func (d *resizePad) Run(c *Ctx, op int, _, out []byte) error {
 	}
 	nw, nh := d.fit(c.Rand(op), im.w, im.h)
 	buf := c.State("resize_pad", func() any { return &resizePadBuf{} }).(*resizePadBuf)
-	buf.b = grow(buf.b, nw*nh*3)
+	buf.b = Grow(buf.b, nw*nh*3)
 	if im.mode == field.ModeJPEG {
 		dec := decoderOf(c)
 		if err := dec.DecodeCropResizeFlip(c.Heap, image.Rect(0, 0, im.w, im.h), nw, nh, buf.b, false); err != nil {

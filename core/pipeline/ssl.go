@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/imgproc"
 )
 
 // FFCV-SSL's colour jitter (with torchvision's ColorJitter semantics) and
@@ -13,9 +14,8 @@ import (
 // (label.go) over the image ops' Report.
 
 func init() {
-	register("color_jitter", newColorJitter)
-	register("label_rrc", newLabelRRC)
-	decoders["label_rrc"] = true
+	Register("color_jitter", newColorJitter)
+	RegisterDecoder("label_rrc", newLabelRRC)
 }
 
 // jitter is ColorJitter's configuration: a (min, max) factor range per
@@ -72,15 +72,15 @@ func (j *jitter) draw(c *Ctx, op int) jitterDraw {
 }
 
 type colorJitter struct {
-	sameImage
-	photometric
+	SameImage
+	PhotometricOp
 	jitter
 	spec Spec
 }
 
 func newColorJitter(_ Env, raw json.RawMessage) (Op, error) {
 	var j colorJitter
-	if err := parse(raw, &j.jitter); err != nil {
+	if err := Parse(raw, &j.jitter); err != nil {
 		return nil, err
 	}
 	if err := j.check(); err != nil {
@@ -91,7 +91,7 @@ func newColorJitter(_ Env, raw json.RawMessage) (Op, error) {
 
 func (j *colorJitter) Out(in Spec) (Spec, error) {
 	j.spec = in
-	if err := needImage(in); err != nil {
+	if err := NeedImage(in); err != nil {
 		return in, err
 	}
 	if ch := in.Shape[2]; ch != 1 && ch != 3 {
@@ -101,7 +101,7 @@ func (j *colorJitter) Out(in Spec) (Spec, error) {
 }
 
 func (j *colorJitter) Run(c *Ctx, op int, in, out []byte) error {
-	copyIfNeeded(out, in)
+	CopyIfNeeded(out, in)
 	d := j.draw(c, op)
 	if !d.apply {
 		return nil
@@ -111,13 +111,13 @@ func (j *colorJitter) Run(c *Ctx, op int, in, out []byte) error {
 		f := d.factors[k]
 		switch {
 		case k == 0 && j.Brightness != nil:
-			tvBrightness(out, f)
+			imgproc.Brightness(out, f)
 		case k == 1 && j.Contrast != nil:
-			tvContrast(out, ch, f)
+			imgproc.Contrast(out, ch, f)
 		case k == 2 && j.Saturation != nil:
-			tvSaturation(out, ch, f)
+			imgproc.Saturation(out, ch, f, nil)
 		case k == 3 && j.Hue != nil:
-			tvHue(out, ch, f)
+			imgproc.Hue(out, ch, f)
 		}
 	}
 	return nil
@@ -148,22 +148,13 @@ func newLabelRRC(env Env, raw json.RawMessage) (Op, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := needSeed(raw); err != nil {
+	if err := NeedSeed(raw); err != nil {
 		return nil, err
 	}
-	if err := needType(env, field.RGBImage); err != nil {
+	if err := NeedType(env, field.RGBImage); err != nil {
 		return nil, err
 	}
 	return &labelRRC{crop: d}, nil
-}
-
-// needSeed rejects a Label op without "seed": its position in another
-// pipeline is no key to pair it with anything.
-func needSeed(raw json.RawMessage) error {
-	if h, err := ParseHead(raw); err != nil || h.Seed == nil {
-		return fmt.Errorf("needs the seed of the image operation it reports on")
-	}
-	return nil
 }
 
 func (l *labelRRC) Out(Spec) (Spec, error) { return Spec{Shape: []int{6}, DType: "<i4"}, nil }

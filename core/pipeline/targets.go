@@ -13,8 +13,8 @@ import (
 // optionally following an image field's geometry (see Geometry).
 
 func init() {
-	register("ragged", newRaggedDecoder)
-	register("mask", newMaskDecoder)
+	RegisterDecoder("ragged", newRaggedDecoder)
+	RegisterDecoder("mask", newMaskDecoder)
 }
 
 // BoxFilter drops boxes whose visible part is too small after the geometry:
@@ -116,10 +116,10 @@ func newRaggedDecoder(env Env, raw json.RawMessage) (Op, error) {
 		FlipIndices []int         `json:"flip_indices"`
 		BoxFilter
 	}
-	if err := parse(raw, &a); err != nil {
+	if err := Parse(raw, &a); err != nil {
 		return nil, err
 	}
-	if err := needType(env, field.Ragged); err != nil {
+	if err := NeedType(env, field.Ragged); err != nil {
 		return nil, err
 	}
 	row, err := env.Desc.RowBytes()
@@ -310,10 +310,10 @@ func newMaskDecoder(env Env, raw json.RawMessage) (Op, error) {
 		Instances *int          `json:"instances"`
 		BoxFilter
 	}
-	if err := parse(raw, &a); err != nil {
+	if err := Parse(raw, &a); err != nil {
 		return nil, err
 	}
-	if err := needType(env, field.Mask); err != nil {
+	if err := NeedType(env, field.Mask); err != nil {
 		return nil, err
 	}
 	if a.Geometry == nil {
@@ -359,7 +359,7 @@ func (d *maskDecoder) Run(c *Ctx, _ int, _, out []byte) error {
 		return fmt.Errorf("%w: mask is %dx%d, its image %dx%d", field.ErrData, m.Width, m.Height, im.Width, im.Height)
 	}
 	buf := c.State("mask", func() any { return &maskBuf{} }).(*maskBuf)
-	buf.b = grow(buf.b, m.Width*m.Height*d.item)
+	buf.b = Grow(buf.b, m.Width*m.Height*d.item)
 	if err := field.DecodeMask(m, c.Heap, buf.b); err != nil {
 		return err
 	}

@@ -54,7 +54,7 @@ func TestRunTimed(t *testing.T) {
 				p.specs, in = append(p.specs, out), out
 			}
 			p.SampleOut = in
-			fuseFlips(p.ops, p.keys)
+			fuse(p.ops, p.keys)
 			p.planDirect()
 			run := func(times *trace.Times) []byte {
 				ctx := NewCtx()

@@ -1,11 +1,12 @@
 package pipeline
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
+
+	"github.com/ffcv-go/ffcv-go/core/imgproc"
 )
 
 // Per-sample image transforms on uint8 (H, W, C) samples, with FFCV 1.0's
@@ -13,77 +14,51 @@ import (
 // (seed, epoch, position, operation).
 
 func init() {
-	register("flip_h", newFlip(true))
-	register("flip_v", newFlip(false))
-	register("translate", newTranslate)
-	register("cutout", newCutout)
-	register("brightness", newBlend("brightness"))
-	register("contrast", newBlend("contrast"))
-	register("saturation", newBlend("saturation"))
-	register("grayscale", newGrayscale)
-	register("solarize", newSolarize)
-	register("random_crop", newRandomCrop)
-	register("normalize", newNormalize)
-	register("replace_label", newReplaceLabel)
-	register("poison", newPoison)
+	Register("flip_h", newFlip(true))
+	Register("flip_v", newFlip(false))
+	Register("translate", newTranslate)
+	Register("cutout", newCutout)
+	Register("brightness", newBlend("brightness"))
+	Register("contrast", newBlend("contrast"))
+	Register("saturation", newBlend("saturation"))
+	Register("grayscale", newGrayscale)
+	Register("solarize", newSolarize)
+	Register("random_crop", newRandomCrop)
+	Register("normalize", newNormalize)
+	Register("replace_label", newReplaceLabel)
+	Register("poison", newPoison)
 }
-
-// parse decodes an operation's arguments into v, rejecting keys v does not
-// declare: a misspelt argument ("prob" for "p") must not silently fall back
-// to its zero value. The "op" key itself names the operation.
-func parse(raw json.RawMessage, v any) error {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return fmt.Errorf("arguments: %w", err)
-	}
-	delete(m, "op")
-	delete(m, "key")  // the randomness key, read by Build
-	delete(m, "seed") // a randomness key shared across pipelines, read by Build
-	args, _ := json.Marshal(m)
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("arguments: %w", err)
-	}
-	return nil
-}
-
-// noArgs is what operations without arguments parse, so extra keys are errors.
-type noArgs struct{}
-
-func needImage(in Spec) error {
-	if len(in.Shape) != 3 || in.DType != "|u1" {
-		return fmt.Errorf("needs uint8 (H, W, C) images, got %v %s", in.Shape, in.DType)
-	}
-	return nil
-}
-
-// sameImage is Out for transforms that keep the image's shape.
-type sameImage struct{}
-
-func (sameImage) Out(in Spec) (Spec, error) { return in, needImage(in) }
-func (sameImage) InPlace() bool             { return true }
 
 type flip struct {
-	sameImage
+	SameImage
 	horizontal bool
 	p          float64
 	spec       Spec
 }
 
-func newFlip(horizontal bool) factory {
+func newFlip(horizontal bool) Factory {
 	return func(_ Env, raw json.RawMessage) (Op, error) {
 		var a struct {
 			P float64 `json:"p"`
 		}
-		if err := parse(raw, &a); err != nil {
+		if err := Parse(raw, &a); err != nil {
 			return nil, err
 		}
-		return &flip{horizontal: horizontal, p: a.P}, nil
+		f := flip{horizontal: horizontal, p: a.P}
+		if horizontal {
+			return &hflip{f}, nil
+		}
+		return &f, nil
 	}
 }
 
-func (f *flip) Out(in Spec) (Spec, error) { f.spec = in; return in, needImage(in) }
+// hflip is the horizontal flip, which a crop decoder before it may do
+// itself (see pipeline.Fuser).
+type hflip struct{ flip }
+
+func (f *hflip) Flips(c *Ctx, key int) bool { return f.draw(c, key) }
+
+func (f *flip) Out(in Spec) (Spec, error) { f.spec = in; return in, NeedImage(in) }
 
 // draw is whether the sample is flipped: also replayed by targets (geometry.go).
 func (f *flip) draw(c *Ctx, op int) bool { return c.Rand(op).Float64() < f.p }
@@ -106,24 +81,13 @@ func (f *flip) Place(c *Ctx, key, w, h int) (Step, error) {
 }
 
 func (f *flip) Run(c *Ctx, op int, in, out []byte) error {
-	copyIfNeeded(out, in)
+	CopyIfNeeded(out, in)
 	if !f.draw(c, op) {
 		return nil
 	}
 	h, w, ch := f.spec.Shape[0], f.spec.Shape[1], f.spec.Shape[2]
 	if f.horizontal {
-		for y := 0; y < h; y++ {
-			row := out[y*w*ch : (y+1)*w*ch]
-			if ch == 3 {
-				flipRGB(row, w)
-				continue
-			}
-			for l, r := 0, w-1; l < r; l, r = l+1, r-1 {
-				for k := 0; k < ch; k++ {
-					row[l*ch+k], row[r*ch+k] = row[r*ch+k], row[l*ch+k]
-				}
-			}
-		}
+		imgproc.FlipHorizontal(out, w, h, ch)
 		return nil
 	}
 	stride := w * ch
@@ -134,43 +98,6 @@ func (f *flip) Run(c *Ctx, op int, in, out []byte) error {
 		copy(out[b*stride:(b+1)*stride], tmp)
 	}
 	return nil
-}
-
-// flipRGB mirrors one row of w RGB pixels. Two pixels from each end move
-// per step: one 8-byte load takes pixels l and l+1 (and 2 bytes beyond),
-// another pixels r-1 and r (and 2 bytes before), and each pair is written
-// to the other end as a 4-byte and a 2-byte store. Stores of exactly the 6
-// bytes keep the next step's loads from overlapping a pending store, which
-// would stall them (8-byte stores made the loop barely faster than bytewise
-// swaps). 160x160 pixels: 68 -> 31 µs.
-func flipRGB(row []byte, w int) {
-	const px = 0xFFFFFF
-	l, r := 0, w-1
-	for ; r-l >= 3; l, r = l+2, r-2 {
-		lw := row[3*l : 3*l+8 : 3*l+8]
-		rw := row[3*r-5 : 3*r+3 : 3*r+3]
-		a := binary.LittleEndian.Uint64(lw) // p(l), p(l+1), 2 bytes of p(l+2)
-		b := binary.LittleEndian.Uint64(rw) // 2 bytes of p(r-2), p(r-1), p(r)
-		nl := b>>40&px | (b>>16&px)<<24     // p(r), p(r-1)
-		nr := a>>24&px | (a&px)<<24         // p(l+1), p(l)
-		binary.LittleEndian.PutUint32(lw, uint32(nl))
-		binary.LittleEndian.PutUint16(lw[4:], uint16(nl>>32))
-		binary.LittleEndian.PutUint32(rw[2:], uint32(nr))
-		binary.LittleEndian.PutUint16(rw[6:], uint16(nr>>32))
-	}
-	for ; l < r; l, r = l+1, r-1 {
-		p := row[3*l : 3*l+3 : 3*l+3]
-		q := row[3*r : 3*r+3 : 3*r+3]
-		p[0], q[0] = q[0], p[0]
-		p[1], q[1] = q[1], p[1]
-		p[2], q[2] = q[2], p[2]
-	}
-}
-
-func copyIfNeeded(out, in []byte) {
-	if len(in) > 0 && len(out) > 0 && &in[0] != &out[0] {
-		copy(out, in)
-	}
 }
 
 // translate pads by `padding` with fill and takes a random window of the
@@ -186,21 +113,13 @@ func newTranslate(_ Env, raw json.RawMessage) (Op, error) {
 		Padding int   `json:"padding"`
 		Fill    []int `json:"fill"`
 	}
-	if err := parse(raw, &a); err != nil {
+	if err := Parse(raw, &a); err != nil {
 		return nil, err
 	}
 	if a.Padding < 0 {
 		return nil, fmt.Errorf("padding %d must not be negative", a.Padding)
 	}
-	return &translate{padding: a.Padding, fill: bytesOf(a.Fill)}, nil
-}
-
-func bytesOf(v []int) []byte {
-	out := make([]byte, len(v))
-	for i, x := range v {
-		out[i] = byte(min(max(x, 0), 255))
-	}
-	return out
+	return &translate{padding: a.Padding, fill: FillBytes(a.Fill)}, nil
 }
 
 // draw is the sample's shift: also replayed by targets (geometry.go).
@@ -212,7 +131,7 @@ func (t *translate) draw(c *Ctx, op int) (dy, dx int) {
 
 func (t *translate) Out(in Spec) (Spec, error) {
 	t.spec = in
-	if err := needImage(in); err != nil {
+	if err := NeedImage(in); err != nil {
 		return in, err
 	}
 	if len(t.fill) != in.Shape[2] {
@@ -256,8 +175,8 @@ func (t *translate) Run(c *Ctx, op int, in, out []byte) error {
 
 // cutout fills a random crop_size square that lies inside the image.
 type cutout struct {
-	sameImage
-	photometric
+	SameImage
+	PhotometricOp
 	size int
 	fill []byte
 	spec Spec
@@ -268,18 +187,18 @@ func newCutout(_ Env, raw json.RawMessage) (Op, error) {
 		Size int   `json:"size"`
 		Fill []int `json:"fill"`
 	}
-	if err := parse(raw, &a); err != nil {
+	if err := Parse(raw, &a); err != nil {
 		return nil, err
 	}
 	if a.Size < 1 {
 		return nil, fmt.Errorf("crop_size %d must be positive", a.Size)
 	}
-	return &cutout{size: a.Size, fill: bytesOf(a.Fill)}, nil
+	return &cutout{size: a.Size, fill: FillBytes(a.Fill)}, nil
 }
 
 func (t *cutout) Out(in Spec) (Spec, error) {
 	t.spec = in
-	if err := needImage(in); err != nil {
+	if err := NeedImage(in); err != nil {
 		return in, err
 	}
 	if t.size > in.Shape[0] || t.size > in.Shape[1] {
@@ -292,7 +211,7 @@ func (t *cutout) Out(in Spec) (Spec, error) {
 }
 
 func (t *cutout) Run(c *Ctx, op int, in, out []byte) error {
-	copyIfNeeded(out, in)
+	CopyIfNeeded(out, in)
 	h, w, ch := t.spec.Shape[0], t.spec.Shape[1], t.spec.Shape[2]
 	r := c.Rand(op)
 	y0, x0 := r.IntN(h-t.size+1), r.IntN(w-t.size+1)
@@ -309,20 +228,20 @@ func (t *cutout) Run(c *Ctx, op int, in, out []byte) error {
 // U(max(0, 1-m), 1+m), with probability p; values are clipped to [0, 255]
 // and truncated as numpy's astype(uint8) does.
 type blend struct {
-	sameImage
-	photometric
+	SameImage
+	PhotometricOp
 	kind string
 	m, p float64
 	spec Spec
 }
 
-func newBlend(kind string) factory {
+func newBlend(kind string) Factory {
 	return func(_ Env, raw json.RawMessage) (Op, error) {
 		var a struct {
 			Magnitude float64 `json:"magnitude"`
 			P         float64 `json:"p"`
 		}
-		if err := parse(raw, &a); err != nil {
+		if err := Parse(raw, &a); err != nil {
 			return nil, err
 		}
 		if a.Magnitude < 0 {
@@ -334,7 +253,7 @@ func newBlend(kind string) factory {
 
 func (b *blend) Out(in Spec) (Spec, error) {
 	b.spec = in
-	if err := needImage(in); err != nil {
+	if err := NeedImage(in); err != nil {
 		return in, err
 	}
 	if b.kind != "brightness" && in.Shape[2] != 3 {
@@ -364,7 +283,7 @@ func clipU8(v float64) byte {
 }
 
 func (b *blend) Run(c *Ctx, op int, in, out []byte) error {
-	copyIfNeeded(out, in)
+	CopyIfNeeded(out, in)
 	r := c.Rand(op)
 	if r.Float64() >= b.p {
 		return nil
@@ -399,8 +318,8 @@ func (b *blend) Run(c *Ctx, op int, in, out []byte) error {
 
 // grayscale replaces RGB by its luma (ITU-R 601) in all channels, with probability p.
 type grayscale struct {
-	sameImage
-	photometric
+	SameImage
+	PhotometricOp
 	p float64
 }
 
@@ -408,14 +327,14 @@ func newGrayscale(_ Env, raw json.RawMessage) (Op, error) {
 	var a struct {
 		P float64 `json:"p"`
 	}
-	if err := parse(raw, &a); err != nil {
+	if err := Parse(raw, &a); err != nil {
 		return nil, err
 	}
 	return &grayscale{p: a.P}, nil
 }
 
 func (g *grayscale) Out(in Spec) (Spec, error) {
-	if err := needImage(in); err != nil || in.Shape[2] != 3 {
+	if err := NeedImage(in); err != nil || in.Shape[2] != 3 {
 		return in, fmt.Errorf("grayscale needs RGB images, got %v %s", in.Shape, in.DType)
 	}
 	return in, nil
@@ -430,7 +349,7 @@ func (g *grayscale) Reports() int { return 1 }
 func (g *grayscale) Report(c *Ctx, key int, dst []float32) { dst[0] = b2f(!g.draw(c, key)) }
 
 func (g *grayscale) Run(c *Ctx, op int, in, out []byte) error {
-	copyIfNeeded(out, in)
+	CopyIfNeeded(out, in)
 	if !g.draw(c, op) {
 		return nil
 	}
@@ -443,8 +362,8 @@ func (g *grayscale) Run(c *Ctx, op int, in, out []byte) error {
 
 // solarize inverts the pixels at or above threshold, with probability p.
 type solarize struct {
-	sameImage
-	photometric
+	SameImage
+	PhotometricOp
 	threshold int
 	p         float64
 }
@@ -454,7 +373,7 @@ func newSolarize(_ Env, raw json.RawMessage) (Op, error) {
 		Threshold int     `json:"threshold"`
 		P         float64 `json:"p"`
 	}
-	if err := parse(raw, &a); err != nil {
+	if err := Parse(raw, &a); err != nil {
 		return nil, err
 	}
 	return &solarize{threshold: a.Threshold, p: a.P}, nil
@@ -468,7 +387,7 @@ func (s *solarize) Reports() int { return 1 }
 func (s *solarize) Report(c *Ctx, key int, dst []float32) { dst[0] = b2f(s.draw(c, key)) }
 
 func (s *solarize) Run(c *Ctx, op int, in, out []byte) error {
-	copyIfNeeded(out, in)
+	CopyIfNeeded(out, in)
 	if !s.draw(c, op) {
 		return nil
 	}
@@ -492,7 +411,7 @@ func newRandomCrop(_ Env, raw json.RawMessage) (Op, error) {
 		Size    [2]int `json:"size"`
 		Padding int    `json:"padding"`
 	}
-	if err := parse(raw, &a); err != nil {
+	if err := Parse(raw, &a); err != nil {
 		return nil, err
 	}
 	if a.Size[0] < 1 || a.Size[1] < 1 || a.Padding < 0 {
@@ -503,7 +422,7 @@ func newRandomCrop(_ Env, raw json.RawMessage) (Op, error) {
 
 func (t *randomCrop) Out(in Spec) (Spec, error) {
 	t.in = in
-	if err := needImage(in); err != nil {
+	if err := NeedImage(in); err != nil {
 		return in, err
 	}
 	if t.h > in.Shape[0]+2*t.padding || t.w > in.Shape[1]+2*t.padding {
@@ -546,7 +465,7 @@ func (t *randomCrop) Run(c *Ctx, op int, in, out []byte) error {
 // float16. Like FFCV's lookup table, each of the 256 values per channel is
 // computed in float64 and rounded once to the output type.
 type normalize struct {
-	photometric
+	PhotometricOp
 	ch   int
 	half bool
 	f32  [][256]uint32 // [c][x]: float32 bits of channel c's value for x
@@ -561,7 +480,7 @@ func newNormalize(_ Env, raw json.RawMessage) (Op, error) {
 		Std   []float64 `json:"std"`
 		DType string    `json:"dtype"`
 	}
-	if err := parse(raw, &a); err != nil {
+	if err := Parse(raw, &a); err != nil {
 		return nil, err
 	}
 	if len(a.Mean) != len(a.Std) || len(a.Mean) == 0 {
@@ -617,7 +536,7 @@ func NormalizeTable(raw json.RawMessage) (table []byte, channels int, dtype stri
 }
 
 func (n *normalize) Out(in Spec) (Spec, error) {
-	if err := needImage(in); err != nil {
+	if err := NeedImage(in); err != nil {
 		return in, err
 	}
 	if in.Shape[2] != n.ch {
@@ -718,7 +637,7 @@ func newReplaceLabel(_ Env, raw json.RawMessage) (Op, error) {
 		Indices []uint64 `json:"indices"`
 		Label   int64    `json:"label"`
 	}
-	if err := parse(raw, &a); err != nil {
+	if err := Parse(raw, &a); err != nil {
 		return nil, err
 	}
 	r := &replaceLabel{ids: map[uint64]bool{}, label: a.Label}
@@ -737,7 +656,7 @@ func (r *replaceLabel) Out(in Spec) (Spec, error) {
 func (r *replaceLabel) InPlace() bool { return true }
 
 func (r *replaceLabel) Run(c *Ctx, _ int, in, out []byte) error {
-	copyIfNeeded(out, in)
+	CopyIfNeeded(out, in)
 	if r.ids[c.Sample] {
 		binary.LittleEndian.PutUint64(out, uint64(r.label))
 	}
@@ -747,8 +666,8 @@ func (r *replaceLabel) Run(c *Ctx, _ int, in, out []byte) error {
 // poison blends the listed samples with a mask: clip((1-alpha)·x + alpha·mask),
 // alpha one value, or one per pixel (FFCV's H×W alpha array, alphaMap).
 type poison struct {
-	sameImage
-	photometric
+	SameImage
+	PhotometricOp
 	mask     []float32
 	alpha    float32
 	alphaMap []float32
@@ -766,7 +685,7 @@ func newPoison(_ Env, raw json.RawMessage) (Op, error) {
 		Indices []uint64   `json:"indices"`
 		Clamp   [2]float32 `json:"clamp"`
 	}
-	if err := parse(raw, &a); err != nil {
+	if err := Parse(raw, &a); err != nil {
 		return nil, err
 	}
 	p := &poison{mask: a.Mask, alpha: a.Alpha, alphaMap: a.Map, ids: map[uint64]bool{}, lo: a.Clamp[0], hi: a.Clamp[1]}
@@ -777,7 +696,7 @@ func newPoison(_ Env, raw json.RawMessage) (Op, error) {
 }
 
 func (p *poison) Out(in Spec) (Spec, error) {
-	if err := needImage(in); err != nil {
+	if err := NeedImage(in); err != nil {
 		return in, err
 	}
 	if len(p.mask) != in.Bytes() {
@@ -791,7 +710,7 @@ func (p *poison) Out(in Spec) (Spec, error) {
 }
 
 func (p *poison) Run(c *Ctx, _ int, in, out []byte) error {
-	copyIfNeeded(out, in)
+	CopyIfNeeded(out, in)
 	if !p.ids[c.Sample] {
 		return nil
 	}

@@ -140,30 +140,6 @@ func TestFlip(t *testing.T) {
 	}
 }
 
-// TestFlipRGBRows: the word-wise row flip against a pixel-by-pixel mirror,
-// for every width from 0 to 40 (the word loop takes over at 4 pixels),
-// and only within the row: the bytes around it stay.
-func TestFlipRGBRows(t *testing.T) {
-	for w := 0; w <= 40; w++ {
-		buf := make([]byte, 3*w+16)
-		for i := range buf {
-			buf[i] = byte(i*7 + 3)
-		}
-		orig := slices.Clone(buf)
-		row := buf[8 : 8+3*w]
-		flipRGB(row, w)
-		for i := 0; i < w; i++ {
-			got, want := row[3*i:3*i+3], orig[8+3*(w-1-i):8+3*(w-i)]
-			if !slices.Equal(got, want) {
-				t.Fatalf("width %d: pixel %d is %v, want %v", w, i, got, want)
-			}
-		}
-		if !slices.Equal(buf[:8], orig[:8]) || !slices.Equal(buf[8+3*w:], orig[8+3*w:]) {
-			t.Fatalf("width %d: bytes outside the row changed", w)
-		}
-	}
-}
-
 // TestFlipInPlace runs the flip with the same buffer as input and output, as
 // a fused program does.
 func TestFlipInPlace(t *testing.T) {
@@ -206,7 +182,7 @@ func TestTranslate(t *testing.T) {
 		fill    []int
 	}{{0, []int{0, 0, 0}}, {1, []int{0, 0, 0}}, {2, []int{250, 251, 252}}, {4, []int{0, 0, 0}}, {9, []int{0, 0, 0}}} {
 		t.Run(fmt.Sprintf("padding%d", tc.padding), func(t *testing.T) {
-			fill := bytesOf(tc.fill)
+			fill := FillBytes(tc.fill)
 			seen := map[[2]int]bool{}
 			for pos := uint64(0); pos < 400; pos++ {
 				op := newOp(t, "translate", map[string]any{"padding": tc.padding, "fill": tc.fill})
@@ -747,7 +723,7 @@ func TestMixupConsistency(t *testing.T) {
 			if err := lb.RunBatch(bc, labels, gotL, n); err != nil {
 				t.Fatal(err)
 			}
-			lams := bc.lambdas(alpha, same, n)
+			lams := lambdas(bc, alpha, same, n)
 			for i := 0; i < n; i++ {
 				j := (i + n - 1) % n
 				row := gotL[12*i:]
@@ -775,10 +751,10 @@ func TestMixupConsistency(t *testing.T) {
 				t.Fatalf("independent lambdas are all equal: %v", lams)
 			}
 			// The same batch gets the same lambdas; another batch others.
-			if again := bc.lambdas(alpha, same, n); !slices.Equal(again, lams) {
+			if again := lambdas(bc, alpha, same, n); !slices.Equal(again, lams) {
 				t.Fatal("lambdas are not a function of (seed, epoch, batch)")
 			}
-			other := (&BatchCtx{Seed: 3, Epoch: 1, Index: 5}).lambdas(alpha, same, n)
+			other := lambdas(&BatchCtx{Seed: 3, Epoch: 1, Index: 5}, alpha, same, n)
 			if slices.Equal(other, lams) {
 				t.Fatal("two batches drew the same lambdas")
 			}

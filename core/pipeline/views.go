@@ -1,20 +1,28 @@
 package pipeline
 
-import "github.com/ffcv-go/ffcv-go/core/jpeg"
+// Views of one image: programs whose decoders read the same field may
+// share the work of decoding each sample (a JPEG's entropy decoding). The
+// worker runs a sample's programs one after the other with one Ctx, so the
+// first view of a sample starts the shared work and the others join it;
+// every view still does its own crop.
 
-// Views of one image: programs whose crop decoders read the same JPEG field
-// share the decode of each sample's entropy-coded data (jpeg.Decoder's view
-// sessions). The worker runs a sample's programs one after the other with
-// one Ctx, so the first view of a sample starts a session and the others
-// join it; every view still does its own region IDCT, crop and resize.
+// ViewSharer is a decoder that can share each sample's decoding with the
+// other programs of a worker that decode its field.
+type ViewSharer interface {
+	Op
+	// ShareViews tells the decoder that other programs decode field too;
+	// last when the worker runs it after all of them.
+	ShareViews(field int, last bool)
+}
 
-// ShareViews marks the crop decoders of progs that read a field two or more
-// of them decode, so that they share each sample's entropy decoding.
+// ShareViews tells the ViewSharer decoders of progs that read a field two
+// or more of them decode, in order, so that they share each sample's
+// decoding.
 func ShareViews(progs []*Program) {
-	byField := map[int][]*cropRGB{}
+	byField := map[int][]ViewSharer{}
 	for _, p := range progs {
 		if len(p.ops) > 0 {
-			if d, ok := p.ops[0].(*cropRGB); ok {
+			if d, ok := p.ops[0].(ViewSharer); ok {
 				byField[p.Field] = append(byField[p.Field], d)
 			}
 		}
@@ -23,41 +31,8 @@ func ShareViews(progs []*Program) {
 		if len(ds) < 2 {
 			continue
 		}
-		for _, d := range ds {
-			d.shareField = f + 1
+		for i, d := range ds {
+			d.ShareViews(f, i == len(ds)-1) // the worker runs the programs in order
 		}
-		ds[len(ds)-1].lastView = true // the worker runs the programs in order
 	}
-}
-
-// viewKey names the image a view session decodes: one field of one sample
-// (its position in one epoch's order).
-type viewKey struct {
-	epoch, pos uint64
-	field      int
-}
-
-// viewDecoder returns the worker's JPEG decoder ready for a crop of c's
-// sample: in a session with the other views of the sample's field when the
-// decoder d is shared, out of any session otherwise.
-func (d *cropRGB) viewDecoder(c *Ctx) *jpeg.Decoder {
-	if d.shareField == 0 {
-		return soloDecoder(c)
-	}
-	dec := decoderOf(c)
-	if k := (viewKey{c.Epoch, c.Pos, d.shareField}); k != c.views {
-		dec.BeginViews()
-		c.views = k
-	}
-	return dec
-}
-
-// soloDecoder returns the worker's JPEG decoder out of any view session.
-func soloDecoder(c *Ctx) *jpeg.Decoder {
-	dec := decoderOf(c)
-	if c.views != (viewKey{}) {
-		dec.EndViews()
-		c.views = viewKey{}
-	}
-	return dec
 }

@@ -1,4 +1,4 @@
-package pipeline
+package imgproc
 
 import (
 	"math"
@@ -7,18 +7,12 @@ import (
 	"testing"
 )
 
-// sharpen must give tvSharpness's bytes (torch's float steps) for every
+// Sharpen must give refSharpness's bytes (torch's float steps) for every
 // factor the policies draw and others, on photos and noise, rows wider
 // than its stack buffer included.
 func TestSharpenMatchesFloat(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	var factors []float64
-	for _, s := range []space{spaceRA, spaceTA, spaceAM} {
-		for i := 0; i < 31; i++ {
-			m, _ := s.magnitude(opSharpness, i, 31, 1, 1)
-			factors = append(factors, 1+m, 1-m)
-		}
-	}
+	factors := enhanceFactors()
 	for i := 0; i < 40; i++ {
 		factors = append(factors, 4*r.Float64())
 	}
@@ -35,10 +29,15 @@ func TestSharpenMatchesFloat(t *testing.T) {
 		for _, src := range [][]byte{photoLike(h, w, ch), noise(h, w, ch)} {
 			for _, f := range factors {
 				want, got := slices.Clone(src), slices.Clone(src)
-				tvSharpness(want, make([]byte, len(src)), h, w, ch, f)
-				sharpen(got, make([]byte, len(src)), h, w, ch, f)
+				refSharpness(want, make([]byte, len(src)), h, w, ch, f)
+				Sharpen(got, make([]byte, len(src)), h, w, ch, f, nil)
+				tabbed := slices.Clone(src)
+				Sharpen(tabbed, make([]byte, len(src)), h, w, ch, f, NewSharpenTable(f))
 				if !slices.Equal(got, want) {
 					t.Fatalf("%dx%dx%d factor %v: %d values differ", h, w, ch, f, countDiff(got, want))
+				}
+				if !slices.Equal(tabbed, want) {
+					t.Fatalf("%dx%dx%d factor %v: %d values differ with the factor's table", h, w, ch, f, countDiff(tabbed, want))
 				}
 				step := slices.Clone(src)
 				stepSharpen(step, make([]byte, len(src)), h, w, ch, f)
@@ -50,7 +49,7 @@ func TestSharpenMatchesFloat(t *testing.T) {
 	}
 }
 
-// Every entry of sharpen's table must be torch's float blend of the centre
+// Every entry of Sharpen's table must be torch's float blend of the centre
 // with the smoothed value, for every factor.
 func TestSharpTableExhaustive(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
@@ -59,13 +58,13 @@ func TestSharpTableExhaustive(t *testing.T) {
 		factors = append(factors, 3*r.Float64())
 	}
 	for _, f := range factors {
-		var tab [256][256]byte
+		var tab SharpenTable
 		sharpFill(&tab, f)
 		alpha := float32(1 - f)
 		for blur := range 256 {
 			for c := range 256 {
 				x := float32(c)
-				if got, want := tab[blur][c], truncU8(fma32(float32(blur)-x, alpha, x)); got != want {
+				if got, want := tab[blur][c], TruncU8(fma32(float32(blur)-x, alpha, x)); got != want {
 					t.Fatalf("factor %v smoothed %d centre %d: %d, want %d", f, blur, c, got, want)
 				}
 			}
@@ -73,7 +72,7 @@ func TestSharpTableExhaustive(t *testing.T) {
 	}
 }
 
-// stepSharpen is sharpen as it was before its table: per value, a floored
+// stepSharpen is Sharpen as it was before its table: per value, a floored
 // step by difference, with torch's float steps where a float32 rounding
 // may carry. A reference byte for byte.
 func stepSharpen(img, scratch []byte, h, w, ch int, f float64) {
@@ -128,7 +127,7 @@ func stepSharpenRun(outs, mids []byte, left, centre, right []uint16, step *[512]
 		st := step[(blur+255-c)&511]
 		if st == stepCarry {
 			x := float32(c)
-			outs[i] = truncU8(fma32(float32(blur)-x, alpha, x))
+			outs[i] = TruncU8(fma32(float32(blur)-x, alpha, x))
 			continue
 		}
 		v := int32(c) + st
@@ -141,3 +140,36 @@ func stepSharpenRun(outs, mids []byte, left, centre, right []uint16, step *[512]
 
 // stepCarry marks a blend step taking torch's float steps.
 const stepCarry = math.MinInt32
+
+// refSharpness is torch's float steps, the reference Sharpen must equal:
+// it blends the image with its 3x3 smoothed version (1/13 around,
+// 5/13 in the middle, rounded); the border rows and columns stay.
+func refSharpness(img, scratch []byte, h, w, ch int, f float64) {
+	if h <= 2 || w <= 2 {
+		return
+	}
+	copy(scratch, img)
+	const a, b = float32(1.0 / 13), float32(5.0 / 13)
+	alpha := float32(1 - f)
+	stride := w * ch
+	for y := 1; y < h-1; y++ {
+		up, mid, dn := scratch[(y-1)*stride:y*stride], scratch[y*stride:(y+1)*stride], scratch[(y+1)*stride:(y+2)*stride]
+		row := img[y*stride : (y+1)*stride]
+		for i := ch; i < stride-ch; i++ {
+			// Products are rounded before each sum (no fusion), as a float32
+			// convolution does; the summation order is torch's row order.
+			s := float32(float32(up[i-ch]) * a)
+			s += float32(float32(up[i]) * a)
+			s += float32(float32(up[i+ch]) * a)
+			s += float32(float32(mid[i-ch]) * a)
+			s += float32(float32(mid[i]) * b)
+			s += float32(float32(mid[i+ch]) * a)
+			s += float32(float32(dn[i-ch]) * a)
+			s += float32(float32(dn[i]) * a)
+			s += float32(float32(dn[i+ch]) * a)
+			blur := float32(math.RoundToEven(float64(s)))
+			x := float32(mid[i])
+			row[i] = TruncU8(fma32(blur-x, alpha, x))
+		}
+	}
+}

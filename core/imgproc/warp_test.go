@@ -1,4 +1,4 @@
-package pipeline
+package imgproc
 
 import (
 	"math"
@@ -105,7 +105,7 @@ func randomWarp(r *rand.Rand) (h, w, ch int, m [6]float64, bilinear bool, fill [
 	// Shears on the policies' bins (ties are common there) or anywhere.
 	shear := func() float64 {
 		if r.IntN(2) == 0 {
-			return math.Atan(linspace32(0, 0.3, 31, r.IntN(31))) * 180 / math.Pi
+			return math.Atan(linspace32(0, raShear, 31, r.IntN(31))) * 180 / math.Pi
 		}
 		return deg(40)
 	}
@@ -113,7 +113,7 @@ func randomWarp(r *rand.Rand) (h, w, ch int, m [6]float64, bilinear bool, fill [
 	if r.IntN(3) == 0 {
 		scale = 0.5 + r.Float64()
 	}
-	m = invAffine(-0.5*float64(w)*float64(r.IntN(2)), -0.5*float64(h)*float64(r.IntN(2)),
+	m = InvAffine(-0.5*float64(w)*float64(r.IntN(2)), -0.5*float64(h)*float64(r.IntN(2)),
 		deg(180), math.Trunc(deg(float64(w))), math.Trunc(deg(float64(h))), scale, shear(), shear())
 	return h, w, ch, m, r.IntN(2) == 0, fill
 }
@@ -125,7 +125,7 @@ func TestWarpMatchesReference(t *testing.T) {
 		src := photoLike(h, w, ch)
 		want, got := make([]byte, len(src)), make([]byte, len(src))
 		warpRef(want, src, h, w, ch, m, bil, fill)
-		warp(got, src, h, w, ch, m, bil, fill)
+		Warp(got, src, h, w, ch, m, bil, fill)
 		if !slices.Equal(got, want) {
 			t.Fatalf("case %d: %dx%dx%d m=%v bilinear=%v fill=%v: %d values differ", i, h, w, ch, m, bil, fill, countDiff(got, want))
 		}
@@ -140,34 +140,24 @@ func TestWarpShearBins(t *testing.T) {
 		want, got := make([]byte, len(src)), make([]byte, len(src))
 		for i := 0; i < 31; i++ {
 			for _, sign := range []float64{1, -1} {
-				for _, op := range []int{opShearX, opShearY} {
+				for _, op := range []string{"ShearX", "ShearY"} {
 					for _, fill := range [][]float32{nil, {9}} {
-						mag := sign * linspace32(0, spaceTA.shear, 31, i)
+						mag := sign * linspace32(0, taShear, 31, i)
 						sh := math.Atan(mag) * 180 / math.Pi
-						m := invAffine(-0.5*float64(w), -0.5*float64(h), 0, 0, 0, 1, sh, 0)
-						if op == opShearY {
-							m = invAffine(-0.5*float64(w), -0.5*float64(h), 0, 0, 0, 1, 0, sh)
+						m := InvAffine(-0.5*float64(w), -0.5*float64(h), 0, 0, 0, 1, sh, 0)
+						if op == "ShearY" {
+							m = InvAffine(-0.5*float64(w), -0.5*float64(h), 0, 0, 0, 1, 0, sh)
 						}
 						warpRef(want, src, h, w, ch, m, false, fill)
-						warp(got, src, h, w, ch, m, false, fill)
+						Warp(got, src, h, w, ch, m, false, fill)
 						if !slices.Equal(got, want) {
-							t.Fatalf("%v %s magnitude %v fill %v: %d values differ", size, augOps[op], mag, fill, countDiff(got, want))
+							t.Fatalf("%v %s magnitude %v fill %v: %d values differ", size, op, mag, fill, countDiff(got, want))
 						}
 					}
 				}
 			}
 		}
 	}
-}
-
-func countDiff(a, b []byte) int {
-	n := 0
-	for i := range a {
-		if a[i] != b[i] {
-			n++
-		}
-	}
-	return n
 }
 
 func TestShiftMatchesWarp(t *testing.T) {
@@ -178,7 +168,7 @@ func TestShiftMatchesWarp(t *testing.T) {
 			want, got := make([]byte, len(src)), make([]byte, len(src))
 			for _, fill := range [][]float32{nil, {7.5}, {7}, []float32{200, 1, 99.6}[:ch], []float32{255, 0, 3}[:ch]} {
 				for _, bil := range []bool{false, true} {
-					if !shiftable(bil, fill) {
+					if !Shiftable(bil, fill) {
 						continue
 					}
 					for _, d := range []int{-w - 1, -w, -w + 1, -101, -3, -1, 0, 1, 2, 37, w - 1, w, w + 5} {
@@ -187,8 +177,8 @@ func TestShiftMatchesWarp(t *testing.T) {
 							if xy {
 								dx, dy = 0, d*h/max(w, 1)
 							}
-							warpRef(want, src, h, w, ch, invAffine(0, 0, 0, float64(dx), float64(dy), 1, 0, 0), bil, fill)
-							shift(got, src, h, w, ch, dx, dy, fill)
+							warpRef(want, src, h, w, ch, InvAffine(0, 0, 0, float64(dx), float64(dy), 1, 0, 0), bil, fill)
+							Shift(got, src, h, w, ch, dx, dy, fill)
 							if !slices.Equal(got, want) {
 								t.Fatalf("%dx%dx%d shift (%d, %d) bilinear=%v fill=%v: %d values differ", h, w, ch, dx, dy, bil, fill, countDiff(got, want))
 							}
@@ -207,7 +197,7 @@ func TestShiftMatchesWarp(t *testing.T) {
 func TestWarpColumnsMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	bin := func() float64 {
-		return math.Atan(linspace32(0, spaceTA.shear, 31, r.IntN(31))) * 180 / math.Pi
+		return math.Atan(linspace32(0, taShear, 31, r.IntN(31))) * 180 / math.Pi
 	}
 	sign := func() float64 { return float64(1 - 2*r.IntN(2)) }
 	cases := []struct {
@@ -225,11 +215,11 @@ func TestWarpColumnsMatchesReference(t *testing.T) {
 		for i := 0; i < 400; i++ {
 			h, w, ch, fill := warpCase(r, i)
 			sh := tc.shear()
-			m := invAffine(-0.5*float64(w), -0.5*float64(h), 0, tc.shift(w), tc.shift(h), 1, 0, sh)
+			m := InvAffine(-0.5*float64(w), -0.5*float64(h), 0, tc.shift(w), tc.shift(h), 1, 0, sh)
 			src := photoLike(h, w, ch)
 			want, got := make([]byte, len(src)), make([]byte, len(src))
 			warpRef(want, src, h, w, ch, m, false, fill)
-			warp(got, src, h, w, ch, m, false, fill)
+			Warp(got, src, h, w, ch, m, false, fill)
 			if !slices.Equal(got, want) {
 				t.Fatalf("%s case %d: %dx%dx%d shear %v m=%v fill=%v: %d values differ", tc.name, i, h, w, ch, sh, m, fill, countDiff(got, want))
 			}
@@ -268,18 +258,18 @@ func TestWarpRotateMatchesReference(t *testing.T) {
 		name  string
 		angle func() float64
 	}{
-		{"RandAugment bins", func() float64 { return sign() * linspace32(0, spaceRA.rotate, 31, r.IntN(31)) }},
-		{"TrivialAugment bins", func() float64 { return sign() * linspace32(0, spaceTA.rotate, 31, r.IntN(31)) }},
+		{"RandAugment bins", func() float64 { return sign() * linspace32(0, raRotate, 31, r.IntN(31)) }},
+		{"TrivialAugment bins", func() float64 { return sign() * linspace32(0, taRotate, 31, r.IntN(31)) }},
 		{"any", func() float64 { return (2*r.Float64() - 1) * 360 }},
 	} {
 		for i := 0; i < 300; i++ {
 			h, w, ch, fill := warpCase(r, i)
 			angle := tc.angle()
-			m := invAffine(0, 0, -angle, 0, 0, 1, 0, 0)
+			m := InvAffine(0, 0, -angle, 0, 0, 1, 0, 0)
 			src := photoLike(h, w, ch)
 			want, got := make([]byte, len(src)), make([]byte, len(src))
 			warpRef(want, src, h, w, ch, m, false, fill)
-			warp(got, src, h, w, ch, m, false, fill)
+			Warp(got, src, h, w, ch, m, false, fill)
 			if !slices.Equal(got, want) {
 				t.Fatalf("%s case %d: %dx%dx%d angle %v fill=%v: %d values differ", tc.name, i, h, w, ch, angle, fill, countDiff(got, want))
 			}

@@ -1,4 +1,4 @@
-package pipeline
+package imgproc
 
 import (
 	"math"
@@ -57,16 +57,9 @@ func TestLumaFloorExhaustive(t *testing.T) {
 }
 
 // colourFactors are the policies' colour factors, ColorJitter-like random
-// ones (more than satCache holds, so that both the cached and the filled
-// tables run), and extremes that take the float path.
+// ones, and extremes that take the float path.
 func colourFactors(r *rand.Rand) []float64 {
-	var fs []float64
-	for _, s := range []space{spaceRA, spaceTA, spaceAM} {
-		for i := 0; i < 31; i++ {
-			m, _ := s.magnitude(opColor, i, 31, 1, 1)
-			fs = append(fs, 1+m, 1-m)
-		}
-	}
+	fs := enhanceFactors()
 	for range 100 {
 		fs = append(fs, 2*r.Float64(), 0.6+0.8*r.Float64())
 	}
@@ -103,9 +96,9 @@ func TestColourOpsMatchFloat(t *testing.T) {
 		name      string
 		fast, ref func([]byte, int, float64)
 	}{
-		{"saturation", tvSaturation, floatSaturation},
-		{"policy_saturation", policySaturation, floatSaturation},
-		{"contrast", tvContrast, floatContrast},
+		{"saturation", func(img []byte, ch int, f float64) { Saturation(img, ch, f, nil) }, floatSaturation},
+		{"saturation_table", func(img []byte, ch int, f float64) { Saturation(img, ch, f, NewSaturationTable(f)) }, floatSaturation},
+		{"contrast", Contrast, floatContrast},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for k, img := range imgs {
@@ -137,7 +130,7 @@ func TestSaturationTableExhaustive(t *testing.T) {
 		if !exact {
 			continue
 		}
-		var tab [256][256]byte
+		var tab SaturationTable
 		satFill(&tab, &grey, &own)
 		for l := range 256 {
 			for x := range 256 {

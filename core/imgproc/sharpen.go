@@ -1,4 +1,4 @@
-package pipeline
+package imgproc
 
 import (
 	"math"
@@ -17,26 +17,28 @@ var smoothed = func() (t [4096]uint8) {
 // sharpenCarry marks a blend step taking torch's float steps.
 const sharpenCarry = math.MinInt32
 
-// sharpen is tvSharpness (the policies' Sharpness: F.adjust_sharpness) in
-// integer arithmetic, byte for byte. The smoothed value is
-// round((S + 4c)/13) for S the 3×3 sum and c the centre: the exact
-// quotient is never within 1/26 of a rounding tie, far beyond the float32
-// sum's error, so torch's float kernel rounds to the same integer. The
-// blend trunc(float32(x + d·alpha)), d = blur - x, is x + floor(d·alpha)
-// (x + d·alpha is exact in float64) unless the fraction lies within
-// float32's rounding of 1, where the float32 rounding may carry: those d
-// take torch's float steps. Per factor, that makes a table by smoothed
-// value and centre, which the policies' recurring factors cache.
-func sharpen(img, scratch []byte, h, w, ch int, f float64) {
+// Sharpen is torchvision's adjust_sharpness (the policies' Sharpness):
+// the image blended by f with its 3×3 smoothed version (1/13 around, 5/13
+// in the middle, rounded), the border rows and columns kept, in integer
+// arithmetic, byte for byte. The smoothed value is round((S + 4c)/13) for
+// S the 3×3 sum and c the centre: the exact quotient is never within 1/26
+// of a rounding tie, far beyond the float32 sum's error, so torch's float
+// kernel rounds to the same integer. The blend trunc(float32(x + d·alpha)),
+// d = blur - x, is x + floor(d·alpha) (x + d·alpha is exact in float64)
+// unless the fraction lies within float32's rounding of 1, where the float32
+// rounding may carry: those d take torch's float steps. Per factor, that
+// makes a table by smoothed value and centre.
+//
+// scratch has img's size. tab is f's table (NewSharpenTable), for callers
+// whose factors recur; nil fills one from a pool.
+func Sharpen(img, scratch []byte, h, w, ch int, f float64, tab *SharpenTable) {
 	if h <= 2 || w <= 2 {
 		return
 	}
-	tab := sharpCached(f)
 	if tab == nil {
-		tab = sharpTabs.Get().(*[256][256]byte)
+		tab = sharpTabs.Get().(*SharpenTable)
 		defer sharpTabs.Put(tab)
 		sharpFill(tab, f)
-		sharpKeep(f, tab)
 	}
 	copy(scratch, img)
 	stride := w * ch
@@ -61,7 +63,7 @@ func sharpen(img, scratch []byte, h, w, ch int, f float64) {
 
 // colSums sets cols to the sums of u, c and d.
 //
-// Out of line, in a small frame: inlined in sharpen, the compiler keeps
+// Out of line, in a small frame: inlined in Sharpen, the compiler keeps
 // the loop counter on the stack, a store and load per value.
 //
 //go:noinline
@@ -77,7 +79,7 @@ func colSums(cols []uint16, u, c, d []byte) {
 // length let the compiler drop the bounds checks; out of line as colSums.
 //
 //go:noinline
-func sharpenRun(outs, mids []byte, left, centre, right []uint16, tab *[256][256]byte) {
+func sharpenRun(outs, mids []byte, left, centre, right []uint16, tab *SharpenTable) {
 	mids, left, centre, right = mids[:len(outs)], left[:len(outs)], centre[:len(outs)], right[:len(outs)]
 	sm := &smoothed // in a register, not reloaded per value
 	for i := range outs {
@@ -87,9 +89,9 @@ func sharpenRun(outs, mids []byte, left, centre, right []uint16, tab *[256][256]
 	}
 }
 
-// sharpFill fills tab[blur][c] with sharpen's output for the smoothed value
+// sharpFill fills tab[blur][c] with Sharpen's output for the smoothed value
 // blur and the centre c.
-func sharpFill(tab *[256][256]byte, f float64) {
+func sharpFill(tab *SharpenTable, f float64) {
 	alpha := float32(1 - f)
 	for d := -255; d <= 255; d++ {
 		st := sharpenStep(d, alpha)
@@ -97,44 +99,27 @@ func sharpFill(tab *[256][256]byte, f float64) {
 			v := byte(min(max(int64(c)+int64(st), 0), 255))
 			if st == sharpenCarry {
 				x := float32(c)
-				v = truncU8(fma32(float32(c+d)-x, alpha, x))
+				v = TruncU8(fma32(float32(c+d)-x, alpha, x))
 			}
 			tab[c+d][c] = v
 		}
 	}
 }
 
-// sharpTabs recycles the tables of factors beyond the cache.
-var sharpTabs = sync.Pool{New: func() any { return new([256][256]byte) }}
+// SharpenTable is Sharpen's output for one factor, by smoothed value and
+// centre.
+type SharpenTable [256][256]byte
 
-// sharpCache holds the tables of the first sharpCacheSize factors: the
-// policies draw a few dozen, and the fill costs a third of a 224×224
-// image's blend. Cached tables are never written again.
-var sharpCache struct {
-	sync.RWMutex
-	tabs map[uint64]*[256][256]byte
+// NewSharpenTable returns factor f's table. Filling one costs about a
+// third of sharpening a 224×224 image.
+func NewSharpenTable(f float64) *SharpenTable {
+	tab := new(SharpenTable)
+	sharpFill(tab, f)
+	return tab
 }
 
-const sharpCacheSize = 64
-
-func sharpCached(f float64) *[256][256]byte {
-	sharpCache.RLock()
-	defer sharpCache.RUnlock()
-	return sharpCache.tabs[math.Float64bits(f)]
-}
-
-// sharpKeep caches a copy of tab for f while there is room.
-func sharpKeep(f float64, tab *[256][256]byte) {
-	sharpCache.Lock()
-	defer sharpCache.Unlock()
-	if sharpCache.tabs == nil {
-		sharpCache.tabs = map[uint64]*[256][256]byte{}
-	}
-	if len(sharpCache.tabs) < sharpCacheSize {
-		c := *tab
-		sharpCache.tabs[math.Float64bits(f)] = &c
-	}
-}
+// sharpTabs recycles the tables of callers that keep none.
+var sharpTabs = sync.Pool{New: func() any { return new(SharpenTable) }}
 
 // sharpenStep is floor(d·alpha) as the blend adds it to the centre, or
 // sharpenCarry where the float32 rounding may carry.

@@ -1,4 +1,4 @@
-package pipeline
+package imgproc
 
 import (
 	"math"
@@ -42,7 +42,7 @@ func refGaussianBlur(img []byte, h, w, ch, k int, sigma float64) []byte {
 func TestGaussianBlurMatchesReference(t *testing.T) {
 	const h, w, c = 90, 120, 3
 	img := photoLike(h, w, c)
-	cx := NewCtx()
+	var blur Blurrer
 	for _, tc := range []struct {
 		k     int
 		sigma float64
@@ -50,7 +50,7 @@ func TestGaussianBlurMatchesReference(t *testing.T) {
 		{3, 0.4}, {5, 1.1}, {7, 2}, {9, 2}, {23, 0.1}, {23, 0.5}, {23, 1}, {23, 1.37}, {23, 2}, {23, 5}, {37, 9},
 	} {
 		got := slices.Clone(img)
-		tvGaussianBlur(cx, got, h, w, c, tc.k, tc.sigma)
+		blur.GaussianBlur(got, h, w, c, tc.k, tc.sigma)
 		want := refGaussianBlur(img, h, w, c, tc.k, tc.sigma)
 		differ := 0
 		for i := range got {

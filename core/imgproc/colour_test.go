@@ -1,4 +1,4 @@
-package pipeline
+package imgproc
 
 import (
 	"math"
@@ -24,7 +24,7 @@ func refGrayscale(img []byte, ch int) {
 		return
 	}
 	for i := 0; i+2 < len(img); i += 3 {
-		v := truncU8(refGray(img[i], img[i+1], img[i+2]))
+		v := TruncU8(refGray(img[i], img[i+1], img[i+2]))
 		img[i], img[i+1], img[i+2] = v, v, v
 	}
 }
@@ -55,9 +55,9 @@ func refSaturation(img []byte, ch int, f float64) {
 	for i := 0; i+2 < len(img); i += 3 {
 		g := float32(math.Floor(float64(refGray(img[i], img[i+1], img[i+2]))))
 		px := img[i : i+3 : i+3]
-		px[0] = truncU8(fma32(g, a, float32(px[0])*r))
-		px[1] = truncU8(fma32(g, a, float32(px[1])*r))
-		px[2] = truncU8(fma32(g, a, float32(px[2])*r))
+		px[0] = TruncU8(fma32(g, a, float32(px[0])*r))
+		px[1] = TruncU8(fma32(g, a, float32(px[1])*r))
+		px[2] = TruncU8(fma32(g, a, float32(px[2])*r))
 	}
 }
 
@@ -121,7 +121,7 @@ func refHue(img []byte, ch int, hue float64) {
 		default:
 			o = [3]float32{v, p, q}
 		}
-		px[0], px[1], px[2] = truncU8(o[0]*toU8), truncU8(o[1]*toU8), truncU8(o[2]*toU8)
+		px[0], px[1], px[2] = TruncU8(o[0]*toU8), TruncU8(o[1]*toU8), TruncU8(o[2]*toU8)
 	}
 }
 
@@ -154,13 +154,13 @@ func TestColourOpsMatchReference(t *testing.T) {
 		name      string
 		fast, ref func([]byte)
 	}{
-		{"grayscale", func(b []byte) { tvGrayscale(b, 3) }, func(b []byte) { refGrayscale(b, 3) }},
-		{"contrast0.6", func(b []byte) { tvContrast(b, 3, 0.6) }, func(b []byte) { refContrast(b, 3, 0.6) }},
-		{"contrast1.4", func(b []byte) { tvContrast(b, 3, 1.4) }, func(b []byte) { refContrast(b, 3, 1.4) }},
-		{"contrast_grey", func(b []byte) { tvContrast(b, 1, 0.7) }, func(b []byte) { refContrast(b, 1, 0.7) }},
-		{"saturation0", func(b []byte) { tvSaturation(b, 3, 0) }, func(b []byte) { refSaturation(b, 3, 0) }},
-		{"saturation0.6", func(b []byte) { tvSaturation(b, 3, 0.6) }, func(b []byte) { refSaturation(b, 3, 0.6) }},
-		{"saturation1.7", func(b []byte) { tvSaturation(b, 3, 1.7) }, func(b []byte) { refSaturation(b, 3, 1.7) }},
+		{"grayscale", func(b []byte) { Grayscale(b, 3) }, func(b []byte) { refGrayscale(b, 3) }},
+		{"contrast0.6", func(b []byte) { Contrast(b, 3, 0.6) }, func(b []byte) { refContrast(b, 3, 0.6) }},
+		{"contrast1.4", func(b []byte) { Contrast(b, 3, 1.4) }, func(b []byte) { refContrast(b, 3, 1.4) }},
+		{"contrast_grey", func(b []byte) { Contrast(b, 1, 0.7) }, func(b []byte) { refContrast(b, 1, 0.7) }},
+		{"saturation0", func(b []byte) { Saturation(b, 3, 0, nil) }, func(b []byte) { refSaturation(b, 3, 0) }},
+		{"saturation0.6", func(b []byte) { Saturation(b, 3, 0.6, nil) }, func(b []byte) { refSaturation(b, 3, 0.6) }},
+		{"saturation1.7", func(b []byte) { Saturation(b, 3, 1.7, nil) }, func(b []byte) { refSaturation(b, 3, 1.7) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, want := slices.Clone(img), slices.Clone(img)
@@ -173,7 +173,7 @@ func TestColourOpsMatchReference(t *testing.T) {
 	}
 	for _, hue := range []float64{-0.5, -0.37, -0.1, -1e-6, 0, 0.07, 0.1, 0.25, 1.0 / 3, 0.4999, 0.5} {
 		got, want := slices.Clone(img), slices.Clone(img)
-		tvHue(got, 3, hue)
+		Hue(got, 3, hue)
 		refHue(want, 3, hue)
 		if i := firstDiff(got, want); i >= 0 {
 			t.Fatalf("hue %v, value %d (pixel %v): %d, want %d", hue, i, img[i/3*3:i/3*3+3], got[i], want[i])

@@ -1,0 +1,113 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/ffcv-go/ffcv-go/core/field"
+)
+
+// Helpers the op families share to read their arguments and check their
+// input.
+
+// Parse decodes an operation's arguments into v, rejecting keys v does not
+// declare: a misspelt argument ("prob" for "p") must not silently fall back
+// to its zero value. The head's keys ("op", "key", "seed") are Build's.
+func Parse(raw json.RawMessage, v any) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return fmt.Errorf("arguments: %w", err)
+	}
+	delete(m, "op")
+	delete(m, "key")  // the randomness key, read by Build
+	delete(m, "seed") // a randomness key shared across pipelines, read by Build
+	args, _ := json.Marshal(m)
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("arguments: %w", err)
+	}
+	return nil
+}
+
+// NoArgs is what operations without arguments parse, so extra keys are errors.
+type NoArgs struct{}
+
+// NeedType checks that a decoder's field is of one of types.
+func NeedType(env Env, types ...field.Type) error {
+	for _, t := range types {
+		if env.Desc.Type == t {
+			return nil
+		}
+	}
+	return fmt.Errorf("cannot decode a %v", env.Desc.Type)
+}
+
+// NeedSeed rejects a Label op without "seed": its position in another
+// pipeline is no key to pair it with anything.
+func NeedSeed(raw json.RawMessage) error {
+	if h, err := ParseHead(raw); err != nil || h.Seed == nil {
+		return fmt.Errorf("needs the seed of the image operation it reports on")
+	}
+	return nil
+}
+
+// NeedImage checks that in is uint8 (H, W, C) images.
+func NeedImage(in Spec) error {
+	if len(in.Shape) != 3 || in.DType != "|u1" {
+		return fmt.Errorf("needs uint8 (H, W, C) images, got %v %s", in.Shape, in.DType)
+	}
+	return nil
+}
+
+// SameImage is Out and InPlace for transforms that keep the image's shape
+// and may run in place.
+type SameImage struct{}
+
+func (SameImage) Out(in Spec) (Spec, error) { return in, NeedImage(in) }
+func (SameImage) InPlace() bool             { return true }
+
+// CopyIfNeeded copies in to out unless they are the same buffer (an op run
+// in place).
+func CopyIfNeeded(out, in []byte) {
+	if len(in) > 0 && len(out) > 0 && &in[0] != &out[0] {
+		copy(out, in)
+	}
+}
+
+// Grow returns b[:n], reallocating only when b is too short.
+func Grow(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	return b[:n]
+}
+
+// FillBytes is a fill colour's values as bytes, clamped to [0, 255].
+func FillBytes(v []int) []byte {
+	out := make([]byte, len(v))
+	for i, x := range v {
+		out[i] = byte(min(max(x, 0), 255))
+	}
+	return out
+}
+
+// ParseInterp reads an interpolation name.
+func ParseInterp(s string) (bilinear bool, err error) {
+	switch s {
+	case "", "nearest":
+		return false, nil
+	case "bilinear":
+		return true, nil
+	}
+	return false, fmt.Errorf("interpolation %q must be nearest or bilinear", s)
+}
+
+// CheckFill checks a fill colour (nil: none) against the channel count.
+func CheckFill(fill []float32, ch int) error {
+	if fill != nil && len(fill) != 1 && len(fill) != ch {
+		return fmt.Errorf("fill has %d values for %d channels", len(fill), ch)
+	}
+	return nil
+}
