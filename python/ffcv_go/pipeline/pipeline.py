@@ -31,15 +31,18 @@ __all__ = ["plan_output", "OutputPlan", "PyStage", "GoTail"]
 class GoTail:
     """Built-in operations run by Go on a batch a Python stage produced."""
 
-    def __init__(self, field, in_state):
+    def __init__(self, field, in_state, lead=0):
         self.field, self.in_state, self.ops = field, in_state, []
+        self.lead = lead  # leading clip dims of in_state: Go lifts per-image ops over them
         self.handle = None  # set by the loader's build: ffcv_loader_tail
         self.out_shape = self.out_dtype = None
 
     def spec(self):
         st = self.in_state
-        return {"field": self.field, "in": {"shape": list(st.shape), "dtype": np.dtype(st.dtype).str},
-                "ops": self.ops}
+        inp = {"shape": list(st.shape), "dtype": np.dtype(st.dtype).str}
+        if self.lead:
+            inp["lead"] = self.lead
+        return {"field": self.field, "in": inp, "ops": self.ops}
 
 
 class PyStage:
@@ -188,7 +191,8 @@ def _plan(field_index, name, ops, field, metadata, memory_read, compiled_stage, 
                     if go_state.shape is None:
                         raise ValueError(f"{name!r}: {type(op).__name__} (operation {index}) follows a "
                                          f"stage that declares no shape")
-                    tail = GoTail(field_index, _as_go_input(go_state))
+                    lifted = _frame_state(go_state, lead) is not go_state
+                    tail = GoTail(field_index, _as_go_input(go_state), len(lead) if lifted else 0)
                     tail.after = f"{name!r}, operation {index - 1} ({type(ops[index - 1]).__name__})"
                     plan.steps.append(tail)
                     segment = tail.ops
