@@ -47,7 +47,8 @@ def write_clips(path, items, field=None, **kw):
 
 @pytest.fixture(scope="session")
 def clip_file(clips, tmp_path_factory):
-    return write_clips(tmp_path_factory.mktemp("clipfile") / "clips.beton", clips)
+    """The clips, each with its index as its label."""
+    return write_clips(tmp_path_factory.mktemp("clipfile") / "clips.beton", [(p, i) for i, (p, _) in enumerate(clips)])
 
 
 def pyav_frames(path):
@@ -88,8 +89,9 @@ def test_mp4_frames_are_stored_as_jpegs(clips, clip_file):
 
 
 def test_workers_and_pools_write_the_same_file(clips, clip_file, tmp_path):
+    items = [(p, i) for i, (p, _) in enumerate(clips)]
     for k, (pool, workers) in enumerate([(None, 1), ("thread", 3), ("process", 2)]):
-        out = write_clips(tmp_path / f"c{k}.beton", clips, pool=pool, pool_workers=2, num_workers=workers)
+        out = write_clips(tmp_path / f"c{k}.beton", items, pool=pool, pool_workers=2, num_workers=workers)
         assert out.read_bytes() == Path(clip_file).read_bytes(), pool
 
 
@@ -184,3 +186,142 @@ def test_field_arguments():
                dict(frame_step=0)]:
         with pytest.raises(ValueError):
             VideoField(**kw)
+
+
+# ---- loading clips ----------------------------------------------------------------------------------
+
+from ffcv_go.fields.decoders import (CenterCropRGBImageDecoder, ClipDecoder, IntDecoder,  # noqa: E402
+                                     RandomClipDecoder, RandomResizedCropRGBImageDecoder,
+                                     SimpleRGBImageDecoder)
+from ffcv_go.loader import Loader, OrderOption  # noqa: E402
+from ffcv_go.transforms import (NormalizeImage, RandomBrightness, RandomHorizontalFlip, Squeeze,  # noqa: E402
+                                ToTensor, ToTorchVideo)
+
+
+def clip_pipelines(decoder=None, ops=()):
+    decoder = decoder or RandomClipDecoder(8, RandomResizedCropRGBImageDecoder((32, 32)), stride=2)
+    return {"video": [decoder, *ops, ToTensor()], "label": [IntDecoder(), ToTensor(), Squeeze()]}
+
+
+def load(path, batch_size=4, workers=2, order=OrderOption.RANDOM, seed=3, pipelines=None, **kw):
+    return Loader(str(path), batch_size=batch_size, num_workers=workers, order=order, seed=seed,
+                  pipelines=pipelines or clip_pipelines(), **kw)
+
+
+def test_clip_batches_and_layout(clip_file):
+    import torch
+    loader = load(clip_file, pipelines=clip_pipelines(ops=[RandomHorizontalFlip()]))
+    batches = list(loader)
+    assert len(batches) == 3 and sorted(torch.cat([y for _, y in batches]).tolist()) == list(range(12))
+    for x, _ in batches:
+        assert x.shape == (4, 8, 32, 32, 3) and x.dtype == torch.uint8
+    p = clip_pipelines(ops=[RandomHorizontalFlip()])
+    p["video"].append(ToTorchVideo())
+    for (a, _), (b, _) in zip(batches, load(clip_file, pipelines=p)):
+        assert b.shape == (4, 3, 8, 32, 32) and torch.equal(b, a.permute(0, 4, 1, 2, 3))
+    p = clip_pipelines(ClipDecoder(6, num_clips=3, geometry=CenterCropRGBImageDecoder((24, 24), ratio=1)))
+    p["video"].append(ToTorchVideo())
+    x, _ = next(iter(load(clip_file, pipelines=p, order=OrderOption.SEQUENTIAL)))
+    assert x.shape == (4, 3, 3, 6, 24, 24)
+    x, _ = next(iter(load(clip_file, pipelines=clip_pipelines(ClipDecoder(5)), order=OrderOption.SEQUENTIAL)))
+    assert x.shape == (4, 5, H, W, 3)  # whole frames
+    p = clip_pipelines(ops=[NormalizeImage(np.array([120.0, 110, 100]), np.array([60.0, 55, 50]), np.float32)])
+    x, _ = next(iter(load(clip_file, pipelines=p)))
+    assert x.shape == (4, 8, 32, 32, 3) and x.dtype == torch.float32
+
+
+def test_transforms_draw_once_per_clip(clip_file):
+    """A flip and a brightness change after the clip decoder act on every
+    frame of a clip alike: each clip is wholly flipped or not, and every
+    frame is scaled by one factor."""
+    plain = collect(load(clip_file))
+    flipped = collect(load(clip_file, pipelines=clip_pipelines(ops=[RandomHorizontalFlip()])))
+    kinds = set()
+    for (a, ya), (b, yb) in zip(plain, flipped):
+        assert np.array_equal(ya, yb)
+        for u, v in zip(a, b):
+            same, mirrored = np.array_equal(u, v), np.array_equal(u[:, :, ::-1], v)
+            assert same or mirrored
+            kinds.add(same)
+    assert kinds == {True, False}
+    bright = collect(load(clip_file, pipelines=clip_pipelines(ops=[RandomBrightness(0.5, p=1.0)])))
+    for (a, _), (b, _) in zip(plain, bright):
+        for u, v in zip(a.astype(np.float64), b.astype(np.float64)):
+            keep = (u > 20) & (v < 250) & (v > 0)
+            ratios = [np.median(v[k][keep[k]] / u[k][keep[k]]) for k in range(len(u))]
+            assert np.ptp(ratios) < 0.03, ratios
+
+
+def test_same_clips_for_any_worker_count(clip_file):
+    runs = [collect(load(clip_file, workers=w, pipelines=clip_pipelines(ops=[RandomHorizontalFlip()])))
+            for w in (1, 3)]
+    assert same_batches(runs[0], runs[1])
+    other_epoch = collect(load(clip_file, seed=4))
+    assert not same_batches(collect(load(clip_file)), other_epoch)
+
+
+def test_resume_mid_epoch(clip_file):
+    full = load(clip_file, batch_size=2)
+    it = iter(full)
+    head = [tuple(t.numpy().copy() for t in next(it)) for _ in range(2)]
+    state = full.state_dict()
+    tail = collect(it)
+    resumed = load(clip_file, batch_size=2)
+    resumed.load_state_dict(state)
+    assert same_batches(collect(resumed), tail) and len(head) + len(tail) == 6
+
+
+def test_distributed_ranks(clip_file, monkeypatch):
+    seen = []
+    whole = collect(load(clip_file, batch_size=2, order=OrderOption.SEQUENTIAL))
+    for rank in (0, 1):
+        monkeypatch.setenv("RANK", str(rank))
+        monkeypatch.setenv("WORLD_SIZE", "2")
+        batches = collect(load(clip_file, batch_size=2, order=OrderOption.SEQUENTIAL, distributed=True))
+        assert len(batches) == 3
+        seen += [int(y) for _, ys in batches for y in ys]
+    assert sorted(seen) == list(range(12))
+    assert len(whole) == 6
+
+
+def test_quasi_random_through_the_process_cache(clip_file):
+    a = collect(load(clip_file, order=OrderOption.QUASI_RANDOM, os_cache=False))
+    b = collect(load(clip_file, order=OrderOption.QUASI_RANDOM, os_cache=True))
+    assert same_batches(a, b)
+    assert sorted(int(y) for _, ys in a for y in ys) == list(range(12))
+
+
+def test_trace_times_the_clip_decoder(clip_file, tmp_path):
+    import json
+    loader = load(clip_file, trace=str(tmp_path / "trace.json"))
+    collect(loader)
+    stages = loader.stats["stages"]
+    assert stages, loader.stats
+    loader.close()
+    events = json.loads((tmp_path / "trace.json").read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    assert any("decode" in str(e.get("name", "")).lower() for e in events)
+
+
+def test_bad_decoders(clip_file, tmp_path):
+    from ffcv_go.fields import RGBImageField
+    with pytest.raises(ValueError, match="num_frames"):
+        RandomClipDecoder(0)
+    with pytest.raises(ValueError, match="stride or fps"):
+        RandomClipDecoder(4, stride=2, fps=10)
+    with pytest.raises(ValueError, match="short"):
+        ClipDecoder(4, short="wrap")
+    with pytest.raises(TypeError, match="geometry"):
+        RandomClipDecoder(4, geometry=RandomHorizontalFlip())
+    with pytest.raises(ValueError, match="no default decoder"):
+        load(clip_file, pipelines={"video": [ToTensor()]})
+    images = tmp_path / "images.beton"
+    DatasetWriter(str(images), {"image": RGBImageField(), "label": IntField()}, progress=False).from_indexed_dataset(
+        ListDataset([(counting_frames(1)[0], 0)] * 4))
+    with pytest.raises(TypeError, match="RandomClipDecoder decodes a VideoField, not a RGBImageField"):
+        load(images, pipelines={"image": [RandomClipDecoder(4)]})
+    with pytest.raises(Exception, match="VideoField"):
+        list(load(clip_file, pipelines={"video": [SimpleRGBImageDecoder()]}))
+    fps_less = write_clips(tmp_path / "nofps.beton", [(counting_frames(6), 0)] * 4)
+    with pytest.raises(Exception, match="no stored frame rate"):
+        list(load(fps_less, pipelines=clip_pipelines(RandomClipDecoder(3, fps=5))))
