@@ -41,7 +41,7 @@ def load_sources(paths, side=SOURCE_SIDE):
 def clip_frames(src, motion, frames, size, rng):
     """frames (H, W, 3) uint8 views of src (size: W = H, or (W, H)) by a
     camera doing motion: a window of the frames' aspect that moves a random
-    25-45% of its height (pans) or changes its size by a random factor of
+    40-60% of its height (pans) or changes its size by a random factor of
     1.5-2 (zooms) over the clip, starting at a random place."""
     from PIL import Image
     fw, fh = (size, size) if np.isscalar(size) else size
@@ -57,7 +57,7 @@ def clip_frames(src, motion, frames, size, rng):
         xs, ys = np.full(frames, cx), np.full(frames, cy)
     else:
         sides = np.full(frames, side0)
-        travel = rng.uniform(0.25, 0.45) * side0
+        travel = rng.uniform(0.4, 0.6) * side0
         dx, dy = {"pan_left": (-1, 0), "pan_right": (1, 0), "pan_up": (0, -1), "pan_down": (0, 1)}[motion]
         # The camera pans left: the scene moves right in the frame.
         x0 = rng.uniform(side0 * aspect / 2 + travel * (dx < 0), w - side0 * aspect / 2 - travel * (dx > 0))
