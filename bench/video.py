@@ -226,12 +226,37 @@ def table(r):
     return "\n".join(lines)
 
 
+def storage(items, args):
+    """The stored frames' bytes against the mp4s' for write options."""
+    from ffcv_go.fields import IntField, VideoField
+    from ffcv_go.reader import Reader
+    from ffcv_go.writer import DatasetWriter
+    mp4 = sum(os.path.getsize(p) for p, _ in items)
+    short = min(args.size)
+    rows = ["| JPEG quality | max_resolution | frame_step | stored MiB | × the mp4s | write s |",
+            "|---:|---:|---:|---:|---:|---:|"]
+    for q, res, step in [(95, None, 1), (90, None, 1), (75, None, 1), (50, None, 1),
+                         (90, short, 1), (90, max(args.size) // 2, 1), (90, None, 2), (90, None, 4)]:
+        path = os.path.join(args.data, f"storage-q{q}-r{res or 0}-s{step}.beton")
+        t0 = time.perf_counter()
+        DatasetWriter(path, {"video": VideoField(max_resolution=res, jpeg_quality=q, frame_step=step),
+                             "label": IntField()}, progress=False).from_indexed_dataset(items)
+        dt = time.perf_counter() - t0
+        stored = float(Reader(path).metadata["f0"]["size"].sum())
+        os.remove(path)
+        rows.append(f"| {q} | {res or 'none'} | {step} | {stored / harness.MiB:.2f} | {stored / mp4:.1f} | {dt:.1f} |")
+    head = (f"{len(items)} mp4 files (H.264, crf 20, {args.clip_frames} frames at {args.size[0]}x{args.size[1]}): "
+            f"{mp4 / harness.MiB:.2f} MiB")
+    return head + "\n\n" + "\n".join(rows)
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", default=os.path.join(HERE, "data", "motion-clips"))
     p.add_argument("--num-clips", type=int, default=480)
     p.add_argument("--clip-frames", type=int, default=64, help="frames per mp4")
-    p.add_argument("--size", type=int, nargs=2, default=[171, 128], metavar=("W", "H"))
+    p.add_argument("--size", type=int, nargs=2, default=[170, 128], metavar=("W", "H"),
+                   help="even sizes (H.264 in 4:2:0)")
     p.add_argument("--frames", type=int, default=16, help="frames per loaded clip")
     p.add_argument("--crop", type=int, default=112)
     p.add_argument("--batch-size", type=int, default=16)
@@ -243,10 +268,13 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=None, help="write the results (JSON) here")
     p.add_argument("--quick", action="store_true", help="a tiny run that proves the benchmark works")
+    p.add_argument("--storage", action="store_true",
+                   help="only the storage table: the .beton against the mp4s for JPEG qualities, "
+                        "max_resolution and frame_step")
     a = p.parse_args(argv)
     if a.quick:
         a.data = a.data + "-quick" if a.data == p.get_default("data") else a.data
-        a.num_clips, a.clip_frames, a.size, a.crop, a.epochs, a.batch_size = 32, 20, [64, 48], 32, 1, 8
+        a.num_clips, a.clip_frames, a.size, a.crop, a.epochs, a.batch_size = 32, 20, [64, 48], 32, 2, 8
         a.workers = min(a.workers, 2)
     return a
 
@@ -256,6 +284,10 @@ def main(argv=None):
     size = tuple(args.size)
     log(f"{args.num_clips} clips of {args.clip_frames} frames at {size[0]}x{size[1]} under {args.data}")
     items = motion_clips.make_clips(args.data, args.num_clips, args.clip_frames, size, seed=args.seed)
+    if args.storage:
+        text = storage(items, args)
+        print(text)
+        return text
     mp4 = sum(os.path.getsize(p) for p, _ in items)
     beton = os.path.join(args.data, f"clips-q{args.quality}-r{args.max_resolution or 0}.beton")
     write_s = write_beton(items, beton, args)
