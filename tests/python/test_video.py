@@ -325,3 +325,13 @@ def test_bad_decoders(clip_file, tmp_path):
     fps_less = write_clips(tmp_path / "nofps.beton", [(counting_frames(6), 0)] * 4)
     with pytest.raises(Exception, match="no stored frame rate"):
         list(load(fps_less, pipelines=clip_pipelines(RandomClipDecoder(3, fps=5))))
+
+
+def test_doctor_measures_a_clip_pipeline(clip_file):
+    from ffcv_go.doctor import diagnose
+    report = diagnose(str(clip_file), pipeline=clip_pipelines(ops=[RandomHorizontalFlip()]), batch_size=4,
+                      num_workers=1, max_seconds=5, progress=False)
+    scan = report.loader["scan"][0]
+    assert scan["img_s"] > 0 and report.dataset["samples"] == 12
+    # The clip decoder's time is the image path's: entropy decoding, then IDCT and resize.
+    assert {"entropy_decode", "idct_resize"} <= set(scan["stages"])
