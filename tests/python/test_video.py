@@ -204,7 +204,8 @@ def clip_pipelines(decoder=None, ops=()):
 
 
 def load(path, batch_size=4, workers=2, order=OrderOption.RANDOM, seed=3, pipelines=None, **kw):
-    return Loader(str(path), batch_size=batch_size, num_workers=workers, order=order, seed=seed,
+    path = [str(p) for p in path] if isinstance(path, list) else str(path)
+    return Loader(path, batch_size=batch_size, num_workers=workers, order=order, seed=seed,
                   pipelines=pipelines or clip_pipelines(), **kw)
 
 
@@ -335,3 +336,11 @@ def test_doctor_measures_a_clip_pipeline(clip_file):
     assert scan["img_s"] > 0 and report.dataset["samples"] == 12
     # The clip decoder's time is the image path's: entropy decoding, then IDCT and resize.
     assert {"entropy_decode", "idct_resize"} <= set(scan["stages"])
+
+
+@pytest.mark.parametrize("os_cache", [True, False])
+def test_shards_read_as_one_file(clips, clip_file, tmp_path, os_cache):
+    items = [(p, i) for i, (p, _) in enumerate(clips)]
+    parts = [str(write_clips(tmp_path / f"part-{k}.beton", items[a:b])) for k, (a, b) in enumerate([(0, 5), (5, 12)])]
+    whole = collect(load(clip_file, os_cache=os_cache))
+    assert same_batches(collect(load(parts, os_cache=os_cache)), whole)
