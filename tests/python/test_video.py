@@ -344,3 +344,15 @@ def test_shards_read_as_one_file(clips, clip_file, tmp_path, os_cache):
     parts = [str(write_clips(tmp_path / f"part-{k}.beton", items[a:b])) for k, (a, b) in enumerate([(0, 5), (5, 12)])]
     whole = collect(load(clip_file, os_cache=os_cache))
     assert same_batches(collect(load(parts, os_cache=os_cache)), whole)
+
+
+def test_fps_sampling_and_resize_pad(clip_file):
+    import torch
+    from ffcv_go.fields.decoders import ResizePadRGBImageDecoder
+    by_stride = collect(load(clip_file, pipelines=clip_pipelines(ClipDecoder(4, stride=2))))
+    by_fps = collect(load(clip_file, pipelines=clip_pipelines(ClipDecoder(4, fps=FPS / 2))))
+    assert same_batches(by_stride, by_fps)  # 25 fps stored, 12.5 wanted: every second frame
+    pad = ResizePadRGBImageDecoder((40, 40), fill=(7, 7, 7))
+    x, _ = next(iter(load(clip_file, pipelines=clip_pipelines(RandomClipDecoder(3, pad)))))
+    assert x.shape == (4, 3, 40, 40, 3) and bool((x[:, :, 30:] == 7).all())  # 64x48 fits as 40x30
+    assert not torch.equal(x[:, 0], x[:, 2])
