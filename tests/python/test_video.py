@@ -356,3 +356,19 @@ def test_fps_sampling_and_resize_pad(clip_file):
     x, _ = next(iter(load(clip_file, pipelines=clip_pipelines(RandomClipDecoder(3, pad)))))
     assert x.shape == (4, 3, 40, 40, 3) and bool((x[:, :, 30:] == 7).all())  # 64x48 fits as 40x30
     assert not torch.equal(x[:, 0], x[:, 2])
+
+
+def test_corrupt_frame_table_at_load_time(clip_file, tmp_path):
+    import shutil
+    bad = tmp_path / "bad.beton"
+    shutil.copy(clip_file, bad)
+    ptr = int(Reader(str(bad)).metadata["f0"][3]["ptr"])
+    with open(bad, "r+b") as f:  # frame 1 of sample 3 now ends past its video
+        f.seek(ptr + 8)
+        f.write(struct.pack("<I", 10 ** 6))
+    p = clip_pipelines(ClipDecoder(T))
+    with pytest.raises(Exception, match=r'sample 3, field "video": .*frame 1 of the video lies at'):
+        collect(load(bad, pipelines=p, order=OrderOption.SEQUENTIAL))
+    kept = collect(load(bad, pipelines=p, order=OrderOption.SEQUENTIAL, on_error="skip", drop_last=False))
+    assert sorted(int(y) for _, ys in kept for y in ys) == [i for i in range(12) if i != 3]
+    assert Reader(str(bad)).verify()[0]["sample"] == 3
