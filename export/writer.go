@@ -15,6 +15,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/dataset"
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/imageenc"
+	"github.com/ffcv-go/ffcv-go/core/videoenc"
 )
 
 type fieldSpec struct {
@@ -50,6 +51,14 @@ func (s fieldSpec) imageOptions(seed uint64) field.ImageOptions {
 		JPEGQuality: s.JPEGQuality, CompressProbability: s.CompressProbability, Seed: seed,
 		KeepSourceJPEG: s.KeepSourceJPEG, ReencodePixels: !s.JPEGTranscode, KeepScans: !s.RestartMarkers,
 	}
+}
+
+// newEncoder returns the writer's encoder of a built-in field.
+func newEncoder(d field.Desc, s fieldSpec, seed uint64) (field.Encoder, error) {
+	if d.Type == field.Video {
+		return videoenc.NewEncoder(d, videoenc.Options{MaxResolution: s.MaxResolution, JPEGQuality: s.JPEGQuality})
+	}
+	return imageenc.NewEncoder(d, s.imageOptions(seed))
 }
 
 type writerSpec struct {
@@ -109,7 +118,7 @@ func ffcv_writer_create(path, specJSON *C.char, err **C.char) (ret C.int64_t) {
 		}
 		if enc.Type == field.Custom {
 			encs[i] = field.NewCustomEncoder(f.Name, custom[f.Name])
-		} else if encs[i], e = imageenc.NewEncoder(enc, f.imageOptions(spec.Seed)); e != nil {
+		} else if encs[i], e = newEncoder(enc, f, spec.Seed); e != nil {
 			return fail(err, fmt.Errorf("%w: field %q: %v", errArgument, f.Name, e))
 		}
 	}

@@ -140,7 +140,7 @@ func (r *Reader) rebase(shards []*Reader) {
 	var ptrCols []int // offsets of the heap pointers in a row
 	for f, d := range r.Fields {
 		switch d.Type {
-		case field.Bytes, field.JSON, field.NDArray, field.TorchTensor:
+		case field.Bytes, field.JSON, field.NDArray, field.TorchTensor, field.Ragged, field.Mask, field.Video:
 			ptrCols = append(ptrCols, r.Layout.Offsets[f])
 		case field.RGBImage:
 			ptrCols = append(ptrCols, r.Layout.Offsets[f]+field.RGBPtrOff)

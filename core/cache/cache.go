@@ -51,7 +51,7 @@ func PageOf(r *beton.Reader, i uint64) int64 {
 		}
 		var ptr uint64
 		switch d.Type {
-		case field.Bytes, field.JSON, field.NDArray, field.TorchTensor:
+		case field.Bytes, field.JSON, field.NDArray, field.TorchTensor, field.Ragged, field.Mask, field.Video:
 			ptr = binary.LittleEndian.Uint64(col)
 		case field.RGBImage:
 			ptr = binary.LittleEndian.Uint64(col[field.RGBPtrOff:])

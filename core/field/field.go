@@ -49,12 +49,14 @@ func (t Type) String() string {
 		return "RaggedArrayField"
 	case Mask:
 		return "MaskField"
+	case Video:
+		return "VideoField"
 	}
 	return fmt.Sprintf("Type(%d)", uint8(t))
 }
 
 // Known reports whether t is a type id this package understands.
-func (t Type) Known() bool { return t <= TorchTensor || t == Custom || t.Targets() }
+func (t Type) Known() bool { return t <= TorchTensor || t == Custom || t.Targets() || t == Video }
 
 // Descriptor sizes fixed by the format.
 const (
@@ -160,6 +162,10 @@ func (d *Desc) MarshalBinary() ([]byte, error) {
 		if err := d.marshalTarget(args); err != nil {
 			return nil, err
 		}
+	case d.Type == Video:
+		if err := marshalVideo(args); err != nil {
+			return nil, err
+		}
 	case d.Type == Custom:
 		if len(d.Args) > ArgsSize {
 			return nil, fmt.Errorf("field %q: %d argument bytes, at most %d", d.Name, len(d.Args), ArgsSize)
@@ -215,6 +221,11 @@ func ParseDesc(b []byte) (Desc, error) {
 	case d.Type.Targets():
 		d.Args = args
 		if err := d.setTarget(); err != nil {
+			return d, err
+		}
+	case d.Type == Video:
+		d.Args = args
+		if err := d.videoArgs(); err != nil {
 			return d, err
 		}
 	}

@@ -35,6 +35,8 @@ func ColumnOf(t Type) (Column, error) {
 		return Column{RaggedColumnSize, 8}, nil
 	case Mask:
 		return Column{MaskColumnSize, 8}, nil
+	case Video:
+		return Column{VideoColumnSize, 8}, nil
 	}
 	return Column{}, fmt.Errorf("type %v has no built-in column", t)
 }

@@ -7,6 +7,8 @@ from .json import JSONField
 from .rgb_image import RGBImageField
 from .ragged import RaggedArrayField
 from .mask import MaskField
+from .video import VideoField, Frames
 
 __all__ = ["Field", "IntField", "FloatField", "BytesField", "NDArrayField", "TorchTensorField",
-           "JSONField", "RGBImageField", "RaggedArrayField", "MaskField"]
+           "JSONField", "RGBImageField", "RaggedArrayField", "MaskField",
+           "VideoField", "Frames"]

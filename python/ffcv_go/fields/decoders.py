@@ -8,7 +8,9 @@ from .rgb_image import (SimpleRGBImageDecoder, ResizedCropRGBImageDecoder, Rando
                         CenterCropRGBImageDecoder, ResizePadRGBImageDecoder)
 from .ragged import RaggedDecoder
 from .mask import MaskDecoder
+from .video_decoders import RandomClipDecoder, ClipDecoder
 
 __all__ = ["IntDecoder", "FloatDecoder", "NDArrayDecoder", "BytesDecoder", "SimpleRGBImageDecoder",
            "ResizedCropRGBImageDecoder", "RandomResizedCropRGBImageDecoder", "CenterCropRGBImageDecoder",
-           "ResizePadRGBImageDecoder", "RaggedDecoder", "MaskDecoder"]
+           "ResizePadRGBImageDecoder", "RaggedDecoder", "MaskDecoder",
+           "RandomClipDecoder", "ClipDecoder"]

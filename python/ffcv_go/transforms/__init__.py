@@ -8,6 +8,7 @@ from .image import (RandomHorizontalFlip, RandomVerticalFlip, RandomTranslate, C
 from .ssl import (RandomColorJitter, GaussianBlur, RandomErasing, Rotate, CenterCrop, CornerCrop, LabelColorJitter,
                   LabelGrayscale, LabelSolarization, LabelGaussianBlur, LabelRotate, LabelTranslate)
 from .auto_augment import RandAugment, TrivialAugmentWide, AutoAugment, AugMix, AugmentOp
+from .video import ToTorchVideo
 
 __all__ = ["ToTensor", "ToDevice", "ToTorchImage", "Convert", "View", "Squeeze", "ModuleWrapper",
            "RandomHorizontalFlip", "RandomVerticalFlip", "RandomTranslate", "Cutout", "RandomBrightness",
@@ -17,7 +18,7 @@ __all__ = ["ToTensor", "ToDevice", "ToTorchImage", "Convert", "View", "Squeeze",
            "RandomColorJitter", "GaussianBlur", "RandomErasing", "Rotate", "CenterCrop", "CornerCrop",
            "LabelColorJitter", "LabelGrayscale", "LabelSolarization", "LabelGaussianBlur", "LabelRotate",
            "LabelTranslate", "LabelRandomResizedCrop",
-           "RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AugmentOp"]
+           "RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AugmentOp", "ToTorchVideo"]
 
 
 def __getattr__(name):
