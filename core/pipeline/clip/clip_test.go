@@ -1,4 +1,4 @@
-package clip
+package clip_test
 
 import (
 	"bytes"
@@ -14,6 +14,9 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/jpeg"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
+	"github.com/ffcv-go/ffcv-go/core/pipeline/clip"
+	_ "github.com/ffcv-go/ffcv-go/core/pipeline/ops"
+	"github.com/ffcv-go/ffcv-go/core/pipeline/rgb"
 	"github.com/ffcv-go/ffcv-go/core/videoenc"
 )
 
@@ -148,11 +151,11 @@ func TestOneGeometryPerClip(t *testing.T) {
 				out := run(t, r, p, 0, pos)
 				c := pipeline.NewCtx()
 				c.Pos, c.Seed = pos, 7
-				crop := pipeline.RandomResizedCrop(c.Rand(0), fw, fh, scale, ratio)
+				crop := rgb.RandomResizedCrop(c.Rand(0), fw, fh, scale, ratio)
 				crops[crop] = true
-				s := Sampling{Frames: T, Step: stride}
+				s := clip.Sampling{Frames: T, Step: stride}
 				idx := make([]int, T)
-				s.Indices(idx, lengths[0], s.RandomStart(c.Rand(StartKey(0)), lengths[0]))
+				s.Indices(idx, lengths[0], s.RandomStart(c.Rand(clip.StartKey(0)), lengths[0]))
 				want := make([]byte, oh*ow*3)
 				for k, i := range idx {
 					if err := dec.DecodeCropResizeFlip(frameJPEG(t, r, 0, i), crop, ow, oh, want, tc.flip != ""); err != nil {
