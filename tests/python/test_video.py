@@ -372,3 +372,13 @@ def test_corrupt_frame_table_at_load_time(clip_file, tmp_path):
     kept = collect(load(bad, pipelines=p, order=OrderOption.SEQUENTIAL, on_error="skip", drop_last=False))
     assert sorted(int(y) for _, ys in kept for y in ys) == [i for i in range(12) if i != 3]
     assert Reader(str(bad)).verify()[0]["sample"] == 3
+
+
+def test_go_ops_after_a_python_stage_on_clips(clip_file):
+    """Built-in ops after a Python stage run on the clip batch in Go, lifted
+    over the frames, with the draws they make without the stage."""
+    import torch
+    plain = collect(load(clip_file, pipelines=clip_pipelines(ops=[RandomHorizontalFlip(), RandomBrightness(0.4)])))
+    staged = collect(load(clip_file, pipelines=clip_pipelines(
+        ops=[torch.nn.Identity(), RandomHorizontalFlip(), RandomBrightness(0.4)])))
+    assert same_batches(plain, staged)
