@@ -73,7 +73,8 @@ def clip_frames(src, motion, frames, size, rng):
 
 
 def write_mp4(path, frames, fps=25, crf=20, codec="libx264", faststart=False):
-    """Encodes (T, H, W, 3) uint8 frames to path with PyAV (H.264, yuv420p);
+    """Encodes (T, H, W, 3) uint8 frames to path with PyAV (H.264 by default, yuv420p;
+    the container follows the extension: mp4, mkv, webm with codec="libvpx");
     faststart puts the index (moov) before the frames."""
     import av
     with av.open(str(path), "w", options={"movflags": "faststart"} if faststart else {}) as out:

@@ -382,3 +382,14 @@ def test_go_ops_after_a_python_stage_on_clips(clip_file):
     staged = collect(load(clip_file, pipelines=clip_pipelines(
         ops=[torch.nn.Identity(), RandomHorizontalFlip(), RandomBrightness(0.4)])))
     assert same_batches(plain, staged)
+
+
+@pytest.mark.parametrize("ext, codec", [(".webm", "libvpx"), (".mkv", "libx264")])
+def test_webm_and_mkv(clips, tmp_path, ext, codec):
+    src = pyav_frames(clips[4][0])
+    path = tmp_path / f"clip{ext}"
+    motion_clips.write_mp4(path, src, fps=FPS, codec=codec)
+    out = write_clips(tmp_path / "f.beton", [(str(path), 0)])
+    m, _, _, frames = stored_frames(out, 0)
+    assert (int(m["frames"]), float(m["fps"])) == (T, FPS)
+    assert np.abs(frames.astype(np.int16) - src).mean() < 8  # a second lossy encode
