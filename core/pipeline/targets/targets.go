@@ -1,10 +1,10 @@
-// Package target registers the decoders of detection and segmentation
+// Package targets registers the decoders of detection and segmentation
 // targets: ragged (RaggedArrayField: boxes, labels, keypoints, zero-padded
 // to a number of rows) and mask (MaskField). Either may follow an image
 // output's geometry (pipeline.Geometry): boxes and points are mapped where
 // the image's pixels went and masks sampled there, and rows whose box is
 // dropped go with it.
-package target
+package targets
 
 import (
 	"encoding/binary"
