@@ -361,8 +361,8 @@ def run_ffcv(args, root, beton, mon):
         from ffcv.fields.decoders import RandomResizedCropRGBImageDecoder, IntDecoder
         from ffcv.transforms import RandomHorizontalFlip, ToTensor, ToTorchImage, Squeeze
     except Exception as e:  # noqa: BLE001
-        log(f"FFCV 1.0: skipped (import ffcv failed: {type(e).__name__}: {e})")
-        return {"skipped": f"`import ffcv` failed ({type(e).__name__}: {e})"}
+        log(f"FFCV 1.0: skipped (import ffcv failed: {type(e).__name__}: {e}; `make ffcv` installs it)")
+        return {"skipped": f"`import ffcv` failed ({type(e).__name__}: {e}); `make ffcv` installs it"}
     import torchvision
     log(f"FFCV 1.0: writing {root} -> {beton}")
     mark = mon.mark()

@@ -65,7 +65,7 @@ def _ours(res, scale, jitter, blur_p, solarize_p=0.0, normalize=True, randaug=No
     if blur_p:
         ops.append(GaussianBlur(blur_p, kernel_size=_kernel(res), sigma=(0.1, 2.0)))
     if solarize_p:
-        ops.append(RandomSolarization(threshold=128, p=solarize_p))
+        ops.append(RandomSolarization(solarize_p, threshold=128))
     ops += [ToTensor(), ToTorchImage()]
     if normalize:
         ops.append(NormalizeImage(MEAN, STD, np.float32))

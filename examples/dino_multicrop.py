@@ -47,7 +47,7 @@ def _view(res, scale, blur_p, solarize_p, device):
     if blur_p > 0:
         ops.append(GaussianBlur(blur_p, kernel_size=max(3, int(0.1 * res) // 2 * 2 + 1), sigma=(0.1, 2.0)))
     if solarize_p > 0:
-        ops.append(RandomSolarization(threshold=128, p=solarize_p))
+        ops.append(RandomSolarization(solarize_p, threshold=128))
     return ops + [ToTensor(), *to_device(device), ToTorchImage(), NormalizeImage(MEAN, STD, np.float32)]
 
 

@@ -420,8 +420,28 @@ func TestLoaderTraceThroughABI(t *testing.T) {
 			if r.ret < 0 {
 				t.Fatal(r.err())
 			}
-			if strings.Contains(stats, `"stages"`) != (c.mode != "" && !strings.Contains(c.mode, "off")) {
+			traced := c.mode != "" && !strings.Contains(c.mode, "off")
+			if strings.Contains(stats, `"stages"`) != traced {
 				t.Fatalf("stats %s", stats)
+			}
+			// A traced loader's stats time each output's operations by name.
+			var got struct {
+				Ops [][]struct {
+					Op    string `json:"op"`
+					Ns    int64  `json:"ns"`
+					Count int64  `json:"count"`
+				} `json:"ops"`
+			}
+			if err := json.Unmarshal([]byte(stats), &got); err != nil {
+				t.Fatal(err)
+			}
+			if !traced {
+				if got.Ops != nil {
+					t.Fatalf("untraced stats have ops: %s", stats)
+				}
+			} else if len(got.Ops) != 2 || len(got.Ops[0]) != 1 || got.Ops[0][0].Op != "int" ||
+				got.Ops[0][0].Count != 257 || len(got.Ops[1]) != 1 || got.Ops[1][0].Op != "float" {
+				t.Fatalf("ops %+v", got.Ops)
 			}
 			if !c.wantSpans {
 				return

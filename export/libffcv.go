@@ -1,8 +1,9 @@
 package main
 
-// The three helpers of FFCV's ffcv.libffcv module (memcpy, imdecode,
-// resize_crop), served by the same Go code the loader runs, so programs and
-// custom operations that call them get our decoder and resizer.
+// The helpers of FFCV's ffcv.libffcv module (memcpy, imdecode,
+// resize_crop, and FFCV-SSL's pad), served by the same Go code the loader
+// runs, so programs and custom operations that call them get our decoder
+// and resizer.
 
 /*
 #include <stdint.h>
@@ -127,6 +128,39 @@ func ffcv_resize_crop(src unsafe.Pointer, srcH, srcW, r0, r1, c0, c1 C.int64_t,
 	}
 	stride := int(srcW) * 3
 	imgproc.ResizeArea(d, int(dstW), int(dstH), imgproc.SubRect(s, stride, 3, r), r.Dx(), r.Dy(), stride, 3)
+	return 0
+}
+
+// ffcv_pad copies rows [r0, r1) and columns [c0, c1) of the srcH×srcW RGB
+// image src to the top-left corner of the dstH×dstW RGB image dst and
+// zeroes the rest of dst, as FFCV-SSL's pad.
+//
+//export ffcv_pad
+func ffcv_pad(src unsafe.Pointer, srcH, srcW, r0, r1, c0, c1 C.int64_t,
+	dst unsafe.Pointer, dstH, dstW C.int64_t, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	if srcH <= 0 || srcW <= 0 || dstH <= 0 || dstW <= 0 {
+		return fail(err, fmt.Errorf("%w: image sizes %dx%d -> %dx%d must be positive", errArgument, srcH, srcW, dstH, dstW))
+	}
+	r := image.Rect(int(c0), int(r0), int(c1), int(r1))
+	if r.Empty() || !r.In(image.Rect(0, 0, int(srcW), int(srcH))) {
+		return fail(err, fmt.Errorf("%w: rows [%d, %d) and columns [%d, %d) are not inside the %dx%d image",
+			errArgument, r0, r1, c0, c1, srcH, srcW))
+	}
+	if r.Dy() > int(dstH) || r.Dx() > int(dstW) {
+		return fail(err, fmt.Errorf("%w: the %dx%d region does not fit the %dx%d destination",
+			errArgument, r.Dy(), r.Dx(), dstH, dstW))
+	}
+	s, e := cArray((*byte)(src), uint64(srcH*srcW*3), "source")
+	if e != nil {
+		return fail(err, e)
+	}
+	d, e := cArray((*byte)(dst), uint64(dstH*dstW*3), "destination")
+	if e != nil {
+		return fail(err, e)
+	}
+	stride := int(srcW) * 3
+	imgproc.PadTopLeft(d, int(dstW), int(dstH), imgproc.SubRect(s, stride, 3, r), stride, r.Dx(), r.Dy(), 3)
 	return 0
 }
 

@@ -224,8 +224,8 @@ int64_t ffcv_loader_info(int64_t loader, char **out, char **err);
  * NULL), returns the count. */
 int64_t ffcv_loader_order(int64_t loader, uint64_t epoch, uint64_t *out, uint64_t cap, char **err);
 /* Elastic resume. spec_json: {"epoch", "order" (the saving run's order name:
- * "sequential", "random" or "quasi_random"), "window" (its QUASI_RANDOM window,
- * 0 for the loader's), "stages" [{"layout": "strided"|"block"|"rest", "world",
+ * "sequential", "sequential_contiguous", "random" or "quasi_random"), "window"
+ * (its QUASI_RANDOM window, 0 for the loader's), "stages" [{"layout": "strided"|"block"|"rest", "world",
  * "batch_size", "drop_last", "batches"}]}: what earlier runs took of the epoch.
  * global (may be NULL: the loader computes it) is the epoch's global order.
  * Writes this rank's list for the rest of the epoch into out (cap ids: at least
@@ -263,7 +263,11 @@ int64_t ffcv_tail_run(int64_t tail, uint64_t epoch, uint64_t batch, const uint64
                       const void *in, uint64_t in_len, void *out, uint64_t out_len, char **err);
 /* Loader counters as JSON: samples_skipped, peak_resident_pages, slots, ...; for a
  * traced loader "stages": {name: {"ns", "count"}} (FFCV_STAGE_*: the time workers
- * spent in each stage) and "trace_dropped", the spans not kept. */
+ * spent in each stage), "ops": per output, its per-sample operations in order as
+ * [{"op": name, "ns", "count"}] (each one's whole time, a decoder's read and
+ * entropy decoding included; count: samples), and "trace_dropped", the spans not
+ * kept. Workers hand their times over every 256 samples and at the end of their
+ * epoch. */
 int64_t ffcv_loader_stats(int64_t loader, char **out, char **err);
 /* Moves up to cap of the spans a loader created with "trace": "events" recorded
  * into out, oldest first, and returns their number; out NULL: returns how many
@@ -286,6 +290,11 @@ int64_t ffcv_imdecode(void *data, uint64_t n, void *dst, uint64_t dst_len,
  * src into the dst_h x dst_w RGB image dst. */
 int64_t ffcv_resize_crop(void *src, int64_t src_h, int64_t src_w, int64_t r0, int64_t r1,
                          int64_t c0, int64_t c1, void *dst, int64_t dst_h, int64_t dst_w, char **err);
+/* Copies rows [r0, r1) and columns [c0, c1) of the src_h x src_w RGB image src
+ * to the top-left corner of the dst_h x dst_w RGB image dst, zeroing the rest
+ * (FFCV-SSL's pad). */
+int64_t ffcv_pad(void *src, int64_t src_h, int64_t src_w, int64_t r0, int64_t r1,
+                 int64_t c0, int64_t c1, void *dst, int64_t dst_h, int64_t dst_w, char **err);
 /* Compresses the h x w RGB image pix as a JPEG of the given quality (1-100); *out
  * (free it with ffcv_free) holds *out_len bytes. */
 int64_t ffcv_encode_jpeg(void *pix, int64_t h, int64_t w, int64_t quality, void **out,

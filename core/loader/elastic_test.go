@@ -9,11 +9,12 @@ import (
 
 // TestElasticResume runs an epoch's first batches at world 4, then the rest
 // at world 3 from what order.Remaining says is left: each sample once, for
-// every order (QUASI_RANDOM cut in blocks, the others strided).
+// every order (QUASI_RANDOM and SEQUENTIAL_CONTIGUOUS cut in blocks, the
+// others strided).
 func TestElasticResume(t *testing.T) {
 	const n, bs, taken = 61, 3, 2
 	r := open(t, writeImages(t, t.TempDir(), "images.beton", n, "raw"))
-	for _, name := range []string{"sequential", "random", "quasi_random"} {
+	for _, name := range []string{"sequential", "sequential_contiguous", "random", "quasi_random"} {
 		t.Run(name, func(t *testing.T) {
 			cfg := baseConfig()
 			cfg.Order, cfg.BatchSize, cfg.DropLast, cfg.World = name, bs, false, 4
@@ -30,7 +31,11 @@ func TestElasticResume(t *testing.T) {
 					}
 				}
 			}
-			if want := map[string]order.Layout{"quasi_random": order.Blocked}[name]; want != "" && layout != want {
+			want := map[string]order.Layout{"quasi_random": order.Blocked, "sequential_contiguous": order.Blocked}[name]
+			if want == "" {
+				want = order.Strided
+			}
+			if layout != want {
 				t.Fatalf("layout %q", layout)
 			}
 			rest, err := order.Remaining(global, []order.Stage{{Layout: layout, World: 4, BatchSize: bs, Batches: taken}})

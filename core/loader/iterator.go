@@ -268,6 +268,7 @@ func (it *Iterator) work(w int32) {
 	if tb != nil {
 		defer tb.Flush()
 		ctx.Times = new(trace.Times)
+		ctx.OpTimes = tb.Ops()
 	}
 	bs := it.l.cfg.BatchSize
 	for j := range it.jobs {

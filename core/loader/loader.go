@@ -27,7 +27,7 @@ type Config struct {
 	BatchesAhead int
 	DropLast     bool
 	Seed         uint64
-	Order        string   // "sequential", "random" or "quasi_random"
+	Order        string   // "sequential", "sequential_contiguous", "random" or "quasi_random"
 	Indices      []uint64 // nil: every sample
 	Rank, World  int      // World 0 or 1: not distributed
 	OSCache      bool
@@ -85,7 +85,7 @@ func New(r *beton.Reader, cfg Config, progs []*pipeline.Program) (*Loader, error
 		cfg.Workers = procs.CPUs()
 	}
 	switch cfg.Order {
-	case "sequential", "random", "quasi_random":
+	case "sequential", "sequential_contiguous", "random", "quasi_random":
 	default:
 		return nil, fmt.Errorf("unknown order %q", cfg.Order)
 	}
@@ -219,7 +219,7 @@ func (l *Loader) GlobalOrderAs(epoch uint64, name string, window int) ([]uint64,
 		return order.Random(l.indices(), l.cfg.Seed+epoch), nil
 	case "quasi_random":
 		return order.QuasiRandom(l.indices(), l.pageOf, window, l.cfg.Seed+epoch), nil
-	case "sequential":
+	case "sequential", "sequential_contiguous":
 		if l.cfg.Indices == nil {
 			return l.indices(), nil // already a fresh slice
 		}
@@ -231,9 +231,11 @@ func (l *Loader) GlobalOrderAs(epoch uint64, name string, window int) ([]uint64,
 // QuasiWindow is the QUASI_RANDOM window in effect (its default is 2 × batch size).
 func (l *Loader) QuasiWindow() int { return l.cfg.QuasiWindow }
 
-// Layout is how a fresh epoch is cut over the ranks (see Distribute).
+// Layout is how a fresh epoch is cut over the ranks (see Distribute):
+// QUASI_RANDOM and SEQUENTIAL_CONTIGUOUS (FFCV-SSL's order: the indices as
+// given, its DistributedSamplerProxy's contiguous blocks) in blocks.
 func (l *Loader) Layout() order.Layout {
-	if l.cfg.Order == "quasi_random" {
+	if l.cfg.Order == "quasi_random" || l.cfg.Order == "sequential_contiguous" {
 		return order.Blocked
 	}
 	return order.Strided
@@ -247,8 +249,8 @@ func (l *Loader) Resume(rest []uint64) []uint64 {
 }
 
 // Distribute takes this rank's share of a global order: strided as
-// DistributedSampler does, or in contiguous blocks for QUASI_RANDOM so each
-// rank keeps its page locality.
+// DistributedSampler does, or in contiguous blocks (Layout) so that each
+// rank keeps QUASI_RANDOM's page locality, or as SEQUENTIAL_CONTIGUOUS says.
 func (l *Loader) Distribute(global []uint64) []uint64 {
 	if l.cfg.World == 1 {
 		return global
@@ -278,6 +280,9 @@ type Stats struct {
 	// trace), when the loader traces; TraceDropped the spans not kept.
 	Stages       map[string]trace.Total `json:"stages,omitempty"`
 	TraceDropped uint64                 `json:"trace_dropped,omitempty"`
+	// Ops is each output's per-sample operations and their time, when the
+	// loader traces.
+	Ops [][]trace.OpTotal `json:"ops,omitempty"`
 }
 
 // EpochStats is what one epoch read: pages loaded by the process cache and,
@@ -306,8 +311,20 @@ func (l *Loader) Stats() Stats {
 		SamplesSkipped: l.skipped.Load(), PeakResidentPages: l.peak.Load(), PagesRead: l.pages.Load(),
 		Slots: l.pool.total, SlotsGrown: l.pool.grown,
 		Requests: rq.Requests, BytesFetched: rq.Bytes, Retries: rq.Retries, PeakInFlight: rq.PeakInFlight,
-		Epochs: epochs, Stages: l.rec.Totals(), TraceDropped: l.rec.Dropped(),
+		Epochs: epochs, Stages: l.rec.Totals(), TraceDropped: l.rec.Dropped(), Ops: l.opTotals(),
 	}
+}
+
+// opTotals is each output's time per operation (nil when not tracing).
+func (l *Loader) opTotals() [][]trace.OpTotal {
+	if l.rec == nil {
+		return nil
+	}
+	out := make([][]trace.OpTotal, len(l.progs))
+	for k, p := range l.progs {
+		out[k] = p.OpTotals()
+	}
+	return out
 }
 
 // remoteStats sums the request counters of r's remote objects: r's own

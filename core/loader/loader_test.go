@@ -743,3 +743,33 @@ func TestIdlePBesideWorkers(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestSequentialContiguous: FFCV-SSL's SEQUENTIAL_CONTIGUOUS gives rank r
+// positions [r*m, (r+1)*m) of the indices padded from their head to m*world
+// (its DistributedSamplerProxy), where SEQUENTIAL strides.
+func TestSequentialContiguous(t *testing.T) {
+	r := open(t, writeImages(t, t.TempDir(), "images.beton", 7, "raw"))
+	for _, c := range []struct {
+		order       string
+		rank, world int
+		want        []uint64
+	}{
+		{"sequential_contiguous", 0, 1, []uint64{0, 1, 2, 3, 4, 5, 6}},
+		{"sequential_contiguous", 0, 2, []uint64{0, 1, 2, 3}},
+		{"sequential_contiguous", 1, 2, []uint64{4, 5, 6, 0}},
+		{"sequential_contiguous", 2, 3, []uint64{6, 0, 1}},
+		{"sequential_contiguous", 3, 4, []uint64{6, 0}},
+		{"sequential", 1, 2, []uint64{1, 3, 5, 0}},
+	} {
+		cfg := baseConfig()
+		cfg.Order, cfg.BatchSize, cfg.DropLast, cfg.Rank, cfg.World = c.order, 1, false, c.rank, c.world
+		l := newLoader(t, r, cfg, imagePipeline)
+		var got []uint64
+		for _, b := range epoch(t, l, 0, 0) {
+			got = append(got, b.ids()...)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s, rank %d of %d: %v, want %v", c.order, c.rank, c.world, got, c.want)
+		}
+	}
+}

@@ -40,12 +40,31 @@ func TestLoaderTrace(t *testing.T) {
 			sameEpochs(t, "traced vs untraced", epoch(t, plain, 0, 0), epoch(t, l, 0, 0))
 			st := l.Stats()
 			if c.mode == trace.Off {
-				if st.Stages != nil || l.TracePending() != 0 {
-					t.Fatalf("untraced loader recorded stages %v, %d spans", st.Stages, l.TracePending())
+				if st.Stages != nil || st.Ops != nil || l.TracePending() != 0 {
+					t.Fatalf("untraced loader recorded stages %v, ops %v, %d spans", st.Stages, st.Ops, l.TracePending())
 				}
 				return
 			}
 			const samples = n // drop_last is off: every sample is decoded
+			// Each output's per-sample operations by name, each timed on
+			// every sample (batch operations are not per-sample: not there).
+			wantOps := [][]string{{"rgb_rrc", "flip_h"}, {"int"}}
+			if len(st.Ops) != len(wantOps) {
+				t.Fatalf("ops of %d outputs, want %d: %+v", len(st.Ops), len(wantOps), st.Ops)
+			}
+			for k, names := range wantOps {
+				if len(st.Ops[k]) != len(names) {
+					t.Fatalf("output %d: ops %+v, want %v", k, st.Ops[k], names)
+				}
+				for i, name := range names {
+					if op := st.Ops[k][i]; op.Op != name || op.Count != samples || op.Ns < 0 {
+						t.Errorf("output %d, op %d: %+v, want %s on %d samples", k, i, op, name, samples)
+					}
+				}
+			}
+			if rrc, stages := st.Ops[0][0].Ns, st.Stages["entropy_decode"].Ns+st.Stages["idct_resize"].Ns; rrc < stages {
+				t.Errorf("the decoder took %d ns, less than its entropy decoding and IDCT (%d ns)", rrc, stages)
+			}
 			for _, s := range []trace.Stage{trace.Read, trace.Entropy, trace.Decode} {
 				if tot := st.Stages[s.String()]; tot.Count != samples || tot.Ns <= 0 {
 					t.Errorf("%v: %+v, want %d samples", s, tot, samples)

@@ -92,6 +92,9 @@ type Ctx struct {
 	// Times, when not nil, gets the time of each stage added up (see
 	// Program.Run); nil leaves the programs untimed.
 	Times *trace.Times
+	// OpTimes, when not nil with Times, gets each operation's own time
+	// (the worker's, handed to Program.OpTotals with its spans).
+	OpTimes *trace.OpTimes
 
 	pcg   rand.PCG
 	rng   *rand.Rand
@@ -215,6 +218,8 @@ type Program struct {
 	batch  []BatchOp
 	bspecs []Spec
 	bnames []string
+	// opTimes sums each per-sample op's time when workers time them.
+	opTimes *trace.OpTotals
 }
 
 // HasBatchOps reports whether the program ends with batch operations, which
@@ -321,6 +326,7 @@ func build(r *beton.Reader, f int, in Spec, ops []json.RawMessage) (*Program, er
 	}
 	p.Out = in
 	p.SampleOut = p.In
+	p.opTimes = trace.NewOpTotals(p.names)
 	if len(p.specs) > 0 {
 		p.SampleOut = p.specs[len(p.specs)-1]
 		fuse(p.ops, p.keys)
@@ -383,15 +389,22 @@ func (p *Program) Run(c *Ctx, s *Scratch, in, out []byte) error {
 	return nil
 }
 
+// OpTotals is the time each per-sample operation took in timed runs, by
+// its name, in program order (a decoder's whole time, its read and entropy
+// decoding included; a flip fused into the decoder before it takes none).
+func (p *Program) OpTotals() []trace.OpTotal { return p.opTimes.Totals() }
+
 // runTimed runs op i adding its time to c.Times: a decoder's to Decode,
 // less what it reported itself as Read (copying its bytes) and Entropy;
-// any other operation's to Ops.
+// any other operation's to Ops. Each op's whole time also goes to
+// c.OpTimes.
 func (p *Program) runTimed(c *Ctx, i int, in, dst []byte) error {
 	t := c.Times
 	before := t[trace.Read] + t[trace.Entropy]
 	t0 := time.Now()
 	err := p.ops[i].Run(c, p.keys[i], in, dst)
 	d := int64(time.Since(t0))
+	c.OpTimes.Add(p.opTimes, i, d)
 	if decoders[p.names[i]] {
 		t[trace.Decode] += d - (t[trace.Read] + t[trace.Entropy] - before)
 	} else {

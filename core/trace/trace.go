@@ -256,6 +256,7 @@ type Buffer struct {
 	samples int
 	totals  [NumStages]Total
 	events  []Event
+	ops     OpTimes
 }
 
 // Buffer returns a worker's Buffer for track (nil for a nil r).
@@ -268,6 +269,15 @@ func (r *Recorder) Buffer(track int32) *Buffer {
 
 // Now is the current time on the spans' clock.
 func (b *Buffer) Now() int64 { return b.r.Now() }
+
+// Ops is the worker's time per operation, handed over with its spans (nil
+// for a nil b).
+func (b *Buffer) Ops() *OpTimes {
+	if b == nil {
+		return nil
+	}
+	return &b.ops
+}
 
 // Sample records sample id's stages, which started at start: spans of the
 // stages it spent time in, one after the other in the order Read, Entropy,
@@ -308,6 +318,7 @@ func (b *Buffer) Flush() {
 		r.keep(ev)
 	}
 	r.mu.Unlock()
+	b.ops.Flush()
 	b.totals = [NumStages]Total{}
 	clear(b.events)
 	b.events = b.events[:0]

@@ -108,7 +108,8 @@ def cmd_doctor(a):
     report = diagnose(a.data if len(a.data) > 1 else a.data[0], pipeline=a.pipeline, res=a.res,
                       batch_size=a.batch_size, num_workers=a.workers, order=a.order, os_cache=not a.no_os_cache,
                       model=a.model, device=a.device, amp=a.amp, max_seconds=a.max_seconds,
-                      progress=not a.json and sys.stderr.isatty() or a.progress)
+                      progress=not a.json and sys.stderr.isatty() or a.progress,
+                      evict={"auto": "auto", "always": True, "never": False}[a.evict], epochs=a.epochs)
     if a.plot:
         report.plot(a.plot)
     print(report.to_json() if a.json else report.format())
@@ -153,7 +154,8 @@ def main(argv=None):
     d.add_argument("data", nargs="+", help=".beton file(s), a directory or glob of shards, or an s3:// or "
                                            "http(s):// URL")
     d.add_argument("--pipeline", default="train",
-                   help="train (RandomResizedCrop + flip), val (centre crop) or FILE.py defining `pipelines`")
+                   help="train (RandomResizedCrop + flip), val (centre crop) or FILE.py defining `pipelines` "
+                        "(and optionally `loader_kwargs`, e.g. custom_field_mapper for views)")
     d.add_argument("--res", type=int, default=224, help="crop size of the train and val pipelines")
     d.add_argument("--model", default=None, help="a torchvision model name (resnet50) or FILE.py defining `model`")
     d.add_argument("--device", default="cpu", help="where the model trains: cpu, cuda, cuda:1, ...")
@@ -163,6 +165,11 @@ def main(argv=None):
     d.add_argument("--order", default="random", choices=["sequential", "random", "quasi_random"])
     d.add_argument("--no-os-cache", action="store_true", help="diagnose os_cache=False")
     d.add_argument("--max-seconds", type=float, default=40.0, help="about how long measuring may take")
+    d.add_argument("--evict", default="auto", choices=["auto", "always", "never"],
+                   help="drop the file from the page cache to read it cold (for every process on the machine): "
+                        "auto (default) only when no other process has it open")
+    d.add_argument("--epochs", type=int, default=None,
+                   help="the training schedule's epochs, for the first epoch's share of it")
     d.add_argument("--json", action="store_true", help="print the report as JSON")
     d.add_argument("--plot", default=None, metavar="PNG", help="write a figure of img/s against workers")
     d.add_argument("--progress", action="store_true", help="a progress bar even when stderr is not a terminal")

@@ -155,6 +155,7 @@ def _signatures():
         "ffcv_memcpy": (i64, [vp, vp, u64, err]),
         "ffcv_imdecode": (i64, [vp, u64, vp, u64] + [i64] * 8 + [i32, i32, err]),
         "ffcv_resize_crop": (i64, [vp] + [i64] * 6 + [vp, i64, i64, err]),
+        "ffcv_pad": (i64, [vp] + [i64] * 6 + [vp, i64, i64, err]),
         "ffcv_encode_jpeg": (i64, [vp, i64, i64, i64, ctypes.POINTER(vp), ctypes.POINTER(u64), err]),
         "ffcv_normalize_table": (i64, [cp, vp, u64, err]),
     }
@@ -326,12 +327,13 @@ class Counter:
 
 
 def libffcv_functions():
-    """(memcpy, imdecode, resize_crop): FFCV's libffcv C functions with
-    numba-compatible signatures (pointers as void*, err passed as 0)."""
+    """(memcpy, imdecode, resize_crop, pad): FFCV's libffcv C functions
+    with numba-compatible signatures (pointers as void*, err passed as 0)."""
     i32, i64, u64, vp = ctypes.c_int32, ctypes.c_int64, ctypes.c_uint64, ctypes.c_void_p
     return (c_function("ffcv_memcpy", i64, [vp, vp, u64, vp]),
             c_function("ffcv_imdecode", i64, [vp, u64, vp, u64] + [i64] * 8 + [i32, i32, vp]),
-            c_function("ffcv_resize_crop", i64, [vp] + [i64] * 6 + [vp, i64, i64, vp]))
+            c_function("ffcv_resize_crop", i64, [vp] + [i64] * 6 + [vp, i64, i64, vp]),
+            c_function("ffcv_pad", i64, [vp] + [i64] * 6 + [vp, i64, i64, vp]))
 
 
 def _u64(a):

@@ -1,4 +1,4 @@
-"""FFCV's ffcv.libffcv helpers, run by the Go library: the same JPEG decoder
+"""FFCV's ffcv.libffcv helpers (and FFCV-SSL's pad), run by the Go library: the same JPEG decoder
 and area resizer the loader uses. As in FFCV, they are plain functions that
 numba can compile (Compiler.compile), so custom operations' generated code
 may call them."""
@@ -10,7 +10,7 @@ from . import _lib
 
 lib = _lib.lib
 
-ctypes_memcopy, ctypes_imdecode, ctypes_resize = _lib.libffcv_functions()
+ctypes_memcopy, ctypes_imdecode, ctypes_resize, ctypes_pad = _lib.libffcv_functions()
 
 
 def memcpy(source: np.ndarray, dest: np.ndarray):
@@ -45,6 +45,16 @@ def resize_crop(source, start_row, end_row, start_col, end_col, destination):
         raise ValueError("resize_crop: the rows/columns are not inside the source, or a size is not positive")
 
 
+def pad(source, start_row, end_row, start_col, end_col, destination):
+    """Copies source[start_row:end_row, start_col:end_col] (H×W×3 uint8,
+    C-contiguous) to the top-left corner of destination (h×w×3 uint8) and
+    sets the rest of destination to zero (FFCV-SSL's pad)."""
+    if ctypes_pad(source.ctypes.data, source.shape[0], source.shape[1],
+                  start_row, end_row, start_col, end_col,
+                  destination.ctypes.data, destination.shape[0], destination.shape[1], 0) < 0:
+        raise ValueError("pad: the rows/columns are not inside the source, or do not fit the destination")
+
+
 def imdecode(source: np.ndarray, dst: np.ndarray,
              source_height: int, source_width: int,
              crop_height=None, crop_width=None,
@@ -65,4 +75,4 @@ def imdecode(source: np.ndarray, dst: np.ndarray,
     return 0
 
 
-__all__ = ["memcpy", "read", "resize_crop", "imdecode"]
+__all__ = ["memcpy", "read", "resize_crop", "pad", "imdecode"]

@@ -1,4 +1,6 @@
 """Reader: a .beton file's header, fields, metadata and allocation table."""
+import copy
+import inspect
 import json
 import os
 
@@ -19,9 +21,27 @@ class Reader:
     ``alloc_table`` a structured array (pointers of shards moved into one
     address space), both zero-copy views of the Go reader's tables.
     custom_handlers maps the names of custom fields to their Field classes.
+
+    Two call forms: FFCV 1.0's ``Reader(fname, custom_handlers={})`` and
+    FFCV-SSL's ``Reader(path, custom_handlers={}, custom_field_mapper=None)``
+    (positionally the same). custom_field_mapper maps view names to fields:
+    ``handlers`` gets a copy of the field's handler under each view's name,
+    as FFCV-SSL's; ``field_names`` and the metadata keep the file's fields.
     """
 
-    def __init__(self, fname, custom_handlers={}):
+    def __init__(self, *args, **kwargs):
+        if "fname" in kwargs and "path" in kwargs:
+            raise TypeError("Reader: give the dataset as fname= (FFCV 1.0) or path= (FFCV-SSL), not both")
+        form = _ffcv_form if "fname" in kwargs else _ffcv_ssl_form
+        try:
+            bound = inspect.signature(form).bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"Reader: {e}") from None
+        bound.apply_defaults()
+        a = bound.arguments
+        self._open(a.get("fname", a.get("path")), a["custom_handlers"], a.get("custom_field_mapper"))
+
+    def _open(self, fname, custom_handlers, custom_field_mapper):
         specs = [os.fspath(p) for p in fname] if isinstance(fname, (list, tuple)) else [os.fspath(fname)]
         self.file_name = ", ".join(specs) if len(specs) <= 2 else f"{specs[0]} … {specs[-1]} ({len(specs)} paths)"
         self.custom_handlers = dict(custom_handlers)
@@ -45,6 +65,7 @@ class Reader:
             except (TypeError, ValueError) as e:
                 raise _lib.CorruptFileError(f"{self.file_name}: field {f['name']!r}: {e}") from None
         self.fields = self.handlers
+        self._add_views(custom_field_mapper)
         self._buffer = None  # the map, where there is one (not for a file read without one)
         if info["mapped"]:
             self._buffer = self._view(*_lib.reader_mmap(handle))
@@ -56,6 +77,15 @@ class Reader:
         meta, allocs = _lib.reader_tables(handle)
         self.metadata = self._view(*meta).view(self.metadata_type)
         self.alloc_table = self._view(*allocs).view(ALLOC_TABLE_TYPE)
+
+    def _add_views(self, mapper):
+        for view, source in (mapper or {}).items():
+            if source not in self.field_names:
+                raise ValueError(f"{self.file_name}: custom_field_mapper maps {view!r} to {source!r}, which is not "
+                                 f"a field (fields: {', '.join(self.field_names)})")
+            if view in self.field_names:
+                raise ValueError(f"{self.file_name}: custom_field_mapper: {view!r} is already a field")
+            self.handlers[view] = copy.copy(self.handlers[source])
 
     def _view(self, address, size):
         """A read-only uint8 view of Go-owned memory that keeps the reader open."""
@@ -139,6 +169,14 @@ class Reader:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _ffcv_form(fname, custom_handlers={}):
+    """FFCV 1.0's Reader signature."""
+
+
+def _ffcv_ssl_form(path, custom_handlers={}, custom_field_mapper=None):
+    """FFCV-SSL's Reader signature."""
 
 
 class _Mapping:

@@ -13,6 +13,21 @@ def _cpu_count():
         return os.cpu_count() or 1
 
 
+def set_seed(seed, indices):
+    """Seeds Python's and numpy's global generators from seed and a batch's
+    sample indices (FFCV-SSL's helper, for code of your own that draws from
+    them per batch): the seed is (hash of the indices' decimal digits, in
+    order) + seed, modulo 2**31. The hash is CRC-32, the same in every
+    process; FFCV-SSL's is Python's hash(), which changes from process to
+    process unless PYTHONHASHSEED is set."""
+    import random
+    import zlib
+    digits = "".join(str(int(i)) for i in indices)
+    local = (zlib.crc32(digits.encode()) + int(seed)) % 2**31
+    random.seed(local)
+    np.random.seed(local)
+
+
 def chunks(lst, n):
     """Successive slices of lst of length n (the last may be shorter)."""
     for i in range(0, len(lst), n):

@@ -253,6 +253,17 @@ def photo_folder(tmp_path_factory):
     return root
 
 
+@pytest.fixture(scope="session")
+def photo_beton(photo_folder, tmp_path_factory):
+    """The 24 photos of photo_folder in a .beton (image: JPEG, label: int)."""
+    from ffcv_go import DatasetWriter
+    from ffcv_go.fields import IntField, RGBImageField
+    path = tmp_path_factory.mktemp("photo_beton") / "photos.beton"
+    DatasetWriter(str(path), {"image": RGBImageField(write_mode="jpg"), "label": IntField()},
+                  num_workers=2, progress=False).from_image_folder(str(photo_folder))
+    return path
+
+
 # ---- files and helpers shared by the reliability suites ----------------------------
 # (test_corrupt_data, test_writer_faults, test_loader_faults, test_c_abi_misuse,
 # test_concurrency, test_file_changes)

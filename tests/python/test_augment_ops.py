@@ -282,7 +282,7 @@ def test_rotate_label_reports_angle(photos):
 
 def test_grayscale_and_solarization_labels_pair_with_their_ops(photos):
     path, imgs = photos
-    got, labels = run(path, [RandomGrayscale(0.5, seed=1), RandomSolarization(128, 0.5, seed=2)],
+    got, labels = run(path, [RandomGrayscale(0.5, seed=1), RandomSolarization(0.5, 128, seed=2)],
                       [LabelGrayscale(0.5, seed=1), LabelSolarization(0.5, seed=2)])
     assert labels.shape == (N, 3)
     for i in range(N):
@@ -309,7 +309,7 @@ def test_translate_label_pairs(photos):
 
 def test_random_erasing_erases_one_rectangle(photos):
     path, imgs = photos
-    got, _ = run(path, [RandomErasing(p=1.0, scale=(0.1, 0.1), ratio=(1.0, 1.0), value=(1, 2, 3))])
+    got, _ = run(path, [RandomErasing(1.0, scale=(0.1, 0.1), ratio=(1.0, 1.0), mean=(1, 2, 3))])
     side = round(math.sqrt(H * W * 0.1))
     for i in range(N):
         changed = np.any(got[i] != imgs[i], axis=2)
@@ -375,11 +375,11 @@ def test_augmix_stays_close_to_the_image(photos):
     (lambda: RandomColorJitter(hue=0.6), "hue"),
     (lambda: RandomColorJitter(hue=(-0.7, 0.1)), "hue"),
     (lambda: RandomColorJitter(brightness=-1), "brightness"),
-    (lambda: GaussianBlur(kernel_size=4), "kernel_size"),
-    (lambda: GaussianBlur(sigma=(0, 1)), "sigma"),
-    (lambda: GaussianBlur(sigma=-1.0), "sigma"),
+    (lambda: GaussianBlur(0.5, kernel_size=4), "kernel_size"),
+    (lambda: GaussianBlur(0.5, sigma=(0, 1)), "sigma"),
+    (lambda: GaussianBlur(0.5, sigma=-1.0), "sigma"),
     (lambda: RandomErasing(scale=(0.5, 0.1)), "scale"),
-    (lambda: CornerCrop(10, corner="middle"), "corner"),
+    (lambda: CornerCrop(10, 0.8, corner="middle"), "corner"),
     (lambda: LabelColorJitter(), "seed"),
     (lambda: LabelRotate(seed=-3), "seed"),
     (lambda: RandomColorJitter(seed=2 ** 32), "seed"),
@@ -411,14 +411,14 @@ def test_label_random_resized_crop_reports_the_decoders_crop(photos):
         return next(iter(loader))[0].numpy().copy()
 
     crops = first_batch(RandomResizedCropRGBImageDecoder((24, 24), scale=(0.05, 0.3), seed=8))
-    params = first_batch(LabelRandomResizedCrop((24, 24), seed=8, scale=(0.05, 0.3)))
+    params = first_batch(LabelRandomResizedCrop((24, 24), seed=8, scale=(0.05, 0.3), ratio=(3 / 4, 4 / 3)))
     assert params.shape == (N, 6) and params.dtype == np.int32
     assert (params[:, 0] == W).all() and (params[:, 1] == H).all()
     for i, (_, _, top, left, ch, cw) in enumerate(params.tolist()):
         assert 0 <= top and top + ch <= H and 0 <= left and left + cw <= W
         region = imgs[i, top:top + ch, left:left + cw].reshape(-1, 3).mean(axis=0)
         assert np.abs(crops[i].reshape(-1, 3).mean(axis=0) - region).max() < 1.5, f"sample {i}"
-    other = first_batch(LabelRandomResizedCrop((24, 24), seed=9, scale=(0.05, 0.3)))
+    other = first_batch(LabelRandomResizedCrop((24, 24), seed=9, scale=(0.05, 0.3), ratio=(3 / 4, 4 / 3)))
     assert not np.array_equal(other, params)
 
 

@@ -178,7 +178,7 @@ def test_seeded_crop_keeps_masks_on_their_instances(scene_file):
     ld = Loader(scene_file, batch_size=16, num_workers=2, seed=0, drop_last=False, pipelines={
         "image": [RandomResizedCropRGBImageDecoder((64, 64), scale=(0.25, 1.0), seed=9), RandomHorizontalFlip()],
         **targets("image"),
-        "crop": [LabelRandomResizedCrop((64, 64), seed=9, scale=(0.25, 1.0))],
+        "crop": [LabelRandomResizedCrop((64, 64), seed=9, scale=(0.25, 1.0), ratio=(3 / 4, 4 / 3))],
         "plain": [RandomResizedCropRGBImageDecoder((64, 64), scale=(0.25, 1.0), seed=9)]},
         custom_field_mapper={"crop": "image", "plain": "image"})
     problems, seen = problems_of(ld, "image")
@@ -215,7 +215,7 @@ def test_targets_match_torchvision_with_the_reported_parameters(tmp_path):
     ld = Loader(path, batch_size=8, num_workers=2, seed=5, drop_last=False, pipelines={
         "image": image, **targets("image"),
         "idx": [IntDecoder(), LabelRandomHorizontalFlip(seed=2), LabelTranslate(pad, seed=3)],
-        "crop": [LabelRandomResizedCrop(out, seed=1, scale=(0.2, 1.0))]},
+        "crop": [LabelRandomResizedCrop(out, seed=1, scale=(0.2, 1.0), ratio=(3 / 4, 4 / 3))]},
         custom_field_mapper={"crop": "image"})
     checked = dropped = flipped = 0
     for _ in range(2):

@@ -137,3 +137,56 @@ def test_go_spans_through_lib(photos):
     assert len(spans) == 0 and spans.dtype.itemsize == 32
     loader.close()
     assert np.dtype(_lib._trace_dtype()).names == ("start_ns", "dur_ns", "arg", "track", "stage")
+
+
+def test_spans_are_written_off_the_training_thread(photos, tmp_path, monkeypatch):
+    """The training loop hands its spans to the tracer's writer thread, which
+    writes them (and Go's) and records each write as a span of its own."""
+    import threading
+
+    from ffcv_go import _trace
+    monkeypatch.setattr(_trace, "FLUSH_EVERY", 2)  # a write every second batch
+    path = tmp_path / "trace.json"
+    _, stats = run(photos, str(path), epochs=2)  # 6 batches
+    events = json.loads(path.read_text())
+    names = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    spans = [e for e in events if e["ph"] == "X"]
+    waits = [e for e in spans if e["name"] == "wait for batch"]
+    writes = [e for e in spans if e["name"] == "write trace"]
+    assert len(waits) == 6
+    training = {e["tid"] for e in waits}
+    assert training == {threading.get_native_id()}
+    # Writes at batches 2, 4, 6 and the end of each epoch, one more at close
+    # (queued writes never run on the training thread).
+    assert len(writes) >= 3 and all(e["cat"] == "trace" for e in writes)
+    assert {names[e["tid"]] for e in writes} == {"ffcv_go trace writer"}
+    assert not training & {e["tid"] for e in writes}
+    assert sum(e["args"]["go_spans"] for e in writes) == 2 * 24 * 4  # every Go span, written once
+    assert sum(1 for e in spans if e["cat"] == "go") == 2 * 24 * 4
+    assert not [t for t in threading.enumerate() if t.name == "ffcv_go trace writer"], "the writer outlived close()"
+
+
+def test_op_times_name_each_operation(photos):
+    """trace=True times each operation: Go's per sample, named as in the
+    pipeline, and Python stages; the costliest one stands out."""
+    from ffcv_go.transforms import GaussianBlur
+    image = [RandomResizedCropRGBImageDecoder((64, 64)), RandomHorizontalFlip(),
+             GaussianBlur(blur_prob=1.0, kernel_size=31, sigma=(8.0, 8.0)), AddOne(),
+             ToTensor(), ToTorchImage(), Convert(torch.float16)]
+    loader = Loader(photos, batch_size=8, num_workers=2, order=OrderOption.RANDOM, seed=3,
+                    pipelines={"image": image, "label": None}, trace=True)
+    for _ in range(2):
+        for _ in loader:
+            pass
+    ops = loader.stats["ops"]
+    loader.close()
+    go = {o["op"]: o for o in ops if o["where"] == "go"}
+    assert list(go) == ["RandomResizedCropRGBImageDecoder", "RandomHorizontalFlip", "GaussianBlur"]
+    assert go["GaussianBlur"]["go_op"] != "GaussianBlur" and all(o["output"] == "image" for o in ops)
+    assert all(o["count"] == 2 * 24 for o in go.values())
+    assert go["GaussianBlur"]["seconds"] > 5 * go["RandomHorizontalFlip"]["seconds"]
+    py = [o for o in ops if o["where"] == "python"]
+    assert [o["op"] for o in py if o["op"] == "AddOne"] == ["AddOne"]
+    assert next(o for o in py if o["op"] == "AddOne")["count"] == 2 * 24
+    _, stats = run(photos, None)
+    assert "ops" not in stats

@@ -154,7 +154,7 @@ def test_label_random_resized_crop_reports_a_views_crop(photos_beton):
     from ffcv_go.reader import Reader
     pipes = {"image": None, "label": None,
              "v": [RandomResizedCropRGBImageDecoder((64, 64), scale=(0.2, 1.0), seed=5), ToTensor()],
-             "crop": [LabelRandomResizedCrop((64, 64), seed=5, scale=(0.2, 1.0))]}
+             "crop": [LabelRandomResizedCrop((64, 64), seed=5, scale=(0.2, 1.0), ratio=(3 / 4, 4 / 3))]}
     loader = Loader(photos_beton, batch_size=8, num_workers=2, order=OrderOption.SEQUENTIAL, seed=1,
                     pipelines=pipes, custom_field_mapper={"v": "image", "crop": "image"}, drop_last=False)
     from ffcv_go.libffcv import imdecode, resize_crop
@@ -180,10 +180,10 @@ def test_label_random_resized_crop_reports_a_views_crop(photos_beton):
     # Another seed, other crops.
     other = collect(Loader(photos_beton, batch_size=8, num_workers=2, order=OrderOption.SEQUENTIAL, seed=1,
                            pipelines={"image": None, "label": None,
-                                      "crop": [LabelRandomResizedCrop((64, 64), seed=6, scale=(0.2, 1.0))]},
+                                      "crop": [LabelRandomResizedCrop((64, 64), seed=6, scale=(0.2, 1.0), ratio=(3 / 4, 4 / 3))]},
                            custom_field_mapper={"crop": "image"}, drop_last=False))
     first = collect(Loader(photos_beton, batch_size=8, num_workers=2, order=OrderOption.SEQUENTIAL, seed=1,
                            pipelines={"image": None, "label": None,
-                                      "crop": [LabelRandomResizedCrop((64, 64), seed=5, scale=(0.2, 1.0))]},
+                                      "crop": [LabelRandomResizedCrop((64, 64), seed=5, scale=(0.2, 1.0), ratio=(3 / 4, 4 / 3))]},
                            custom_field_mapper={"crop": "image"}, drop_last=False))
     assert not all(np.array_equal(to_numpy(a)[0], to_numpy(b)[0]) for a, b in zip(first, other))

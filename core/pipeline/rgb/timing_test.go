@@ -34,19 +34,25 @@ func TestRunTimed(t *testing.T) {
 				args = map[string]any{"size": []int{64, 64}, "ratio": 0.875}
 			}
 			name := map[bool]string{true: "rgb_rrc", false: "rgb_center"}[c.random]
-			ops := []optest.Named{{Name: name, Args: args}}
+			named := []optest.Named{{Name: name, Args: args}}
+			names := []string{name}
 			for _, op := range c.ops {
 				a := map[string]any{"p": 1.0}
 				if op == "brightness" {
 					a["magnitude"] = 0.5
 				}
-				ops = append(ops, optest.Named{Name: op, Args: a})
+				named, names = append(named, optest.Named{Name: op, Args: a}), append(names, op)
 			}
-			p := optest.Build(t, optest.Reader(t), optest.ImageField, ops...)
+			p := optest.Build(t, optest.Reader(t), optest.ImageField, named...)
+			rec := trace.New(trace.Stages, 0)
+			worker := rec.Buffer(0)
 			run := func(times *trace.Times) []byte {
 				ctx := pipeline.NewCtx()
 				defer ctx.Close()
 				ctx.Seed, ctx.Col, ctx.Heap, ctx.Times = 3, c.col, c.heap, times
+				if times != nil {
+					ctx.OpTimes = worker.Ops()
+				}
 				out := make([]byte, p.SampleOut.Bytes())
 				var s pipeline.Scratch
 				for pos := uint64(0); pos < 10; pos++ {
@@ -70,6 +76,26 @@ func TestRunTimed(t *testing.T) {
 			}
 			if (tm[trace.Ops] > 0) != (len(c.ops) > 0) {
 				t.Errorf("ops %d ns with %d operations", tm[trace.Ops], len(c.ops))
+			}
+			// Each op's own time, by name, for every sample of the timed run
+			// only; the decoder's includes its read and entropy decoding.
+			worker.Ops().Flush()
+			ops := p.OpTotals()
+			if len(ops) != len(names) {
+				t.Fatalf("op totals %+v for ops %v", ops, names)
+			}
+			var sum int64
+			for i, op := range ops {
+				if op.Op != names[i] || op.Count != 10 || op.Ns < 0 {
+					t.Errorf("op %d: %+v, want %s on 10 samples", i, op, names[i])
+				}
+				sum += op.Ns
+			}
+			if dec := tm[trace.Read] + tm[trace.Entropy] + tm[trace.Decode]; ops[0].Ns < dec {
+				t.Errorf("decoder %d ns, less than its stages' %d ns", ops[0].Ns, dec)
+			}
+			if sum < tm[trace.Ops] {
+				t.Errorf("ops sum to %d ns, less than the Ops stage's %d ns", sum, tm[trace.Ops])
 			}
 		})
 	}

@@ -84,16 +84,15 @@ class FloatField(Field):
             raise TypeError(f"FloatField needs a number, got {type(value).__name__}") from None
 
 
-class IntDecoder(_Decoder):
-    """IntField → int64 (B, 1)."""
-    _go_name = "int"
-
-    def _field_classes(self):
-        return (IntField,)
+class BasicDecoder(_Decoder):
+    """The base of the scalar decoders (FFCV's): each sample's metadata
+    value, as a (B, 1) array of the subclass's ``dtype``."""
+    dtype = None
 
     def declare_state_and_memory(self, previous_state):
-        return (State(previous_state.jit_mode, previous_state.device, (1,), np.dtype("<i8")),
-                AllocationQuery((1,), np.dtype("<i8")))
+        dtype = np.dtype(self.dtype)
+        return (State(previous_state.jit_mode, previous_state.device, (1,), dtype),
+                AllocationQuery((1,), dtype))
 
     def generate_code(self):
         my_range = Compiler.get_iterator()
@@ -104,14 +103,24 @@ class IntDecoder(_Decoder):
             return destination[:len(indices)]
         return decoder
 
+    def _go_spec(self, previous_state=None):
+        # A subclass of the user's (another dtype) decodes in Python.
+        return None if self._go_name is None else super()._go_spec(previous_state)
 
-class FloatDecoder(IntDecoder):
+
+class IntDecoder(BasicDecoder):
+    """IntField → int64 (B, 1)."""
+    _go_name = "int"
+    dtype = np.dtype("<i8")
+
+    def _field_classes(self):
+        return (IntField,)
+
+
+class FloatDecoder(BasicDecoder):
     """FloatField → float64 (B, 1)."""
     _go_name = "float"
+    dtype = np.dtype("<f8")
 
     def _field_classes(self):
         return (FloatField,)
-
-    def declare_state_and_memory(self, previous_state):
-        return (State(previous_state.jit_mode, previous_state.device, (1,), np.dtype("<f8")),
-                AllocationQuery((1,), np.dtype("<f8")))

@@ -5,12 +5,12 @@ from .basics import IntDecoder, FloatDecoder
 from .bytes import BytesDecoder
 from .ndarray import NDArrayDecoder
 from .rgb_image import (SimpleRGBImageDecoder, ResizedCropRGBImageDecoder, RandomResizedCropRGBImageDecoder,
-                        CenterCropRGBImageDecoder, ResizePadRGBImageDecoder)
+                        CenterCropRGBImageDecoder, PadRGBImageDecoder, ResizePadRGBImageDecoder)
 from .ragged import RaggedDecoder
 from .mask import MaskDecoder
 from .video_decoders import RandomClipDecoder, ClipDecoder
 
 __all__ = ["IntDecoder", "FloatDecoder", "NDArrayDecoder", "BytesDecoder", "SimpleRGBImageDecoder",
            "ResizedCropRGBImageDecoder", "RandomResizedCropRGBImageDecoder", "CenterCropRGBImageDecoder",
-           "ResizePadRGBImageDecoder", "RaggedDecoder", "MaskDecoder",
+           "PadRGBImageDecoder", "ResizePadRGBImageDecoder", "RaggedDecoder", "MaskDecoder",
            "RandomClipDecoder", "ClipDecoder"]

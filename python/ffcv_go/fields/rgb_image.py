@@ -300,14 +300,19 @@ _ResizedCropDecoder = ResizedCropRGBImageDecoder
 
 class RandomResizedCropRGBImageDecoder(_ResizedCropDecoder):
     """Random crop (torchvision's sampling, 10 tries then centre) resized to
-    output_size; seed pairs it with a LabelRandomResizedCrop."""
+    output_size; seed pairs it with a LabelRandomResizedCrop. second_seed
+    (with seed; FFCV-SSL's non-overlapping crops): the crop is drawn beside
+    the crop a decoder given seed=second_seed takes, never overlapping it
+    (see the views guide)."""
 
-    def __init__(self, output_size, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), seed=None):
+    def __init__(self, output_size, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), seed=None, second_seed=None):
         super().__init__(output_size)
         self.scale, self.ratio = (float(scale[0]), float(scale[1])), (float(ratio[0]), float(ratio[1]))
         if not 0 < self.scale[0] <= self.scale[1] or not 0 < self.ratio[0] <= self.ratio[1]:
             raise ValueError(f"bad scale {scale} or ratio {ratio}")
-        self.seed = _seed_arg(seed)
+        self.seed, self.second_seed = _seed_arg(seed), _seed_arg(second_seed)
+        if self.second_seed is not None and self.seed is None:
+            raise ValueError(f"{type(self).__name__}: second_seed needs a seed too")
 
     def _go_spec(self, previous_state=None):
         if self._own_crop():
@@ -315,6 +320,8 @@ class RandomResizedCropRGBImageDecoder(_ResizedCropDecoder):
         spec = {"op": "rgb_rrc", "size": list(self.output_size), "scale": list(self.scale), "ratio": list(self.ratio)}
         if self.seed is not None:
             spec["seed"] = self.seed
+        if self.second_seed is not None:
+            spec["second_seed"] = self.second_seed
         return spec
 
 
@@ -331,6 +338,34 @@ class CenterCropRGBImageDecoder(_ResizedCropDecoder):
         if self._own_crop():
             return None
         return {"op": "rgb_center", "size": list(self.output_size), "ratio": self.ratio}
+
+
+class _CornerCropRGBImageDecoder(CenterCropRGBImageDecoder):
+    """CornerCrop as a decoder: the square of side ratio*min(H, W) at a
+    corner, resized to output_size (only the square is decoded)."""
+
+    def __init__(self, output_size, ratio, corner):
+        super().__init__(output_size, ratio)
+        self.corner = corner
+
+    def _go_spec(self, previous_state=None):
+        return dict(super()._go_spec(previous_state), op="rgb_corner", corner=self.corner)
+
+
+class PadRGBImageDecoder(_ImageDecoder):
+    """FFCV-SSL's PadRGBImageDecoder: every image whole, at the top-left of
+    an output the size of the file's largest image (its largest height by
+    its largest width), the rest zeros. Targets that follow it keep their
+    coordinates."""
+
+    def declare_state_and_memory(self, previous_state):
+        widths, heights = self.metadata["width"], self.metadata["height"]
+        shape = (int(heights.max()), int(widths.max()), 3) if len(widths) else (0, 0, 3)
+        return (State(previous_state.jit_mode, previous_state.device, shape, np.dtype("u1")),
+                AllocationQuery(shape, np.dtype("u1")))
+
+    def _go_spec(self, previous_state=None):
+        return {"op": "rgb_pad"}
 
 
 class ResizePadRGBImageDecoder(_ImageDecoder):

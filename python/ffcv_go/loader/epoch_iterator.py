@@ -146,7 +146,7 @@ class _Source:
     def produce(self):
         """(sample ids, outputs, GPU handoff or None) of the next batch, or
         None at the end."""
-        tracer = self.build.tracer if self.build.tracer.spans else None
+        tracer = self.build.tracer if self.build.tracer.timing else None
         t0 = tracer and now()
         tensors = self.slots.next(self.handle, context=self.fname)
         if tensors is None:
@@ -186,7 +186,7 @@ class _Source:
                     x = st.run(x, BatchContext(ids, self.seed, self.epoch, batch, (k, st.index), pin, keep,
                                                plan.pin))
                 if tracer:
-                    tracer.step(st, t0, batch)
+                    tracer.step(st, t0, batch, plan.name, len(ids))
             outputs.append(x if plan.finish is None else plan.finish(x))
         return tuple(outputs)
 

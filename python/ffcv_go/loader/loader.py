@@ -1,6 +1,7 @@
 """Loader: batches of torch tensors from a .beton file (FFCV's ffcv.loader.Loader)."""
 import atexit
 import enum
+import inspect
 import json
 import os
 import warnings
@@ -16,8 +17,7 @@ from ..pipeline import PipelineSpec
 from ..pipeline.operation import Operation
 from ..pipeline.pipeline import PyStage, plan_output
 from ..reader import Reader
-from ..traversal_order import TraversalOrder, Sequential, Random, QuasiRandom
-from ..transforms.image import RandomResizedCrop
+from ..traversal_order import TraversalOrder, Sequential, SequentialContiguous, Random, QuasiRandom
 from ..transforms.ops import ModuleWrapper, ToTensor
 from ..utils import _cpu_count
 from ..detection import _link_targets
@@ -28,6 +28,7 @@ from .epoch_iterator import EpochIterator, iterating_threads
 
 class OrderOption(enum.Enum):
     SEQUENTIAL = Sequential
+    SEQUENTIAL_CONTIGUOUS = SequentialContiguous  # FFCV-SSL's
     RANDOM = Random
     QUASI_RANDOM = QuasiRandom
 
@@ -81,24 +82,43 @@ class Loader:
     """Iterates over a .beton file (or shards read as one: see Reader) in
     batches of torch tensors.
 
-    Same arguments and semantics as FFCV 1.0's Loader; every ``iter()`` starts
-    the next epoch. Batches stay valid as long as you hold them. Extra
-    arguments: on_error ('raise' or 'skip' bad samples), max_resident_pages
-    (process cache bound; by default room for the workers' read-ahead plus, for
-    QUASI_RANDOM, its window of open pages), max_batch_memory (bytes of batches
-    you may hold), trace (a path: write a Chrome/Perfetto trace there; True:
-    time the workers' stages for ``stats`` only; see ``ffcv_go._trace``).
-    num_workers < 1 (the default): the process's cores, split between the
-    loader processes of a node when distributed (see ``_default_workers``).
+    Two call forms, FFCV 1.0's and FFCV-SSL's, with the same arguments and
+    semantics as theirs; every ``iter()`` starts the next epoch::
+
+        Loader(fname, batch_size, num_workers=-1, os_cache=DEFAULT_OS_CACHE, order=OrderOption.SEQUENTIAL,
+               distributed=False, seed=None, indices=None, pipelines={}, custom_fields={}, drop_last=True,
+               batches_ahead=3, recompile=False, order_kwargs={}, on_error="raise", max_resident_pages=0,
+               max_batch_memory=0, trace=None, custom_field_mapper=None)       # FFCV 1.0
+        Loader(path, batch_size, order, num_workers=-1, os_cache=DEFAULT_OS_CACHE, distributed=False,
+               seed=None, indices=None, pipelines={}, custom_fields={}, drop_last=True, batches_ahead=3,
+               recompile=False, custom_field_mapper=None, order_kwargs={}, on_error="raise",
+               max_resident_pages=0, max_batch_memory=0, trace=None)           # FFCV-SSL
+
+    FFCV-SSL's form is taken when ``path=`` is given or the third positional
+    argument is an order (an OrderOption or a TraversalOrder subclass), FFCV
+    1.0's otherwise; ``fname=`` and ``path=`` together are a TypeError.
+
+    Batches stay valid as long as you hold them. Arguments of ffcv_go's own:
+    on_error ('raise' or 'skip' bad samples), max_resident_pages (process
+    cache bound; by default room for the workers' read-ahead plus, for
+    QUASI_RANDOM, its window of open pages), max_batch_memory (bytes of
+    batches you may hold), trace (a path: write a Chrome/Perfetto trace
+    there; True: time the workers' stages for ``stats`` only; see
+    ``ffcv_go._trace``). num_workers < 1 (the default): the process's cores,
+    split between the loader processes of a node when distributed (see
+    ``_default_workers``).
     """
 
-    def __init__(self, fname, batch_size, num_workers=-1, os_cache=DEFAULT_OS_CACHE, order=OrderOption.SEQUENTIAL,
-                 distributed=False, seed=None, indices=None, pipelines={}, custom_fields={},
-                 drop_last=True, batches_ahead=3, recompile=False, order_kwargs={},
-                 on_error="raise", max_resident_pages=0, max_batch_memory=0, trace=None,
-                 custom_field_mapper=None):
+    def __init__(self, *args, **kwargs):
+        a = _bind_loader_args(args, kwargs)
+        self._init(**a)
+
+    def _init(self, fname, batch_size, num_workers, os_cache, order, distributed, seed, indices, pipelines,
+              custom_fields, drop_last, batches_ahead, recompile, order_kwargs, on_error, max_resident_pages,
+              max_batch_memory, trace, custom_field_mapper):
         # A file, a directory or glob of shards, or a list of these (see Reader).
         self.fname = [os.fspath(p) for p in fname] if isinstance(fname, (list, tuple)) else os.fspath(fname)
+        self.path = self.fname  # FFCV-SSL's name
         if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
             raise ValueError(f"batch_size {batch_size!r} must be a positive integer")
         if batches_ahead < 0:
@@ -244,8 +264,9 @@ class Loader:
         if ops is None:
             ops = [ToTensor()]
         ops = _wrap_modules(ops)
-        if ops and isinstance(ops[0], RandomResizedCrop):
-            # FFCV-SSL's RandomResizedCrop opens a view's pipeline as its decoder.
+        if ops and hasattr(ops[0], "_as_decoder"):
+            # FFCV-SSL's RandomResizedCrop, CenterCrop and CornerCrop are
+            # decoders when they open a pipeline.
             ops = [ops[0]._as_decoder()] + ops[1:]
         if ops and isinstance(ops[0], Operation) and (ops[0]._decoder or isinstance(ops[0], field.get_decoder_class())):
             return ops
@@ -383,8 +404,12 @@ class Loader:
         """Counters: samples_skipped, peak_resident_pages, pages_read, slots, slots_grown;
         for s3:// and http(s):// files requests, bytes_fetched, retries and
         peak_in_flight since the file was opened; and epochs, one entry per
-        finished epoch: {epoch, pages_read, requests, bytes_fetched, retries}."""
-        return self._tracer.stats(_lib.call_json("ffcv_loader_stats", self._build.handle))
+        finished epoch: {epoch, pages_read, requests, bytes_fetched, retries}.
+        With ``trace``: stages, the workers' time in each stage, and ops, each
+        operation's time ({output, op, go_op, where: "go" or "python",
+        seconds, count: samples}). Always: wait_seconds and waits, the
+        training loop's time in next() and the batches it waited for."""
+        return self._tracer.stats(_lib.call_json("ffcv_loader_stats", self._build.handle), self._build.plans)
 
     def filter(self, field_name, condition):
         """A new Loader over the samples whose decoded field_name satisfies condition."""
@@ -418,6 +443,44 @@ class Loader:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _ffcv_form(fname, batch_size, num_workers=-1, os_cache=DEFAULT_OS_CACHE, order=OrderOption.SEQUENTIAL,
+               distributed=False, seed=None, indices=None, pipelines={}, custom_fields={}, drop_last=True,
+               batches_ahead=3, recompile=False, order_kwargs={}, on_error="raise", max_resident_pages=0,
+               max_batch_memory=0, trace=None, custom_field_mapper=None):
+    """FFCV 1.0's Loader signature, then ffcv_go's arguments."""
+
+
+def _ffcv_ssl_form(path, batch_size, order, num_workers=-1, os_cache=DEFAULT_OS_CACHE, distributed=False,
+                   seed=None, indices=None, pipelines={}, custom_fields={}, drop_last=True, batches_ahead=3,
+                   recompile=False, custom_field_mapper=None, order_kwargs={}, on_error="raise",
+                   max_resident_pages=0, max_batch_memory=0, trace=None):
+    """FFCV-SSL's Loader signature, then ffcv_go's arguments."""
+
+
+def _is_order(value):
+    return isinstance(value, OrderOption) or (isinstance(value, type) and issubclass(value, TraversalOrder))
+
+
+def _bind_loader_args(args, kwargs):
+    """Loader's arguments by name, bound to FFCV-SSL's form when path= is
+    given or the third positional argument is an order, else to FFCV 1.0's."""
+    if "fname" in kwargs and "path" in kwargs:
+        raise TypeError("Loader: give the dataset as fname= (FFCV 1.0) or path= (FFCV-SSL), not both")
+    ssl = "path" in kwargs or (len(args) >= 3 and _is_order(args[2]))
+    form = _ffcv_ssl_form if ssl else _ffcv_form
+    try:
+        bound = inspect.signature(form).bind(*args, **kwargs)
+    except TypeError as e:
+        which = "FFCV-SSL's Loader(path, batch_size, order, ...)" if ssl else \
+            "FFCV 1.0's Loader(fname, batch_size, num_workers=-1, ...)"
+        raise TypeError(f"Loader: {e}, in {which}") from None
+    bound.apply_defaults()
+    a = dict(bound.arguments)
+    if ssl:
+        a["fname"] = a.pop("path")
+    return a
 
 
 def _view_key(name):

@@ -2,8 +2,9 @@
 from .allocation_query import AllocationQuery
 from .compiler import Compiler
 from .operation import Operation
+from .pipeline import Pipeline
 from .pipeline_spec import PipelineSpec
 from .state import State
 
 
-__all__ = ["PipelineSpec", "Operation", "AllocationQuery", "State", "Compiler"]
+__all__ = ["Pipeline", "PipelineSpec", "Operation", "AllocationQuery", "State", "Compiler"]

@@ -25,7 +25,74 @@ from .._dtypes import numpy_dtype, torch_dtype
 from .compiler import Compiler
 from .state import State, initial_state
 
-__all__ = ["plan_output", "OutputPlan", "PyStage", "GoTail"]
+__all__ = ["Pipeline", "plan_output", "OutputPlan", "PyStage", "GoTail"]
+
+
+class Pipeline:
+    """FFCV's Pipeline: one field's operations with their states and memory,
+    for code that drives operations by hand (after each operation's
+    ``accept_field`` and ``accept_globals``, as FFCV's Loader calls them).
+    The Loader does not use it: it plans its outputs with ``plan_output``
+    and runs the built-in operations in Go.
+
+    ``operation_blocks`` are ``(jit_mode, [operation index, ...])`` runs of
+    operations in one mode; ``compiled_ops`` maps each index to its
+    ``generate_code()`` (the built-in operations that only run in Go have
+    none: None there).
+    """
+
+    def __init__(self, operations):
+        self.original_state = initial_state()
+        self.operations = list(operations)
+        self.operation_blocks, _ = self.parse_pipeline()
+        self.compiled_ops = self.compile_ops()
+        self.compiled_code = None
+
+    def parse_pipeline(self, batch_size=16):
+        """(operation_blocks, {index: the AllocationQuery or queries of the
+        operation, or None}), declaring each operation's state in turn."""
+        blocks, allocations = [], {}
+        state = self.original_state
+        for index, op in enumerate(self.operations):
+            previous = state
+            state, allocations[index] = op.declare_state_and_memory(state)
+            if blocks and blocks[-1][0] == state.jit_mode and state.jit_mode == previous.jit_mode:
+                blocks[-1][1].append(index)
+            else:
+                blocks.append((state.jit_mode, [index]))
+        return blocks, allocations
+
+    def compile_ops(self):
+        compiled = {}
+        for index, op in enumerate(self.operations):
+            try:
+                compiled[index] = op.generate_code()
+            except NotImplementedError:
+                compiled[index] = None
+        return compiled
+
+    def allocate_query(self, memory_allocation, batch_size, batches_ahead):
+        """batches_ahead buffers of batch_size samples for one query: a numpy
+        array (numpy dtype) or a list of tensors (torch dtype)."""
+        shape = (batches_ahead, batch_size, *memory_allocation.shape)
+        if isinstance(memory_allocation.dtype, torch.dtype):
+            device = memory_allocation.device or torch.device("cpu")
+            return [torch.empty(*shape[1:], dtype=memory_allocation.dtype, device=device)
+                    for _ in range(batches_ahead)]
+        return np.empty(shape, dtype=np.dtype(memory_allocation.dtype))
+
+    def allocate_memory(self, batch_size, batches_ahead):
+        """{index: the operation's buffers (a tuple for several queries), or None}."""
+        _, allocations = self.parse_pipeline()
+        out = {}
+        for index, q in allocations.items():
+            if q is None:
+                out[index] = None
+            elif isinstance(q, (list, tuple)):
+                out[index] = tuple(self.allocate_query(x, batch_size, batches_ahead) for x in q)
+            else:
+                out[index] = self.allocate_query(q, batch_size, batches_ahead)
+        return out
 
 
 class GoTail:
@@ -135,6 +202,7 @@ class OutputPlan:
     def __init__(self, field, name):
         self.field, self.name = field, name
         self.go_ops, self.steps, self.state = None, [], None
+        self.go_names = []  # the class name of each go_ops entry's operation
         self.pin = False  # set by the loader's build: the output goes on to a GPU
         self.finish = None  # set for targets (detection._link_targets): the batch as the user gets it
 
@@ -199,6 +267,8 @@ def _plan(field_index, name, ops, field, metadata, memory_read, compiled_stage, 
             spec = dict(spec, key=view + key)
             key += 1
             segment.append(spec)
+            if segment is plan.go_ops:
+                plan.go_names.append(type(op).__name__)
             if index == 0 and getattr(op, "_clip", False):
                 lead = tuple(op.declare_state_and_memory(go_state)[0].shape[:-3])
             go_state = _lifted_state(op, go_state, lead)
@@ -218,6 +288,9 @@ def _plan(field_index, name, ops, field, metadata, memory_read, compiled_stage, 
             state = go_state = stage.state
             segment = None
             continue
+        misplaced = getattr(op, "_misplaced", None)
+        if misplaced is not None:
+            raise ValueError(misplaced(name, index, go_state))
         raise ValueError(f"{name!r}: {type(op).__name__} (operation {index}) runs in Go on "
                          f"(H, W, C) uint8 CPU batches; here its input is shape {go_state.shape}, "
                          f"dtype {go_state.dtype}, device {go_state.device}. "

@@ -6,7 +6,8 @@ from .image import (RandomHorizontalFlip, RandomVerticalFlip, RandomTranslate, C
                     NormalizeImage, ReplaceLabel, Poison, ImageMixup, LabelMixup, MixupToOneHot,
                     RandomResizedCrop)
 from .ssl import (RandomColorJitter, GaussianBlur, RandomErasing, Rotate, CenterCrop, CornerCrop, LabelColorJitter,
-                  LabelGrayscale, LabelSolarization, LabelGaussianBlur, LabelRotate, LabelTranslate)
+                  LabelGrayscale, LabelSolarization, LabelGaussianBlur, LabelRotate, LabelTranslate,
+                  LabelRandomHorizontalFlip)
 from .auto_augment import RandAugment, TrivialAugmentWide, AutoAugment, AugMix, AugmentOp
 from .video import ToTorchVideo
 
@@ -17,14 +18,15 @@ __all__ = ["ToTensor", "ToDevice", "ToTorchImage", "Convert", "View", "Squeeze",
            "RandomResizedCrop",
            "RandomColorJitter", "GaussianBlur", "RandomErasing", "Rotate", "CenterCrop", "CornerCrop",
            "LabelColorJitter", "LabelGrayscale", "LabelSolarization", "LabelGaussianBlur", "LabelRotate",
-           "LabelTranslate", "LabelRandomResizedCrop",
+           "LabelTranslate", "LabelRandomHorizontalFlip", "LabelRandomResizedCrop", "PadRGBImageDecoder",
            "RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AugmentOp", "ToTorchVideo"]
 
 
 def __getattr__(name):
-    # LabelRandomResizedCrop extends a decoder of ffcv_go.fields, which
-    # imports this package while it loads: it is imported on first use.
-    if name == "LabelRandomResizedCrop":
-        from .resized_crop import LabelRandomResizedCrop
-        return LabelRandomResizedCrop
+    # LabelRandomResizedCrop and PadRGBImageDecoder are decoders of
+    # ffcv_go.fields, which imports this package while it loads: they are
+    # imported on first use.
+    if name in ("LabelRandomResizedCrop", "PadRGBImageDecoder"):
+        from . import resized_crop
+        return getattr(resized_crop, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,6 +4,8 @@ stage (see ffcv_go.pipeline.pipeline). The Python classes only describe them
 (``_go_spec``) and declare their output state. Two have a torch path:
 NormalizeImage on a GPU tensor (as FFCV's does) and MixupToOneHot (FFCV's is
 torch only)."""
+import weakref
+
 import numpy as np
 import torch
 
@@ -108,29 +110,30 @@ class RandomSaturation(_Blend):
 
 
 class RandomGrayscale(_RandomImage):
-    """Turns each image grey (ITU-R 601 luma in every channel) with probability
-    p; seed pairs it with a LabelGrayscale."""
+    """Turns each image grey (ITU-R 601 luma in every channel) with
+    probability gray_prob (FFCV-SSL's signature); seed pairs it with a
+    LabelGrayscale."""
 
-    def __init__(self, p=0.1, seed=None):
+    def __init__(self, gray_prob=0.2, seed=None):
         super().__init__()
-        self.p, self.seed = float(p), _seed_arg(seed)
+        self.gray_prob, self.seed = float(gray_prob), _seed_arg(seed)
 
     def _spec(self):
-        return _seeded({"op": "grayscale", "p": self.p}, self.seed)
-
+        return _seeded({"op": "grayscale", "p": self.gray_prob}, self.seed)
 
 
 class RandomSolarization(_RandomImage):
-    """Inverts pixels >= threshold with probability p; seed pairs it with a
+    """Inverts the pixels >= threshold with probability solarization_prob
+    (FFCV-SSL's signature and argument order); seed pairs it with a
     LabelSolarization."""
 
-    def __init__(self, threshold=128, p=0.5, seed=None):
+    def __init__(self, solarization_prob=0.5, threshold=128, seed=None):
         super().__init__()
-        self.threshold, self.p, self.seed = int(threshold), float(p), _seed_arg(seed)
+        self.solarization_prob, self.threshold = float(solarization_prob), int(threshold)
+        self.seed = _seed_arg(seed)
 
     def _spec(self):
-        return _seeded({"op": "solarize", "threshold": self.threshold, "p": self.p}, self.seed)
-
+        return _seeded({"op": "solarize", "threshold": self.threshold, "p": self.solarization_prob}, self.seed)
 
 
 class RandomCrop(_RandomImage):
@@ -312,21 +315,28 @@ class RandomResizedCrop(_RandomImage):
     Either works anywhere: first in a pipeline it is the decoder
     (``RandomResizedCropRGBImageDecoder``, which decodes only the crop's
     pixels), later it crops decoded images.
+
+    seed pairs it with a LabelRandomResizedCrop; second_seed (FFCV-SSL's
+    non-overlapping crops, with a seed) names the seed of another view's
+    crop: this crop is drawn beside that one, never overlapping it (see
+    the views guide).
     """
 
-    def __init__(self, *args, seed=None, **kwargs):
+    def __init__(self, *args, seed=None, second_seed=None, **kwargs):
         super().__init__()
-        self.seed = _seed_arg(seed)
+        self.seed, self.second_seed = _seed_arg(seed), _seed_arg(second_seed)
+        if self.second_seed is not None and self.seed is None:
+            raise ValueError("RandomResizedCrop: second_seed needs a seed too")
         if len(args) == 3 or "size" in kwargs:  # FFCV 1.0: (scale, ratio, size)
             names = ("scale", "ratio", "size")
             a = dict(zip(names, args), **kwargs)
-            if set(a) != set(names):
+            if set(a) != set(names) or len(args) > 3:
                 raise TypeError(f"RandomResizedCrop(scale, ratio, size) got {sorted(a)}")
             scale, ratio, size = a["scale"], a["ratio"], a["size"]
         else:  # FFCV-SSL: (output_size, scale, ratio)
             names = ("output_size", "scale", "ratio")
             a = dict(zip(names, args), **kwargs)
-            if "output_size" not in a or not set(a) <= set(names):
+            if "output_size" not in a or not set(a) <= set(names) or len(args) > 3:
                 raise TypeError(f"RandomResizedCrop(output_size, scale=..., ratio=...) got {sorted(a)}")
             size, scale, ratio = a["output_size"], a.get("scale", (0.08, 1.0)), a.get("ratio", (3 / 4, 4 / 3))
         self.scale, self.ratio = (float(scale[0]), float(scale[1])), (float(ratio[0]), float(ratio[1]))
@@ -334,16 +344,32 @@ class RandomResizedCrop(_RandomImage):
         if min(self.size) < 1 or not 0 < self.scale[0] <= self.scale[1] or not 0 < self.ratio[0] <= self.ratio[1]:
             raise ValueError(f"RandomResizedCrop: bad size {size}, scale {scale} or ratio {ratio}")
 
+    @property
+    def output_size(self):
+        """FFCV-SSL's name for size (its training script sets it each epoch)."""
+        return self.size
+
+    @output_size.setter
+    def output_size(self, value):
+        self.size = (int(value), int(value)) if np.isscalar(value) else (int(value[0]), int(value[1]))
+        for d in self.__dict__.get("_decoders", ()):
+            d.output_size = self.size
+
     def _as_decoder(self):
+        """The decoder it becomes first in a loader's pipeline; it follows
+        later changes of output_size."""
         from ..fields.rgb_image import RandomResizedCropRGBImageDecoder
-        return RandomResizedCropRGBImageDecoder(self.size, self.scale, self.ratio, seed=self.seed)
+        d = RandomResizedCropRGBImageDecoder(self.size, self.scale, self.ratio, seed=self.seed,
+                                             second_seed=self.second_seed)
+        self.__dict__.setdefault("_decoders", weakref.WeakSet()).add(d)
+        return d
 
     def declare_state_and_memory(self, previous_state):
         return replace_state(previous_state, shape=(*self.size, previous_state.shape[2])), None
 
     def _spec(self):
-        return _seeded({"op": "rrc", "size": list(self.size), "scale": list(self.scale), "ratio": list(self.ratio)},
+        spec = _seeded({"op": "rrc", "size": list(self.size), "scale": list(self.scale), "ratio": list(self.ratio)},
                        self.seed)
-
-
-
+        if self.second_seed is not None:
+            spec["second_seed"] = self.second_seed
+        return spec

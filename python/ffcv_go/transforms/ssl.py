@@ -99,7 +99,7 @@ class GaussianBlur(_RandomImage):
     U(sigma) over kernel_size taps (odd), reflect padding, as torchvision's
     GaussianBlur."""
 
-    def __init__(self, blur_prob=0.5, kernel_size=5, sigma=(0.1, 2.0), seed=None):
+    def __init__(self, blur_prob, kernel_size=5, sigma=(0.1, 2.0), seed=None):
         super().__init__()
         self.blur_prob = _prob(blur_prob, "blur_prob")
         self.kernel_size = int(kernel_size)
@@ -121,26 +121,27 @@ def _sigma(sigma):
 
 
 class RandomErasing(_RandomImage):
-    """torchvision's RandomErasing: with probability p, sets a rectangle of
-    area fraction U(scale) and log-uniform aspect ratio in ratio (10 tries,
-    nothing erased if all fail) to value (a number or one per channel)."""
+    """FFCV-SSL's RandomErasing: with probability erase_prob, fills a
+    rectangle with mean (one value per channel, or one for all). The
+    rectangle is torchvision's: area fraction U(scale), aspect ratio
+    log-uniform in ratio, 10 tries, nothing erased if all fail."""
 
-    def __init__(self, p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0, seed=None):
+    def __init__(self, erase_prob=0.5, scale=(0.08, 0.4), ratio=(0.3, 3), mean=[128, 128, 128], seed=None):
         super().__init__()
-        self.p = _prob(p, "p")
+        self.erase_prob = _prob(erase_prob, "erase_prob")
         self.scale, self.ratio = (float(scale[0]), float(scale[1])), (float(ratio[0]), float(ratio[1]))
         if not 0 <= self.scale[0] <= self.scale[1] <= 1:
             raise ValueError(f"scale {scale} must be (min, max) within [0, 1]")
         if not 0 < self.ratio[0] <= self.ratio[1]:
             raise ValueError(f"ratio {ratio} must be a positive (min, max)")
-        if isinstance(value, str):
-            raise ValueError(f"value {value!r}: random erasing values are not supported; give numbers")
-        self.value = _fill(value, "value")
+        if isinstance(mean, str):
+            raise ValueError(f"mean {mean!r}: give numbers")
+        self.mean = _fill(mean, "mean")
         self.seed = _seed_arg(seed)
 
     def _spec(self):
-        return _seeded({"op": "random_erasing", "p": self.p, "scale": list(self.scale), "ratio": list(self.ratio),
-                        "value": self.value}, self.seed)
+        return _seeded({"op": "random_erasing", "p": self.erase_prob, "scale": list(self.scale),
+                        "ratio": list(self.ratio), "value": self.mean}, self.seed)
 
 
 class Rotate(_RandomImage):
@@ -166,17 +167,26 @@ def _size(size):
 
 
 class CenterCrop(_RandomImage):
-    """FFCV-SSL's CenterCrop on decoded images: the centre square of side
-    int(ratio * min(H, W)), area-resized to output_size."""
+    """FFCV-SSL's CenterCrop: the centre square of side
+    int(ratio * min(H, W)), area-resized to output_size. First in a
+    pipeline it is the decoder (CenterCropRGBImageDecoder: only the square
+    is decoded, at a reduced DCT scale where the output is smaller); later
+    it crops decoded images."""
 
     _corner = None
 
-    def __init__(self, output_size, ratio=224 / 256):
+    def __init__(self, output_size, ratio):
         super().__init__()
         self.output_size = _size(output_size)
         self.ratio = float(ratio)
         if not 0 < self.ratio <= 1:
             raise ValueError(f"ratio {ratio} must be in (0, 1]")
+
+    def _as_decoder(self):
+        from ..fields.rgb_image import CenterCropRGBImageDecoder, _CornerCropRGBImageDecoder
+        if self._corner is None:
+            return CenterCropRGBImageDecoder(self.output_size, self.ratio)
+        return _CornerCropRGBImageDecoder(self.output_size, self.ratio, self._corner)
 
     def declare_state_and_memory(self, previous_state):
         return replace_state(previous_state, shape=(*self.output_size, previous_state.shape[2])), None
@@ -191,14 +201,19 @@ class CenterCrop(_RandomImage):
 class CornerCrop(CenterCrop):
     """The square of side int(ratio * min(H, W)) at a corner ('top_left',
     'top_right', 'bottom_left', 'bottom_right'), area-resized to
-    output_size. (FFCV-SSL's corner names are upside down: its 'top_left'
-    is the bottom-left square; here names mean what they say.)"""
+    output_size; first in a pipeline, the decoder (as CenterCrop). Names
+    mean what they say: FFCV-SSL's are upside down (its 'top_left' is the
+    bottom-left square)."""
 
-    def __init__(self, output_size, ratio=224 / 256, corner="top_left"):
+    def __init__(self, output_size, ratio, corner="top_left"):
         super().__init__(output_size, ratio)
         if corner not in ("top_left", "top_right", "bottom_left", "bottom_right"):
             raise ValueError(f"corner {corner!r} must be top_left, top_right, bottom_left or bottom_right")
         self._corner = corner
+
+    @property
+    def corner(self):
+        return self._corner
 
 
 class _Label(Transform):
@@ -227,21 +242,29 @@ class _Label(Transform):
         of.pop("seed", None)
         return {"op": "label", "of": of, "seed": self.seed}
 
+    def _misplaced(self, name, index, state):
+        return (f"{name!r}: {type(self).__name__} (operation {index}) appends the parameters its image "
+                f"transform drew to this pipeline's values, in Go, where they are CPU scalars or vectors (a "
+                f"label right after its decoder); here its input is shape {state.shape}, dtype {state.dtype}, "
+                f"on {state.device}. Put it right after the decoder, before ToDevice and the other tensor "
+                f"operations.")
+
 
 class LabelColorJitter(_Label):
-    """Appends the jitter's (brightness, contrast, saturation, hue) factors,
-    (1, 1, 1, 0) where it did not apply. Build it as the RandomColorJitter
-    it reports on, with the same seed."""
+    """Appends the (brightness, contrast, saturation, hue) factors
+    RandomColorJitter drew, (1, 1, 1, 0) where it did not apply. Build it as
+    the RandomColorJitter it reports on, with the same seed: its defaults
+    are FFCV-SSL's, no jitter, not RandomColorJitter's."""
 
     _n = 4
 
-    def __init__(self, jitter_prob=0.5, brightness=0.8, contrast=0.4, saturation=0.4, hue=0.2, seed=None):
+    def __init__(self, jitter_prob=0.5, brightness=0, contrast=0, saturation=0, hue=0, seed=None):
         super().__init__()
         self._reports(RandomColorJitter(jitter_prob, brightness, contrast, saturation, hue, seed=seed))
 
 
 class LabelGrayscale(_Label):
-    """Appends 0 where RandomGrayscale(gray_prob, seed=seed) turned the image
+    """Appends 0 where RandomGrayscale(gray_prob, seed) turned the image
     grey and 1 elsewhere (FFCV-SSL's convention)."""
 
     _n = 1
@@ -249,19 +272,19 @@ class LabelGrayscale(_Label):
     def __init__(self, gray_prob=0.2, seed=None):
         super().__init__()
         from .image import RandomGrayscale
-        self._reports(RandomGrayscale(p=_prob(gray_prob, "gray_prob"), seed=seed))
+        self._reports(RandomGrayscale(gray_prob, seed=seed))
 
 
 class LabelSolarization(_Label):
-    """Appends 1 where RandomSolarization(threshold, solarization_prob,
-    seed=seed) solarized the image, 0 elsewhere."""
+    """Appends 1 where RandomSolarization(solarization_prob, threshold,
+    seed) solarized the image, 0 elsewhere."""
 
     _n = 1
 
     def __init__(self, solarization_prob=0.5, threshold=128, seed=None):
         super().__init__()
         from .image import RandomSolarization
-        self._reports(RandomSolarization(threshold, p=_prob(solarization_prob, "solarization_prob"), seed=seed))
+        self._reports(RandomSolarization(solarization_prob, threshold, seed=seed))
 
 
 class LabelGaussianBlur(_Label):
@@ -269,7 +292,7 @@ class LabelGaussianBlur(_Label):
 
     _n = 1
 
-    def __init__(self, blur_prob=0.5, kernel_size=5, sigma=(0.1, 2.0), seed=None):
+    def __init__(self, blur_prob, kernel_size, sigma=(0.1, 2.0), seed=None):
         super().__init__()
         self._reports(GaussianBlur(blur_prob, kernel_size, sigma, seed=seed))
 
@@ -285,20 +308,21 @@ class LabelRotate(_Label):
 
 
 class LabelTranslate(_Label):
-    """Appends the (dy, dx) RandomTranslate(padding, seed=seed) drew: output
-    pixel (y, x) is input pixel (y + dy, x + dx)."""
+    """Appends FFCV-SSL's (dy + padding, dx + padding), in [0, 2 * padding],
+    for the shift RandomTranslate(padding, fill, seed) drew: output pixel
+    (y, x) is input pixel (y + dy, x + dx)."""
 
     _n = 2
 
-    def __init__(self, padding, seed=None):
+    def __init__(self, padding, fill=(0, 0, 0), seed=None):
         super().__init__()
         from .image import RandomTranslate
-        self._reports(RandomTranslate(padding, seed=seed))
+        self._reports(RandomTranslate(padding, fill, seed=seed))
 
 
 class LabelRandomHorizontalFlip(_Label):
-    """Appends 1 where RandomHorizontalFlip(flip_prob, seed=seed) flipped
-    the image, 0 elsewhere."""
+    """Appends 1 where RandomHorizontalFlip(flip_prob, seed) flipped the
+    image, 0 elsewhere."""
 
     _n = 1
 

@@ -16,6 +16,14 @@ class Sequential(_GoOrder):
     _go_name = "sequential"
 
 
+class SequentialContiguous(_GoOrder):
+    """FFCV-SSL's SEQUENTIAL_CONTIGUOUS: the indices as given; distributed,
+    rank r reads a contiguous block of them (padded from their head to a
+    multiple of the world size, as DistributedSamplerProxy) where
+    Sequential strides."""
+    _go_name = "sequential_contiguous"
+
+
 class Random(_GoOrder):
     """numpy default_rng(seed + epoch).permutation(indices); distributed: as
     DistributedSampler(shuffle=True, seed) with set_epoch(epoch)."""

@@ -5,5 +5,8 @@ from ..base import MemoryContext
 class ProcessCacheContext(MemoryContext):
     """The context of one scheduled epoch of a ProcessCacheManager."""
 
+    def __init__(self, manager, batches):
+        super().__init__(manager, batches)
+
 
 __all__ = ["ProcessCacheContext"]

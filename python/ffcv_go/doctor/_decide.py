@@ -1,0 +1,345 @@
+"""Deciding: the bottleneck, the settings that fix it and the first
+epoch's cost, from a report's measurements. Pure: it reads the report's
+dicts and writes its verdict; it measures nothing, so every rule can be
+tested on made-up measurements. Every threshold is named here."""
+import math
+
+from ._report import Recommendation, gib, mb, op_name, pct, rate, ratio, workers
+
+MiB = 1 << 20
+
+# The file fits in memory when it takes at most this share of the memory
+# the process may use (the rest: the training process and other pages).
+FITS_IN_MEMORY_SHARE = 0.8
+# Storage limits the loader when, from a cold cache, it delivers less than
+# this share of the rate it decodes at from memory.
+STORAGE_BOUND_SHARE = 0.8
+# With a model: training is loader-bound when the training loop waited in
+# next() for at least this share of the time the loader fed the model.
+# Below it, the model is the limit: a few percent are the loop's own
+# overhead and the batches' hand-over, not a slow loader.
+LOADER_BOUND_WAIT_SHARE = 0.10
+# More workers are recommended when they measured this much faster; fewer
+# (more often noise than a real effect) only with a wider margin.
+MORE_WORKERS_GAIN = 1.1
+FEWER_WORKERS_GAIN = 1.25
+# Fewer workers that still deliver this multiple of the training rate
+# would leave cores to the training process.
+WORKERS_HEADROOM = 1.2
+# Without a model, an epoch (of a file that fits in memory) shorter than
+# this leaves nothing to tune.
+TRIVIAL_EPOCH_S = 1.0
+# The machine was busy when its load average exceeded this share of the cores.
+BUSY_LOAD_SHARE = 0.5
+# An operation after the decoder taking at least this share of the
+# operations' time is named as the one to make cheaper.
+DOMINANT_OP_SHARE = 0.3
+# A first epoch from a cold cache is flagged when what it adds is at least
+# this share of the shortest schedule.
+FIRST_EPOCH_FLAG_SHARE = 0.05
+# Schedules the first epoch's share is given for: FFCV's ImageNet
+# configurations (github.com/libffcv/ffcv-imagenet, rn18_configs and
+# rn50_configs) train for 16 to 88 epochs.
+SCHEDULES = (16, 88)
+# FFCV's ImageNet recipes (the ffcv-imagenet README and configurations)
+# store the images at most 400 px (ResNet-18) or 500 px (ResNet-50) on the
+# longer side, and train on crops of 160 to 192 px (progressive resizing).
+# The smallest margin, 400 px for 192 px crops, scales a recommended
+# max_resolution with the crop.
+RECIPE_MAX_RESOLUTION = 400
+RECIPE_TRAIN_RES = 192
+# max_resolution is recommended when the rewritten images would keep at
+# most this share of the stored pixels.
+MAX_RES_KEEP_PIXELS = 0.5
+
+
+def decide(report):
+    """Names the bottleneck and fills the recommendations, the notes and
+    ``first_epoch`` of a report whose measurements are in (kept apart from
+    measuring, so it can be tested alone)."""
+    s, ld, ds, mem = report.settings, report.loader, report.dataset, report.machine
+    recs, notes = [], []
+    cur = ld["current"]
+    cpu_rate = cur["img_s"]
+    sample_bytes = ds["mean_sample_bytes"] or 1.0
+    cold = {(c["order"], c["os_cache"]): c for c in ld.get("cold", [])}
+    cold_cur = cold.get((s["order"].upper(), s["os_cache"]))
+    fits = ds["fits_in_memory"]
+    loader_rate, limit = cpu_rate, "cpu"
+    if cold_cur is not None and (not fits or ds["remote"]) and cold_cur["img_s"] < STORAGE_BOUND_SHARE * cpu_rate:
+        loader_rate, limit = cold_cur["img_s"], "storage"
+    model = report.model or {}
+    failed = bool(model.get("error"))
+    tg = None if failed else report.together
+    epoch_s = ds["samples"] / max(loader_rate, 1e-9)
+
+    if tg is not None:
+        waited = tg["wait_share"] >= LOADER_BOUND_WAIT_SHARE
+        storage_short = limit == "storage" and loader_rate < STORAGE_BOUND_SHARE * tg["img_s"]
+        verdict = limit if waited or storage_short else "model"
+    elif not failed and not model and fits and not ds["remote"] and epoch_s < TRIVIAL_EPOCH_S:
+        verdict = "none"
+    else:
+        verdict = limit
+    report.bottleneck = verdict
+
+    if verdict == "model":
+        report.summary = _model_summary(tg)
+        if tg["device"].startswith("cuda") and not tg["amp"]:
+            recs.append(Recommendation("torch.autocast('cuda', dtype=torch.float16) (--amp)", "model",
+                                       "mixed precision usually raises a GPU's training rate the most; "
+                                       "measure it with --amp"))
+        need = next((p for p in ld["scan"] if p["img_s"] >= WORKERS_HEADROOM * tg["img_s"]), None)
+        if need is not None and need["workers"] < cur["workers"]:
+            notes.append(f"{workers(need['workers'])} already deliver{'s' if need['workers'] == 1 else ''} "
+                         f"{rate(need['img_s'])} img/s, {ratio(need['img_s'] / tg['img_s'])} the training "
+                         f"rate: fewer workers would leave cores to the training process")
+    elif verdict == "none":
+        report.summary = (f"nothing to tune at this scale: an epoch of the {ds['samples']:,} samples takes "
+                          f"{epoch_s:.2f} s at {rate(loader_rate)} img/s and the file fits in memory. "
+                          "Run the doctor on the full dataset, with --model to measure it with training.")
+    elif verdict == "storage":
+        _storage_recs(report, recs, notes, cold, cold_cur, cpu_rate, sample_bytes, mem)
+    else:
+        _cpu_recs(report, recs, notes)
+    if verdict in ("storage", "cpu") and tg is not None:
+        dev = "the GPU" if tg["device"].startswith("cuda") else "the training thread"
+        report.summary += (f" Training with the model, the loop waited in next() {pct(tg['wait_share'])} of the "
+                           f"time ({tg['wait_s']:.2f} s of {tg['seconds']:.2f} s) and {dev} was busy "
+                           f"{pct(tg['device_busy_share'])}: {rate(tg['img_s'])} img/s.")
+    if failed:
+        notes.append(f"the model {model.get('name')} could not train ({model['error']}): the verdict is the "
+                     f"loader's alone" + (f"; {model['advice']}" if model.get("advice") else ""))
+    if tg is not None and tg["device"] == "cpu":
+        threads = tg.get("torch_threads")
+        notes.append(f"the model trained on the CPU beside the loader's {workers(tg['workers'])}"
+                     + (f" with {threads} torch thread{'s' if threads != 1 else ''}" if threads else "")
+                     + f" on {report.machine['cores']} usable cores: they share the cores, so the scan's rates "
+                       "(the loader alone) are higher than what training gets")
+    if model.get("from_warmup"):
+        notes.append(f"one training step took {model['seconds']:.1f} s: the model's rate alone is from that first "
+                     "step (warm-up included), so it is a lower bound")
+    fe = first_epoch(report, tg["img_s"] if tg is not None else loader_rate)
+    report.first_epoch = fe
+    if fe is not None:
+        _first_epoch_advice(report, fe, recs, notes)
+    load = report.machine.get("load_average")
+    if load and load[0] > BUSY_LOAD_SHARE * report.machine["cores"]:
+        notes.append(f"other processes were using the CPU (load average {load[0]:.1f} on {report.machine['cores']} "
+                     f"cores when measuring started): the rates are lower and noisier than on an idle machine")
+    report.recommendations, report.notes = recs, notes
+    return report
+
+
+def _model_summary(tg):
+    dev = "the GPU" if tg["device"].startswith("cuda") else "the training thread"
+    return (f"with the loader feeding the model, the training loop waited in next() {pct(tg['wait_share'])} of "
+            f"the time ({tg['wait_s']:.2f} s of {tg['seconds']:.2f} s, under {pct(LOADER_BOUND_WAIT_SHARE)}) "
+            f"and {dev} was busy {pct(tg['device_busy_share'])}: training waits for the model, not for data "
+            f"({rate(tg['img_s'])} img/s). Nothing to change in the loader.")
+
+
+def first_epoch(report, train_rate):
+    """What reading the file from a cold cache adds to the first epoch of a
+    file that fits in memory (later epochs read it from the page cache),
+    and its share of each schedule; None where every epoch reads from
+    storage (the file does not fit, or is remote: the verdict covers it).
+    The first epoch reads at the rate its cache reads cold: sample-sized
+    reads through the OS cache for RANDOM, whole pages otherwise."""
+    ds, st, s = report.dataset, report.storage, report.settings
+    if ds["remote"] or not ds["fits_in_memory"]:
+        return None
+    fs = ds.get("filesystem") or {}
+    epochs = s.get("epochs")
+    schedules = sorted({int(epochs)} | set(SCHEDULES)) if epochs else list(SCHEDULES)
+    out = {"network": bool(fs.get("network")), "filesystem": fs.get("type"), "schedules": schedules,
+           "extra_s": None, "flagged": False}
+    samples_via_os = s["os_cache"] and s["order"].upper() == "RANDOM"
+    key = "cold_sample_mb_s" if samples_via_os else "cold_page_mb_s"
+    cold_rate = st.get(key) or (st.get("cold_page_mb_s") if samples_via_os else None)
+    if not cold_rate or train_rate <= 0:
+        return out  # not measured: the file was not dropped from the page cache
+    nbytes = ds["heap_bytes"] if key == "cold_sample_mb_s" else ds["bytes"]
+    warm = ds["samples"] / train_rate
+    cold_epoch = max(warm, nbytes / (cold_rate * 1e6))
+    extra = cold_epoch - warm
+    share = {str(e): extra / (e * warm + extra) for e in schedules}
+    shortest = str(int(epochs)) if epochs else str(min(SCHEDULES))
+    out.update(read_mb_s=cold_rate, read_as="sample-sized reads" if key == "cold_sample_mb_s" else "whole pages",
+               warm_epoch_s=warm, cold_epoch_s=cold_epoch, extra_s=extra, schedule_share=share,
+               flagged=share[shortest] >= FIRST_EPOCH_FLAG_SHARE)
+    return out
+
+
+def _first_epoch_advice(report, fe, recs, notes):
+    ds = report.dataset
+    where = f"{fe['filesystem']} (network) storage" if fe["network"] else "storage"
+    if fe["extra_s"] is None:
+        if fe["network"]:
+            notes.append(f"the file is on {where}: the first epoch reads it from there, and short schedules pay "
+                         f"that in full; its cold reads were not measured (the page cache was not evicted)")
+        return
+    if not fe["flagged"]:
+        return
+    shares = ", ".join(f"{pct(v)} of {k} epochs" for k, v in fe["schedule_share"].items())
+    path = ds["path"] if isinstance(ds["path"], str) else "FILE"
+    recs.append(Recommendation(
+        f"cat {path} > /dev/null  # before training (or copy the file to a local disk)", "storage",
+        f"the first epoch reads the file ({gib(ds['bytes'])}) from a cold cache on {where} at "
+        f"{fe['read_mb_s']:,.0f} MB/s ({fe['read_as']}): about {fe['cold_epoch_s']:.0f} s against "
+        f"{fe['warm_epoch_s']:.0f} s for a warm epoch, +{fe['extra_s']:.0f} s: {shares} of training (FFCV's ImageNet "
+        f"schedules run {SCHEDULES[0]} to {SCHEDULES[-1]} epochs). Later epochs read it from memory; one "
+        f"sequential read beforehand, started while the job sets up, streams it at the storage's best rate"))
+
+
+def _storage_recs(report, recs, notes, cold, cold_cur, cpu_rate, sample_bytes, mem):
+    s, ds, st, ld = report.settings, report.dataset, report.storage, report.loader
+    usable = mem.get("usable_memory")
+    ps = ds["page_size"]
+    where = (f"the file ({gib(ds['bytes'])}) is larger than the memory this process may use "
+             f"({gib(usable)})" if not ds["remote"] else "every page comes over the network")
+    report.summary = (f"{where}, so pages are read again and again; from a cold cache the loader "
+                      f"delivers {rate(cold_cur['img_s'])} img/s with order={s['order'].upper()}, "
+                      f"os_cache={s['os_cache']}, against {rate(cpu_rate)} img/s decoding from memory.")
+    quasi = cold.get(("QUASI_RANDOM", False))
+    rates = []
+    if st.get("cold_page_mb_s"):
+        rates.append(f"whole {ps // MiB} MiB pages read cold at {st['cold_page_mb_s']:,.0f} MB/s "
+                     f"(= {st['cold_page_mb_s'] * 1e6 / sample_bytes:,.0f} img/s of {mb(sample_bytes)} samples)")
+    if st.get("cold_sample_mb_s"):
+        rates.append(f"sample-sized random reads at {st['cold_sample_mb_s']:,.0f} MB/s "
+                     f"(= {st['cold_sample_mb_s'] * 1e6 / sample_bytes:,.0f} img/s)")
+    if (s["order"].upper(), s["os_cache"]) != ("QUASI_RANDOM", False):
+        window = ld.get("quasi_window")
+        setting = "os_cache=False, order=OrderOption.QUASI_RANDOM"
+        if window:
+            setting += f", order_kwargs={{'window_pages': {window['window_pages']}}}, " \
+                       f"max_resident_pages={window['max_resident_pages']}"
+        why = "QUASI_RANDOM visits the samples of a few pages at a time and the process cache reads each page once per epoch"
+        if quasi is not None:
+            why += (f": measured from a cold cache, {rate(quasi['img_s'])} img/s against "
+                    f"{rate(cold_cur['img_s'])} img/s now ({quasi['img_s'] / max(cold_cur['img_s'], 1e-9):.1f}x)")
+        if rates:
+            why += "; " + ", ".join(rates)
+        if window:
+            why += (f"; {window['max_resident_pages']} resident pages of {ps // MiB} MiB "
+                    f"({gib(window['max_resident_pages'] * ps)}) keep the process cache within a third of the "
+                    f"usable memory")
+        recs.append(Recommendation(f"Loader(..., {setting})", "Loader", why))
+    best_cold = max([c["img_s"] for c in cold.values()] + [0])
+    big = _max_resolution(report)
+    if best_cold < STORAGE_BOUND_SHARE * cpu_rate:
+        if big is not None:
+            recs.append(big)
+        need = cpu_rate * sample_bytes / 1e6
+        notes.append(f"to keep the workers busy the storage must deliver about {need:,.0f} MB/s "
+                     f"({rate(cpu_rate)} img/s x {mb(sample_bytes)}): more memory (the file is "
+                     f"{gib(ds['bytes'])}) or faster storage would remove the limit")
+    if not st.get("evicted", True) and not ds["remote"]:
+        notes.append("the file was not dropped from the page cache (another process has it open, or --evict "
+                     "never): the cold runs started from the cache as found")
+
+
+def _round_up(x, step):
+    return int(math.ceil(x / step) * step)
+
+
+def _max_resolution(report):
+    """A max_resolution recommendation when the stored images are much
+    larger than the pipeline's crops, with what it changes for the model."""
+    ds, ld, facts = report.dataset, report.loader, report.loader.get("pipeline_facts", {})
+    im, out = ds.get("images"), facts.get("output_size")
+    if not im or not out:
+        return None
+    side = max(out)
+    target = _round_up(side * RECIPE_MAX_RESOLUTION / RECIPE_TRAIN_RES, 16)
+    stored_long = max(im["median_width"], im["median_height"])
+    keep = (target / stored_long) ** 2
+    if keep > MAX_RES_KEEP_PIXELS:
+        return None
+    share = ld.get("stages", {}).get("share", {})
+    dec = share.get("entropy_decode", 0) + share.get("idct_resize", 0)
+    why = (f"stored images are {im['median_width']}x{im['median_height']} px (median), {mb(ds['mean_sample_bytes'])} "
+           f"each, for {out[1]}x{out[0]} crops")
+    if dec:
+        why += f"; decoding takes {pct(dec)} of the workers' time"
+    why += (f". Rewritten with max_resolution={target} (longer side), an image has about {pct(keep)} of "
+            f"the pixels and bytes (estimated): entropy decoding and the file shrink about as much. ")
+    recipe = (f"FFCV's ImageNet recipes (github.com/libffcv/ffcv-imagenet) store images at most "
+              f"{RECIPE_MAX_RESOLUTION} px (ResNet-18) or 500 px (ResNet-50) on the longer side for training "
+              f"crops of 160 to {RECIPE_TRAIN_RES} px; {target} keeps the smallest of those margins "
+              f"({RECIPE_MAX_RESOLUTION / RECIPE_TRAIN_RES:.1f}x the crop)")
+    if facts.get("random_crop"):
+        tight = _round_up(side * 256 / 224, 32)
+        why += (f"It changes what the model sees: a random-resized crop scales a part of the stored image (down "
+                f"to 8% of its area) to {side} px, so from a smaller stored image small crops are upscaled from "
+                f"fewer pixels and lose detail. {recipe}. max_resolution={tight} (the crop x 256/224) would keep "
+                f"about {pct((tight / stored_long) ** 2)} of the pixels and decode faster still, at the cost of "
+                f"that detail: compare accuracy before going below {target}")
+    else:
+        why += f"The model then sees the same crops from fewer stored pixels. {recipe}"
+    return Recommendation(f"DatasetWriter(..., {{'{im['field']}': RGBImageField(max_resolution={target}, ...)}})"
+                          f"  # or ffcv-go convert --max-resolution {target}", "DatasetWriter", why)
+
+
+def _dominant_op(report):
+    """A recommendation naming the operation after the decoder that takes
+    the largest share of the operations' time, when it dominates."""
+    ops = [o for o in report.loader.get("ops") or [] if not o.get("decoder")]
+    if not ops:
+        return None
+    top = max(ops, key=lambda o: o["share"])
+    if top["share"] < DOMINANT_OP_SHARE:
+        return None
+    where = ("in the loader's Python thread" if top["where"] == "python" else "in the Go workers")
+    name = op_name(top, report.loader["ops"])
+    return Recommendation(
+        f"pipeline: {name}, {top['ms_per_image']:.2f} ms per image", "pipeline",
+        f"{name} takes {pct(top['share'])} of the time spent in the pipeline's operations, {where}: the most of "
+        f"any operation after the decoder. A cheaper setting of it (a smaller kernel or magnitude, a lower "
+        f"probability) or applying it to fewer samples raises the loader's rate the most")
+
+
+def _cpu_recs(report, recs, notes):
+    ld, mem = report.loader, report.machine
+    cur, best = ld["current"], ld["best"]
+    cores = mem["cores"]
+    stages = ld.get("stages", {}).get("ms_per_image", {})
+    report.summary = (f"the workers decode {rate(cur['img_s'])} img/s with num_workers={cur['workers']}, "
+                      f"{cur['cpu_ms_per_image']:.2f} ms of CPU per image, {cur['cores_busy']:.1f} of "
+                      f"{cores} usable cores busy.")
+    gain = MORE_WORKERS_GAIN if best["workers"] > cur["workers"] else FEWER_WORKERS_GAIN
+    if cur["workers"] > cores:
+        recs.append(Recommendation(f"Loader(..., num_workers={cores})", "Loader",
+                                   f"{cur['workers']} workers on {cores} usable cores oversubscribe them: "
+                                   f"{cores} workers deliver {rate(_at(ld, cores))} img/s against "
+                                   f"{rate(cur['img_s'])}"))
+    elif best["workers"] != cur["workers"] and best["img_s"] > gain * cur["img_s"]:
+        idle = cores - cur["cores_busy"] if cur["cores_busy"] is not None else None
+        recs.append(Recommendation(f"Loader(..., num_workers={best['workers']})", "Loader",
+                                   f"{rate(best['img_s'])} img/s with {workers(best['workers'])} against "
+                                   f"{rate(cur['img_s'])} with {cur['workers']}"
+                                   + (f"; {idle:.1f} of {cores} cores are idle now" if idle and idle > 0.3 else "")))
+    op = _dominant_op(report)
+    if op is not None:
+        recs.append(op)
+    big = _max_resolution(report)
+    if big is not None:
+        recs.append(big)
+    facts = ld.get("pipeline_facts", {})
+    dev = report.settings.get("device", "cpu")
+    if dev.startswith("cuda") and facts.get("normalize_on_cpu"):
+        ops = stages.get("ops")
+        recs.append(Recommendation(
+            f"pipeline: [..., ToTensor(), ToDevice(torch.device('{dev}'), non_blocking=True), ToTorchImage(), "
+            f"NormalizeImage(mean, std, np.float16)]", "pipeline",
+            "NormalizeImage before ToDevice runs on the CPU and ships 2 or 4 bytes per pixel instead of 1"
+            + (f"; the workers' operations take {ops:.2f} ms per image" if ops else "")
+            + ": after ToDevice it runs on the GPU"))
+    if not recs:
+        notes.append(f"every usable core is busy decoding ({cur['cores_busy']:.1f} of {cores}) and no setting "
+                     f"measured here does better: this is the machine's rate for this pipeline")
+
+
+def _at(ld, n):
+    return next((p["img_s"] for p in ld["scan"] if p["workers"] == n), None)

@@ -1,0 +1,374 @@
+"""Measuring storage and the loader: cold and warm reads of the file, the
+pipeline's rate at a number of workers, where the workers' time goes (by
+stage and by operation). Each function runs one bounded measurement and
+returns plain dicts; none decides anything."""
+import copy
+import math
+import os
+import runpy
+import time
+
+import numpy as np
+
+MiB = 1 << 20
+
+STAGE_LABELS = {"read": "read", "entropy_decode": "entropy decode", "idct_resize": "IDCT + resize", "ops": "ops"}
+
+# Arguments of the Loaders the doctor makes itself: a pipeline file's or
+# diagnose's loader_kwargs may not set them.
+RESERVED_LOADER_KWARGS = {"fname", "batch_size", "num_workers", "order", "os_cache", "indices", "pipelines", "seed",
+                          "trace", "drop_last", "order_kwargs", "max_resident_pages", "distributed"}
+
+
+# ---- storage ---------------------------------------------------------------------
+
+def drop_from_page_cache(paths):
+    """Asks the kernel to drop the files' pages from its cache (clean pages of
+    files nobody else holds mapped go), for every process on the machine:
+    another job reading the file reads it again from storage. ``diagnose``
+    does it only with ``evict=True``, or by default when no other process
+    has the file open."""
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def read_ranges(path, ranges, budget):
+    """Reads (offset, size) ranges in order until budget seconds have passed:
+    (bytes, seconds, reads)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)  # no read-ahead beyond each read
+        t0 = time.perf_counter()
+        total = reads = 0
+        for off, size in ranges:
+            total += len(os.pread(fd, int(size), int(off)))
+            reads += 1
+            if time.perf_counter() - t0 > budget:
+                break
+        return total, time.perf_counter() - t0, reads
+    finally:
+        os.close(fd)
+
+
+def page_ranges(path, page_size, pages):
+    fsize = os.path.getsize(path)
+    return [(p * page_size, min(page_size, fsize - p * page_size)) for p in pages if p * page_size < fsize]
+
+
+def storage_local(path, reader, lay, budget, rng, evict):
+    """Page reads, the same pages again (warm), sample-sized reads. With
+    evict, each of the first and last from a cold cache (the file dropped
+    from the page cache before: keys cold_*); without, from the cache as
+    found (keys page_*, sample_*: warm where other jobs keep it cached)."""
+    pages = page_ranges(path, reader.page_size, rng.permutation(lay.used_pages)[:64].tolist())
+    out = {"kind": "local", "path": path, "evicted": bool(evict)}
+    pre = "cold_" if evict else ""
+    if evict:
+        drop_from_page_cache([path])
+    b, dt, k = read_ranges(path, pages, budget * 0.45)
+    out.update({f"{pre}page_bytes": b, f"{pre}page_s": dt, f"{pre}page_reads": k,
+                f"{pre}page_mb_s": b / dt / 1e6 if dt else None})
+    b, dt, _ = read_ranges(path, pages[:k], budget * 0.1)
+    out.update(warm_mb_s=b / dt / 1e6 if dt else None)
+    if evict:
+        drop_from_page_cache([path])
+    samples = np.flatnonzero(lay.nbytes > 0)
+    pick = rng.choice(samples, size=min(2000, len(samples)), replace=False) if len(samples) else samples
+    b, dt, k = read_ranges(path, zip(lay.ptr[pick].tolist(), lay.nbytes[pick].tolist()), budget * 0.45)
+    out.update({f"{pre}sample_bytes": b, f"{pre}sample_s": dt, f"{pre}sample_reads": k,
+                f"{pre}sample_mb_s": b / dt / 1e6 if dt else None})
+    return out
+
+
+def storage_remote(data, reader, lay, budget, rng):
+    """The loader's own reader fetching whole pages (no decoding)."""
+    from ..fields.decoders import FloatDecoder, IntDecoder
+    from ..loader import Loader, OrderOption
+    names = reader.field_names
+    kinds = {n: type(reader.handlers[n]).__name__ for n in names}
+    light = [n for n in names if kinds[n] in ("IntField", "FloatField")]
+    out = {"kind": "remote", "path": str(data), "evicted": False}
+    if not light:
+        out["note"] = "no Int or Float field to load without decoding: fetch rate not measured"
+        return out
+    # A sample's pages are fetched whatever fields are decoded: decode only a number.
+    pipes = {n: None for n in names}
+    pipes[light[0]] = [IntDecoder() if kinds[light[0]] == "IntField" else FloatDecoder()]
+    used = rng.permutation(lay.used_pages)[:16]
+    idx = np.flatnonzero(np.isin(lay.page, used) & (lay.nbytes > 0))
+    t0 = time.perf_counter()
+    loader = Loader(data, batch_size=256, num_workers=2, order=OrderOption.QUASI_RANDOM, os_cache=False,
+                    indices=idx, drop_last=False, pipelines=pipes, seed=0)
+    for _ in loader:
+        if time.perf_counter() - t0 > budget:
+            break
+    dt = time.perf_counter() - t0
+    fetched = loader.stats.get("bytes_fetched", 0)
+    loader.close()
+    out.update(fetch_bytes=fetched, fetch_s=dt, fetch_mb_s=fetched / dt / 1e6 if dt else None)
+    return out
+
+
+# ---- the pipeline ----------------------------------------------------------------
+
+def _imagenet_norm(dtype):
+    from ..transforms import NormalizeImage
+    return NormalizeImage(np.array([0.485, 0.456, 0.406]) * 255, np.array([0.229, 0.224, 0.225]) * 255, dtype)
+
+
+def builtin_pipeline(kind, reader, res, device, amp):
+    """A factory of FFCV's ImageNet pipelines: train (RandomResizedCrop +
+    flip) or val (centre crop), normalised on the device."""
+    import torch
+    from ..fields.decoders import CenterCropRGBImageDecoder, IntDecoder, RandomResizedCropRGBImageDecoder
+    from ..transforms import RandomHorizontalFlip, Squeeze, ToDevice, ToTensor, ToTorchImage
+    names = reader.field_names
+    kinds = {n: type(reader.handlers[n]).__name__ for n in names}
+    image = next((n for n in names if kinds[n] == "RGBImageField"), None)
+    if image is None:
+        raise ValueError(f"pipeline {kind!r} needs an RGBImageField; the file has {kinds}: "
+                         "give a pipeline file (--pipeline FILE.py)")
+    label = next((n for n in names if kinds[n] == "IntField"), None)
+    dev = torch.device(device)
+    dtype = np.float16 if amp else np.float32
+
+    def make():
+        if kind == "train":
+            ops = [RandomResizedCropRGBImageDecoder((res, res)), RandomHorizontalFlip()]
+        else:
+            ops = [CenterCropRGBImageDecoder((res, res), ratio=224 / 256)]
+        ops += [ToTensor()]
+        if dev.type != "cpu":
+            ops += [ToDevice(dev, non_blocking=True)]
+        ops += [ToTorchImage(), _imagenet_norm(dtype)]
+        pipes = {n: None for n in names}
+        pipes[image] = ops
+        if label is not None:
+            pipes[label] = [IntDecoder(), ToTensor(), Squeeze()] + ([ToDevice(dev, non_blocking=True)]
+                                                                    if dev.type != "cpu" else [])
+        return pipes
+    return make
+
+
+def pipeline_source(spec):
+    """(pipelines, description, loader_kwargs) of diagnose's pipeline
+    argument: "train" or "val" as they are; a .py file's ``pipelines`` (a
+    dict, or a function returning one) and optional ``loader_kwargs`` (more
+    Loader arguments: views' ``custom_field_mapper``, ``custom_fields``,
+    ...); a dict or a function as they are. The file runs here, before the
+    dataset is opened with its custom fields."""
+    kwargs = {}
+    if isinstance(spec, str) and spec in ("train", "val"):
+        return spec, spec, kwargs
+    if isinstance(spec, (str, os.PathLike)):
+        path = os.fspath(spec)
+        if not path.endswith(".py") or not os.path.isfile(path):
+            raise ValueError(f"pipeline {spec!r}: 'train', 'val' or a .py file defining `pipelines`")
+        ns = runpy.run_path(path)
+        if "pipelines" not in ns:
+            raise ValueError(f"{path} defines no `pipelines` (a dict of field name -> operations, "
+                             "or a function returning one)")
+        spec, desc = ns["pipelines"], path
+        kwargs = ns.get("loader_kwargs") or {}
+        if not isinstance(kwargs, dict):
+            raise ValueError(f"{path}: loader_kwargs must be a dict of Loader arguments, not "
+                             f"{type(kwargs).__name__}")
+    else:
+        desc = "custom"
+    if isinstance(spec, dict):
+        if not any(v for v in spec.values()):
+            raise ValueError("pipelines: no field has operations")
+    elif not callable(spec):
+        raise ValueError(f"pipeline {spec!r}: 'train', 'val', a .py file, a dict or a function")
+    return spec, desc, kwargs
+
+
+def pipeline_factory(spec, reader, res, device, amp):
+    """A function making a fresh pipelines dict for each loader, from
+    pipeline_source's pipelines."""
+    if isinstance(spec, str):
+        return builtin_pipeline(spec, reader, res, device, amp)
+    if isinstance(spec, dict):
+        # Operations hold state (streams, compiled code): a fresh copy per loader.
+        return lambda: copy.deepcopy(spec)
+    return spec
+
+
+def check_loader_kwargs(kwargs):
+    """The Loader arguments to pass through: a dict without the ones the
+    doctor sets itself."""
+    if kwargs is None:
+        return {}
+    if not isinstance(kwargs, dict):
+        raise ValueError(f"loader_kwargs {kwargs!r}: a dict of Loader arguments")
+    clash = sorted(set(kwargs) & RESERVED_LOADER_KWARGS)
+    if clash:
+        raise ValueError(f"loader_kwargs: {', '.join(clash)}: set by the doctor itself (diagnose's own "
+                         f"arguments), not through loader_kwargs")
+    return dict(kwargs)
+
+
+def pipeline_facts(pipes):
+    """The output size of the image decoder, and the order of ToDevice and
+    NormalizeImage (whether normalisation runs on the CPU)."""
+    facts = {"output_size": None, "normalize_on_cpu": False, "to_device": None, "random_crop": False}
+    for ops in pipes.values():
+        if not ops:
+            continue
+        names = [type(op).__name__ for op in ops]
+        for op in ops:
+            if getattr(op, "output_size", None) is not None and facts["output_size"] is None:
+                facts["output_size"] = tuple(op.output_size)
+                facts["random_crop"] = "Random" in type(op).__name__
+        dev = next((op.device for op in ops if type(op).__name__ == "ToDevice"), None)
+        if dev is not None and getattr(dev, "type", "cpu") != "cpu":
+            facts["to_device"] = str(dev)
+        if "NormalizeImage" in names:
+            k = names.index("NormalizeImage")
+            before = [op for op in ops[:k] if type(op).__name__ == "ToDevice"
+                      and getattr(op.device, "type", "cpu") != "cpu"]
+            facts["normalize_on_cpu"] = not before
+    return facts
+
+
+# ---- the loader ------------------------------------------------------------------
+
+def run_loader(data, make, *, workers, batch_size, order, os_cache, indices, seconds, trace=True,
+               order_kwargs=None, max_resident_pages=0, from_start=False, loader_kwargs=None):
+    """Runs the loader for about `seconds` (epochs over indices, as many as
+    fit): images/s and CPU per image after the first batch (from_start:
+    from the start, the first batch's wait included, as a cold epoch pays
+    it), the first batch's time, and with trace the stage and op times."""
+    from ..loader import Loader, OrderOption
+    t0, c0 = time.perf_counter(), time.process_time()  # the first batch's time includes making the loader
+    loader = Loader(data, batch_size=batch_size, num_workers=workers, order=OrderOption[order.upper()],
+                    os_cache=os_cache, indices=indices, drop_last=False, seed=0, pipelines=make(), trace=trace,
+                    order_kwargs=order_kwargs or {}, max_resident_pages=max_resident_pages, **(loader_kwargs or {}))
+    first = c_first = None
+    n = 0
+    done = False
+    try:
+        while not done:
+            for batch in loader:
+                now = time.perf_counter()
+                if first is None:
+                    first, c_first, len_first = now, time.process_time(), _batch_len(batch)
+                else:
+                    n += _batch_len(batch)
+                del batch
+                if now - t0 >= seconds and (n > 0 or now - t0 >= 3 * seconds):
+                    done = True
+                    break
+            if first is None:
+                break  # an empty epoch
+        t1, c1 = time.perf_counter(), time.process_time()
+        stats = loader.stats
+    finally:
+        loader.close()
+    if from_start and first is not None:
+        n += len_first
+        first, c_first = t0, c0
+    dt = t1 - first if first is not None else 0.0
+    cpu = c1 - c_first if c_first is not None else 0.0
+    out = {"workers": workers, "order": order.upper(), "os_cache": bool(os_cache), "images": n, "seconds": dt,
+           "img_s": n / dt if n and dt > 0 else 0.0, "cpu_ms_per_image": 1000 * cpu / n if n else None,
+           "cores_busy": cpu / dt if dt > 0 else None, "first_batch_s": (first - t0) if first else None,
+           "pages_read": stats.get("pages_read"), "bytes_fetched": stats.get("bytes_fetched")}
+    if stats.get("stages"):
+        out["stages"] = stats["stages"]
+    if stats.get("ops"):
+        out["ops"] = stats["ops"]
+    return out
+
+
+def _batch_len(batch):
+    """Samples in a batch: the first output's length (a view's, a tensor's
+    or a list's)."""
+    first = batch[0] if isinstance(batch, (tuple, list)) else batch
+    return len(first)
+
+
+def stage_times(stages):
+    """{stage: ms per image} and their shares, from loader.stats["stages"]."""
+    per = {}
+    for k in STAGE_LABELS:
+        v = (stages or {}).get(k)
+        if v and v["count"]:
+            per[k] = 1000 * v["seconds"] / v["count"]
+    total = sum(per.values())
+    return {"ms_per_image": per, "share": {k: v / total for k, v in per.items()} if total else {}}
+
+
+def op_times(ops):
+    """Each operation's time per image and its share of all operations'
+    time, costliest first, from loader.stats["ops"]. A decoder (the first
+    Go operation of an output) is marked: its time includes reading and
+    entropy decoding."""
+    rows, seen = [], {}
+    for o in ops or []:
+        if not o["count"]:
+            continue
+        first = o["where"] == "go" and seen.get(o["output"]) is None
+        if o["where"] == "go":
+            seen[o["output"]] = True
+        rows.append({"output": o["output"], "op": o["op"], "where": o["where"], "decoder": first,
+                     "ms_per_image": 1000 * o["seconds"] / o["count"], "seconds": o["seconds"]})
+    total = sum(r["seconds"] for r in rows)
+    for r in rows:
+        r["share"] = r.pop("seconds") / total if total else 0.0
+    return sorted(rows, key=lambda r: -r["share"])
+
+
+def worker_counts(cores, current):
+    counts, k = [], 1
+    while k < cores:
+        counts.append(k)
+        k *= 2
+    counts.append(cores)
+    if current not in counts:
+        counts.append(current)
+    return sorted(set(counts))
+
+
+def warm_subset(path, reader, ds, lay, usable, rng):
+    """The samples the worker scan decodes: those on random pages holding
+    up to a quarter of the usable memory (256 MiB at most), or None for the
+    whole file when it is smaller. A local file's pages are read once here,
+    so that the scan decodes from memory."""
+    target = min(256 * MiB, 0.25 * usable) if usable else 64 * MiB
+    if ds["remote"]:
+        target = min(target, 32 * MiB)
+    chosen = None
+    if int(lay.nbytes.sum()) > target or ds["remote"]:
+        per_page = np.bincount(lay.page, weights=lay.nbytes)
+        total, keep = 0.0, []
+        for p in rng.permutation(np.flatnonzero(per_page > 0)).tolist():
+            keep.append(p)
+            total += per_page[p]
+            if total >= target:
+                break
+        chosen = np.flatnonzero(np.isin(lay.page, keep) & (lay.nbytes > 0))
+    if not ds["remote"]:
+        want = lay.used_pages if chosen is None else np.unique(lay.page[chosen])
+        read_ranges(path, page_ranges(path, reader.page_size, want.tolist()), budget=120.0)
+    return chosen
+
+
+def quasi_window(ds, usable, batch_size, workers):
+    """QUASI_RANDOM's window and the process cache's bound for a third of
+    the usable memory (the rest stays for the training process and the page
+    cache the cache's reads pass through), when its defaults (2 x batch size
+    pages, plus read-ahead) would not fit; None when they do."""
+    ps = ds["page_size"]
+    pages = max(1, math.ceil(ds["bytes"] / ps))
+    default = 2 * workers + 4 * 4 + min(2 * batch_size, pages)
+    room = int(usable / 3 // ps) if usable else default
+    if default <= room:
+        return None
+    resident = max(3, room)
+    return {"window_pages": max(1, resident - 2), "max_resident_pages": resident,
+            "default_resident_pages": default}
