@@ -12,7 +12,7 @@ DEB_DATA := mate-backgrounds lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 dat
 PYTEST_ARGS ?=
 CONFORMANCE_ARGS ?=
 
-.PHONY: all build deps venv wheel wheel-deps check-wheel test test-torch113 aarch64-deps test-aarch64-quick test-aarch64 test-go test-python test-gpu gpu-bundle conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-ray bench-remote bench-detection bench-soak bench-wheel-ab bench-video clean docs docs-check
+.PHONY: all build deps venv wheel wheel-deps check-wheel test test-torch113 aarch64-deps test-aarch64-quick test-aarch64 test-go test-python test-gpu gpu-bundle conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-ray bench-remote bench-detection bench-image-text bench-video bench-soak bench-wheel-ab clean docs docs-check
 
 all: build
 
@@ -121,7 +121,7 @@ vet:
 
 test-go: deps
 	go test -count=1 ./...
-	go test -count=1 -race ./core/beton ./core/cache ./core/loader ./core/pipeline/... ./core/order ./core/remote ./export
+	go test -count=1 -race ./core/beton ./core/cache ./core/loader ./core/pipeline/... ./core/order ./core/remote ./core/ingest ./core/webdataset ./export
 
 # Every fuzz target for a short, bounded time (FUZZTIME each). A failure is
 # a failing input, which Go writes to testdata/fuzz/<target>; a bare "context
@@ -330,6 +330,13 @@ bench-ray: deps venv build
 # ffcv_go against DataLoader + torchvision.transforms.v2 on the same scenes.
 bench-detection: deps venv build
 	PYTHONPATH=python $(PY) bench/detection.py $(BENCH_ARGS)
+
+# Image-text data: webdataset shards converted by ffcv_go, FFCV-style
+# from_webdataset and litdata.optimize; loaded by ffcv_go and open_clip's
+# webdataset pipeline (bench/image_text.py). BENCH_ARGS e.g. --samples 10000.
+bench-image-text: deps venv build
+	$(PY) -m pip install -q litdata==0.2.76
+	PYTHONPATH=python $(PY) bench/image_text.py $(BENCH_ARGS)
 
 # The loader over S3 (moto) and HTTP (with added latency) against local disk.
 bench-remote: deps venv build

@@ -14,6 +14,7 @@ static void ffcv_test_delete(ffcv_DLManagedTensor *t) { t->deleter(t); }
 import "C"
 
 import (
+	"encoding/binary"
 	"fmt"
 	"unsafe"
 )
@@ -239,4 +240,160 @@ func testLoaderTrace(h int64, room int) ([]C.ffcv_trace_event, cResult) {
 // traceSpan is a span's fields, in Go types.
 func traceSpan(ev C.ffcv_trace_event) (start, dur int64, arg uint64, track, stage int32) {
 	return int64(ev.start_ns), int64(ev.dur_ns), uint64(ev.arg), int32(ev.track), int32(ev.stage)
+}
+
+// testColumn is an ffcv_column's content as Go slices; offsets are written
+// with the width the kinds ask for.
+type testColumn struct {
+	kind, list     int32
+	offset         int64
+	validity       []byte
+	listOffsets    []int64
+	valuesOffset   int64
+	valuesValidity []byte
+	offsets        []int64
+	data           []byte
+	int64s         []int64
+	tokenOffsets   []uint64
+	tokens         []uint32
+}
+
+// cBytes copies b into C memory (nil for none); free releases everything.
+func cBytes(b []byte, free *[]unsafe.Pointer) unsafe.Pointer {
+	if b == nil {
+		return nil
+	}
+	p := C.malloc(C.size_t(max(len(b), 1)))
+	copy(unsafe.Slice((*byte)(p), len(b)), b)
+	*free = append(*free, p)
+	return p
+}
+
+func le(xs []int64, wide bool) []byte {
+	if xs == nil {
+		return nil
+	}
+	var b []byte
+	for _, x := range xs {
+		if wide {
+			b = binary.LittleEndian.AppendUint64(b, uint64(x))
+		} else {
+			b = binary.LittleEndian.AppendUint32(b, uint32(x))
+		}
+	}
+	return b
+}
+
+func (tc testColumn) c(free *[]unsafe.Pointer) C.ffcv_column {
+	c := C.ffcv_column{kind: C.int32_t(tc.kind), list: C.int32_t(tc.list), offset: C.int64_t(tc.offset),
+		values_offset: C.int64_t(tc.valuesOffset), data_len: C.uint64_t(len(tc.data))}
+	c.validity = (*C.uint8_t)(cBytes(tc.validity, free))
+	c.values_validity = (*C.uint8_t)(cBytes(tc.valuesValidity, free))
+	c.list_offsets = cBytes(le(tc.listOffsets, tc.list == 64), free)
+	c.offsets = cBytes(le(tc.offsets, tc.kind == C.FFCV_COLUMN_LARGE_BINARY), free)
+	data := tc.data
+	if tc.int64s != nil {
+		data = le(tc.int64s, true)
+		c.data_len = C.uint64_t(len(data))
+	}
+	c.data = cBytes(data, free)
+	if tc.tokenOffsets != nil {
+		var tb, ob []byte
+		for _, x := range tc.tokenOffsets {
+			ob = binary.LittleEndian.AppendUint64(ob, x)
+		}
+		for _, x := range tc.tokens {
+			tb = binary.LittleEndian.AppendUint32(tb, x)
+		}
+		c.token_offsets = (*C.uint64_t)(cBytes(ob, free))
+		c.tokens = (*C.uint32_t)(cBytes(tb, free))
+		c.n_tokens = C.uint64_t(len(tc.tokens))
+	}
+	return c
+}
+
+func testIngest(spec string, webdataset bool) cResult {
+	s, free := cStr(spec)
+	defer free()
+	if webdataset {
+		return cCall(func(e **C.char) C.int64_t { return ffcv_ingest_webdataset(s, e) })
+	}
+	return cCall(func(e **C.char) C.int64_t { return ffcv_ingest_arrow(s, e) })
+}
+
+func testPush(h int64, source int64, rows uint64, cols []testColumn, keys *testColumn) cResult {
+	var free []unsafe.Pointer
+	defer func() {
+		for _, p := range free {
+			C.free(p)
+		}
+	}()
+	cc := (*C.ffcv_column)(C.malloc(C.size_t(max(len(cols), 1)) * C.size_t(unsafe.Sizeof(C.ffcv_column{}))))
+	free = append(free, unsafe.Pointer(cc))
+	cs := unsafe.Slice(cc, max(len(cols), 1))
+	for i, tc := range cols {
+		cs[i] = tc.c(&free)
+	}
+	var kc *C.ffcv_column
+	if keys != nil {
+		kc = (*C.ffcv_column)(C.malloc(C.size_t(unsafe.Sizeof(C.ffcv_column{}))))
+		free = append(free, unsafe.Pointer(kc))
+		*kc = keys.c(&free)
+	}
+	return cCall(func(e **C.char) C.int64_t {
+		return ffcv_ingest_push(C.int64_t(h), C.int64_t(source), C.uint64_t(rows), cc, C.int32_t(len(cols)), kc, e)
+	})
+}
+
+func testIngestEnd(h, source int64) cResult {
+	return cCall(func(e **C.char) C.int64_t { return ffcv_ingest_end(C.int64_t(h), C.int64_t(source), e) })
+}
+
+// testTexts takes the next batch of texts: (id, texts, result: 1, 0 or 2).
+func testTexts(h int64, timeoutMS int64) (uint64, []string, cResult) {
+	var batch, n C.uint64_t
+	var data unsafe.Pointer
+	var offs *C.uint64_t
+	r := cCall(func(e **C.char) C.int64_t {
+		return ffcv_ingest_texts(C.int64_t(h), C.int64_t(timeoutMS), &batch, &data, &offs, &n, e)
+	})
+	if r.ret != 1 {
+		return 0, nil, r
+	}
+	defer C.free(data)
+	defer C.free(unsafe.Pointer(offs))
+	os := unsafe.Slice(offs, int(n)+1)
+	var texts []string
+	for i := 0; i < int(n); i++ {
+		texts = append(texts, C.GoStringN((*C.char)(unsafe.Add(data, int(os[i]))), C.int(os[i+1]-os[i])))
+	}
+	return uint64(batch), texts, r
+}
+
+func testTokens(h int64, batch uint64, lists [][]uint32) cResult {
+	offs := []uint64{0}
+	var ids []uint32
+	for _, l := range lists {
+		ids = append(ids, l...)
+		offs = append(offs, uint64(len(ids)))
+	}
+	ids = append(ids, 0) // never a nil pointer
+	return cCall(func(e **C.char) C.int64_t {
+		return ffcv_ingest_tokens(C.int64_t(h), C.uint64_t(batch), (*C.uint64_t)(unsafe.Pointer(&offs[0])), C.uint64_t(len(lists)),
+			(*C.uint32_t)(unsafe.Pointer(&ids[0])), C.uint64_t(len(ids)-1), e)
+	})
+}
+
+// testIngestWait waits for the job: its report (JSON) once it has ended.
+func testIngestWait(h int64, timeoutMS int64) (string, int64, cResult) {
+	var progress C.int64_t
+	var out *C.char
+	r := cCall(func(e **C.char) C.int64_t {
+		return ffcv_ingest_wait(C.int64_t(h), C.int64_t(timeoutMS), &progress, &out, e)
+	})
+	if out == nil {
+		return "", int64(progress), r
+	}
+	defer C.free(unsafe.Pointer(out))
+	return C.GoString(out), int64(progress), r
 }

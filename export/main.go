@@ -26,6 +26,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/cache"
 	"github.com/ffcv-go/ffcv-go/core/dataset"
 	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/ingest"
 	"github.com/ffcv-go/ffcv-go/core/loader"
 	"github.com/ffcv-go/ffcv-go/core/remote"
 )
@@ -80,7 +81,7 @@ func fail(err **C.char, e error) C.int64_t {
 		return codeArgument
 	case errors.As(e, &pe):
 		return codeIO
-	case errors.Is(e, field.ErrData):
+	case errors.Is(e, field.ErrData), errors.Is(e, ingest.ErrBad):
 		return codeData
 	}
 	return codeInternal

@@ -43,6 +43,8 @@ type fieldSpec struct {
 	Follows  string `json:"follows"`
 	Coords   string `json:"coords"`
 	Encoding string `json:"encoding"`
+	// TextField: its arguments (tokens, vocabulary, special tokens).
+	Text *field.TextArgs `json:"text"`
 }
 
 func (s fieldSpec) imageOptions(seed uint64) field.ImageOptions {
@@ -69,12 +71,12 @@ type writerSpec struct {
 	Fields     []fieldSpec `json:"fields"`
 }
 
-// fileWriter is a beton.Writer with the field count the C side needs, and
+// fileWriter is a beton.Writer with the field types the C side needs, and
 // its destination (an s3:// one uploads the file when it is finished).
 type fileWriter struct {
 	*beton.Writer
-	nf   int
-	dest *dataset.Dest
+	types []field.Type
+	dest  *dataset.Dest
 }
 
 func (w fileWriter) Close() error { w.abort(); return nil }
@@ -95,32 +97,9 @@ func ffcv_writer_create(path, specJSON *C.char, err **C.char) (ret C.int64_t) {
 	if e := parseSpec(specJSON, &spec); e != nil {
 		return fail(err, e)
 	}
-	descs := make([]field.Desc, len(spec.Fields))
-	encs := make([]field.Encoder, len(spec.Fields))
-	custom := map[string]field.Column{}
-	for i, f := range spec.Fields {
-		descs[i] = field.Desc{Type: field.Type(f.TypeID), Name: f.Name, Shape: f.Shape, DType: f.DType}
-		if descs[i].Type.Targets() {
-			descs[i].Target = &field.TargetArgs{DType: f.DType, RowShape: f.Shape, Follows: f.Follows, Coords: f.Coords, Encoding: f.Encoding}
-		}
-		enc := descs[i]
-		if descs[i].Type == field.Custom {
-			args, e := hex.DecodeString(f.ArgsHex)
-			if e != nil {
-				return fail(err, fmt.Errorf("%w: field %q: args_hex: %v", errArgument, f.Name, e))
-			}
-			descs[i] = field.Desc{Type: field.Custom, Name: f.Name, Args: args}
-			custom[f.Name] = field.Column{Size: f.Column[0], Align: f.Column[1]}
-			enc.Type = field.Type(f.Encoder)
-		}
-		if _, e := descs[i].MarshalBinary(); e != nil {
-			return fail(err, fmt.Errorf("%w: %v", errArgument, e))
-		}
-		if enc.Type == field.Custom {
-			encs[i] = field.NewCustomEncoder(f.Name, custom[f.Name])
-		} else if encs[i], e = newEncoder(enc, f, spec.Seed); e != nil {
-			return fail(err, fmt.Errorf("%w: field %q: %v", errArgument, f.Name, e))
-		}
+	descs, encs, custom, e := buildFields(spec.Fields, spec.Seed)
+	if e != nil {
+		return fail(err, e)
 	}
 	dest, e := dataset.Create(p, dataset.Options{})
 	if e != nil {
@@ -132,7 +111,45 @@ func ffcv_writer_create(path, specJSON *C.char, err **C.char) (ret C.int64_t) {
 		dest.Abort()
 		return fail(err, e)
 	}
-	return C.int64_t(handles.add(fileWriter{w, len(descs), dest}))
+	types := make([]field.Type, len(descs))
+	for i, d := range descs {
+		types[i] = d.Type
+	}
+	return C.int64_t(handles.add(fileWriter{w, types, dest}))
+}
+
+// buildFields makes the descriptors and encoders of the fields a spec
+// describes, and the columns of its custom fields.
+func buildFields(specs []fieldSpec, seed uint64) ([]field.Desc, []field.Encoder, map[string]field.Column, error) {
+	descs := make([]field.Desc, len(specs))
+	encs := make([]field.Encoder, len(specs))
+	custom := map[string]field.Column{}
+	for i, f := range specs {
+		descs[i] = field.Desc{Type: field.Type(f.TypeID), Name: f.Name, Shape: f.Shape, DType: f.DType, Text: f.Text}
+		if descs[i].Type.Targets() {
+			descs[i].Target = &field.TargetArgs{DType: f.DType, RowShape: f.Shape, Follows: f.Follows, Coords: f.Coords, Encoding: f.Encoding}
+		}
+		enc := descs[i]
+		if descs[i].Type == field.Custom {
+			args, e := hex.DecodeString(f.ArgsHex)
+			if e != nil {
+				return nil, nil, nil, fmt.Errorf("%w: field %q: args_hex: %v", errArgument, f.Name, e)
+			}
+			descs[i] = field.Desc{Type: field.Custom, Name: f.Name, Args: args}
+			custom[f.Name] = field.Column{Size: f.Column[0], Align: f.Column[1]}
+			enc.Type = field.Type(f.Encoder)
+		}
+		if _, e := descs[i].MarshalBinary(); e != nil {
+			return nil, nil, nil, fmt.Errorf("%w: %v", errArgument, e)
+		}
+		var e error
+		if enc.Type == field.Custom {
+			encs[i] = field.NewCustomEncoder(f.Name, custom[f.Name])
+		} else if encs[i], e = newEncoder(enc, f, seed); e != nil {
+			return nil, nil, nil, fmt.Errorf("%w: field %q: %v", errArgument, f.Name, e)
+		}
+	}
+	return descs, encs, custom, nil
 }
 
 //export ffcv_writer_put
@@ -146,7 +163,8 @@ func ffcv_writer_put(h C.int64_t, first, count C.uint64_t, values *C.ffcv_value,
 	if count == 0 {
 		return 0
 	}
-	cv, e := cArray(values, uint64(count)*uint64(w.nf), "values")
+	nf := len(w.types)
+	cv, e := cArray(values, uint64(count)*uint64(nf), "values")
 	if e != nil || uint64(count) > maxElems {
 		if e == nil {
 			e = fmt.Errorf("%w: %d samples in one call", errArgument, count)
@@ -154,9 +172,17 @@ func ffcv_writer_put(h C.int64_t, first, count C.uint64_t, values *C.ffcv_value,
 		return fail(err, e)
 	}
 	for k := 0; k < int(count); k++ {
-		vals := make([]field.Value, w.nf)
+		vals := make([]field.Value, nf)
 		for f := range vals {
-			c := &cv[k*w.nf+f]
+			c := &cv[k*nf+f]
+			if w.types[f] == field.Text {
+				v, e := textValue(c)
+				if e != nil {
+					return fail(err, fmt.Errorf("sample %d, field %d: %w", uint64(first)+uint64(k), f, e))
+				}
+				vals[f] = v
+				continue
+			}
 			v := field.Value{Int: int64(c.i), Float: float64(c.f), Width: int(c.width), Height: int(c.height),
 				Channels: int(c.channels), Encoded: c.encoded == 1, PtrOffset: int(c.ptr_offset)}
 			if c.column_len > 0 {
@@ -185,6 +211,64 @@ func ffcv_writer_put(h C.int64_t, first, count C.uint64_t, values *C.ffcv_value,
 		}
 	}
 	return 0
+}
+
+// textValue reads a TextField's value from its ffcv_value: i captions,
+// their UTF-8 bytes one after the other at data, and at column the u32s
+// of their byte lengths, then, for tokens, of their token counts and of
+// every caption's ids in turn (see include/ffcv_go.h).
+func textValue(c *C.ffcv_value) (field.Value, error) {
+	n := int64(c.i)
+	if n < 0 || n > 1<<24 {
+		return field.Value{}, fmt.Errorf("%w: %d captions", errArgument, n)
+	}
+	data, e := cArray((*byte)(c.data), uint64(c.len), "data")
+	if e != nil {
+		return field.Value{}, e
+	}
+	if c.column_len%4 != 0 {
+		return field.Value{}, fmt.Errorf("%w: caption lengths of %d bytes, not a whole number of u32s", errArgument, c.column_len)
+	}
+	lens, e := cArray((*uint32)(c.column), uint64(c.column_len)/4, "column")
+	if e != nil {
+		return field.Value{}, e
+	}
+	if int64(len(lens)) < n {
+		return field.Value{}, fmt.Errorf("%w: %d caption lengths for %d captions", errArgument, len(lens), n)
+	}
+	v := field.Value{Texts: make([][]byte, n)}
+	at := uint64(0)
+	for i := range v.Texts {
+		l := uint64(lens[i])
+		if at+l > uint64(len(data)) {
+			return field.Value{}, fmt.Errorf("%w: caption lengths add up to more than the %d bytes given", errArgument, len(data))
+		}
+		v.Texts[i] = append([]byte(nil), data[at:at+l]...)
+		at += l
+	}
+	if at != uint64(len(data)) {
+		return field.Value{}, fmt.Errorf("%w: caption lengths add up to %d of the %d bytes given", errArgument, at, len(data))
+	}
+	rest := lens[n:]
+	if len(rest) == 0 {
+		return v, nil
+	}
+	if int64(len(rest)) < n {
+		return field.Value{}, fmt.Errorf("%w: %d token counts for %d captions", errArgument, len(rest), n)
+	}
+	counts, ids := rest[:n], rest[n:]
+	v.Tokens = make([][]uint32, n)
+	for i, k := range counts {
+		if uint64(k) > uint64(len(ids)) {
+			return field.Value{}, fmt.Errorf("%w: token counts add up to more than the %d ids given", errArgument, len(rest)-int(n))
+		}
+		v.Tokens[i] = append([]uint32(nil), ids[:k]...)
+		ids = ids[k:]
+	}
+	if len(ids) != 0 {
+		return field.Value{}, fmt.Errorf("%w: %d token ids beyond the counts given", errArgument, len(ids))
+	}
+	return v, nil
 }
 
 //export ffcv_writer_finish

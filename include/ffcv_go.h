@@ -71,7 +71,7 @@ typedef struct {
   int32_t width, height, channels; /* raw image pixels, HWC uint8 */
   int32_t encoded;    /* 1: data is an image file (JPEG, PNG, GIF); 2: data is the
                          UTF-8 path of one, read by the writer's worker */
-  /* VideoField (type 102): data holds T frames of width x height x channels pixels
+  /* VideoField (type 103): data holds T frames of width x height x channels pixels
    * back to back, or (encoded 2) the paths of T image files separated by NUL bytes;
    * f is the frame rate (0: unknown). */
   /* Custom fields (type 255, encoded by the field's Python encode()): the metadata
@@ -106,6 +106,32 @@ typedef struct {
 #define FFCV_STAGE_BATCH_OPS 5 /* "batch_ops": a batch's batch operations, track FFCV_TRACK_BATCH */
 #define FFCV_TRACK_PAGES (-1)
 #define FFCV_TRACK_BATCH (-2)
+
+/* One column of an Arrow record batch handed to ffcv_ingest_push, one per field:
+ * pyarrow's own buffers, read in place during the call. Row r is element
+ * offset + r of the array (for a list column, the list of values there). */
+#define FFCV_COLUMN_BINARY       0 /* bytes or UTF-8 (binary, string): int32 offsets */
+#define FFCV_COLUMN_LARGE_BINARY 1 /* the same with int64 offsets (large_binary, large_string) */
+#define FFCV_COLUMN_INT64        2
+#define FFCV_COLUMN_FLOAT64      3
+typedef struct {
+  int32_t kind;                   /* FFCV_COLUMN_* of the values */
+  int32_t list;                   /* 0: a value per row; 32 or 64: a list of values per row
+                                     (list, large_list) with offsets of that width */
+  int64_t offset;                 /* the array's offset */
+  const uint8_t *validity;        /* the rows' validity bitmap (LSB first); NULL: all valid */
+  const void *list_offsets;       /* list columns: each row's first value, and one past the last */
+  int64_t values_offset;          /* list columns: the values array's offset */
+  const uint8_t *values_validity; /* list columns: the values' bitmap; NULL: all valid */
+  const void *offsets;            /* binary values: their offsets into data */
+  const void *data;               /* the bytes of binary values; int64 or float64 values */
+  uint64_t data_len;              /* bytes at data */
+  /* A TextField with tokens: the ids of every caption of the column, in row and list
+   * order: caption k's are tokens[token_offsets[k] .. token_offsets[k+1]]. Else NULL. */
+  const uint64_t *token_offsets;
+  const uint32_t *tokens;
+  uint64_t n_tokens;
+} ffcv_column;
 
 #ifndef FFCV_GO_TYPES_ONLY /* the Go side includes the types only */
 
@@ -182,7 +208,7 @@ int64_t ffcv_verify(int64_t reader, int32_t workers, char **out, char **err);
  * "fields": [{"name", "type_id", "shape", "dtype", "write_mode", "max_resolution",
  * "smart_threshold", "jpeg_quality", "compress_probability"}]}; target fields
  * (type_id 100 RaggedArray, 101 Mask) add "follows", "coords" and "encoding",
- * "shape" being a ragged field's row shape; a video field (type_id 102) takes
+ * "shape" being a ragged field's row shape; a video field (type_id 103) takes
  * "max_resolution" and "jpeg_quality".
  * path is a local file or an s3:// URL (written to a local temporary file, uploaded
  * by ffcv_writer_finish). The file appears at path only when ffcv_writer_finish
@@ -199,12 +225,65 @@ int64_t ffcv_writer_abort(int64_t writer, char **err);
 /* Scans an ImageFolder tree (class folders of image files, labels by sorted folder
  * name). *out is JSON {"classes": [...], "files": [...], "labels": [...]}. */
 int64_t ffcv_scan_image_folder(const char *root, char **out, char **err);
+/* A TextField (type_id 102) value in ffcv_writer_put: i is the number of captions,
+ * data their UTF-8 bytes one after another, column (column_len bytes) uint32s: each
+ * caption's byte length, then, for a field with tokens, each caption's number of
+ * tokens, then every caption's token ids in turn. Its spec adds "text": {"tokens",
+ * "vocab_size", "sot", "eot", "pad", "tokenizer"}. */
 /* Writes an ImageFolder tree straight to a .beton with fields (image: RGBImageField,
  * label: IntField), reading, resizing and encoding in Go. spec_json as for
  * ffcv_writer_create without "fields", plus "image": {write options}. progress,
  * if not NULL, is updated with the number of samples written. */
 int64_t ffcv_write_image_folder(const char *root, const char *path, const char *spec_json,
                                 volatile int64_t *progress, char **err);
+
+/* ---- ingesting: webdataset shards and Arrow record batches, in one pass ---- */
+
+/* Starts converting webdataset shards (tar files, local paths or s3:// and http(s)://
+ * URLs) to .beton files in the background; images go from the tar straight to the
+ * encoder. spec_json: {"shards": [...], "fields": [as for ffcv_writer_create],
+ * "take": [{"exts": ["jpg", "png"], "json_key": "caption"}, ...] (one per field: the
+ * member extensions it is read from, the first present wins; json_key: a dotted key in
+ * the JSON member exts[0]), "ignore": [extensions no field takes and none should be
+ * reported], "output": {"prefix", "width", "suffix"} (file k is prefix + k zero-padded
+ * to width digits + suffix; width < 0: one file, prefix), "split": "one", "shard" (a
+ * file per shard) or "size" (a new file past "target" bytes), "skip": bad samples are
+ * skipped and reported instead of failing the write, "tokenize": [TextField indices
+ * whose tokens the caller gives through ffcv_ingest_texts/ffcv_ingest_tokens],
+ * "text_batch", "page_size", "num_workers", "readers" (shards read ahead), "seed"}.
+ * The files do not depend on the number of workers or readers. Returns a job handle:
+ * ffcv_ingest_wait for its end; ffcv_close aborts it, removing the file being written. */
+int64_t ffcv_ingest_webdataset(const char *spec_json, char **err);
+/* The same for samples the caller pushes (ffcv_ingest_push): spec_json has "sources"
+ * (one name per input, e.g. Parquet file, for reports and "split": "shard") instead
+ * of "shards", "take" and "ignore". */
+int64_t ffcv_ingest_arrow(const char *spec_json, char **err);
+/* Hands over the next rows of source `source`: columns holds one ffcv_column per field;
+ * keys (may be NULL) a binary column naming the rows in reports (else "row N").
+ * Sources are pushed in order, each ended by ffcv_ingest_end. Blocks while the job is
+ * behind. */
+int64_t ffcv_ingest_push(int64_t job, int64_t source, uint64_t rows, const ffcv_column *columns,
+                         int32_t n_columns, const ffcv_column *keys, char **err);
+/* Says source `source` has no more rows. */
+int64_t ffcv_ingest_end(int64_t job, int64_t source, char **err);
+/* Waits up to timeout_ms for the next batch of captions to tokenize. Returns 1 with
+ * the batch: *batch its id, *n texts, their UTF-8 bytes at *data and their n + 1
+ * offsets at *offsets (both freed with ffcv_free); 0 when none came in time; 2 when
+ * no more will come. Each batch's tokens go back through ffcv_ingest_tokens before
+ * the next one is handed out. */
+int64_t ffcv_ingest_texts(int64_t job, int64_t timeout_ms, uint64_t *batch, void **data,
+                          uint64_t **offsets, uint64_t *n, char **err);
+/* The tokens of batch `batch`'s n texts: text k's ids are tokens[offsets[k] ..
+ * offsets[k+1]] (n + 1 offsets). */
+int64_t ffcv_ingest_tokens(int64_t job, uint64_t batch, const uint64_t *offsets, uint64_t n,
+                           const uint32_t *tokens, uint64_t n_tokens, char **err);
+/* Waits up to timeout_ms for the job to end; progress, if not NULL, gets the number
+ * of samples written or skipped so far. Returns 0 while it runs; 1 at its end, with
+ * *report (freed with ffcv_free) JSON {"files", "counts", "samples", "skipped",
+ * "problems": [{"shard", "key", "member", "reason", "sample_skipped"}], "num_problems"};
+ * a failed job's error is returned instead. The handle stays open until ffcv_close. */
+int64_t ffcv_ingest_wait(int64_t job, int64_t timeout_ms, volatile int64_t *progress, char **report,
+                         char **err);
 
 /* ---- loading ---- */
 

@@ -62,6 +62,9 @@ func (r *Reader) heapRef(d *field.Desc, col []byte) (ptr, size uint64, has bool,
 	case field.Mask:
 		m := field.ParseMaskMeta(col)
 		return m.Ptr, m.Size, true, nil
+	case field.Text:
+		m := field.ParseTextMeta(col)
+		return m.Ptr, m.Size, true, nil
 	case field.Video:
 		m := field.ParseVideoMeta(col)
 		return m.Ptr, m.Size, true, nil

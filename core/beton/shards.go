@@ -139,11 +139,8 @@ func describe(d *field.Desc) string {
 func (r *Reader) rebase(shards []*Reader) {
 	var ptrCols []int // offsets of the heap pointers in a row
 	for f, d := range r.Fields {
-		switch d.Type {
-		case field.Bytes, field.JSON, field.NDArray, field.TorchTensor, field.Ragged, field.Mask, field.Video:
-			ptrCols = append(ptrCols, r.Layout.Offsets[f])
-		case field.RGBImage:
-			ptrCols = append(ptrCols, r.Layout.Offsets[f]+field.RGBPtrOff)
+		if off, ok := field.HeapPtrOffset(d.Type); ok {
+			ptrCols = append(ptrCols, r.Layout.Offsets[f]+off)
 		}
 	}
 	move := func(b []byte, k int) {

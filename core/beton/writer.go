@@ -24,8 +24,7 @@ type Writer struct {
 	path, tmp  string
 	f          *os.File
 	fields     []field.Desc
-	encoders   []field.Encoder
-	follows    []int // the field each field's values are laid on (field.Follower), or -1
+	enc        *SampleEncoder
 	layout     field.Layout
 	n          uint64
 	pageSize   uint64
@@ -51,6 +50,13 @@ type Writer struct {
 	written  uint64 // pages written
 	placedN  atomic.Uint64
 	closed   bool
+
+	// Appending (CreateAppender): the number of samples is known only at
+	// Close, so the heap starts at a provisional page and rows stay in
+	// memory; ptrs are the offsets in rows of every heap pointer placed,
+	// moved with the pages at Close when the rows need more room.
+	appending bool
+	ptrs      []int
 }
 
 type job struct {
@@ -76,6 +82,46 @@ type WriterOptions struct {
 // Create starts writing numSamples samples with the given fields to path.
 // encoders[i] encodes values of fields[i].
 func Create(path string, fields []field.Desc, encoders []field.Encoder, numSamples uint64, opts WriterOptions) (*Writer, error) {
+	enc, err := NewSampleEncoder(fields, encoders)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Workers < 1 {
+		opts.Workers = procs.CPUs()
+	}
+	w, err := create(path, fields, numSamples, opts)
+	if err != nil {
+		return nil, err
+	}
+	w.enc = enc
+	w.jobs = make(chan job, 2*opts.Workers)
+	w.placed = make(chan chan result, 4*opts.Workers+16)
+	// The encoders spend their time in C calls: keep a P idle beside them.
+	w.release = procs.Add(opts.Workers)
+	for i := 0; i < opts.Workers; i++ {
+		w.workers.Add(1)
+		go w.encodeLoop()
+	}
+	go w.placeLoop()
+	return w, nil
+}
+
+// CreateAppender starts a .beton at path whose samples come already
+// encoded (SampleEncoder.Encode) and are placed by Append, in order, on the
+// caller's goroutine; their number is known only at Close. The file is
+// byte for byte what Create would write for the same samples.
+func CreateAppender(path string, fields []field.Desc, opts WriterOptions) (*Writer, error) {
+	w, err := create(path, fields, 0, opts)
+	if err != nil {
+		return nil, err
+	}
+	w.appending = true
+	w.release = func() {}
+	close(w.placerDone)
+	return w, nil
+}
+
+func create(path string, fields []field.Desc, numSamples uint64, opts WriterOptions) (*Writer, error) {
 	if opts.PageSize == 0 {
 		opts.PageSize = DefaultPageSize
 	}
@@ -84,9 +130,6 @@ func Create(path string, fields []field.Desc, encoders []field.Encoder, numSampl
 	}
 	if len(fields) == 0 || len(fields) > 0xffff {
 		return nil, fmt.Errorf("a dataset needs between 1 and 65535 fields, got %d", len(fields))
-	}
-	if len(encoders) != len(fields) {
-		return nil, fmt.Errorf("%d encoders for %d fields", len(encoders), len(fields))
 	}
 	var descs []byte
 	seen := map[string]bool{}
@@ -105,13 +148,6 @@ func Create(path string, fields []field.Desc, encoders []field.Encoder, numSampl
 	if err != nil {
 		return nil, err
 	}
-	follows, err := followed(fields, encoders)
-	if err != nil {
-		return nil, err
-	}
-	if opts.Workers < 1 {
-		opts.Workers = procs.CPUs()
-	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return nil, fmt.Errorf("create temporary file for %s: %w", path, err)
@@ -120,26 +156,76 @@ func Create(path string, fields []field.Desc, encoders []field.Encoder, numSampl
 	heapOff := metaOff + numSamples*uint64(layout.RowSize)
 	w := &Writer{
 		path: path, tmp: f.Name(), f: f,
-		fields: fields, encoders: encoders, follows: follows, layout: layout,
+		fields: fields, layout: layout,
 		n: numSamples, pageSize: opts.PageSize, metaOff: metaOff,
 		firstPage:  (heapOff + opts.PageSize - 1) / opts.PageSize,
-		jobs:       make(chan job, 2*opts.Workers),
-		placed:     make(chan chan result, 4*opts.Workers+16),
 		placerDone: make(chan struct{}),
 		rowsAt:     metaOff,
-		// The encoders spend their time in C calls: keep a P idle beside them.
-		release: procs.Add(opts.Workers),
 	}
 	if _, err := f.WriteAt(descs, HeaderSize); err != nil {
-		w.Abort()
+		f.Close()
+		os.Remove(w.tmp)
 		return nil, fmt.Errorf("write %s: %w", w.tmp, err)
 	}
-	for i := 0; i < opts.Workers; i++ {
-		w.workers.Add(1)
-		go w.encodeLoop()
-	}
-	go w.placeLoop()
 	return w, nil
+}
+
+// SampleEncoder turns one sample's values into its fields' encoded form:
+// images first, as the fields that follow one need its sizes.
+type SampleEncoder struct {
+	fields   []field.Desc
+	encoders []field.Encoder
+	follows  []int // the field each field's values are laid on (field.Follower), or -1
+}
+
+// NewSampleEncoder returns the encoder of samples of fields, encoders[i]
+// encoding values of fields[i].
+func NewSampleEncoder(fields []field.Desc, encoders []field.Encoder) (*SampleEncoder, error) {
+	if len(encoders) != len(fields) {
+		return nil, fmt.Errorf("%d encoders for %d fields", len(encoders), len(fields))
+	}
+	follows, err := followed(fields, encoders)
+	if err != nil {
+		return nil, err
+	}
+	return &SampleEncoder{fields: fields, encoders: encoders, follows: follows}, nil
+}
+
+// Encode encodes values (one per field) of sample, the index that keys
+// per-sample randomness (RGBImageField's 'proportion' mode). It is safe
+// for concurrent use; a panicking encoder is an error.
+func (e *SampleEncoder) Encode(sample uint64, values []field.Value) ([]field.Encoded, error) {
+	if len(values) != len(e.fields) {
+		return nil, fmt.Errorf("%d values for %d fields", len(values), len(e.fields))
+	}
+	out := make([]field.Encoded, len(values))
+	for pass := 0; pass < 2; pass++ {
+		for i, v := range values {
+			if (e.follows[i] >= 0) != (pass == 1) {
+				continue
+			}
+			enc, err := e.encodeOne(i, v, sample, out)
+			if err != nil {
+				return nil, fmt.Errorf("field %q: %w", e.fields[i].Name, err)
+			}
+			out[i] = enc
+		}
+	}
+	return out, nil
+}
+
+// encodeOne turns a panic in an encoder into an error so one bad sample
+// cannot take the process down.
+func (e *SampleEncoder) encodeOne(i int, v field.Value, sample uint64, done []field.Encoded) (enc field.Encoded, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("internal error: %v", r)
+		}
+	}()
+	if f := e.follows[i]; f >= 0 {
+		return e.encoders[i].(field.Follower).EncodeFollowing(v, sample, done[f].Image)
+	}
+	return e.encoders[i].Encode(v, sample)
 }
 
 func (w *Writer) fail(err error) {
@@ -167,6 +253,9 @@ func (w *Writer) Put(sample uint64, values []field.Value) error {
 	if w.closed {
 		return errors.New("writer is closed")
 	}
+	if w.appending {
+		return errors.New("an appending writer takes encoded samples (Append)")
+	}
 	if sample != w.next {
 		return fmt.Errorf("sample %d put out of order: expected sample %d", sample, w.next)
 	}
@@ -186,38 +275,51 @@ func (w *Writer) Put(sample uint64, values []field.Value) error {
 func (w *Writer) encodeLoop() {
 	defer w.workers.Done()
 	for j := range w.jobs {
-		res := result{sample: j.sample, enc: make([]field.Encoded, len(j.values))}
-		// Images first: the fields that follow one need its sizes.
-		for pass := 0; pass < 2 && res.err == nil; pass++ {
-			for i, v := range j.values {
-				if (w.follows[i] >= 0) != (pass == 1) {
-					continue
-				}
-				enc, err := w.encodeOne(i, v, j.sample, res.enc)
-				if err != nil {
-					res.err = fmt.Errorf("sample %d, field %q: %w", j.sample, w.fields[i].Name, err)
-					break
-				}
-				res.enc[i] = enc
-			}
+		res := result{sample: j.sample}
+		if res.enc, res.err = w.enc.Encode(j.sample, j.values); res.err != nil {
+			res.err = fmt.Errorf("sample %d, %w", j.sample, res.err)
 		}
 		j.out <- res
 		runtime.Gosched() // a schedule tick per sample (see package procs)
 	}
 }
 
-// encodeOne turns a panic in an encoder into an error so one bad sample
-// cannot take the process down.
-func (w *Writer) encodeOne(i int, v field.Value, sample uint64, done []field.Encoded) (enc field.Encoded, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("internal error: %v", r)
-		}
-	}()
-	if f := w.follows[i]; f >= 0 {
-		return w.encoders[i].(field.Follower).EncodeFollowing(v, sample, done[f].Image)
+// Append places the next sample of an appending writer (CreateAppender):
+// enc is what SampleEncoder.Encode gave for it.
+func (w *Writer) Append(enc []field.Encoded) error {
+	if err := w.Err(); err != nil {
+		return err
 	}
-	return w.encoders[i].Encode(v, sample)
+	if w.closed {
+		return errors.New("writer is closed")
+	}
+	if !w.appending {
+		return errors.New("Append needs a writer made by CreateAppender")
+	}
+	if len(enc) != len(w.fields) {
+		return fmt.Errorf("sample %d has %d encoded values for %d fields", w.next, len(enc), len(w.fields))
+	}
+	if err := w.place(w.next, enc); err != nil {
+		w.fail(err)
+		return err
+	}
+	w.next++
+	w.n = w.next
+	return nil
+}
+
+// Samples is the number of samples put or appended so far.
+func (w *Writer) Samples() uint64 { return w.next }
+
+// Size is about the size of the file if it were closed now: its tables and
+// the heap pages started.
+func (w *Writer) Size() uint64 {
+	tables := w.metaOff + w.next*uint64(w.layout.RowSize) + uint64(len(w.allocs))
+	if w.pageNum == 0 {
+		return tables
+	}
+	heap := (w.metaOff + w.next*uint64(w.layout.RowSize) + w.pageSize - 1) / w.pageSize * w.pageSize
+	return heap + (w.pageNum-w.firstPage+1)*w.pageSize + uint64(len(w.allocs))
 }
 
 // followed resolves the image field each Follower encoder names.
@@ -299,13 +401,16 @@ func (w *Writer) place(sample uint64, enc []field.Encoded) error {
 		copy(w.page[w.pageUsed:], e.Heap)
 		w.pageUsed += uint64(len(e.Heap))
 		binary.LittleEndian.PutUint64(col[e.PtrOffset:], ptr)
+		if w.appending {
+			w.ptrs = append(w.ptrs, len(w.rows)+w.layout.Offsets[i]+e.PtrOffset)
+		}
 		w.allocs = binary.LittleEndian.AppendUint64(w.allocs, sample)
 		w.allocs = binary.LittleEndian.AppendUint64(w.allocs, ptr)
 		w.allocs = binary.LittleEndian.AppendUint64(w.allocs, uint64(len(e.Heap)))
 	}
 	w.rows = append(w.rows, row...)
 	w.placedN.Add(1)
-	if len(w.rows) >= 1<<20 {
+	if len(w.rows) >= 1<<20 && !w.appending {
 		return w.flushRows()
 	}
 	return nil
@@ -366,22 +471,31 @@ func (w *Writer) Abort() {
 
 func (w *Writer) stop() {
 	w.closed = true
-	close(w.jobs)
-	close(w.placed)
+	if !w.appending {
+		close(w.jobs)
+		close(w.placed)
+	}
 	w.workers.Wait()
 	w.release()
 	<-w.placerDone
 }
 
 func (w *Writer) finish() error {
+	if w.pageNum != 0 {
+		if err := w.flushPage(); err != nil {
+			return err
+		}
+	}
+	if w.appending {
+		if err := w.settle(); err != nil {
+			return err
+		}
+	}
 	if err := w.flushRows(); err != nil {
 		return err
 	}
 	allocPtr := w.metaOff + w.n*uint64(w.layout.RowSize)
 	if w.pageNum != 0 {
-		if err := w.flushPage(); err != nil {
-			return err
-		}
 		allocPtr = (w.pageNum + 1) * w.pageSize
 	}
 	if _, err := w.f.WriteAt(w.allocs, int64(allocPtr)); err != nil {
@@ -406,6 +520,47 @@ func (w *Writer) finish() error {
 	if err := os.Rename(w.tmp, w.path); err != nil {
 		return fmt.Errorf("rename %s to %s: %w", w.tmp, w.path, err)
 	}
+	return nil
+}
+
+// settle puts an appending writer's heap where the number of samples,
+// known now, wants it: when the rows outgrew the room before the
+// provisional first page, the pages move up by the pages they need, the
+// room they leave is zeroed, and every heap pointer moves with them.
+func (w *Writer) settle() error {
+	first := (w.metaOff + w.n*uint64(w.layout.RowSize) + w.pageSize - 1) / w.pageSize
+	delta := first - w.firstPage
+	if delta == 0 {
+		return nil
+	}
+	if w.pageNum != 0 {
+		if w.page == nil {
+			w.page = make([]byte, w.pageSize)
+		}
+		for p := w.pageNum; p >= w.firstPage; p-- {
+			if _, err := w.f.ReadAt(w.page, int64(p*w.pageSize)); err != nil {
+				return fmt.Errorf("move page %d: %w", p, err)
+			}
+			if _, err := w.f.WriteAt(w.page, int64((p+delta)*w.pageSize)); err != nil {
+				return fmt.Errorf("move page %d: %w", p, err)
+			}
+		}
+		clear(w.page)
+		for p := w.firstPage; p < first; p++ {
+			if _, err := w.f.WriteAt(w.page, int64(p*w.pageSize)); err != nil {
+				return fmt.Errorf("clear page %d: %w", p, err)
+			}
+		}
+		w.pageNum += delta
+	}
+	shift := delta * w.pageSize
+	for _, at := range w.ptrs {
+		binary.LittleEndian.PutUint64(w.rows[at:], binary.LittleEndian.Uint64(w.rows[at:])+shift)
+	}
+	for e := 8; e < len(w.allocs); e += AllocEntrySize {
+		binary.LittleEndian.PutUint64(w.allocs[e:], binary.LittleEndian.Uint64(w.allocs[e:])+shift)
+	}
+	w.firstPage = first
 	return nil
 }
 

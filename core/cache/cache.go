@@ -49,16 +49,11 @@ func PageOf(r *beton.Reader, i uint64) int64 {
 		if err != nil {
 			return -1
 		}
-		var ptr uint64
-		switch d.Type {
-		case field.Bytes, field.JSON, field.NDArray, field.TorchTensor, field.Ragged, field.Mask, field.Video:
-			ptr = binary.LittleEndian.Uint64(col)
-		case field.RGBImage:
-			ptr = binary.LittleEndian.Uint64(col[field.RGBPtrOff:])
-		default:
+		off, ok := field.HeapPtrOffset(d.Type)
+		if !ok {
 			continue
 		}
-		return int64(ptr / r.PageSize())
+		return int64(binary.LittleEndian.Uint64(col[off:]) / r.PageSize())
 	}
 	return -1
 }

@@ -25,6 +25,10 @@ type Value struct {
 	// PtrOffset in Column (no heap bytes when PtrOffset < 0).
 	Column    []byte
 	PtrOffset int
+	// Texts are a TextField's captions (UTF-8) and Tokens, for a field that
+	// stores them, each caption's token ids.
+	Texts  [][]byte
+	Tokens [][]uint32
 }
 
 // Encoded is one field's contribution to a sample: its metadata column with
@@ -62,6 +66,8 @@ func NewEncoder(d Desc) (Encoder, error) {
 		return arrayEncoder{name: d.Name, size: n}, nil
 	case Ragged, Mask:
 		return NewTargetEncoder(d)
+	case Text:
+		return NewTextEncoder(d)
 	case RGBImage:
 		return nil, fmt.Errorf("field %q: RGBImage fields are encoded by package imageenc", d.Name)
 	}

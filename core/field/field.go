@@ -49,6 +49,8 @@ func (t Type) String() string {
 		return "RaggedArrayField"
 	case Mask:
 		return "MaskField"
+	case Text:
+		return "TextField"
 	case Video:
 		return "VideoField"
 	}
@@ -56,7 +58,9 @@ func (t Type) String() string {
 }
 
 // Known reports whether t is a type id this package understands.
-func (t Type) Known() bool { return t <= TorchTensor || t == Custom || t.Targets() || t == Video }
+func (t Type) Known() bool {
+	return t <= TorchTensor || t == Custom || t.Targets() || t == Text || t == Video
+}
 
 // Descriptor sizes fixed by the format.
 const (
@@ -81,6 +85,8 @@ type Desc struct {
 	// Target holds a Ragged or Mask field's arguments (Shape is then the
 	// row shape of a Ragged field).
 	Target *TargetArgs
+	// Text holds a Text field's arguments.
+	Text *TextArgs
 }
 
 // Arrays reports whether the field stores fixed-shape arrays.
@@ -162,6 +168,10 @@ func (d *Desc) MarshalBinary() ([]byte, error) {
 		if err := d.marshalTarget(args); err != nil {
 			return nil, err
 		}
+	case d.Type == Text:
+		if err := d.marshalText(args); err != nil {
+			return nil, err
+		}
 	case d.Type == Video:
 		if err := marshalVideo(args); err != nil {
 			return nil, err
@@ -221,6 +231,11 @@ func ParseDesc(b []byte) (Desc, error) {
 	case d.Type.Targets():
 		d.Args = args
 		if err := d.setTarget(); err != nil {
+			return d, err
+		}
+	case d.Type == Text:
+		d.Args = args
+		if err := d.setText(); err != nil {
 			return d, err
 		}
 	case d.Type == Video:

@@ -21,6 +21,7 @@ func FuzzParseDesc(f *testing.F) {
 		{Type: Custom, Name: "custom", Args: []byte{1, 2, 3}},
 		{Type: Ragged, Name: "boxes", Target: &TargetArgs{DType: "<f4", RowShape: []uint64{4}, Follows: "image", Coords: "xyxy"}},
 		{Type: Mask, Name: "mask", Target: &TargetArgs{DType: "<u2", Follows: "image", Encoding: "lz4"}},
+		{Type: Text, Name: "caption", Text: &TextArgs{Tokens: true, VocabSize: 49408, SOT: ptrU32(49406), EOT: ptrU32(49407)}},
 	} {
 		b, err := d.MarshalBinary()
 		if err != nil {
@@ -64,3 +65,5 @@ func FuzzParseDesc(f *testing.F) {
 		}
 	})
 }
+
+func ptrU32(x uint32) *uint32 { return &x }

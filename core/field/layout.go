@@ -35,10 +35,25 @@ func ColumnOf(t Type) (Column, error) {
 		return Column{RaggedColumnSize, 8}, nil
 	case Mask:
 		return Column{MaskColumnSize, 8}, nil
+	case Text:
+		return Column{TextColumnSize, 8}, nil
 	case Video:
 		return Column{VideoColumnSize, 8}, nil
 	}
 	return Column{}, fmt.Errorf("type %v has no built-in column", t)
+}
+
+// HeapPtrOffset is where in a built-in field's column the heap pointer
+// sits; ok is false for fields without heap bytes (Int, Float) and for
+// custom ones, whose layout only their handler knows.
+func HeapPtrOffset(t Type) (off int, ok bool) {
+	switch t {
+	case Bytes, JSON, NDArray, TorchTensor, Ragged, Mask, Text, Video:
+		return 0, true
+	case RGBImage:
+		return RGBPtrOff, true
+	}
+	return 0, false
 }
 
 // Layout is where each column sits in a row.

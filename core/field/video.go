@@ -10,9 +10,9 @@ import (
 
 // Video is VideoField: a clip of frames per sample, each frame a JPEG with
 // restart markers (as RGBImageField stores images), all of one size. Its
-// type id lies beside the target types, far from FFCV's, which cannot read
-// it: FFCV fails on an unknown type id.
-const Video Type = 102
+// type id lies beside the target and text types, far from FFCV's, which
+// cannot read it: FFCV fails on an unknown type id.
+const Video Type = 103
 
 // VideoArgs are a Video field's descriptor arguments, stored as JSON
 // (zero-padded) in the 1024 argument bytes.

@@ -9,7 +9,7 @@
 // InPlacer, Geometric or Photometric, Reporter, Fuser, HFlip, ViewSharer,
 // BatchOp); Geometry, which replays an image's operations for its targets;
 // and the generic "label" op. The operations themselves live in families
-// under it (basic, rgb, transform, ssl, policy, targets), which register
+// under it (basic, rgb, transform, ssl, policy, targets, text), which register
 // into it, and their pixel work in core/imgproc. A program that builds
 // programs from user specs imports them all with
 //

@@ -83,6 +83,9 @@ func check(r *beton.Reader, d *jpeg.Decoder, buf *[]byte, i uint64, f int) (err 
 		}
 		return fmt.Errorf("mask of %dx%d", m.Width, m.Height)
 	}
+	if err == nil && r.Fields[f].Type == field.Text {
+		return field.CheckText(field.ParseTextMeta(col), heap)
+	}
 	if err == nil && r.Fields[f].Type == field.Video {
 		return checkVideo(d, buf, col, heap)
 	}

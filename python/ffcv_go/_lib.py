@@ -112,6 +112,28 @@ class Value(ctypes.Structure):
     ]
 
 
+COLUMN_BINARY, COLUMN_LARGE_BINARY, COLUMN_INT64, COLUMN_FLOAT64 = 0, 1, 2, 3
+
+
+class Column(ctypes.Structure):
+    """ffcv_column: one Arrow column handed to ffcv_ingest_push."""
+    _fields_ = [
+        ("kind", ctypes.c_int32),
+        ("list", ctypes.c_int32),
+        ("offset", ctypes.c_int64),
+        ("validity", ctypes.c_void_p),
+        ("list_offsets", ctypes.c_void_p),
+        ("values_offset", ctypes.c_int64),
+        ("values_validity", ctypes.c_void_p),
+        ("offsets", ctypes.c_void_p),
+        ("data", ctypes.c_void_p),
+        ("data_len", ctypes.c_uint64),
+        ("token_offsets", ctypes.c_void_p),
+        ("tokens", ctypes.c_void_p),
+        ("n_tokens", ctypes.c_uint64),
+    ]
+
+
 # Every function of include/ffcv_go.h: name -> (result, arguments).
 def _signatures():
     i64, u64, i32 = ctypes.c_int64, ctypes.c_uint64, ctypes.c_int32
@@ -142,6 +164,14 @@ def _signatures():
         "ffcv_writer_abort": (i64, [i64, err]),
         "ffcv_scan_image_folder": (i64, [cp, out_str, err]),
         "ffcv_write_image_folder": (i64, [cp, cp, cp, ctypes.POINTER(i64), err]),
+        "ffcv_ingest_webdataset": (i64, [cp, err]),
+        "ffcv_ingest_arrow": (i64, [cp, err]),
+        "ffcv_ingest_push": (i64, [i64, i64, u64, ctypes.POINTER(Column), i32, ctypes.POINTER(Column), err]),
+        "ffcv_ingest_end": (i64, [i64, i64, err]),
+        "ffcv_ingest_texts": (i64, [i64, i64, ctypes.POINTER(u64), ctypes.POINTER(vp),
+                                    ctypes.POINTER(ctypes.POINTER(u64)), ctypes.POINTER(u64), err]),
+        "ffcv_ingest_tokens": (i64, [i64, u64, vp, u64, vp, u64, err]),
+        "ffcv_ingest_wait": (i64, [i64, i64, ctypes.POINTER(i64), out_str, err]),
         "ffcv_loader_create": (i64, [cp, ctypes.POINTER(u64), u64, err]),
         "ffcv_loader_info": (i64, [i64, out_str, err]),
         "ffcv_loader_order": (i64, [i64, u64, ctypes.POINTER(u64), u64, err]),
@@ -448,6 +478,40 @@ def tail_run(handle, epoch, batch, ids, x, out):
     """Runs a tail's built-in operations on the contiguous CPU tensor x into out."""
     call("ffcv_tail_run", handle, epoch, batch, ctypes.cast(ids.data_ptr(), ctypes.POINTER(ctypes.c_uint64)),
          len(ids), x.data_ptr(), x.numel() * x.element_size(), out.data_ptr(), out.numel() * out.element_size())
+
+
+def ingest_texts(handle, timeout_ms):
+    """The next batch of captions an ingest job wants tokenized: (id, list
+    of str); None when none came in time; False when no more will come."""
+    batch, data, n = ctypes.c_uint64(), ctypes.c_void_p(), ctypes.c_uint64()
+    offsets = ctypes.POINTER(ctypes.c_uint64)()
+    got = call("ffcv_ingest_texts", handle, int(timeout_ms), ctypes.byref(batch), ctypes.byref(data),
+               ctypes.byref(offsets), ctypes.byref(n))
+    if got == 2:
+        return False
+    if got == 0:
+        return None
+    try:
+        raw = ctypes.string_at(data.value, offsets[n.value]) if offsets[n.value] else b""
+        ends = [offsets[k] for k in range(n.value + 1)]
+    finally:
+        lib.ffcv_free(data.value)
+        lib.ffcv_free(ctypes.cast(offsets, ctypes.c_void_p).value)
+    return batch.value, [raw[a:b].decode("utf-8") for a, b in zip(ends, ends[1:])]
+
+
+def ingest_tokens(handle, batch, offsets, ids):
+    """Hands back batch's tokens: offsets (n + 1,) uint64 into ids uint32."""
+    call("ffcv_ingest_tokens", handle, batch, offsets.ctypes.data, len(offsets) - 1,
+         ids.ctypes.data if ids.size else None, ids.size)
+
+
+def ingest_wait(handle, timeout_ms, progress):
+    """An ingest job's report (a dict) once it has ended, else None; the
+    Counter progress gets the samples done so far."""
+    out = ctypes.c_void_p()
+    done = call("ffcv_ingest_wait", handle, int(timeout_ms), progress.ref, ctypes.byref(out))
+    return json.loads(_take_string(out.value)) if done else None
 
 
 def normalize_table(mean, std, dtype):

@@ -5,7 +5,7 @@ from typing import List
 import numpy as np
 
 from .fields import (Field, FloatField, IntField, RGBImageField, BytesField, NDArrayField, JSONField,
-                     TorchTensorField, RaggedArrayField, MaskField, VideoField)
+                     TorchTensorField, RaggedArrayField, MaskField, TextField, VideoField)
 
 CURRENT_VERSION = 2
 
@@ -41,7 +41,8 @@ TYPE_ID_HANDLER = {
     # ffcv_go's own (FFCV cannot read them)
     100: RaggedArrayField,
     101: MaskField,
-    102: VideoField,
+    102: TextField,
+    103: VideoField,
 }
 
 

@@ -7,6 +7,8 @@ is the same whatever the number of workers, and it appears atomically.
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field as _dc_field
+from typing import List
 
 import numpy as np
 
@@ -42,6 +44,23 @@ def _progress(total, enabled=True):
     if tqdm is None or not enabled:
         return None
     return tqdm(total=total, unit="sample", smoothing=0.1)
+
+
+@dataclass
+class WriteReport:
+    """What a one-pass conversion (``from_webdataset`` without a pipeline,
+    ``from_parquet``, ``from_huggingface``) wrote and what it left out.
+
+    files: the .beton files written, in order (a Loader reads them as one
+    dataset); counts: the samples in each; samples: in all; skipped: the
+    samples left out; problems: the first 1000 problems, each a dict
+    {shard, key, member, reason, sample_skipped}; num_problems: all of them."""
+    files: List[str]
+    counts: List[int]
+    samples: int
+    skipped: int = 0
+    problems: List[dict] = _dc_field(default_factory=list)
+    num_problems: int = 0
 
 
 class DatasetWriter:
@@ -131,15 +150,130 @@ class DatasetWriter:
                              f"this writer has {dict(zip(self.fields, kinds))}")
         return _write_image_folder(self, root, self.fields["image"], self.progress)["classes"]
 
-    def from_webdataset(self, shards, pipeline):
-        """Writes the samples of webdataset shards (tar files), in order:
-        pipeline(webdataset.WebDataset(shard)) must yield one tuple per
-        sample, a value per field (e.g. ``ds.decode().to_tuple(...)``).
-        Shards are read twice: once to count their samples, as FFCV does."""
-        shards = [str(s) for s in shards]
-        lengths = [count_samples_in_shard(s, pipeline) for s in shards]
-        ids = np.concatenate([np.arange(k) for k in lengths]) if lengths else np.zeros(0, np.int64)
-        self._write(sum(lengths), (x for s in shards for x in from_shard(s, pipeline)), ids)
+    def from_webdataset(self, shards, pipeline=None, *, extensions=None, ignore=(), errors="raise",
+                        output_shards=None, readers=None):
+        """Writes the samples of webdataset shards (tar files), in order.
+
+        FFCV's form, ``from_webdataset(shards, pipeline)``:
+        pipeline(webdataset.WebDataset(shard)) yields one tuple per sample, a
+        value per field (e.g. ``ds.decode().to_tuple(...)``); shards are read
+        twice, once to count their samples, and decoded in Python, as FFCV
+        does.
+
+        Without a pipeline the shards are read once, in the Go core, several
+        at a time: local paths, s3:// and http(s):// URLs, a list or one
+        string (webdataset's ``{000..099}`` syntax, a glob, a directory). An
+        image member's bytes go straight to the image encoder (no decoding
+        in Python); other members go to fields by extension:
+
+        - extensions: {field: "jpg;png"} (the first present wins) or
+          "json:key.path" (a value inside the JSON member); defaults by field
+          kind: RGBImageField "jpg;jpeg;png;webp", TextField "txt" (one
+          caption; a JSON list of strings gives several), IntField "cls",
+          JSONField "json";
+        - ignore: extensions the shards hold that no field takes; any other
+          such member is a problem;
+        - errors: 'raise' (default) fails the write at the first problem (an
+          image that does not decode, a missing member, an unknown
+          extension, a damaged shard), naming the shard and the sample's
+          key; 'skip' leaves such samples out (an unknown member only loses
+          itself), warns, and lists them in the report;
+        - output_shards: None writes one file, fname; 'input' one .beton per
+          input shard; a size (bytes, or e.g. '512MB') cuts a new file once
+          one holds that much. fname then numbers the files:
+          'out/train-{:05d}.beton' (or a directory: its 00000.beton, ...);
+        - readers: shards read ahead at once (default: up to 4).
+
+        A TextField with a tokenizer has its captions tokenized here, in
+        batches, while Go reads and encodes. The files are the same for any
+        num_workers and readers. Returns a WriteReport.
+        """
+        if pipeline is not None:
+            if extensions is not None or output_shards is not None or tuple(ignore) or errors != "raise":
+                raise ValueError("from_webdataset: a pipeline (FFCV's form) takes no extensions, ignore, errors "
+                                 "or output_shards; leave it out to read the shards in Go")
+            shards = [str(s) for s in shards]
+            lengths = [count_samples_in_shard(s, pipeline) for s in shards]
+            ids = np.concatenate([np.arange(k) for k in lengths]) if lengths else np.zeros(0, np.int64)
+            self._write(sum(lengths), (x for s in shards for x in from_shard(s, pipeline)), ids)
+            return None
+        from . import _ingest
+        spec = _ingest.base_spec(self, errors, output_shards)
+        if isinstance(ignore, str):
+            ignore = [ignore]
+        spec.update(shards=_ingest.expand_shards(shards), take=_ingest.webdataset_take(self, extensions),
+                    ignore=[str(e).lower().lstrip(".") for e in ignore], readers=int(readers or 0))
+        handle = _lib.call("ffcv_ingest_webdataset", json.dumps(spec).encode(), context=self.fname)
+        return _ingest.run(self, handle)
+
+    def from_parquet(self, files, columns=None, *, key=None, batch_size=1024, errors="raise", output_shards=None):
+        """Writes the rows of Parquet files, in order, read with pyarrow in
+        record batches whose buffers go to the Go core as they are: no
+        per-sample Python work (but the tokenizer's, if any).
+
+        columns maps field names to column names (default: the same name).
+        An RGBImageField takes a binary column of image files (Hugging
+        Face's {"bytes", "path"} image structs included); a TextField a
+        string column, or a list of strings for several captions; IntField
+        and FloatField numeric columns; JSONField a string column of JSON;
+        BytesField a binary one. key names a column naming the rows in
+        reports (default "row N"). errors and output_shards ('input': one
+        .beton per Parquet file) are as for from_webdataset; a null value
+        is a problem. Returns a WriteReport."""
+        import pyarrow.parquet as pq
+        from . import _ingest
+        if isinstance(files, (str, os.PathLike)):
+            files = [files]
+        files = [f for x in files for f in (_ingest.expand_shards(x) if any(c in os.fspath(x) for c in "*?[")
+                                             else [os.fspath(x)])]
+        cols = _ingest.arrow_columns(self, columns)
+        wanted = sorted(set(cols + ([key] if key else [])))
+
+        def batches(path):
+            pf = pq.ParquetFile(path)
+            missing = [c for c in wanted if c not in pf.schema_arrow.names]
+            if missing:
+                raise ValueError(f"{path}: no column {', '.join(map(repr, missing))} "
+                                 f"(columns: {', '.join(pf.schema_arrow.names)})")
+            yield from pf.iter_batches(batch_size=int(batch_size), columns=wanted)
+        return self._from_arrow(files, [batches(f) for f in files], cols, key, errors, output_shards)
+
+    def from_huggingface(self, dataset, columns=None, *, key=None, batch_size=1024, errors="raise",
+                         output_shards=None):
+        """Writes the rows of a Hugging Face ``datasets.Dataset`` (one split),
+        in order, from its Arrow table: image columns (the Image feature's
+        {"bytes", "path"} structs), text, list-of-text and label columns go
+        to the Go core as Arrow buffers, as in from_parquet (which see for
+        columns, key, errors and output_shards)."""
+        from . import _ingest
+        kind = type(dataset).__name__
+        if not hasattr(dataset, "with_format") or not isinstance(getattr(dataset, "column_names", None), list):
+            hint = " (pick a split: dataset['train'])" if kind.endswith("DatasetDict") else ""
+            raise TypeError(f"from_huggingface needs a datasets.Dataset, got a {kind}{hint}")
+        cols = _ingest.arrow_columns(self, columns)
+        wanted = sorted(set(cols + ([key] if key else [])))
+        missing = [c for c in wanted if c not in dataset.column_names]
+        if missing:
+            raise ValueError(f"the dataset has no column {', '.join(map(repr, missing))} "
+                             f"(columns: {', '.join(dataset.column_names)})")
+        ds = dataset.select_columns(wanted).with_format("arrow")
+        n, step = len(ds), int(batch_size)
+
+        def batches():
+            for i in range(0, n, step):
+                yield ds[i:i + step]
+        info = getattr(dataset, "info", None)
+        name = getattr(info, "dataset_name", None) or getattr(info, "builder_name", None) or "dataset"
+        split = getattr(dataset, "split", None)
+        return self._from_arrow([f"{name}[{split}]" if split else name], [batches()], cols, key, errors,
+                                output_shards)
+
+    def _from_arrow(self, names, sources, cols, key, errors, output_shards):
+        from . import _ingest
+        spec = _ingest.base_spec(self, errors, output_shards)
+        spec["sources"] = [str(n) for n in names]
+        handle = _lib.call("ffcv_ingest_arrow", json.dumps(spec).encode(), context=self.fname)
+        return _ingest.run(self, handle, _ingest.push_batches(handle, self, sources, cols, key))
 
     def prepare(self):
         """Starts the file for self.num_samples samples (the first step of

@@ -234,6 +234,35 @@ def test_train_simclr_cpu(tmp_path):
     assert r["retrieval_after"] > 10 * r["retrieval_chance"] and r["retrieval_after"] > 1.4 * r["retrieval_before"], r
 
 
+def test_train_clip_cpu(tmp_path):
+    """320 photo crops of 8 Debian wallpapers, captioned with their photo's
+    name, their place in it and their colour, written as webdataset shards
+    and converted in one pass (tokens from open_clip's tokenizer): the
+    held-out image-to-text top-1 retrieval rises far above chance; measured
+    0.03 -> 0.66 with chance 0.03. About 20 s."""
+    from make_tiny_imagefolder import find_photos
+    pytest.importorskip("open_clip")
+    if len(find_photos()) < 8:
+        pytest.skip("fewer than 8 wallpapers in /usr/share/backgrounds or /usr/share/wallpapers")
+    out = run_example("train_clip.py", "--out-dir", tmp_path / "clip", "--device", "cpu", "--photos", 8,
+                      "--per-photo", 40, "--res", 48, "--epochs", 8, "--num-workers", 2, timeout=300)
+    r = printed_results(out)[0]
+    h = r["history"]
+    assert r["train_samples"] + r["test_samples"] == 320 and len(h) == 8
+    assert all(math.isfinite(e["loss"]) for e in h) and h[-1]["loss"] < h[0]["loss"] - 1.0, h
+    assert r["retrieval_after"] > 8 * r["chance"] and r["retrieval_after"] > r["retrieval_before"] + 0.3, r
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_train_clip_cuda(tmp_path):
+    """The CLIP example unchanged on a GPU: batches go to the device in the loader."""
+    pytest.importorskip("open_clip")
+    out = run_example("train_clip.py", "--out-dir", tmp_path / "clip", "--device", "cuda", "--photos", 4,
+                      "--per-photo", 16, "--epochs", 2, "--num-workers", 2)
+    r = printed_results(out)[0]
+    assert r["device"].startswith("cuda") and len(r["history"]) == 2
+
+
 def test_dino_multicrop_cpu(tmp_path):
     """DINO's 2 global + N local views come out at their sizes and train."""
     folder = _tiny_folder(tmp_path)

@@ -13,5 +13,6 @@ import (
 	_ "github.com/ffcv-go/ffcv-go/core/pipeline/rgb"       // RGBImageField's decoders and crops
 	_ "github.com/ffcv-go/ffcv-go/core/pipeline/ssl"       // FFCV-SSL's jitter, blur, rotation, erasing
 	_ "github.com/ffcv-go/ffcv-go/core/pipeline/targets"   // ragged and mask targets
+	_ "github.com/ffcv-go/ffcv-go/core/pipeline/text"      // TextField's tokens and captions
 	_ "github.com/ffcv-go/ffcv-go/core/pipeline/transform" // FFCV 1.0's transforms and mixup
 )

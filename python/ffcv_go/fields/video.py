@@ -50,9 +50,9 @@ class VideoField(Field):
 
     A sample's frames lie in one heap page: a long clip needs a larger
     ``DatasetWriter(page_size=...)``. FFCV cannot read files with this
-    field (type id 102).
+    field (type id 103).
     """
-    TYPE_ID = 102
+    TYPE_ID = 103
 
     def __init__(self, max_resolution=None, jpeg_quality=90, fps=None, frame_step=1):
         if max_resolution is not None and int(max_resolution) < 1:

@@ -299,6 +299,8 @@ def _plan(field_index, name, ops, field, metadata, memory_read, compiled_stage, 
         plan.steps.append(compiled_stage(m, go_state, mi))
         go_state = plan.steps[-1].state
     plan.state = state
+    if plan.go_ops is not None:  # a decoder whose batches the user gets in another form (captions, token rows)
+        plan.finish = getattr(ops[0], "_finish_batch", None)
     last = plan.steps[-1] if plan.steps else None
     if isinstance(last, PyStage) and last.kind == "custom" and last.state.jit_mode:
         last.keep_numpy = True  # FFCV hands out what jit-mode custom code returns: numpy arrays
