@@ -14,8 +14,8 @@
   schedule, the batch counts, the shapes and that losses are finite.
 - train_video.py: 240 mp4 clips of a camera panning or zooming over 24
   wallpapers and 96 over 8 others for validation, a small 3D CNN, 8 epochs
-  on the CPU (about 35 s on 2 cores). Validation accuracy is 0.44-0.57 over
-  seeds (chance 1/6); the test asserts > 0.30.
+  at 24x24 on the CPU (10-30 s on 2 cores). Validation accuracy is 0.45-0.67
+  over seeds 0-2 (chance 1/6); the test asserts > 0.30.
 """
 import math
 import os
