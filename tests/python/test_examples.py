@@ -324,3 +324,11 @@ def test_train_video_cpu(tmp_path):
     assert result["epochs"] == 8 and len(result["history"]) == 8
     assert result["history"][-1]["loss"] < result["history"][0]["loss"]
     assert result["val_accuracy"] > 0.30, out  # chance: 1/6
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_train_video_cuda(tmp_path):
+    pytest.importorskip("av")
+    out = run_example("train_video.py", "--data", tmp_path, "--device", "cuda", timeout=240)
+    result = printed_results(out)[0]
+    assert result["device"].startswith("cuda") and result["val_accuracy"] > 0.30, out
