@@ -12,7 +12,7 @@ DEB_DATA := mate-backgrounds lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 dat
 PYTEST_ARGS ?=
 CONFORMANCE_ARGS ?=
 
-.PHONY: all build deps venv wheel wheel-deps check-wheel test test-torch113 aarch64-deps test-aarch64-quick test-aarch64 test-go test-python test-gpu gpu-bundle conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-ray bench-remote bench-mixture bench-detection bench-image-text bench-soak bench-wheel-ab clean docs docs-check
+.PHONY: all build deps venv wheel wheel-deps check-wheel test test-torch113 aarch64-deps test-aarch64-quick test-aarch64 test-go test-python test-gpu gpu-bundle conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-ray bench-remote bench-mixture bench-detection bench-image-text bench-video bench-soak bench-wheel-ab clean docs docs-check
 
 all: build
 
@@ -301,6 +301,14 @@ bench-peers: deps venv build ffcv
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libavdevice59 libavfilter8 >/dev/null; fi
 	$(PY) -m pip install -q -r requirements-peers.txt
 	PYTHONPATH=python $(PY) bench/peers.py $(BENCH_ARGS)
+
+# Video clips: ffcv_go against DataLoader + PyAV / torchcodec / decord
+# (bench/video.py). torchcodec loads Debian's FFmpeg libraries.
+bench-video: deps venv build
+	@if ! dpkg -s libavdevice59 >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libavdevice59 libavfilter8 >/dev/null; fi
+	$(PY) -m pip install -q --no-deps -r requirements-video-peers.txt
+	PYTHONPATH=python $(PY) bench/video.py $(BENCH_ARGS)
 
 # Where the CPU time of one RandomResizedCrop goes (Huffman, IDCT+colour,
 # resize), Go kernels against SSE2 and AVX2, on bench/data/imagenet-like.

@@ -71,6 +71,9 @@ typedef struct {
   int32_t width, height, channels; /* raw image pixels, HWC uint8 */
   int32_t encoded;    /* 1: data is an image file (JPEG, PNG, GIF); 2: data is the
                          UTF-8 path of one, read by the writer's worker */
+  /* VideoField (type 103): data holds T frames of width x height x channels pixels
+   * back to back, or (encoded 2) the paths of T image files separated by NUL bytes;
+   * f is the frame rate (0: unknown). */
   /* Custom fields (type 255, encoded by the field's Python encode()): the metadata
    * column bytes, and where in them the writer stores data's file offset (-1: no
    * heap data). */
@@ -215,7 +218,8 @@ int64_t ffcv_verify(int64_t reader, int32_t workers, char **out, char **err);
  * "fields": [{"name", "type_id", "shape", "dtype", "write_mode", "max_resolution",
  * "smart_threshold", "jpeg_quality", "compress_probability"}]}; target fields
  * (type_id 100 RaggedArray, 101 Mask) add "follows", "coords" and "encoding",
- * "shape" being a ragged field's row shape.
+ * "shape" being a ragged field's row shape; a video field (type_id 103) takes
+ * "max_resolution" and "jpeg_quality".
  * path is a local file or an s3:// URL (written to a local temporary file, uploaded
  * by ffcv_writer_finish). The file appears at path only when ffcv_writer_finish
  * succeeds. */
@@ -337,10 +341,11 @@ int64_t ffcv_loader_start(int64_t loader, uint64_t epoch, uint64_t start_batch,
 int64_t ffcv_iter_next(int64_t iter, ffcv_DLManagedTensor **tensors, int32_t max_tensors,
                        char **err);
 /* Compiles built-in operations that follow a Python stage of the loader's
- * pipeline. spec_json: {"field": f, "in": {"shape": [...], "dtype": "|u1"},
+ * pipeline. spec_json: {"field": f, "in": {"shape": [...], "dtype": "|u1", "lead"?: n},
  * "ops": [{op, key, ...args}]} (key: the op's index among the pipeline's
- * built-in operations, the key of its randomness). *out: the per-sample output
- * {"shape", "dtype"}. Returns a handle; close it with ffcv_close. */
+ * built-in operations, the key of its randomness; lead: the leading dimensions
+ * of a clip's frames, over which per-image ops are lifted). *out: the per-sample
+ * output {"shape", "dtype", "lead"?}. Returns a handle; close it with ffcv_close. */
 int64_t ffcv_loader_tail(int64_t loader, const char *spec_json, char **out, char **err);
 /* Runs a tail program on batch `batch` of `epoch`: n samples with sample ids
  * `ids`, contiguous inputs in (in_len bytes) -> outputs out (out_len bytes),

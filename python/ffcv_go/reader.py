@@ -151,7 +151,7 @@ class Reader:
                 import torch
                 return TorchTensorField(torch.from_numpy(np.empty(0, dtype=dtype)).dtype, tuple(f["shape"] or ()))
             return NDArrayField(dtype, tuple(f["shape"] or ()))
-        if f["type_id"] in (100, 101, 102):  # their arguments say what they hold
+        if f["type_id"] in (100, 101, 102, 103):  # their arguments say what they hold
             raw = np.frombuffer(bytes.fromhex(f.get("args_hex", "")), dtype=np.uint8)
             if raw.size == 1024:
                 args = raw.view(ARG_TYPE)[0]
