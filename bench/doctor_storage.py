@@ -81,10 +81,10 @@ os._exit(0)  # FFCV's threads may hold the interpreter at exit
 """
 
 
-def write_photos(path, n, side=800, page_size=2 << 20, distinct=24, seed=0):
-    """A .beton of n samples (image: JPEG, label: int) cycling through
-    `distinct` crops of the installed wallpaper photos, their longer side
-    `side` px, quality 90."""
+def write_photos(path, n, side=800, page_size=2 << 20, distinct=24, seed=0, names=("image", "label")):
+    """A .beton of n samples (image: JPEG, label: int, by `names`) cycling
+    through `distinct` crops of the installed wallpaper photos, their longer
+    side `side` px, quality 90."""
     import numpy as np
     from PIL import Image
     import make_dataset
@@ -115,7 +115,7 @@ def write_photos(path, n, side=800, page_size=2 << 20, distinct=24, seed=0):
         def __getitem__(self, i):
             return blobs[i % len(blobs)], i % 10
 
-    DatasetWriter(str(path), {"image": RGBImageField(write_mode="jpg"), "label": IntField()},
+    DatasetWriter(str(path), {names[0]: RGBImageField(write_mode="jpg"), names[1]: IntField()},
                   page_size=page_size, progress=False).from_indexed_dataset(Photos())
     return path
 

@@ -151,8 +151,8 @@ def main(argv=None):
     b.set_defaults(fn=cmd_bench)
     d = sub.add_parser("doctor", help="measure storage, the loader and the model here; name the bottleneck "
                                       "and the settings that fix it")
-    d.add_argument("data", nargs="+", help=".beton file(s), a directory or glob of shards, or an s3:// or "
-                                           "http(s):// URL")
+    d.add_argument("data", nargs="+", help=".beton file(s), a directory or glob of shards, an s3:// or "
+                                           "http(s):// URL, or FILE.py defining `data` (a Mixture of datasets)")
     d.add_argument("--pipeline", default="train",
                    help="train (RandomResizedCrop + flip), val (centre crop) or FILE.py defining `pipelines` "
                         "(and optionally `loader_kwargs`, e.g. custom_field_mapper for views)")

@@ -35,6 +35,15 @@ What it measures, each phase bounded so that the whole run stays within
   does, for a bounded time: the share of the time the training loop waited
   in ``next()`` and the share the device was busy.
 
+For a ``Mixture`` (``diagnose(Mixture([...]))``, or a .py file defining
+``data``), storage is read source by source, each on its own storage and
+for a share of the time by its share of the epoch (``storage["sources"]``);
+the worker scan decodes its local sources; the cold runs and the model
+read the Mixture itself, with each source's counters of the last epoch
+(``"sources"``). The source whose storage allows the slowest epoch at its
+share (its rate over its share), among those read from storage every
+epoch, is named when it limits, with its fix.
+
 It then names the stage that limits training: with a model, the model when
 the training loop waited for data less than ``LOADER_BOUND_WAIT_SHARE`` of
 the time, otherwise the loader's limit; storage when cold reads hold the

@@ -3,6 +3,7 @@ epoch's cost, from a report's measurements. Pure: it reads the report's
 dicts and writes its verdict; it measures nothing, so every rule can be
 tested on made-up measurements. Every threshold is named here."""
 import math
+import os
 
 from ._report import Recommendation, gib, mb, op_name, pct, rate, ratio, workers
 
@@ -41,6 +42,13 @@ FIRST_EPOCH_FLAG_SHARE = 0.05
 # configurations (github.com/libffcv/ffcv-imagenet, rn18_configs and
 # rn50_configs) train for 16 to 88 epochs.
 SCHEDULES = (16, 88)
+# The requests a remote file has in flight by default
+# (FFCV_GO_REMOTE_IN_FLIGHT, docs/guides/remote.md): more are recommended for
+# a remote source that limits a mixture and has more pages than that.
+REMOTE_IN_FLIGHT_DEFAULT = 16
+# For a Mixture limited by a source's storage, QUASI_RANDOM with the process
+# cache is recommended when it measured this much faster from a cold cache.
+QUASI_RANDOM_GAIN = 1.1
 # FFCV's ImageNet recipes (the ffcv-imagenet README and configurations)
 # store the images at most 400 px (ResNet-18) or 500 px (ResNet-50) on the
 # longer side, and train on crops of 160 to 192 px (progressive resizing).
@@ -68,10 +76,19 @@ def decide(report):
     loader_rate, limit = cpu_rate, "cpu"
     if cold_cur is not None and (not fits or ds["remote"]) and cold_cur["img_s"] < STORAGE_BOUND_SHARE * cpu_rate:
         loader_rate, limit = cold_cur["img_s"], "storage"
+    # A Mixture: the source whose storage allows the slowest epoch at its
+    # share, among those read from storage every epoch, limits it when that
+    # epoch rate is below the decoding rate's bound.
+    slow = None
+    if report.storage.get("sources") is not None:
+        steady = [x for x in source_rates(report) if x["every_epoch"] and x.get("epoch_img_s")]
+        slow = min(steady, key=lambda x: x["epoch_img_s"]) if steady else None
+        if slow is not None and slow["epoch_img_s"] < STORAGE_BOUND_SHARE * cpu_rate and limit != "storage":
+            loader_rate, limit = slow["epoch_img_s"], "storage"
     model = report.model or {}
     failed = bool(model.get("error"))
     tg = None if failed else report.together
-    epoch_s = ds["samples"] / max(loader_rate, 1e-9)
+    epoch_s = ds.get("epoch_samples", ds["samples"]) / max(loader_rate, 1e-9)
 
     if tg is not None:
         waited = tg["wait_share"] >= LOADER_BOUND_WAIT_SHARE
@@ -98,6 +115,9 @@ def decide(report):
         report.summary = (f"nothing to tune at this scale: an epoch of the {ds['samples']:,} samples takes "
                           f"{epoch_s:.2f} s at {rate(loader_rate)} img/s and the file fits in memory. "
                           "Run the doctor on the full dataset, with --model to measure it with training.")
+    elif verdict == "storage" and report.storage.get("sources") is not None:
+        report.storage["limiting_source"] = slow["name"] if slow is not None else None
+        _mixture_storage_recs(report, recs, notes, slow, cold, cold_cur, cpu_rate)
     elif verdict == "storage":
         _storage_recs(report, recs, notes, cold, cold_cur, cpu_rate, sample_bytes, mem)
     else:
@@ -123,6 +143,12 @@ def decide(report):
     report.first_epoch = fe
     if fe is not None:
         _first_epoch_advice(report, fe, recs, notes)
+    inmem = ld.get("in_memory_share")
+    if ld.get("scan_sources") is not None and (inmem is None or inmem < 1):
+        notes.append(("every source is remote: the worker scan's rates include fetching their pages"
+                      if inmem is None else
+                      f"{pct(inmem)} of the local sources' bytes fit in the memory the worker scan reads them into "
+                      f"first: its rates may include reads from storage") + ", a lower bound of the decoding rate")
     load = report.machine.get("load_average")
     if load and load[0] > BUSY_LOAD_SHARE * report.machine["cores"]:
         notes.append(f"other processes were using the CPU (load average {load[0]:.1f} on {report.machine['cores']} "
@@ -145,28 +171,46 @@ def first_epoch(report, train_rate):
     and its share of each schedule; None where every epoch reads from
     storage (the file does not fit, or is remote: the verdict covers it).
     The first epoch reads at the rate its cache reads cold: sample-sized
-    reads through the OS cache for RANDOM, whole pages otherwise."""
+    reads through the OS cache for RANDOM, whole pages otherwise. For a
+    Mixture, its local sources when they fit in memory together, each at
+    its own storage's rate (remote sources are read every epoch)."""
     ds, st, s = report.dataset, report.storage, report.settings
-    if ds["remote"] or not ds["fits_in_memory"]:
+    if st.get("sources") is not None:
+        parts = [x for x in st["sources"] if not x["remote"]]
+        if not parts or not ds.get("local_fits_in_memory"):
+            return None
+    elif ds["remote"] or not ds["fits_in_memory"]:
         return None
-    fs = ds.get("filesystem") or {}
+    else:
+        parts = [dict(st, filesystem=ds.get("filesystem"), bytes=ds["bytes"], heap_bytes=ds["heap_bytes"])]
+    fss = [x.get("filesystem") or {} for x in parts]
     epochs = s.get("epochs")
     schedules = sorted({int(epochs)} | set(SCHEDULES)) if epochs else list(SCHEDULES)
-    out = {"network": bool(fs.get("network")), "filesystem": fs.get("type"), "schedules": schedules,
-           "extra_s": None, "flagged": False}
+    out = {"network": any(fs.get("network") for fs in fss),
+           "filesystem": ", ".join(dict.fromkeys(fs.get("type") for fs in fss if fs.get("type"))) or None,
+           "schedules": schedules, "extra_s": None, "flagged": False}
+    if st.get("sources") is not None:
+        out["files"] = [f for x in parts for f in x["file_names"]]
     samples_via_os = s["os_cache"] and s["order"].upper() == "RANDOM"
     key = "cold_sample_mb_s" if samples_via_os else "cold_page_mb_s"
-    cold_rate = st.get(key) or (st.get("cold_page_mb_s") if samples_via_os else None)
-    if not cold_rate or train_rate <= 0:
-        return out  # not measured: the file was not dropped from the page cache
-    nbytes = ds["heap_bytes"] if key == "cold_sample_mb_s" else ds["bytes"]
-    warm = ds["samples"] / train_rate
-    cold_epoch = max(warm, nbytes / (cold_rate * 1e6))
+    read_s = nbytes = 0.0
+    for x in parts:
+        cold_rate = x.get(key) or (x.get("cold_page_mb_s") if samples_via_os else None)
+        if not cold_rate or train_rate <= 0:
+            return out  # not measured: the file was not dropped from the page cache
+        # A source an epoch takes less than once of is read that much.
+        part = min(1.0, x["per_epoch"] / x["samples"]) if x.get("per_epoch") and x.get("samples") else 1.0
+        b = part * (x["heap_bytes"] if key == "cold_sample_mb_s" and x.get("heap_bytes") else x["bytes"])
+        read_s += b / (cold_rate * 1e6)
+        nbytes += b
+    warm = ds.get("epoch_samples", ds["samples"]) / train_rate
+    cold_epoch = max(warm, read_s)
     extra = cold_epoch - warm
     share = {str(e): extra / (e * warm + extra) for e in schedules}
     shortest = str(int(epochs)) if epochs else str(min(SCHEDULES))
-    out.update(read_mb_s=cold_rate, read_as="sample-sized reads" if key == "cold_sample_mb_s" else "whole pages",
-               warm_epoch_s=warm, cold_epoch_s=cold_epoch, extra_s=extra, schedule_share=share,
+    out.update(read_mb_s=nbytes / read_s / 1e6 if read_s else None,
+               read_as="sample-sized reads" if key == "cold_sample_mb_s" else "whole pages",
+               read_bytes=nbytes, warm_epoch_s=warm, cold_epoch_s=cold_epoch, extra_s=extra, schedule_share=share,
                flagged=share[shortest] >= FIRST_EPOCH_FLAG_SHARE)
     return out
 
@@ -182,10 +226,16 @@ def _first_epoch_advice(report, fe, recs, notes):
     if not fe["flagged"]:
         return
     shares = ", ".join(f"{pct(v)} of {k} epochs" for k, v in fe["schedule_share"].items())
-    path = ds["path"] if isinstance(ds["path"], str) else "FILE"
+    if fe.get("files"):
+        files = fe["files"]
+        path = " ".join(files[:4]) + (" ..." if len(files) > 4 else "")
+        what = f"the mixture's local sources ({gib(fe['read_bytes'])} of them an epoch reads)"
+    else:
+        path = ds["path"] if isinstance(ds["path"], str) else "FILE"
+        what = f"the file ({gib(ds['bytes'])})"
     recs.append(Recommendation(
         f"cat {path} > /dev/null  # before training (or copy the file to a local disk)", "storage",
-        f"the first epoch reads the file ({gib(ds['bytes'])}) from a cold cache on {where} at "
+        f"the first epoch reads {what} from a cold cache on {where} at "
         f"{fe['read_mb_s']:,.0f} MB/s ({fe['read_as']}): about {fe['cold_epoch_s']:.0f} s against "
         f"{fe['warm_epoch_s']:.0f} s for a warm epoch, +{fe['extra_s']:.0f} s: {shares} of training (FFCV's ImageNet "
         f"schedules run {SCHEDULES[0]} to {SCHEDULES[-1]} epochs). Later epochs read it from memory; one "
@@ -209,23 +259,9 @@ def _storage_recs(report, recs, notes, cold, cold_cur, cpu_rate, sample_bytes, m
     if st.get("cold_sample_mb_s"):
         rates.append(f"sample-sized random reads at {st['cold_sample_mb_s']:,.0f} MB/s "
                      f"(= {st['cold_sample_mb_s'] * 1e6 / sample_bytes:,.0f} img/s)")
-    if (s["order"].upper(), s["os_cache"]) != ("QUASI_RANDOM", False):
-        window = ld.get("quasi_window")
-        setting = "os_cache=False, order=OrderOption.QUASI_RANDOM"
-        if window:
-            setting += f", order_kwargs={{'window_pages': {window['window_pages']}}}, " \
-                       f"max_resident_pages={window['max_resident_pages']}"
-        why = "QUASI_RANDOM visits the samples of a few pages at a time and the process cache reads each page once per epoch"
-        if quasi is not None:
-            why += (f": measured from a cold cache, {rate(quasi['img_s'])} img/s against "
-                    f"{rate(cold_cur['img_s'])} img/s now ({quasi['img_s'] / max(cold_cur['img_s'], 1e-9):.1f}x)")
-        if rates:
-            why += "; " + ", ".join(rates)
-        if window:
-            why += (f"; {window['max_resident_pages']} resident pages of {ps // MiB} MiB "
-                    f"({gib(window['max_resident_pages'] * ps)}) keep the process cache within a third of the "
-                    f"usable memory")
-        recs.append(Recommendation(f"Loader(..., {setting})", "Loader", why))
+    quasi_rec = _quasi_rec(report, quasi, cold_cur, rates)
+    if quasi_rec is not None:
+        recs.append(quasi_rec)
     best_cold = max([c["img_s"] for c in cold.values()] + [0])
     big = _max_resolution(report)
     if best_cold < STORAGE_BOUND_SHARE * cpu_rate:
@@ -238,6 +274,174 @@ def _storage_recs(report, recs, notes, cold, cold_cur, cpu_rate, sample_bytes, m
     if not st.get("evicted", True) and not ds["remote"]:
         notes.append("the file was not dropped from the page cache (another process has it open, or --evict "
                      "never): the cold runs started from the cache as found")
+
+
+def _quasi_rec(report, quasi, cold_cur, rates):
+    """QUASI_RANDOM with the process cache, sized to the memory, unless
+    that is the setting diagnosed; with its rate from a cold cache."""
+    s, ld, ps = report.settings, report.loader, report.dataset["page_size"]
+    if (s["order"].upper(), s["os_cache"]) == ("QUASI_RANDOM", False):
+        return None
+    window = ld.get("quasi_window")
+    setting = "os_cache=False, order=OrderOption.QUASI_RANDOM"
+    if window:
+        setting += f", order_kwargs={{'window_pages': {window['window_pages']}}}, " \
+                   f"max_resident_pages={window['max_resident_pages']}"
+    why = ("QUASI_RANDOM visits the samples of a few pages at a time and the process cache reads each page once "
+           "per epoch")
+    if quasi is not None and cold_cur is not None:
+        why += (f": measured from a cold cache, {rate(quasi['img_s'])} img/s against "
+                f"{rate(cold_cur['img_s'])} img/s now ({quasi['img_s'] / max(cold_cur['img_s'], 1e-9):.1f}x)")
+    if rates:
+        why += "; " + ", ".join(rates)
+    if window:
+        why += (f"; {window['max_resident_pages']} resident pages of {ps // MiB} MiB "
+                f"({gib(window['max_resident_pages'] * ps)}) keep the process cache within a third of the "
+                f"usable memory")
+    return Recommendation(f"Loader(..., {setting})", "Loader", why)
+
+
+# ---- a Mixture ----------------------------------------------------------------------
+
+def source_rates(report):
+    """Each source of a Mixture's storage with what its storage allows:
+    ``mb_s`` and ``img_s`` (its samples per second: at its mean sample
+    size for sample-sized reads, at its pages' bytes per sample for whole
+    pages), from reads of the kind the loader makes of it (pages fetched for
+    a remote source; for a local one, sample-sized reads for RANDOM through
+    the OS cache, whole pages otherwise, cold where it was dropped from the
+    page cache); ``epoch_img_s``, img_s over its share of the epoch: the
+    epoch rate the mixture can reach while that source keeps up (a source
+    that gives 10% of the samples at a tenth of the speed allows what the
+    whole epoch at full speed does); ``every_epoch``, whether every epoch
+    reads it from storage (remote, or the local sources together do not
+    fit in memory). Returns the sources, these keys added."""
+    s, ds = report.settings, report.dataset
+    samples_via_os = s["os_cache"] and s["order"].upper() == "RANDOM"
+    fits = ds.get("local_fits_in_memory", ds["fits_in_memory"])
+    for x in report.storage["sources"]:
+        if x["remote"]:
+            mb_s, how = x.get("fetch_mb_s"), "pages fetched"
+        else:
+            pre, when = ("cold_", " cold") if x.get("evicted") else ("", ", as found in the page cache")
+            kind = "sample" if samples_via_os and x.get(f"{pre}sample_mb_s") else "page"
+            mb_s = x.get(f"{pre}{kind}_mb_s")
+            how = ("sample-sized reads" if kind == "sample" else "whole pages read") + when
+        per = x["mean_sample_bytes"] if "sample-sized" in how else x.get("page_bytes_per_sample") or \
+            x["mean_sample_bytes"]
+        img = mb_s * 1e6 / max(per, 1.0) if mb_s else None
+        x.update(mb_s=mb_s, read_as=how, img_s=img, epoch_img_s=img / x["share"] if img and x["share"] else None,
+                 every_epoch=bool(x["remote"] or not fits))
+    return report.storage["sources"]
+
+
+def _source_where(x):
+    if x["remote"]:
+        return f"remote, {x['path']}"
+    fs = x.get("filesystem") or {}
+    return f"{fs.get('type', 'a local file')} at {fs.get('mount', '?')}" + (", network" if fs.get("network") else "")
+
+
+def _mixture_storage_recs(report, recs, notes, slow, cold, cold_cur, cpu_rate):
+    """The storage verdict of a Mixture: the source that limits it (slow,
+    the lowest epoch_img_s of the sources read every epoch) and its fix."""
+    s, ds = report.settings, report.dataset
+    now = (f" From a cold cache the loader delivers {rate(cold_cur['img_s'])} img/s with "
+           f"order={s['order'].upper()}, os_cache={s['os_cache']}." if cold_cur is not None else "")
+    quasi_cold = cold.get(("QUASI_RANDOM", False))
+    quasi = _quasi_rec(report, quasi_cold, cold_cur, [])
+    if quasi_cold is not None and cold_cur is not None and quasi_cold["img_s"] < QUASI_RANDOM_GAIN * cold_cur["img_s"]:
+        quasi = None  # measured no faster here
+    if slow is None:
+        where = ("its local sources (together " + gib(ds["local_bytes"]) + ") are larger than the memory this "
+                 "process may use" if not ds.get("local_fits_in_memory") else "remote sources are fetched")
+        report.summary = (f"{where}, so their pages are read from storage every epoch, and the loader falls short "
+                          f"of the {rate(cpu_rate)} img/s it decodes from memory; no source's storage rate was "
+                          f"measured to name the one that limits.{now}")
+        if quasi is not None:
+            recs.append(quasi)
+        return
+    report.summary = (f"source {slow['name']!r} limits the mixture: it makes {pct(slow['share'])} of every epoch, and "
+                      f"its storage ({_source_where(slow)}) delivers {rate(slow['img_s'])} img/s of its samples "
+                      f"({slow['mb_s']:,.1f} MB/s, {slow['read_as']}), so an epoch can go no faster than "
+                      f"{rate(slow['epoch_img_s'])} img/s, against {rate(cpu_rate)} img/s decoding from memory.{now}")
+    per_sample = slow["mb_s"] * 1e6 / slow["img_s"]
+    need = cpu_rate * slow["share"] * per_sample / 1e6
+    fs = slow.get("filesystem") or {}
+    if slow["remote"] or fs.get("network"):
+        recs.append(_local_copy(report, slow, need, cpu_rate, per_sample))
+        inflight = _in_flight(slow, cold_cur) if slow["remote"] else None
+        if inflight is not None:
+            recs.append(inflight)
+        if quasi is not None:
+            recs.append(quasi)
+    else:
+        if quasi is not None:
+            recs.append(quasi)
+        notes.append(f"to keep the workers busy, {slow['name']!r} must deliver about {need:,.1f} MB/s "
+                     f"({rate(cpu_rate)} img/s x {pct(slow['share'])} x {mb(per_sample)}): more memory (the local "
+                     f"sources are {gib(ds['local_bytes'])}) or faster storage would remove the limit")
+    others = [x for x in report.storage["sources"] if x is not slow and x["every_epoch"] and x.get("epoch_img_s")
+              and x["epoch_img_s"] < STORAGE_BOUND_SHARE * cpu_rate]
+    if others:
+        notes.append("also below the decoding rate at their shares: " + ", ".join(
+            f"{x['name']!r} ({rate(x['epoch_img_s'])} img/s)" for x in sorted(others, key=lambda x: x["epoch_img_s"])))
+    notes.append(f"a lower weight for {slow['name']!r} (now {pct(slow['share'])} of every epoch) would lift the limit "
+                 f"too, but changes what the model trains on")
+    if any(not x["remote"] and not x.get("evicted", True) for x in report.storage["sources"]):
+        notes.append("some local sources were not dropped from the page cache (another process has them open, or "
+                     "--evict never): their rates were measured from the cache as found")
+
+
+def _local_copy(report, x, need, cpu_rate, per_sample):
+    """A local copy of a remote (or network-mounted) source: the command and
+    the Source to give instead."""
+    ds, usable = report.dataset, report.machine.get("usable_memory")
+    files = x["file_names"]
+    base = files[0].rstrip("/").rsplit("/", 1)[-1].split("?")[0]
+    if len(files) == 1:
+        local = f"LOCAL_DISK/{base}"
+        cmd = (f"aws s3 cp {files[0]} {local}" if files[0].startswith("s3://") else
+               f"curl -o {local} {files[0]}" if x["remote"] else f"cp {files[0]} {local}")
+    else:
+        local = f"LOCAL_DISK/{x['name']}/"
+        prefix = files[0][:len(os.path.commonprefix(files))].rsplit("/", 1)[0] + "/"
+        cmd = (f"aws s3 cp --recursive {prefix} {local}" if files[0].startswith("s3://") else
+               f"wget -P {local} {' '.join(files[:2])}{' ...' if len(files) > 2 else ''}" if x["remote"] else
+               f"cp {' '.join(files[:2])}{' ...' if len(files) > 2 else ''} {local}")
+    src = "over the network" if x["remote"] else f"from {(x.get('filesystem') or {}).get('type')} network storage"
+    why = (f"its pages come {src} every epoch at {x['mb_s']:,.1f} MB/s ({x['read_as']})"
+           + ("; the loader keeps no remote page from one epoch to the next" if x["remote"] else "")
+           + f". At {pct(x['share'])} of the epoch it must deliver about {need:,.1f} MB/s to keep the workers busy "
+             f"({rate(cpu_rate)} img/s x {pct(x['share'])} x {mb(per_sample)}). A copy on a local disk "
+             f"({gib(x['bytes'])}) reads at the disk's rate")
+    if usable:
+        together = ds["local_bytes"] + (x["bytes"] if x["remote"] else 0)
+        fits = together <= FITS_IN_MEMORY_SHARE * usable if x["remote"] else ds.get("local_fits_in_memory")
+        if fits:
+            why += (f", and from the page cache after the first epoch: with it the local sources take "
+                    f"{gib(together)} of the {gib(usable)} this process may use")
+        else:
+            why += (f"; with it the local sources ({gib(together)}) would not fit in the {gib(usable)} this process "
+                    f"may use: read them with QUASI_RANDOM and the process cache")
+    return Recommendation(f"Source('{local}', ...)  # {cmd}", "storage", why)
+
+
+def _in_flight(x, cold_cur):
+    """More requests in flight for a remote source with more pages than the
+    default allows in flight, from its page requests' mean time in the cold
+    run."""
+    pages = math.ceil(x["bytes"] / max(x["page_size"], 1))
+    got = next((c for c in (cold_cur or {}).get("sources") or [] if c["name"] == x["name"]), None)
+    if pages <= REMOTE_IN_FLIGHT_DEFAULT or got is None or not got["pages_read"] or not got["read_ns"]:
+        return None
+    each = got["read_ns"] / got["pages_read"] / 1e9
+    return Recommendation(
+        f"FFCV_GO_REMOTE_IN_FLIGHT={2 * REMOTE_IN_FLIGHT_DEFAULT}  # in the environment, before the loader opens "
+        f"{x['name']!r}", "storage",
+        f"a page request to {x['name']!r} took {each:.2f} s on average ({got['read_mb_s']:,.1f} MB/s each), with at "
+        f"most {REMOTE_IN_FLIGHT_DEFAULT} in flight per file; where that time is the server's latency rather than "
+        f"its bandwidth, twice as many requests in flight fetch its {pages} pages up to twice as fast")
 
 
 def _round_up(x, step):

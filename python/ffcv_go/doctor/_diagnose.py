@@ -2,6 +2,7 @@
 then hands the report to ``decide``."""
 import json
 import os
+import runpy
 import sys
 import time
 
@@ -10,7 +11,7 @@ import numpy as np
 from . import _measure as measure
 from . import _model
 from ._decide import FITS_IN_MEMORY_SHARE, decide
-from ._probe import Layout, dataset_info, holders, machine_info, memory_info
+from ._probe import Layout, dataset_info, holders, machine_info, memory_info, source_datasets
 from ._report import Report
 
 # Shares of max_seconds for each phase. The worker scan gets what the
@@ -21,6 +22,9 @@ SCAN_SHARE = 0.45
 COLD_SHARE = 0.15  # each of the (at most two) runs from a cold cache
 MODEL_ALONE_SHARE = 0.08
 TOGETHER_SHARE = 0.22
+# A Mixture's sources share the storage phase by their share of the epoch,
+# each getting at least this many seconds.
+SOURCE_STORAGE_MIN_S = 0.25
 
 
 class _Progress:
@@ -60,7 +64,11 @@ def diagnose(data, pipeline="train", *, res=224, batch_size=256, num_workers=Non
     returns a ``Report`` naming the bottleneck with the settings that fix it.
 
     Args:
-        data: a .beton file (or shards, or an s3:// or http(s):// URL).
+        data: a .beton file (or shards, or an s3:// or http(s):// URL), a
+            ``Mixture`` of such datasets, or a .py file defining ``data``
+            (either of those). A Mixture's sources are read apart for the
+            storage rates (each on its own storage); its loaders read the
+            Mixture as training does.
         pipeline: "train" (RandomResizedCrop + flip), "val" (centre crop),
             a .py file defining ``pipelines`` (and optionally
             ``loader_kwargs``), or a pipelines dict (output name ->
@@ -91,9 +99,11 @@ def diagnose(data, pipeline="train", *, res=224, batch_size=256, num_workers=Non
         epochs: the training schedule's epochs, for the first epoch's
             share of it (its share of 16 and 88 epochs is given anyway).
     """
+    from ..loader.mixture import Mixture
     from ..reader import Reader
     t_start = time.perf_counter()
-    data = [os.fspath(d) for d in data] if isinstance(data, (list, tuple)) else os.fspath(data)
+    data = _dataset_arg(data)
+    mixture = data if isinstance(data, Mixture) else None
     order = str(order).lower()
     if order not in ("random", "quasi_random", "sequential"):
         raise ValueError(f"order {order!r}: 'random', 'quasi_random' or 'sequential'")
@@ -124,8 +134,17 @@ def diagnose(data, pipeline="train", *, res=224, batch_size=256, num_workers=Non
     spec, pipe_desc, file_kwargs = measure.pipeline_source(pipeline)
     kwargs = {**measure.check_loader_kwargs(file_kwargs), **extra}
     custom = kwargs.get("custom_fields", {})
-    reader = Reader(data, custom_handlers=custom)
-    ds = dataset_info(reader, data)
+    sources = None
+    if mixture is not None:
+        if custom:
+            raise ValueError("custom_fields: a Mixture joins its sources' files into one dataset, which custom "
+                             "fields do not allow")
+        reader = Reader._of_mixture(mixture)
+        sources = source_datasets(reader)
+        ds = _mixture_dataset(reader, mixture, [i for i, _ in sources])
+    else:
+        reader = Reader(data, custom_handlers=custom)
+        ds = dataset_info(reader, data)
     if not ds["samples"]:
         raise ValueError(f"{data}: the dataset has no samples")
     make = measure.pipeline_factory(spec, reader, res, device, amp)
@@ -136,7 +155,13 @@ def diagnose(data, pipeline="train", *, res=224, batch_size=256, num_workers=Non
     cores = machine["cores"]
     current = num_workers or cores
     usable = machine["usable_memory"] or 0
-    ds["fits_in_memory"] = (not ds["remote"]) and ds["bytes"] <= FITS_IN_MEMORY_SHARE * usable
+    if sources is not None:
+        for info, _ in sources:
+            info["fits_in_memory"] = (not info["remote"]) and info["bytes"] <= FITS_IN_MEMORY_SHARE * usable
+        ds["local_fits_in_memory"] = ds["local_bytes"] <= FITS_IN_MEMORY_SHARE * usable
+        ds["fits_in_memory"] = (not ds["remote"]) and ds["local_fits_in_memory"]
+    else:
+        ds["fits_in_memory"] = (not ds["remote"]) and ds["bytes"] <= FITS_IN_MEMORY_SHARE * usable
     counts = measure.worker_counts(cores, current)
     cold_needed = ds["remote"] or not ds["fits_in_memory"]
     steps = 2 + len(counts) + (2 if cold_needed else 0) + (2 if model is not None else 0)
@@ -145,27 +170,35 @@ def diagnose(data, pipeline="train", *, res=224, batch_size=256, num_workers=Non
                 "order": order, "os_cache": bool(os_cache), "device": str(dev), "amp": bool(amp),
                 "model": None if resolved is None else resolved[1], "max_seconds": max_seconds,
                 "evict": evict, "epochs": epochs, "loader_kwargs": _plain(kwargs)}
-    # The decoding scan and the storage reads use one file: the dataset's,
-    # or its first shard (shards share their fields and encoding).
-    one = data if ds["files"] == 1 else reader.file_names[0]
-    one_reader = reader if ds["files"] == 1 else Reader(one, custom_handlers=custom)
-    lay = Layout(one_reader)
-    held = None if ds["remote"] else holders(reader.file_names)
-    evicting = not ds["remote"] and (evict is True or (evict == "auto" and not held["pids"]))
     report = Report(data=str(data), settings=settings, machine=machine, dataset=ds, storage={},
                     loader={"pipeline_facts": {k: (list(v) if isinstance(v, tuple) else v) for k, v in facts.items()}})
     try:
         bar.phase("storage: reads")
-        if ds["remote"]:
-            report.storage = measure.storage_remote(one, one_reader, lay, left(STORAGE_SHARE), rng)
+        if mixture is not None:
+            report.storage, evict_files = _mixture_storage(sources, left(STORAGE_SHARE), rng, evict)
         else:
-            report.storage = measure.storage_local(one, one_reader, lay, left(STORAGE_SHARE), rng, evicting)
-            report.storage.update(evict=evict, holders=held)
+            # The decoding scan and the storage reads use one file: the
+            # dataset's, or its first shard (shards share their fields and
+            # encoding).
+            one = data if ds["files"] == 1 else reader.file_names[0]
+            one_reader = reader if ds["files"] == 1 else Reader(one, custom_handlers=custom)
+            lay = Layout(one_reader)
+            held = None if ds["remote"] else holders(reader.file_names)
+            evicting = not ds["remote"] and (evict is True or (evict == "auto" and not held["pids"]))
+            evict_files = reader.file_names if evicting else []
+            if ds["remote"]:
+                report.storage = measure.storage_remote(one, one_reader, lay, left(STORAGE_SHARE), rng)
+            else:
+                report.storage = measure.storage_local(one, one_reader, lay, left(STORAGE_SHARE), rng, evicting)
+                report.storage.update(evict=evict, holders=held)
         bar.done()
 
         bar.phase("loader: reading samples into memory")
-        indices = measure.warm_subset(one, one_reader, ds, lay, usable, rng)
-        report.loader["subset_samples"] = one_reader.num_samples if indices is None else int(len(indices))
+        if mixture is not None:
+            one, indices = _scan_mixture(report, mixture, [i for i, _ in sources], usable), None
+        else:
+            indices = measure.warm_subset(one, one_reader, ds, lay, usable, rng)
+            report.loader["subset_samples"] = one_reader.num_samples if indices is None else int(len(indices))
         bar.done()
 
         scan = []
@@ -190,11 +223,13 @@ def diagnose(data, pipeline="train", *, res=224, batch_size=256, num_workers=Non
         report.loader["ops"] = measure.op_times(cur.get("ops"))
 
         if cold_needed:
-            _cold_runs(report, data, make, reader, ds, usable, batch_size, order, os_cache, current, evicting,
+            _cold_runs(report, data, make, ds, usable, batch_size, order, os_cache, current, evict_files,
                        kwargs, left, bar)
 
         if resolved is not None:
-            _model_phase(report, resolved, make, one, indices, facts, res, device, amp, batch_size, order,
+            # A Mixture is trained on whole, remote sources included.
+            fed, fed_indices = (mixture, None) if mixture is not None else (one, indices)
+            _model_phase(report, resolved, make, fed, fed_indices, facts, res, device, amp, batch_size, order,
                          os_cache, current, kwargs, left, bar)
     finally:
         bar.close()
@@ -202,11 +237,103 @@ def diagnose(data, pipeline="train", *, res=224, batch_size=256, num_workers=Non
     return decide(report)
 
 
-def _cold_runs(report, data, make, reader, ds, usable, batch_size, order, os_cache, current, evicting, kwargs,
+def _dataset_arg(data):
+    """diagnose's data as the Loader takes it: a Mixture as it is; a .py
+    file's ``data``; paths as strings."""
+    from ..loader.mixture import Mixture
+    if isinstance(data, Mixture):
+        return data
+    if isinstance(data, (list, tuple)):
+        return [os.fspath(d) for d in data]
+    path = os.fspath(data)
+    if path.endswith(".py"):
+        if not os.path.isfile(path):
+            raise ValueError(f"{path}: no such file (a .py file defining `data`, a Mixture or a dataset path)")
+        ns = runpy.run_path(path)
+        if "data" not in ns:
+            raise ValueError(f"{path} defines no `data` (a Mixture, or a dataset's path)")
+        if isinstance(ns["data"], str) and ns["data"].endswith(".py"):
+            raise ValueError(f"{path}: `data` is another .py file; give a Mixture or a dataset's path")
+        return _dataset_arg(ns["data"])
+    return path
+
+
+def _mixture_dataset(reader, mixture, infos):
+    """The dataset section of a Mixture: its samples (and those of an epoch),
+    its sources' bytes, local and in all, and the epoch's mean sample size."""
+    ds = dataset_info(reader, repr(mixture))
+    per_epoch = sum(i["per_epoch"] for i in infos)
+    local = [i for i in infos if not i["remote"]]
+    ds.update(path=repr(mixture), sources=[i["name"] for i in infos], epoch_samples=per_epoch,
+              remote=any(i["remote"] for i in infos), filesystem=None,
+              bytes=sum(i["bytes"] for i in infos), local_bytes=sum(i["bytes"] for i in local),
+              heap_bytes=sum(i["heap_bytes"] for i in infos),
+              mean_sample_bytes=sum(i["per_epoch"] * i["mean_sample_bytes"] for i in infos) / max(per_epoch, 1))
+    return ds
+
+
+# What storage["sources"] keeps of each source's description.
+SOURCE_KEYS = ("name", "share", "per_epoch", "samples", "files", "file_names", "bytes", "heap_bytes", "page_size",
+               "mean_sample_bytes", "remote", "filesystem", "fits_in_memory")
+
+
+def _mixture_storage(sources, budget, rng, evict):
+    """Each source's storage read on its own files (local or remote, as one
+    dataset's), its time a share of budget by its share of the epoch; local
+    sources dropped from the page cache by the evict policy, each on its
+    own (auto: not when another process holds one of its files).
+    (storage, the local files that may be dropped for the cold runs)."""
+    from ..reader import Reader
+    entries, evict_files = [], []
+    for info, r in sources:
+        files = info["file_names"]
+        one = files[0]
+        one_reader = r if len(files) == 1 else Reader(one)
+        lay = Layout(one_reader)
+        seconds = max(SOURCE_STORAGE_MIN_S, budget * info["share"])
+        if info["remote"]:
+            st = measure.storage_remote(one, one_reader, lay, seconds, rng)
+        else:
+            held = holders(files)
+            evicting = evict is True or (evict == "auto" and not held["pids"])
+            st = measure.storage_local(one, one_reader, lay, seconds, rng, evicting)
+            st.update(evict=evict, holders=held)
+            if evicting:
+                evict_files += files
+        st.update({k: info[k] for k in SOURCE_KEYS})
+        # What a page read or fetch carries per sample (pages' padding included).
+        st["page_bytes_per_sample"] = len(lay.used_pages) * one_reader.page_size / max(one_reader.num_samples, 1)
+        entries.append(st)
+    return {"kind": "mixture", "evict": evict, "sources": entries}, evict_files
+
+
+def _scan_mixture(report, mixture, infos, usable):
+    """The Mixture the worker scan decodes (a Mixture's loaders take no
+    indices): its local sources, each with as many samples per epoch as in
+    the Mixture, their files read into memory first as far as the scan's
+    share of memory allows; remote sources' fetches are the storage's
+    measure, not the decoders'. The Mixture itself when all its sources are
+    local, or all remote."""
+    from ..loader.mixture import Mixture, Source
+    local = [(s, i) for s, i in zip(mixture.sources, infos) if not i["remote"]]
+    scanned = [i for _, i in local] or infos
+    warmed = measure.warm_files([f for _, i in local for f in i["file_names"]], measure.warm_target(usable))
+    local_bytes = sum(i["bytes"] for _, i in local)
+    report.loader.update(scan_sources=[i["name"] for i in scanned],
+                         subset_samples=sum(i["per_epoch"] for i in scanned),
+                         in_memory_share=min(1.0, warmed / local_bytes) if local_bytes else None)
+    if not local or len(local) == len(infos):
+        return mixture
+    return Mixture([Source(s.paths, choose=i["per_epoch"], rename=s.rename, drop=s.drop, pipelines=s.pipelines,
+                           name=s.name) for s, i in local], source_field=mixture.source_field)
+
+
+def _cold_runs(report, data, make, ds, usable, batch_size, order, os_cache, current, evict_files, kwargs,
                left, bar):
-    """The loader from a cold cache (the whole file, from its start) with
-    the order and cache to diagnose, and with QUASI_RANDOM and the process
-    cache sized to the memory left."""
+    """The loader from a cold cache (the whole file, or Mixture, from its
+    start) with the order and cache to diagnose, and with QUASI_RANDOM and
+    the process cache sized to the memory left. evict_files: the local files
+    to drop from the page cache first."""
     # Memory left now that the loaders have run (their slots and the Go heap stay).
     room = min(usable, memory_info()["usable"] or usable)
     report.loader["quasi_window"] = measure.quasi_window(ds, room, batch_size, current)
@@ -216,8 +343,8 @@ def _cold_runs(report, data, make, reader, ds, usable, batch_size, order, os_cac
     cold = []
     for o, c in configs:
         bar.phase(f"loader from cold: {o.upper()}, os_cache={c}")
-        if evicting:
-            measure.drop_from_page_cache(reader.file_names)
+        if evict_files:
+            measure.drop_from_page_cache(evict_files)
         kw = {}
         q = report.loader["quasi_window"]
         if o == "quasi_random" and not c and q:

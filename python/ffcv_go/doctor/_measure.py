@@ -100,14 +100,15 @@ def storage_remote(data, reader, lay, budget, rng):
     pipes[light[0]] = [IntDecoder() if kinds[light[0]] == "IntField" else FloatDecoder()]
     used = rng.permutation(lay.used_pages)[:16]
     idx = np.flatnonzero(np.isin(lay.page, used) & (lay.nbytes > 0))
-    t0 = time.perf_counter()
-    loader = Loader(data, batch_size=256, num_workers=2, order=OrderOption.QUASI_RANDOM, os_cache=False,
+    loader = Loader(data, batch_size=64, num_workers=2, order=OrderOption.QUASI_RANDOM, os_cache=False,
                     indices=idx, drop_last=False, pipelines=pipes, seed=0)
+    fetched0 = loader.stats.get("bytes_fetched", 0)  # the open's requests: not page fetches
+    t0 = time.perf_counter()
     for _ in loader:
         if time.perf_counter() - t0 > budget:
             break
     dt = time.perf_counter() - t0
-    fetched = loader.stats.get("bytes_fetched", 0)
+    fetched = loader.stats.get("bytes_fetched", 0) - fetched0
     loader.close()
     out.update(fetch_bytes=fetched, fetch_s=dt, fetch_mb_s=fetched / dt / 1e6 if dt else None)
     return out
@@ -253,7 +254,8 @@ def run_loader(data, make, *, workers, batch_size, order, os_cache, indices, sec
     done = False
     try:
         while not done:
-            for batch in loader:
+            it = iter(loader)
+            for batch in it:
                 now = time.perf_counter()
                 if first is None:
                     first, c_first, len_first = now, time.process_time(), _batch_len(batch)
@@ -266,6 +268,7 @@ def run_loader(data, make, *, workers, batch_size, order, os_cache, indices, sec
             if first is None:
                 break  # an empty epoch
         t1, c1 = time.perf_counter(), time.process_time()
+        it.close()  # the epoch's counters (a Mixture's per source) are recorded when its iterator closes
         stats = loader.stats
     finally:
         loader.close()
@@ -278,11 +281,25 @@ def run_loader(data, make, *, workers, batch_size, order, os_cache, indices, sec
            "img_s": n / dt if n and dt > 0 else 0.0, "cpu_ms_per_image": 1000 * cpu / n if n else None,
            "cores_busy": cpu / dt if dt > 0 else None, "first_batch_s": (first - t0) if first else None,
            "pages_read": stats.get("pages_read"), "bytes_fetched": stats.get("bytes_fetched")}
+    last = (stats.get("epochs") or [{}])[-1]
+    if last.get("sources"):
+        out["sources"] = source_stats(last["sources"])
     if stats.get("stages"):
         out["stages"] = stats["stages"]
     if stats.get("ops"):
         out["ops"] = stats["ops"]
     return out
+
+
+def source_stats(sources):
+    """A Mixture's per-source counters of one epoch (an entry's "sources" in
+    loader.stats["epochs"]), with the rate of one page read from each
+    source's storage (bytes_read / read_ns)."""
+    return [{"name": s["name"], "samples": s["samples"], "pages_read": s["pages_read"],
+             "bytes_read": s["bytes_read"], "read_ns": s["read_ns"],
+             "read_mb_s": s["bytes_read"] / s["read_ns"] * 1e3 if s["read_ns"] else None,
+             "requests": s["requests"], "bytes_fetched": s["bytes_fetched"], "retries": s["retries"]}
+            for s in sources]
 
 
 def _batch_len(batch):
@@ -334,12 +351,18 @@ def worker_counts(cores, current):
     return sorted(set(counts))
 
 
+def warm_target(usable):
+    """The bytes the worker scan may read into memory first: a quarter of
+    the usable memory, 256 MiB at most."""
+    return min(256 * MiB, 0.25 * usable) if usable else 64 * MiB
+
+
 def warm_subset(path, reader, ds, lay, usable, rng):
     """The samples the worker scan decodes: those on random pages holding
     up to a quarter of the usable memory (256 MiB at most), or None for the
     whole file when it is smaller. A local file's pages are read once here,
     so that the scan decodes from memory."""
-    target = min(256 * MiB, 0.25 * usable) if usable else 64 * MiB
+    target = warm_target(usable)
     if ds["remote"]:
         target = min(target, 32 * MiB)
     chosen = None
@@ -356,6 +379,23 @@ def warm_subset(path, reader, ds, lay, usable, rng):
         want = lay.used_pages if chosen is None else np.unique(lay.page[chosen])
         read_ranges(path, page_ranges(path, reader.page_size, want.tolist()), budget=120.0)
     return chosen
+
+
+def warm_files(paths, target):
+    """Reads local files whole, in order, into the page cache until target
+    bytes are read: the bytes read (the scan over a Mixture's local sources
+    then decodes from memory)."""
+    total = 0
+    for p in paths:
+        with open(p, "rb", buffering=0) as f:
+            while total < target:
+                b = f.read(8 * MiB)
+                if not b:
+                    break
+                total += len(b)
+        if total >= target:
+            break
+    return total
 
 
 def quasi_window(ds, usable, batch_size, workers):

@@ -249,6 +249,23 @@ def dataset_info(reader, data):
     return info
 
 
+def source_datasets(reader):
+    """A Mixture's sources (its Reader's ``sources``), each as dataset_info
+    describes a dataset, opened from its own files (a Reader each, for the
+    storage reads: its page size, its pages), with its samples per epoch
+    (``per_epoch``) and its share of the epoch: [(info, reader)]."""
+    from ..reader import Reader
+    total = sum(s["take"] for s in reader.sources) or 1
+    out = []
+    for s in reader.sources:
+        r = Reader(list(s["files"]))
+        info = dataset_info(r, s["name"])
+        info.update(name=s["name"], file_names=list(s["files"]), per_epoch=int(s["take"]),
+                    share=s["take"] / total)
+        out.append((info, r))
+    return out
+
+
 class Layout:
     """Where each sample lies: the page and file offset of its first
     allocation, and its bytes (arrays by sample id)."""

@@ -110,8 +110,13 @@ def format_text(r):
     im = ds.get("images")
     imtxt = (f"; images '{im['field']}' {100 * im['jpeg_fraction']:.0f}% JPEG, median "
              f"{im['median_width']}x{im['median_height']}") if im else ""
-    lines.append(f"  dataset   {ds['samples']:,} samples, {gib(ds['bytes'])} ({ds['page_size'] // MiB} MiB pages), "
-                 f"{mb(ds['mean_sample_bytes'])} per sample{imtxt}")
+    if ds.get("sources"):
+        lines.append(f"  dataset   a mixture of {len(ds['sources'])} sources: {ds['samples']:,} samples, "
+                     f"{ds['epoch_samples']:,} an epoch, {gib(ds['bytes'])}, {mb(ds['mean_sample_bytes'])} per sample "
+                     f"of an epoch{imtxt}")
+    else:
+        lines.append(f"  dataset   {ds['samples']:,} samples, {gib(ds['bytes'])} ({ds['page_size'] // MiB} MiB pages), "
+                     f"{mb(ds['mean_sample_bytes'])} per sample{imtxt}")
     lines.append("")
     lines += _storage_lines(r)
     lines.append("")
@@ -132,8 +137,15 @@ def format_text(r):
     return "\n".join(lines)
 
 
+def mb_s(x):
+    """A rate in MB/s, with a decimal below 10."""
+    return f"{x:,.1f}" if x < 10 else f"{x:,.0f}"
+
+
 def _storage_lines(r):
     ds, st, m = r.dataset, r.storage, r.machine
+    if st.get("sources") is not None:
+        return _mixture_storage_lines(r) + _first_epoch_lines(r)
     sb = ds["mean_sample_bytes"] or 1
     fs = ds.get("filesystem") or {}
     where = f" ({fs['type']} at {fs['mount']}{', network' if fs.get('network') else ''})" if fs else ""
@@ -154,11 +166,55 @@ def _storage_lines(r):
             lines.append("  page cache          " + _eviction(st))
         lines.append(f"  file vs memory      {gib(ds['bytes'])} of {gib(m['usable_memory'])} usable: "
                      f"{'fits' if ds['fits_in_memory'] else 'does not fit (it would need 25% to spare)'}")
+    return lines + _first_epoch_lines(r)
+
+
+def _first_epoch_lines(r):
     fe = r.first_epoch
-    if fe and fe.get("extra_s") is not None:
-        shares = ", ".join(f"{pct(v)} of {k} epochs" for k, v in fe["schedule_share"].items())
-        lines.append(f"  first epoch         {fe['cold_epoch_s']:.1f} s from a cold cache against "
-                     f"{fe['warm_epoch_s']:.1f} s warm: +{fe['extra_s']:.1f} s ({shares})")
+    if not fe or fe.get("extra_s") is None:
+        return []
+    shares = ", ".join(f"{pct(v)} of {k} epochs" for k, v in fe["schedule_share"].items())
+    return [f"  first epoch         {fe['cold_epoch_s']:.1f} s from a cold cache against "
+            f"{fe['warm_epoch_s']:.1f} s warm: +{fe['extra_s']:.1f} s ({shares})"]
+
+
+def _mixture_storage_lines(r):
+    """A Mixture's storage, source by source: where it lives, its share of
+    every epoch, its read rates and the epoch rate it allows at its share."""
+    ds, st, m = r.dataset, r.storage, r.machine
+    lines = [f"storage, by source (a mixture of {len(st['sources'])}; rates in MB/s and in img/s of the source's "
+             f"samples)"]
+    for x in st["sources"]:
+        sb = x["mean_sample_bytes"] or 1
+        pb = x.get("page_bytes_per_sample") or sb  # what a whole page carries per sample
+        if x["remote"]:
+            where = f"remote, {x['path']}"
+        else:
+            fs = x.get("filesystem") or {}
+            where = (f"{fs['type']} at {fs['mount']}{', network' if fs.get('network') else ''}" if fs else "local") \
+                + ("; fits in memory" if x["fits_in_memory"] else "; does not fit in memory")
+        mark = "  <- limits the mixture" if st.get("limiting_source") == x["name"] else ""
+        lines.append(f"  {x['name']}: {pct(x['share'])} of every epoch ({x['per_epoch']:,} samples of its "
+                     f"{x['samples']:,}), {gib(x['bytes'])}, {where}{mark}")
+        ps = x["page_size"] // MiB
+        for key, label in (("fetch_mb_s", "fetch"), ("cold_page_mb_s", f"cold {ps} MiB pages"),
+                           ("cold_sample_mb_s", "cold sample reads"), ("page_mb_s", f"{ps} MiB pages"),
+                           ("sample_mb_s", "sample reads"), ("warm_mb_s", "warm reads")):
+            if x.get(key):
+                per = sb if "sample" in key else pb
+                lines.append(f"    {label:<18}{mb_s(x[key]):>8} MB/s = {x[key] * 1e6 / per:9,.0f} img/s")
+        if x.get("note"):
+            lines.append(f"    {x['note']}")
+        if x.get("epoch_img_s"):
+            when = "read every epoch" if x.get("every_epoch") else "read once, in the first epoch"
+            lines.append(f"    at its share      the epoch can reach {x['epoch_img_s']:,.0f} img/s ({x['read_as']}; "
+                         f"{when})")
+        if not x["remote"] and "evicted" in x:
+            lines.append("    page cache        " + _eviction(x))
+    if any(not x["remote"] for x in st["sources"]):
+        fit = ds.get("local_fits_in_memory")
+        lines.append(f"  local sources together: {gib(ds['local_bytes'])} of {gib(m['usable_memory'])} usable: "
+                     f"{'fit' if fit else 'do not fit (they would need 25% to spare)'}")
     return lines
 
 
@@ -178,8 +234,14 @@ def _eviction(st):
 
 def _loader_lines(r):
     ld, s = r.loader, r.settings
+    if ld.get("scan_sources") is not None:
+        inmem = ld.get("in_memory_share")
+        scope = (f"sources {', '.join(ld['scan_sources'])}: {ld.get('subset_samples', 0):,} samples an epoch"
+                 + (f", {pct(inmem)} of the local sources' bytes read into memory first" if inmem is not None else ""))
+    else:
+        scope = f"{ld.get('subset_samples', 0):,} samples in memory"
     lines = [f"loader  ({s['pipeline']} pipeline, batch {s['batch_size']}, order {s['order'].upper()}, "
-             f"os_cache={s['os_cache']}; {ld.get('subset_samples', 0):,} samples in memory)",
+             f"os_cache={s['os_cache']}; {scope})",
              "  workers     img/s   CPU ms/img   cores busy"]
     for p in ld.get("scan", []):
         mark = "  <- num_workers" if p["workers"] == s["num_workers"] else ""
@@ -199,7 +261,19 @@ def _loader_lines(r):
     for c in ld.get("cold", []):
         lines.append(f"  from a cold cache, {c['order']}, os_cache={c['os_cache']}: {c['img_s']:,.0f} img/s "
                      f"({c['pages_read'] or 0} pages read by the process cache)")
+        if c.get("sources"):
+            lines.append("    by source (its last epoch): " + "; ".join(_source_run(x) for x in c["sources"]))
     return lines
+
+
+def _source_run(x):
+    """One source's counters in a loader run of a Mixture."""
+    parts = [f"{x['samples']:,} samples", f"{x['pages_read']} page{'s' if x['pages_read'] != 1 else ''} read"]
+    if x.get("read_mb_s"):
+        parts.append(f"{mb_s(x['read_mb_s'])} MB/s a read")
+    if x.get("requests"):
+        parts.append(f"{x['requests']} request{'s' if x['requests'] != 1 else ''}, {mb(x['bytes_fetched'])} fetched")
+    return f"{x['name']} " + ", ".join(parts)
 
 
 def _model_lines(r):
@@ -243,6 +317,10 @@ def plot(r, path):
                               ("fetch_mb_s", "storage: fetch", "--")):
         if st.get(key):
             lines.append((st[key] * 1e6 / sb, label, style, "C3"))
+    for k, x in enumerate(st.get("sources") or []):  # a Mixture: the epoch rate each source allows at its share
+        if x.get("epoch_img_s"):
+            lines.append((x["epoch_img_s"], f"storage: {x['name']} at {pct(x['share'])} of the epoch",
+                          "--" if x.get("every_epoch") else ":", f"C{(3 + k) % 10}"))
     if r.model and r.model.get("img_s"):
         lines.append((r.model["img_s"], f"model alone: {r.model['name']} ({r.model['device']})", "-", "C2"))
     for y, label, style, color in lines:
@@ -269,7 +347,8 @@ def plot(r, path):
     ax.set_ylabel("images / s")
     ax.set_xticks(xs)
     fits = "fits in memory" if ds.get("fits_in_memory") else "larger than memory" if not ds.get("remote") else "remote"
-    ax.set_title(f"{os.path.basename(str(r.data))} ({fits}): bottleneck {r.bottleneck.upper()}")
+    name = f"a mixture of {len(ds['sources'])} sources" if ds.get("sources") else os.path.basename(str(r.data))
+    ax.set_title(f"{name} ({fits}): bottleneck {r.bottleneck.upper()}")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, frameon=False)
     fig.tight_layout()
