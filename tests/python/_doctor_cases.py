@@ -57,3 +57,51 @@ def op(name, share, ms=1.0, decoder=False, where="go", output="image"):
 BIG = {"field": "image", "median_width": 2000, "median_height": 1500, "jpeg_fraction": 1.0}
 
 NFS = {"type": "nfs4", "mount": "/data", "network": True}
+
+
+# ---- a Mixture --------------------------------------------------------------------------------
+
+EXT4 = {"type": "ext4", "mount": "/", "network": False}
+
+
+def source(name, share, img_s, remote=False, filesystem=EXT4, samples=25_000, sample_bytes=40_000.0, files=None,
+           evicted=True):
+    """One source of a Mixture's storage as measured: its storage delivers
+    img_s of its samples (of sample_bytes, pages full), fetched (remote) or
+    read cold (local, whole pages and sample-sized reads alike)."""
+    files = files or [f"https://data.example.org/{name}.beton" if remote else f"/data/{name}.beton"]
+    mb_s = img_s * sample_bytes / 1e6
+    x = {"name": name, "share": share, "per_epoch": int(share * 100_000), "samples": samples, "files": len(files),
+         "file_names": files, "path": files[0], "bytes": int(samples * sample_bytes),
+         "heap_bytes": int(samples * sample_bytes), "page_size": 8 << 20, "mean_sample_bytes": sample_bytes,
+         "page_bytes_per_sample": sample_bytes, "remote": remote, "filesystem": None if remote else filesystem,
+         "fits_in_memory": not remote}
+    if remote:
+        x.update(kind="remote", evicted=False, fetch_mb_s=mb_s)
+    elif evicted:
+        x.update(kind="local", evicted=True, evict="auto", cold_page_mb_s=mb_s, cold_sample_mb_s=mb_s,
+                 warm_mb_s=5000.0, holders={"pids": [], "unchecked": 0})
+    else:
+        x.update(kind="local", evicted=False, evict="auto", page_mb_s=mb_s, sample_mb_s=mb_s, warm_mb_s=5000.0,
+                 holders={"pids": [4242], "unchecked": 0})
+    return x
+
+
+def mixture(sources, local_fits=True, **over):
+    """measured()'s report for a Mixture of sources (100,000 samples an
+    epoch, decoded at 950 img/s), its local sources fitting in memory
+    together or not."""
+    r = measured(**over)
+    local = sum(x["bytes"] for x in sources if not x["remote"])
+    remote = any(x["remote"] for x in sources)
+    r.data = "Mixture([...])"
+    r.dataset.update(path=r.data, sources=[x["name"] for x in sources], epoch_samples=100_000,
+                     samples=sum(x["samples"] for x in sources), bytes=sum(x["bytes"] for x in sources),
+                     heap_bytes=sum(x["heap_bytes"] for x in sources), local_bytes=local, remote=remote,
+                     local_fits_in_memory=local_fits, fits_in_memory=local_fits and not remote, filesystem=None)
+    r.storage = {"kind": "mixture", "evict": "auto", "sources": sources}
+    if not local_fits:
+        r.machine["usable_memory"] = local // 2
+        for x in sources:
+            x["fits_in_memory"] = False
+    return r

@@ -7,9 +7,10 @@ import pytest
 
 from ffcv_go.doctor import Recommendation, decide
 from ffcv_go.doctor._decide import (FIRST_EPOCH_FLAG_SHARE, LOADER_BOUND_WAIT_SHARE, RECIPE_MAX_RESOLUTION,
-                                    RECIPE_TRAIN_RES, first_epoch)
+                                    RECIPE_TRAIN_RES, REMOTE_IN_FLIGHT_DEFAULT, STORAGE_BOUND_SHARE, first_epoch,
+                                    source_rates)
 
-from _doctor_cases import BIG, NFS, alone, cold, measured, op, together
+from _doctor_cases import BIG, NFS, alone, cold, measured, mixture, op, source, together
 
 LOADER_TARGETS = {"Loader", "DatasetWriter", "pipeline"}
 GiB = 1 << 30
@@ -161,3 +162,151 @@ def test_first_epoch_unmeasured_on_network_storage():
     assert r.first_epoch["extra_s"] is None and not r.first_epoch["flagged"]
     assert any("network" in n and "not measured" in n for n in r.notes)
     assert not [x for x in r.recommendations if x.target == "storage"]
+
+
+# ---- a Mixture: the source that limits it, weighted by its share ------------------------------
+
+def local(name, share, img_s=20_000.0, **kw):
+    return source(name, share, img_s, **kw)
+
+
+def web(share, img_s, name="web", **kw):
+    return source(name, share, img_s, remote=True, **kw)
+
+
+# The loader decodes 950 img/s: storage limits below STORAGE_BOUND_SHARE x 950 = 760 img/s of epoch.
+MIXTURES = [
+    # (name, sources, local sources fit in memory, other measurements, verdict, the source named, wanted
+    #  in the settings, unwanted in the settings)
+    ("all local, fitting in memory: read once", [local("a", 0.6, 500.0), local("b", 0.4, 300.0)], True, {},
+     "cpu", None, [], ["Source("]),
+    # 10% of the samples at a tenth of the decoding rate costs what the whole epoch at full speed does.
+    ("a remote source at 10% and a tenth of the speed keeps up", [local("a", 0.9), web(0.1, 95.0)], True, {},
+     "cpu", None, [], ["Source(", "curl"]),
+    ("a remote source at 10% and a twentieth of the speed limits", [local("a", 0.9), web(0.1, 47.5)], True, {},
+     "storage", "web", ["Source('LOCAL_DISK/web.beton', ...)  # curl -o LOCAL_DISK/web.beton "
+                        "https://data.example.org/web.beton"], ["FFCV_GO_REMOTE_IN_FLIGHT"]),
+    # Unweighted, 600 img/s < 760 would be called storage; at half the epoch it allows 1,200 img/s.
+    ("a half-share source slower than decoding keeps up", [local("a", 0.5), web(0.5, 600.0)], True, {},
+     "cpu", None, [], ["Source("]),
+    # The slowest source is not the one with the lowest rate: 5% at 40 img/s allows 800 img/s of epoch,
+    # 40% at 280 img/s only 700.
+    ("the lowest epoch rate, not the lowest rate, is named",
+     [local("a", 0.55), web(0.05, 40.0, name="tiny"), web(0.4, 280.0, name="bulk")], True, {},
+     "storage", "bulk", ["bulk.beton"], ["tiny.beton"]),
+    ("sharded on S3: a recursive copy",
+     [local("a", 0.7), web(0.3, 50.0, name="s3", files=[f"s3://bucket/web/part-{k}.beton" for k in range(3)])],
+     True, {}, "storage", "s3", ["aws s3 cp --recursive s3://bucket/web/ LOCAL_DISK/s3/"], []),
+    ("a slow network source read once: the first epoch's, not every epoch's",
+     [local("a", 0.7), local("nfs", 0.3, 20.0, filesystem=NFS)], True, {}, "cpu", None, ["cat /data/a.beton "
+                                                                                        "/data/nfs.beton"], []),
+    ("local sources too big for memory: the network one limits",
+     [local("a", 0.6), local("nfs", 0.4, 200.0, filesystem=NFS)], False, {}, "storage", "nfs",
+     ["Source('LOCAL_DISK/nfs.beton', ...)  # cp /data/nfs.beton", "QUASI_RANDOM"], ["curl"]),
+    ("local sources too big for memory on one disk: QUASI_RANDOM", [local("a", 0.5, 900.0), local("b", 0.5, 300.0)],
+     False, {}, "storage", "b", ["QUASI_RANDOM"], ["Source("]),
+    # With a model at 300 img/s the loop hardly waits: a source allowing 500 img/s of epoch is not the limit.
+    ("training waits for the model, not for the slow source", [local("a", 0.9), web(0.1, 50.0)], True,
+     {"together": together(0.02)}, "model", None, [], ["Source("]),
+    ("training waits for the slow source", [local("a", 0.9), web(0.1, 20.0)], True,
+     {"together": together(0.4, img_s=190.0)}, "storage", "web", ["curl -o"], []),
+]
+
+
+@pytest.mark.parametrize("name,sources,fits,change,verdict,named,want,unwanted", MIXTURES,
+                         ids=[c[0] for c in MIXTURES])
+def test_decide_mixture(name, sources, fits, change, verdict, named, want, unwanted):
+    r = decide(mixture(copy.deepcopy(sources), local_fits=fits, **copy.deepcopy(change)))
+    assert r.bottleneck == verdict, (name, r.summary)
+    assert r.storage.get("limiting_source") == named, name
+    if named is not None:
+        assert r.summary.startswith(f"source {named!r} limits the mixture"), r.summary
+        assert any(named in n and "lower weight" in n for n in r.notes), r.notes
+    settings = " ".join(x.setting for x in r.recommendations)
+    for w in want:
+        assert w in settings, (name, settings)
+    for u in unwanted:
+        assert u not in settings, (name, settings)
+    assert all(isinstance(x, Recommendation) and x.why for x in r.recommendations)
+
+
+@pytest.mark.parametrize("share,img_s,remote,fits,every_epoch", [
+    (0.1, 95.0, True, True, True),
+    (0.5, 600.0, True, True, True),
+    (0.25, 400.0, False, True, False),
+    (0.25, 400.0, False, False, True),
+])
+def test_source_rates_weigh_by_share(share, img_s, remote, fits, every_epoch):
+    x = source("s", share, img_s, remote=remote)
+    got = source_rates(mixture([local("a", 1 - share), x], local_fits=fits))[1]
+    assert got["img_s"] == pytest.approx(img_s) and got["epoch_img_s"] == pytest.approx(img_s / share)
+    assert got["every_epoch"] is every_epoch
+    assert got["read_as"] == ("pages fetched" if remote else "sample-sized reads cold")  # RANDOM, os_cache=True
+
+
+def test_source_rates_by_the_loader_reads():
+    """QUASI_RANDOM with the process cache reads whole pages, at what a page
+    carries per sample (padding included); a source not dropped from the
+    page cache is rated as found."""
+    x = local("a", 0.5, 1000.0)
+    x.update(cold_sample_mb_s=4.0, page_bytes_per_sample=80_000.0)  # pages half full: 40 MB/s = 500 img/s
+    y = local("held", 0.5, 1000.0, evicted=False)
+    r = mixture([x, y], settings__order="quasi_random", settings__os_cache=False)
+    a, held = source_rates(r)
+    assert a["read_as"] == "whole pages read cold" and a["img_s"] == pytest.approx(500.0)
+    assert held["read_as"] == "whole pages read, as found in the page cache" and held["img_s"] == pytest.approx(1000.0)
+
+
+def test_remote_source_with_many_pages_gets_more_requests_in_flight():
+    """A remote source with more pages than requests in flight, whose page
+    requests took 0.8 s each in the cold run: more in flight."""
+    big = web(0.5, 100.0, samples=200_000)  # 8 GB: about 950 pages of 8 MiB
+    cold_runs = cold(90.0, 95.0)
+    for c in cold_runs:
+        c["sources"] = [{"name": "a", "samples": 100, "pages_read": 3, "bytes_read": 3 << 23, "read_ns": 30_000_000,
+                         "read_mb_s": 838.9, "requests": 0, "bytes_fetched": 0, "retries": 0},
+                        {"name": "web", "samples": 100, "pages_read": 5, "bytes_read": 5 << 23,
+                         "read_ns": 4_000_000_000, "read_mb_s": 10.5, "requests": 5, "bytes_fetched": 5 << 23,
+                         "retries": 0}]
+    r = decide(mixture([local("a", 0.5), big], loader__cold=cold_runs))
+    assert r.bottleneck == "storage" and r.storage["limiting_source"] == "web"
+    rec = next(x for x in r.recommendations if "FFCV_GO_REMOTE_IN_FLIGHT" in x.setting)
+    assert f"={2 * REMOTE_IN_FLIGHT_DEFAULT}" in rec.setting and "0.80 s on average" in rec.why
+    assert "From a cold cache the loader delivers 90 img/s" in r.summary
+    # QUASI_RANDOM measured no faster from a cold cache (95 against 90 img/s): not recommended.
+    assert not any("QUASI_RANDOM" in x.setting for x in r.recommendations)
+
+
+def test_mixture_first_epoch_sums_the_local_sources():
+    """The local sources fit: the first epoch reads each at its own cold
+    rate; the remote source is read every epoch, not counted here."""
+    a = local("a", 0.4, 10_000.0, samples=40_000)  # 1.6 GB at 400 MB/s: 4 s
+    n = local("nfs", 0.4, 250.0, samples=40_000, filesystem=NFS)  # 1.6 GB at 10 MB/s: 160 s
+    r = mixture([a, n, web(0.2, 20_000.0)])
+    fe = first_epoch(r, 950.0)
+    warm = 100_000 / 950.0
+    assert fe["extra_s"] == pytest.approx(1.6e9 / 400e6 + 1.6e9 / 10e6 - warm)
+    assert fe["network"] and fe["filesystem"] == "ext4, nfs4" and fe["files"] == ["/data/a.beton", "/data/nfs.beton"]
+    assert fe["read_bytes"] == pytest.approx(3.2e9)
+    assert first_epoch(mixture([a, n], local_fits=False), 950.0) is None
+    assert first_epoch(mixture([web(1.0, 100.0)]), 950.0) is None
+
+
+def test_mixture_thresholds_are_the_named_ones():
+    """At the bound exactly the source keeps up; just below, it limits."""
+    bound = STORAGE_BOUND_SHARE * 950.0
+    for epoch_rate, verdict in ((bound * 1.01, "cpu"), (bound * 0.99, "storage")):
+        r = decide(mixture([local("a", 0.8), web(0.2, 0.2 * epoch_rate)]))
+        assert r.bottleneck == verdict, epoch_rate
+
+
+@pytest.mark.parametrize("in_memory,note", [
+    (1.0, None),
+    (0.4, "40% of the local sources' bytes fit in the memory the worker scan reads them into first"),
+    (None, "every source is remote: the worker scan's rates include fetching their pages"),
+])
+def test_mixture_scan_from_storage_is_noted(in_memory, note):
+    r = mixture([local("a", 0.5), web(0.5, 20_000.0)])
+    r.loader.update(scan_sources=["a"], in_memory_share=in_memory)
+    got = [n for n in decide(r).notes if "worker scan" in n]
+    assert got == ([] if note is None else [got[0]]) and (note is None or got[0].startswith(note)), got

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from _doctor_cases import BIG, NFS, alone, measured, op, together
+from _doctor_cases import BIG, NFS, alone, measured, mixture, op, source, together
 from ffcv_go.doctor import decide
 
 MACHINE = {"cores": 2, "cpu": "Test CPU", "memory_total": 16 << 30, "usable_memory": 8 << 30,
@@ -45,6 +45,14 @@ SCENARIOS = [
 ]
 
 
+MIXED = [source("a", 0.7, 20_000.0), source("held", 0.1, 20_000.0, evicted=False, filesystem=NFS),
+         source("web", 0.2, 50.0, remote=True)]
+RUN_SOURCES = [{"name": "a", "samples": 70, "pages_read": 2, "bytes_read": 2 << 23, "read_ns": 20_000_000,
+                "read_mb_s": 838.9, "requests": 0, "bytes_fetched": 0, "retries": 0},
+               {"name": "web", "samples": 20, "pages_read": 1, "bytes_read": 1 << 23, "read_ns": 4_000_000_000,
+                "read_mb_s": 2.1, "requests": 1, "bytes_fetched": 1 << 23, "retries": 0}]
+
+
 @pytest.mark.parametrize("name,change,has,has_not", SCENARIOS, ids=[s[0] for s in SCENARIOS])
 def test_report(tmp_path, name, change, has, has_not):
     r = measured(machine=dict(MACHINE), **copy.deepcopy(change))
@@ -59,5 +67,35 @@ def test_report(tmp_path, name, change, has, has_not):
         assert line not in text, (line, text)
     assert text.startswith("ffcv-go doctor: x.beton") and text.endswith("(measured in 12 s)")
     assert json.loads(r.to_json()) == json.loads(json.dumps(r.to_dict()))
+    r.plot(tmp_path / "r.png")
+    assert (tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_report_of_a_mixture(tmp_path):
+    """Storage source by source, the one that limits marked; the cold
+    run's counters by source; the scan's sources."""
+    r = mixture(copy.deepcopy(MIXED), machine=dict(MACHINE))
+    r.loader.update(subset_samples=80_000, scan_sources=["a", "held"], in_memory_share=1.0, first_batch_s=0.1)
+    r.loader["cold"] = [{"workers": 2, "order": "RANDOM", "os_cache": False, "img_s": 300.0, "pages_read": 3,
+                         "sources": RUN_SOURCES}]
+    r.settings["os_cache"] = False
+    decide(r)
+    text = r.format()
+    for line in ["dataset   a mixture of 3 sources: 75,000 samples, 100,000 an epoch",
+                 "storage, by source (a mixture of 3;",
+                 "  a: 70% of every epoch (70,000 samples of its 25,000), 954 MiB, ext4 at /; fits in memory",
+                 "  held: 10% of every epoch", "nfs4 at /data, network",
+                 "not evicted: 1 other process (4242) has the file open",
+                 "  web: 20% of every epoch (20,000 samples of its 25,000), 954 MiB, remote, "
+                 "https://data.example.org/web.beton  <- limits the mixture",
+                 "    fetch                  2.0 MB/s =        50 img/s",
+                 "    at its share      the epoch can reach 250 img/s (pages fetched; read every epoch)",
+                 "local sources together: 1.9 GiB of 8.0 GiB usable: fit",
+                 "sources a, held: 80,000 samples an epoch, 100% of the local sources' bytes read into memory first",
+                 "by source (its last epoch): a 70 samples, 2 pages read, 839 MB/s a read; web 20 samples, 1 page "
+                 "read, 2.1 MB/s a read, 1 request, 8 MB fetched",
+                 "bottleneck: STORAGE: source 'web' limits the mixture"]:
+        assert line in text, (line, text)
+    assert json.loads(r.to_json())["storage"]["limiting_source"] == "web"
     r.plot(tmp_path / "r.png")
     assert (tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"
