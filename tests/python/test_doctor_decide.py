@@ -310,3 +310,18 @@ def test_mixture_scan_from_storage_is_noted(in_memory, note):
     r.loader.update(scan_sources=["a"], in_memory_share=in_memory)
     got = [n for n in decide(r).notes if "worker scan" in n]
     assert got == ([] if note is None else [got[0]]) and (note is None or got[0].startswith(note)), got
+
+
+def test_mixture_source_rates_decide_over_the_cold_runs():
+    """A mixture's cold runs (the whole loader, every epoch's start
+    included) fall short while every source's storage keeps up at its
+    share: the sources' rates decide. Where no source's rate was measured,
+    the cold runs do."""
+    slow_runs = cold(500.0, 520.0)
+    r = decide(mixture([local("a", 0.8), web(0.2, 20_000.0)], loader__cold=slow_runs))
+    assert r.bottleneck == "cpu" and "limiting_source" not in r.storage, r.summary
+    unmeasured = web(0.2, 20_000.0)
+    del unmeasured["fetch_mb_s"]
+    r = decide(mixture([local("a", 0.8), unmeasured], loader__cold=slow_runs))
+    assert r.bottleneck == "storage" and r.storage["limiting_source"] is None
+    assert "no source's storage rate was measured" in r.summary and "delivers 500 img/s" in r.summary

@@ -74,17 +74,20 @@ def decide(report):
     cold_cur = cold.get((s["order"].upper(), s["os_cache"]))
     fits = ds["fits_in_memory"]
     loader_rate, limit = cpu_rate, "cpu"
-    if cold_cur is not None and (not fits or ds["remote"]) and cold_cur["img_s"] < STORAGE_BOUND_SHARE * cpu_rate:
-        loader_rate, limit = cold_cur["img_s"], "storage"
     # A Mixture: the source whose storage allows the slowest epoch at its
     # share, among those read from storage every epoch, limits it when that
-    # epoch rate is below the decoding rate's bound.
+    # epoch rate is below the decoding rate's bound. Its cold runs decide
+    # only where no such rate was measured: they also hold the decoding of
+    # every source and each epoch's start.
     slow = None
     if report.storage.get("sources") is not None:
         steady = [x for x in source_rates(report) if x["every_epoch"] and x.get("epoch_img_s")]
         slow = min(steady, key=lambda x: x["epoch_img_s"]) if steady else None
-        if slow is not None and slow["epoch_img_s"] < STORAGE_BOUND_SHARE * cpu_rate and limit != "storage":
+    if slow is not None:
+        if slow["epoch_img_s"] < STORAGE_BOUND_SHARE * cpu_rate:
             loader_rate, limit = slow["epoch_img_s"], "storage"
+    elif cold_cur is not None and (not fits or ds["remote"]) and cold_cur["img_s"] < STORAGE_BOUND_SHARE * cpu_rate:
+        loader_rate, limit = cold_cur["img_s"], "storage"
     model = report.model or {}
     failed = bool(model.get("error"))
     tg = None if failed else report.together
