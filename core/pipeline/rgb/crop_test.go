@@ -223,7 +223,8 @@ func TestLabelRRCReportsTheDecoderCrop(t *testing.T) {
 // newDecoder builds the decoder name of an RGBImageField with args.
 func newDecoder(t *testing.T, name string, args map[string]any) pipeline.Op {
 	t.Helper()
-	op, err := pipeline.New(pipeline.Env{Desc: field.Desc{Type: field.RGBImage}}, optest.Spec(t, name, args))
+	r := optest.Reader(t)
+	op, err := pipeline.New(pipeline.Env{Reader: r, Field: optest.ImageField, Desc: r.Fields[optest.ImageField]}, optest.Spec(t, name, args))
 	if err != nil {
 		t.Fatalf("%s%v: %v", name, args, err)
 	}

@@ -28,7 +28,11 @@ func newTranslate(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 	if a.Padding < 0 {
 		return nil, fmt.Errorf("padding %d must not be negative", a.Padding)
 	}
-	return &translate{padding: a.Padding, fill: pipeline.FillBytes(a.Fill)}, nil
+	fill, err := pipeline.Bytes("fill", a.Fill)
+	if err != nil {
+		return nil, err
+	}
+	return &translate{padding: a.Padding, fill: fill}, nil
 }
 
 // draw is the sample's shift: Run, Place and Report all read it.
@@ -97,8 +101,11 @@ func newRandomCrop(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 	if err := pipeline.Parse(raw, &a); err != nil {
 		return nil, err
 	}
-	if a.Size[0] < 1 || a.Size[1] < 1 || a.Padding < 0 {
-		return nil, fmt.Errorf("bad size %v or padding %d", a.Size, a.Padding)
+	if a.Size[0] < 1 || a.Size[1] < 1 {
+		return nil, fmt.Errorf("size %v must be positive", a.Size)
+	}
+	if a.Padding < 0 {
+		return nil, fmt.Errorf("padding %d must not be negative", a.Padding)
 	}
 	return &randomCrop{h: a.Size[0], w: a.Size[1], padding: a.Padding}, nil
 }
