@@ -53,13 +53,14 @@ func (t *translate) Out(in pipeline.Spec) (pipeline.Spec, error) {
 	return in, nil
 }
 
-// Reports: the shift (dy, dx) drawn; output pixel (y, x) is input pixel
-// (y + dy, x + dx).
+// Reports: FFCV-SSL's (dy + padding, dx + padding), in [0, 2·padding],
+// for the shift (dy, dx) drawn: output pixel (y, x) is input pixel
+// (y + dy, x + dx), or the window's corner in the padded image.
 func (t *translate) Reports() int { return 2 }
 
 func (t *translate) Report(c *pipeline.Ctx, key int, dst []float32) {
 	dy, dx := t.draw(c, key)
-	dst[0], dst[1] = float32(dy), float32(dx)
+	dst[0], dst[1] = float32(dy+t.padding), float32(dx+t.padding)
 }
 
 func (t *translate) Place(c *pipeline.Ctx, key, w, h int) (pipeline.Step, error) {
