@@ -12,7 +12,7 @@ DEB_DATA := mate-backgrounds lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 dat
 PYTEST_ARGS ?=
 CONFORMANCE_ARGS ?=
 
-.PHONY: all build deps venv wheel wheel-deps check-wheel test test-torch113 aarch64-deps test-aarch64-quick test-aarch64 test-go test-python test-gpu gpu-bundle conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-ray bench-remote bench-detection bench-image-text bench-soak bench-wheel-ab clean docs docs-check
+.PHONY: all build deps venv wheel wheel-deps check-wheel test test-torch113 aarch64-deps test-aarch64-quick test-aarch64 test-go test-python test-gpu gpu-bundle conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-ray bench-remote bench-mixture bench-detection bench-image-text bench-video bench-soak bench-wheel-ab clean docs docs-check
 
 all: build
 
@@ -302,6 +302,14 @@ bench-peers: deps venv build ffcv
 	$(PY) -m pip install -q -r requirements-peers.txt
 	PYTHONPATH=python $(PY) bench/peers.py $(BENCH_ARGS)
 
+# Video clips: ffcv_go against DataLoader + PyAV / torchcodec / decord
+# (bench/video.py). torchcodec loads Debian's FFmpeg libraries.
+bench-video: deps venv build
+	@if ! dpkg -s libavdevice59 >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libavdevice59 libavfilter8 >/dev/null; fi
+	$(PY) -m pip install -q --no-deps -r requirements-video-peers.txt
+	PYTHONPATH=python $(PY) bench/video.py $(BENCH_ARGS)
+
 # Where the CPU time of one RandomResizedCrop goes (Huffman, IDCT+colour,
 # resize), Go kernels against SSE2 and AVX2, on bench/data/imagenet-like.
 # OpenCV (PyPI's, as `make ffcv` installs) times cv2.resize on the same crops.
@@ -317,6 +325,23 @@ bench-writer: deps venv build ffcv
 # the single-process writer, on the same photos.
 bench-ray: deps venv build
 	PYTHONPATH=python $(PY) bench/ray_shards.py $(BENCH_ARGS)
+
+# Three sources weighted 0.6 / 0.3 / 0.1 (one over HTTP on 127.0.0.1) in one
+# Loader: against one .beton of the same photos, and against MosaicML
+# Streaming and litdata with the same weights. The peers live in a venv of
+# their own (Streaming pins numpy < 2.2), built from .venv's interpreter; a
+# .pth file lends it .venv's torch and torchvision, after its own packages.
+# BENCH_ARGS=--quick proves it runs (a few minutes: the peers' start-up).
+PEERS_VENV := build/peers-venv
+$(PEERS_VENV)/.installed: requirements-mixture-peers.txt $(VENV)/.installed
+	test -x $(PEERS_VENV)/bin/python || "$$($(PY) -c 'import os, sys; print(os.path.join(sys.base_prefix, "bin", "python3"))')" -m venv $(PEERS_VENV)
+	echo "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" > \
+	  "$$($(PEERS_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_ffcv_go_venv.pth"
+	$(PEERS_VENV)/bin/python -m pip install -q -r requirements-mixture-peers.txt
+	touch $@
+
+bench-mixture: deps venv build $(PEERS_VENV)/.installed
+	PYTHONPATH=python $(PY) bench/mixture.py --peers-python $(PEERS_VENV)/bin/python $(BENCH_ARGS)
 
 # Detection and segmentation pipelines (crop + flip with boxes or masks):
 # ffcv_go against DataLoader + torchvision.transforms.v2 on the same scenes.

@@ -242,6 +242,20 @@ func traceSpan(ev C.ffcv_trace_event) (start, dur int64, arg uint64, track, stag
 	return int64(ev.start_ns), int64(ev.dur_ns), uint64(ev.arg), int32(ev.track), int32(ev.stage)
 }
 
+// testMixtureOpen opens a mixture as ffcv_mixture_open does: its handle
+// and the JSON description of its sources.
+func testMixtureOpen(spec string) (string, cResult) {
+	p, free := cStr(spec)
+	defer free()
+	var out *C.char
+	r := cCall(func(e **C.char) C.int64_t { return ffcv_mixture_open(p, &out, e) })
+	if out == nil {
+		return "", r
+	}
+	defer C.free(unsafe.Pointer(out))
+	return C.GoString(out), r
+}
+
 // testColumn is an ffcv_column's content as Go slices; offsets are written
 // with the width the kinds ask for.
 type testColumn struct {

@@ -40,7 +40,7 @@ func ffcv_dataset_open(pathsJSON, customJSON *C.char, err **C.char) (ret C.int64
 		return fail(err, e)
 	}
 	retainReader(r)
-	return C.int64_t(handles.add(readerHandle{r}))
+	return C.int64_t(handles.add(readerHandle{Reader: r}))
 }
 
 //export ffcv_dataset_paths

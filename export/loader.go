@@ -24,6 +24,9 @@ import (
 type outputSpec struct {
 	Field int               `json:"field"`
 	Ops   []json.RawMessage `json:"ops"`
+	// Sources, for a mixture, has a program for some sources' samples
+	// (null for the others): see loader.Config.SourcePrograms.
+	Sources [][]json.RawMessage `json:"sources"`
 }
 
 type loaderSpec struct {
@@ -79,15 +82,16 @@ func ffcv_loader_create(specJSON *C.char, indices *C.uint64_t, nIndices C.uint64
 		return fail(err, e)
 	}
 	var r *beton.Reader
+	var parts []order.Part
 	var e error
 	if spec.Reader != 0 {
 		// The file the caller has open: opened and mapped once.
-		var done func()
-		r, done, e = acquireReader(spec.Reader)
+		h, done, e := acquire[readerHandle](spec.Reader)
 		defer done()
 		if e != nil {
 			return fail(err, e)
 		}
+		r, parts = h.Reader, h.parts
 	} else {
 		custom := map[string]field.Column{}
 		for k, v := range spec.Custom {
@@ -98,7 +102,7 @@ func ffcv_loader_create(specJSON *C.char, indices *C.uint64_t, nIndices C.uint64
 		}
 	}
 	retainReader(r)
-	l, e := buildLoader(r, &spec, indices, nIndices)
+	l, e := buildLoader(r, parts, &spec, indices, nIndices)
 	if e != nil {
 		releaseReader(r)
 		return fail(err, e)
@@ -106,8 +110,9 @@ func ffcv_loader_create(specJSON *C.char, indices *C.uint64_t, nIndices C.uint64
 	return C.int64_t(handles.add(fileLoader{l, r}))
 }
 
-func buildLoader(r *beton.Reader, spec *loaderSpec, indices *C.uint64_t, n C.uint64_t) (*loader.Loader, error) {
+func buildLoader(r *beton.Reader, parts []order.Part, spec *loaderSpec, indices *C.uint64_t, n C.uint64_t) (*loader.Loader, error) {
 	progs := make([]*pipeline.Program, len(spec.Outputs))
+	var bySource [][]*pipeline.Program
 	for k, o := range spec.Outputs {
 		p, err := pipeline.Build(r, o.Field, o.Ops)
 		if err != nil {
@@ -117,6 +122,20 @@ func buildLoader(r *beton.Reader, spec *loaderSpec, indices *C.uint64_t, n C.uin
 			return nil, fmt.Errorf("%w: output %d: %v", errArgument, k, err)
 		}
 		progs[k] = p
+		for s, ops := range o.Sources {
+			if ops == nil {
+				continue
+			}
+			if bySource == nil {
+				bySource = make([][]*pipeline.Program, len(spec.Outputs))
+			}
+			if bySource[k] == nil {
+				bySource[k] = make([]*pipeline.Program, len(o.Sources))
+			}
+			if bySource[k][s], err = pipeline.Build(r, o.Field, ops); err != nil {
+				return nil, fmt.Errorf("%w: output %d, source %d: %v", errArgument, k, s, err)
+			}
+		}
 	}
 	mode, err := trace.ParseMode(spec.Trace)
 	if err != nil {
@@ -126,7 +145,8 @@ func buildLoader(r *beton.Reader, spec *loaderSpec, indices *C.uint64_t, n C.uin
 		BatchSize: spec.BatchSize, Workers: spec.NumWorkers, BatchesAhead: spec.BatchesAhead,
 		DropLast: spec.DropLast, Seed: spec.Seed, Order: spec.Order, Rank: spec.Rank, World: spec.World,
 		OSCache: spec.OSCache, MaxResidentPages: spec.MaxResidentPages, QuasiWindow: spec.QuasiWindow,
-		SkipErrors: spec.SkipErrors, MaxBatchMemory: spec.MaxBatchMemory, Trace: mode,
+		SkipErrors: spec.SkipErrors, MaxBatchMemory: spec.MaxBatchMemory, Trace: mode, Mixture: parts,
+		SourcePrograms: bySource,
 	}
 	idx, err := cArray((*uint64)(unsafe.Pointer(indices)), uint64(n), "indices")
 	if err != nil {
@@ -159,9 +179,10 @@ func ffcv_loader_info(h C.int64_t, out **C.char, err **C.char) (ret C.int64_t) {
 	info := struct {
 		Length  int          `json:"length"`
 		Samples int          `json:"samples"`
+		Global  int          `json:"global_samples"`
 		Layout  order.Layout `json:"layout"`
 		Outputs []outputInfo `json:"outputs"`
-	}{Length: l.Len(l.NumSamples()), Samples: l.NumSamples(), Layout: l.Layout()}
+	}{Length: l.Len(l.NumSamples()), Samples: l.NumSamples(), Global: l.GlobalSamples(), Layout: l.Layout()}
 	for k, s := range l.Outputs() {
 		info.Outputs = append(info.Outputs, outputInfo{s.Shape, s.DType, l.SlotBytes()[k]})
 	}
@@ -180,7 +201,11 @@ func ffcv_loader_order(h C.int64_t, epoch C.uint64_t, out *C.uint64_t, capacity 
 	if e != nil {
 		return fail(err, e)
 	}
-	ord := l.Distribute(l.GlobalOrder(uint64(epoch)))
+	global, e := l.GlobalOrder(uint64(epoch))
+	if e != nil {
+		return fail(err, fmt.Errorf("%w: %v", errArgument, e))
+	}
+	ord := l.Distribute(global)
 	dst, e := cArray((*uint64)(unsafe.Pointer(out)), uint64(capacity), "out")
 	if e != nil && out != nil {
 		return fail(err, e)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/order"
 )
 
 // parseCustom reads {"name": [size, align]} into column layouts.
@@ -61,8 +62,13 @@ func releaseReader(r *beton.Reader) error {
 	return nil
 }
 
-// readerHandle is what a reader handle holds: closing it releases one reference.
-type readerHandle struct{ *beton.Reader }
+// readerHandle is what a reader handle holds: closing it releases one
+// reference. A mixture's reader also holds the sources' parts, which its
+// loaders read by.
+type readerHandle struct {
+	*beton.Reader
+	parts []order.Part
+}
 
 func (h readerHandle) Close() error { return releaseReader(h.Reader) }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/dataset"
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/imageenc"
+	"github.com/ffcv-go/ffcv-go/core/videoenc"
 )
 
 type fieldSpec struct {
@@ -52,6 +53,14 @@ func (s fieldSpec) imageOptions(seed uint64) field.ImageOptions {
 		JPEGQuality: s.JPEGQuality, CompressProbability: s.CompressProbability, Seed: seed,
 		KeepSourceJPEG: s.KeepSourceJPEG, ReencodePixels: !s.JPEGTranscode, KeepScans: !s.RestartMarkers,
 	}
+}
+
+// newEncoder returns the writer's encoder of a built-in field.
+func newEncoder(d field.Desc, s fieldSpec, seed uint64) (field.Encoder, error) {
+	if d.Type == field.Video {
+		return videoenc.NewEncoder(d, videoenc.Options{MaxResolution: s.MaxResolution, JPEGQuality: s.JPEGQuality})
+	}
+	return imageenc.NewEncoder(d, s.imageOptions(seed))
 }
 
 type writerSpec struct {
@@ -136,7 +145,7 @@ func buildFields(specs []fieldSpec, seed uint64) ([]field.Desc, []field.Encoder,
 		var e error
 		if enc.Type == field.Custom {
 			encs[i] = field.NewCustomEncoder(f.Name, custom[f.Name])
-		} else if encs[i], e = imageenc.NewEncoder(enc, f.imageOptions(seed)); e != nil {
+		} else if encs[i], e = newEncoder(enc, f, seed); e != nil {
 			return nil, nil, nil, fmt.Errorf("%w: field %q: %v", errArgument, f.Name, e)
 		}
 	}

@@ -71,6 +71,9 @@ typedef struct {
   int32_t width, height, channels; /* raw image pixels, HWC uint8 */
   int32_t encoded;    /* 1: data is an image file (JPEG, PNG, GIF); 2: data is the
                          UTF-8 path of one, read by the writer's worker */
+  /* VideoField (type 103): data holds T frames of width x height x channels pixels
+   * back to back, or (encoded 2) the paths of T image files separated by NUL bytes;
+   * f is the frame rate (0: unknown). */
   /* Custom fields (type 255, encoded by the field's Python encode()): the metadata
    * column bytes, and where in them the writer stores data's file offset (-1: no
    * heap data). */
@@ -164,6 +167,16 @@ int64_t ffcv_dataset_open(const char *paths_json, const char *custom_json, char 
 /* The files paths_json (as for ffcv_dataset_open) names, as a JSON list in *out
  * (freed with ffcv_free). Returns their count. */
 int64_t ffcv_dataset_paths(const char *paths_json, char **out, char **err);
+/* Opens a mixture of datasets read as one (see docs/guides/mixtures.md). spec_json:
+ * {"sources": [{"name", "paths" (as for ffcv_dataset_open), at most one of
+ * "proportion", "repeat", "choose", "rename": {stored: name}, "drop": [stored]}],
+ * "weights" (relative, normalized; not with per-source weights), "epoch_size",
+ * "source_field" (an IntField added with each sample's source index, "" for none)}.
+ * Samples are numbered source by source. *out (freed with ffcv_free): JSON
+ * {"sources": [{"name", "files", "start", "samples", "take" (samples per epoch),
+ * "first_page", "end_page"}]}. Returns a reader handle; a loader created on it
+ * ("reader" in its spec) draws its epochs from the sources by their takes. */
+int64_t ffcv_mixture_open(const char *spec_json, char **out, char **err);
 /* JSON list of the fields of the file at path [{name, type_id, shape, dtype, args_hex}],
  * from its header and descriptors only (to learn the custom fields' layouts before
  * ffcv_dataset_open). *out is freed with ffcv_free. */
@@ -205,7 +218,8 @@ int64_t ffcv_verify(int64_t reader, int32_t workers, char **out, char **err);
  * "fields": [{"name", "type_id", "shape", "dtype", "write_mode", "max_resolution",
  * "smart_threshold", "jpeg_quality", "compress_probability"}]}; target fields
  * (type_id 100 RaggedArray, 101 Mask) add "follows", "coords" and "encoding",
- * "shape" being a ragged field's row shape.
+ * "shape" being a ragged field's row shape; a video field (type_id 103) takes
+ * "max_resolution" and "jpeg_quality".
  * path is a local file or an s3:// URL (written to a local temporary file, uploaded
  * by ffcv_writer_finish). The file appears at path only when ffcv_writer_finish
  * succeeds. */
@@ -285,15 +299,17 @@ int64_t ffcv_ingest_wait(int64_t job, int64_t timeout_ms, volatile int64_t *prog
 
 /* Builds a loader from a pipeline spec (JSON, see python/ffcv_go/loader/loader.py:
  * path, batch_size, num_workers, batches_ahead, drop_last, seed, order, rank, world,
- * os_cache, outputs [{field, ops [{op, ...args}]}], ...). "trace": "stages" times
+ * os_cache, outputs [{field, ops [{op, ...args}]}], ...). On a mixture's reader an
+ * output may have "sources": [ops or null per source], the program of those
+ * sources' samples (same per-sample output, no batch operations). "trace": "stages" times
  * every sample's stages (ffcv_loader_stats' "stages"), "events" also keeps their
  * spans for ffcv_loader_trace; "off" or absent, the workers time nothing.
  * indices (may be NULL) restricts and orders the samples. */
 int64_t ffcv_loader_create(const char *spec_json, const uint64_t *indices, uint64_t n_indices,
                            char **err);
-/* JSON: {"length": batches per epoch, "samples": n, "layout": "strided" or "block"
- * (how an epoch is cut over the ranks), "outputs": [{"shape": [...],
- * "dtype": "<f4", "slot_bytes": N}]}. */
+/* JSON: {"length": batches per epoch, "samples": n (this rank's), "global_samples":
+ * the epoch's over all ranks, "layout": "strided" or "block" (how an epoch is cut over
+ * the ranks), "outputs": [{"shape": [...], "dtype": "<f4", "slot_bytes": N}]}. */
 int64_t ffcv_loader_info(int64_t loader, char **out, char **err);
 /* This rank's sample order for an epoch: writes up to cap ids into out (may be
  * NULL), returns the count. */
@@ -325,10 +341,11 @@ int64_t ffcv_loader_start(int64_t loader, uint64_t epoch, uint64_t start_batch,
 int64_t ffcv_iter_next(int64_t iter, ffcv_DLManagedTensor **tensors, int32_t max_tensors,
                        char **err);
 /* Compiles built-in operations that follow a Python stage of the loader's
- * pipeline. spec_json: {"field": f, "in": {"shape": [...], "dtype": "|u1"},
+ * pipeline. spec_json: {"field": f, "in": {"shape": [...], "dtype": "|u1", "lead"?: n},
  * "ops": [{op, key, ...args}]} (key: the op's index among the pipeline's
- * built-in operations, the key of its randomness). *out: the per-sample output
- * {"shape", "dtype"}. Returns a handle; close it with ffcv_close. */
+ * built-in operations, the key of its randomness; lead: the leading dimensions
+ * of a clip's frames, over which per-image ops are lifted). *out: the per-sample
+ * output {"shape", "dtype", "lead"?}. Returns a handle; close it with ffcv_close. */
 int64_t ffcv_loader_tail(int64_t loader, const char *spec_json, char **out, char **err);
 /* Runs a tail program on batch `batch` of `epoch`: n samples with sample ids
  * `ids`, contiguous inputs in (in_len bytes) -> outputs out (out_len bytes),
@@ -341,7 +358,10 @@ int64_t ffcv_tail_run(int64_t tail, uint64_t epoch, uint64_t batch, const uint64
  * [{"op": name, "ns", "count"}] (each one's whole time, a decoder's read and
  * entropy decoding included; count: samples), and "trace_dropped", the spans not
  * kept. Workers hand their times over every 256 samples and at the end of their
- * epoch. */
+ * epoch. For a mixture's loader, "sources" and each epoch's "sources": [{"samples"
+ * (handed out), "pages_read", "bytes_read", "read_ns" (the process cache's page
+ * reads: their bytes and time, summed over concurrent reads), "requests",
+ * "bytes_fetched", "retries"}] by source. */
 int64_t ffcv_loader_stats(int64_t loader, char **out, char **err);
 /* Moves up to cap of the spans a loader created with "trace": "events" recorded
  * into out, oldest first, and returns their number; out NULL: returns how many

@@ -39,6 +39,12 @@ type Source interface {
 type Stats struct {
 	PagesRead         uint64 `json:"pages_read"`
 	PeakResidentPages int    `json:"peak_resident_pages"`
+	// ShardPages is PagesRead by file of the reader (see beton.Reader.ShardAt);
+	// ShardBytes the bytes those reads returned and ShardReadNs the time they
+	// took, summed over reads that ran at once.
+	ShardPages  []uint64 `json:"shard_pages,omitempty"`
+	ShardBytes  []uint64 `json:"shard_bytes,omitempty"`
+	ShardReadNs []int64  `json:"shard_read_ns,omitempty"`
 }
 
 // PageOf returns the heap page of sample i: the page of its first heap

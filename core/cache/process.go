@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/trace"
@@ -38,6 +41,10 @@ type Process struct {
 	free       [][]byte      // buffers of dropped pages, reused first
 	stats      Stats
 	closed     bool
+
+	// Bytes read and time spent reading, by file, counted by the reads.
+	shardBytes []atomic.Uint64
+	shardNs    []atomic.Int64
 }
 
 type page struct {
@@ -56,6 +63,9 @@ func NewProcess(r *beton.Reader, maxResident int, pool *Pages) (*Process, error)
 	}
 	p := &Process{r: r, maxResident: max(maxResident, 1), pool: pool, pages: map[int64]*page{},
 		remaining: map[int64]int{}, readsAhead: !r.Mapped()}
+	n := max(len(r.Shards()), 1)
+	p.stats.ShardPages = make([]uint64, n)
+	p.shardBytes, p.shardNs = make([]atomic.Uint64, n), make([]atomic.Int64, n)
 	p.cond = sync.NewCond(&p.mu)
 	return p, nil
 }
@@ -125,6 +135,9 @@ func (p *Process) start(num int64, refs int) {
 	p.pages[num] = pg
 	p.stats.PeakResidentPages = max(p.stats.PeakResidentPages, len(p.pages))
 	p.stats.PagesRead++
+	if k := p.r.ShardAt(uint64(num) * p.r.PageSize()); k < len(p.stats.ShardPages) {
+		p.stats.ShardPages[k]++
+	}
 	if n := len(p.free); n > 0 {
 		pg.buf, p.free = p.free[n-1], p.free[:n-1]
 	} else if buf, err := p.pool.get(); err != nil {
@@ -209,7 +222,14 @@ func (p *Process) load(num int64, pg *page) {
 		pg.err = err
 		return
 	}
-	if _, err := p.r.ReadAt(pg.buf[:end-start], int64(start)); err != nil {
+	t0 := time.Now()
+	n, err := p.r.ReadAt(pg.buf[:end-start], int64(start))
+	// Not under mu: drop waits, holding it, for this read to end.
+	if k := p.r.ShardAt(start); k < len(p.shardBytes) {
+		p.shardBytes[k].Add(uint64(n))
+		p.shardNs[k].Add(int64(time.Since(t0)))
+	}
+	if err != nil {
 		if errors.Is(err, io.EOF) {
 			// The header said the page is there: the file shrank while open.
 			err = fmt.Errorf("%w: the file ends early (truncated while in use?)", beton.ErrFormat)
@@ -269,7 +289,13 @@ func (p *Process) Release(i uint64) {
 func (p *Process) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.stats
+	s := p.stats
+	s.ShardPages = slices.Clone(s.ShardPages)
+	s.ShardBytes, s.ShardReadNs = make([]uint64, len(p.shardBytes)), make([]int64, len(p.shardNs))
+	for k := range p.shardBytes {
+		s.ShardBytes[k], s.ShardReadNs[k] = p.shardBytes[k].Load(), p.shardNs[k].Load()
+	}
+	return s
 }
 
 // Close wakes blocked callers and refuses new ones; the pages stay until Free.

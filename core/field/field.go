@@ -51,12 +51,16 @@ func (t Type) String() string {
 		return "MaskField"
 	case Text:
 		return "TextField"
+	case Video:
+		return "VideoField"
 	}
 	return fmt.Sprintf("Type(%d)", uint8(t))
 }
 
 // Known reports whether t is a type id this package understands.
-func (t Type) Known() bool { return t <= TorchTensor || t == Custom || t.Targets() || t == Text }
+func (t Type) Known() bool {
+	return t <= TorchTensor || t == Custom || t.Targets() || t == Text || t == Video
+}
 
 // Descriptor sizes fixed by the format.
 const (
@@ -168,6 +172,10 @@ func (d *Desc) MarshalBinary() ([]byte, error) {
 		if err := d.marshalText(args); err != nil {
 			return nil, err
 		}
+	case d.Type == Video:
+		if err := marshalVideo(args); err != nil {
+			return nil, err
+		}
 	case d.Type == Custom:
 		if len(d.Args) > ArgsSize {
 			return nil, fmt.Errorf("field %q: %d argument bytes, at most %d", d.Name, len(d.Args), ArgsSize)
@@ -228,6 +236,11 @@ func ParseDesc(b []byte) (Desc, error) {
 	case d.Type == Text:
 		d.Args = args
 		if err := d.setText(); err != nil {
+			return d, err
+		}
+	case d.Type == Video:
+		d.Args = args
+		if err := d.videoArgs(); err != nil {
 			return d, err
 		}
 	}

@@ -37,6 +37,8 @@ func ColumnOf(t Type) (Column, error) {
 		return Column{MaskColumnSize, 8}, nil
 	case Text:
 		return Column{TextColumnSize, 8}, nil
+	case Video:
+		return Column{VideoColumnSize, 8}, nil
 	}
 	return Column{}, fmt.Errorf("type %v has no built-in column", t)
 }
@@ -46,7 +48,7 @@ func ColumnOf(t Type) (Column, error) {
 // custom ones, whose layout only their handler knows.
 func HeapPtrOffset(t Type) (off int, ok bool) {
 	switch t {
-	case Bytes, JSON, NDArray, TorchTensor, Ragged, Mask, Text:
+	case Bytes, JSON, NDArray, TorchTensor, Ragged, Mask, Text, Video:
 		return 0, true
 	case RGBImage:
 		return RGBPtrOff, true

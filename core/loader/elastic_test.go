@@ -24,7 +24,11 @@ func TestElasticResume(t *testing.T) {
 			for rank := range 4 {
 				cfg.Rank = rank
 				l := newLoader(t, r, cfg, imagePipeline)
-				global, layout = l.GlobalOrder(2), l.Layout()
+				var err error
+				if global, err = l.GlobalOrder(2); err != nil {
+					t.Fatal(err)
+				}
+				layout = l.Layout()
 				for _, b := range epoch(t, l, 2, 0)[:taken] {
 					for _, id := range b.ids() {
 						seen[id] = true

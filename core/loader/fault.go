@@ -17,20 +17,21 @@ import (
 // in every goroutine that reads the mapped file.
 func panicOnFault() { debug.SetPanicOnFault(true) }
 
-// sampleFailure is the error for a panic recovered while handling sample id.
-func sampleFailure(path string, id uint64, r any) error {
+// sampleFailure is the error for a panic recovered while handling a sample
+// (where names it: beton.Reader.Where).
+func sampleFailure(where string, r any) error {
 	if _, fault := r.(interface{ Addr() uintptr }); fault {
-		return fmt.Errorf("%w: %s: sample %d: memory fault reading the file (was it truncated or replaced while in use?): %v",
-			beton.ErrFormat, path, id, r)
+		return fmt.Errorf("%w: %s: memory fault reading the file (was it truncated or replaced while in use?): %v",
+			beton.ErrFormat, where, r)
 	}
-	return fmt.Errorf("%s: sample %d: internal error: %v", path, id, r)
+	return fmt.Errorf("%s: internal error: %v", where, r)
 }
 
 // guarded runs f for sample id, turning a panic or fault into an error.
 func (it *Iterator) guarded(id uint64, f func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = sampleFailure(it.l.r.Path, id, r)
+			err = sampleFailure(it.l.r.Where(id), r)
 		}
 	}()
 	return f()

@@ -32,6 +32,11 @@ type Iterator struct {
 	wg     sync.WaitGroup
 	closed sync.Once
 
+	// A mixture's: each file's remote counters when the epoch started, and
+	// the samples of each source handed out (under nextMu).
+	shardIO0   []remote.Stats
+	srcSamples []uint64
+
 	nextMu  sync.Mutex // serialises Next: each batch is handed out once
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -81,7 +86,11 @@ func (b *Batch) Release() { b.slot.Release() }
 // is (perRank) or distributed over the ranks first.
 func (l *Loader) Start(epoch uint64, startBatch int, ord []uint64, perRank bool) (*Iterator, error) {
 	if ord == nil {
-		ord = l.Distribute(l.GlobalOrder(epoch))
+		global, err := l.GlobalOrder(epoch)
+		if err != nil {
+			return nil, fmt.Errorf("epoch %d: %w", epoch, err)
+		}
+		ord = l.Distribute(global)
 	} else {
 		for _, i := range ord {
 			if i >= l.r.NumSamples() {
@@ -103,6 +112,10 @@ func (l *Loader) Start(epoch uint64, startBatch int, ord []uint64, perRank bool)
 	}
 	it.cond = sync.NewCond(&it.mu)
 	it.io0 = remoteStats(l.r)
+	if l.cfg.Mixture != nil {
+		it.shardIO0 = remoteByShard(l.r)
+		it.srcSamples = make([]uint64, len(l.cfg.Mixture))
+	}
 	if l.cfg.OSCache {
 		o, err := cache.NewOS(l.r)
 		if err != nil {
@@ -316,11 +329,16 @@ func (it *Iterator) drop(j job) {
 func (it *Iterator) decode(ctx *pipeline.Ctx, scratch []pipeline.Scratch, b *batch, pos int, gpos, id uint64) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = sampleFailure(it.l.r.Path, id, r)
+			err = sampleFailure(it.l.r.Where(id), r)
 		}
 	}()
 	ctx.Sample, ctx.Pos = id, gpos
-	for k, p := range it.l.progs {
+	src := 0
+	if it.l.cfg.SourcePrograms != nil {
+		src = it.l.SourceOf(id)
+	}
+	for k := range it.l.progs {
+		p := it.l.program(k, src)
 		var t0 time.Time
 		if ctx.Times != nil {
 			t0 = time.Now()
@@ -330,12 +348,12 @@ func (it *Iterator) decode(ctx *pipeline.Ctx, scratch []pipeline.Scratch, b *bat
 			ctx.Times[trace.Read] += int64(time.Since(t0))
 		}
 		if err != nil {
-			return fmt.Errorf("%s: sample %d, field %q: %w", it.l.r.Path, id, it.l.r.Fields[p.Field].Name, err)
+			return fmt.Errorf("%s, field %q: %w", it.l.r.Where(id), it.l.r.Fields[p.Field].Name, err)
 		}
 		ctx.Col, ctx.Heap = col, heap
 		sz := p.SampleOut.Bytes()
 		if err := p.Run(ctx, &scratch[k], nil, b.slot.bufs[it.l.staged[k]][pos*sz:(pos+1)*sz]); err != nil {
-			return fmt.Errorf("%s: sample %d, field %q: %w", it.l.r.Path, id, it.l.r.Fields[p.Field].Name, err)
+			return fmt.Errorf("%s, field %q: %w", it.l.r.Where(id), it.l.r.Fields[p.Field].Name, err)
 		}
 	}
 	return nil
@@ -468,6 +486,9 @@ func (it *Iterator) Next() (*Batch, error) {
 			b.slot.Release()
 			continue
 		}
+		if it.srcSamples != nil {
+			it.l.countSources(b.slot.bufs[len(it.l.progs)], b.n, it.srcSamples)
+		}
 		return &Batch{Index: idx, N: b.n, Bufs: b.slot.bufs, slot: b.slot}, nil
 	}
 }
@@ -503,13 +524,22 @@ func (it *Iterator) Close() error {
 		}
 		it.l.pages.Add(st.PagesRead)
 		rq := remoteStats(it.l.r).Sub(it.io0)
+		es := EpochStats{Epoch: it.epoch, PagesRead: st.PagesRead, Requests: rq.Requests, BytesFetched: rq.Bytes,
+			Retries: rq.Retries}
+		if it.srcSamples != nil {
+			it.nextMu.Lock() // a Next still returning has counted its batch
+			es.Sources = it.l.sourceStats(it.srcSamples, st, it.shardIO0)
+			it.nextMu.Unlock()
+		}
 		it.l.mu.Lock()
 		delete(it.l.iters, it)
 		if len(it.l.epochs) >= maxEpochStats {
 			it.l.epochs = it.l.epochs[1:]
 		}
-		it.l.epochs = append(it.l.epochs, EpochStats{Epoch: it.epoch, PagesRead: st.PagesRead,
-			Requests: rq.Requests, BytesFetched: rq.Bytes, Retries: rq.Retries})
+		it.l.epochs = append(it.l.epochs, es)
+		for k, s := range es.Sources {
+			it.l.sources[k].add(s)
+		}
 		it.l.mu.Unlock()
 	})
 	return nil

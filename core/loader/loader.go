@@ -6,6 +6,7 @@ package loader
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -43,6 +44,18 @@ type Config struct {
 	// Trace times the workers' stages (trace.Stages) and keeps their spans
 	// for Trace (trace.Events); trace.Off, the zero value, times nothing.
 	Trace trace.Mode
+	// Mixture, when not nil, makes the reader's samples the sources of a
+	// mixture (in order, without overlap): every epoch takes Take samples
+	// of each part, ordered by order.Mix, and Stats count each source.
+	// Indices must then be nil.
+	Mixture []order.Part
+	// SourcePrograms replaces, for a mixture, an output's program on some
+	// sources' samples: SourcePrograms[k][s], when not nil, runs instead of
+	// output k's program on the samples of source s. It reads the same
+	// field, gives the same per-sample output and has no batch operations
+	// (output k's run on the whole batch); no other output may read its
+	// field (views share the field's decoding).
+	SourcePrograms [][]*pipeline.Program
 }
 
 // Loader is a configured pipeline over one file. It is safe for concurrent use;
@@ -57,11 +70,15 @@ type Loader struct {
 	// staged[k] is the slot buffer program k's per-sample part writes to:
 	// its output buffer, or a staging buffer its batch operations read.
 	staged []int
+	// shardSource is the mixture source of each of the reader's shards
+	// (files); nil unless Config.Mixture.
+	shardSource []int
 
 	mu      sync.Mutex
 	iters   map[*Iterator]struct{}
 	closed  bool
-	epochs  []EpochStats // under mu
+	epochs  []EpochStats  // under mu
+	sources []SourceStats // under mu: the mixture's sources' counters of finished epochs
 	skipped atomic.Uint64
 	peak    atomic.Int64
 	pages   atomic.Uint64
@@ -98,6 +115,13 @@ func New(r *beton.Reader, cfg Config, progs []*pipeline.Program) (*Loader, error
 			return nil, fmt.Errorf("index %d out of range: the file has %d samples", i, r.NumSamples())
 		}
 	}
+	shardSource, err := mixtureShards(r, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSourcePrograms(r, cfg, progs); err != nil {
+		return nil, err
+	}
 
 	if cfg.MaxBatchMemory <= 0 {
 		cfg.MaxBatchMemory = 16 << 30
@@ -122,7 +146,11 @@ func New(r *beton.Reader, cfg Config, progs []*pipeline.Program) (*Loader, error
 	}
 	sizes[len(progs)] = cfg.BatchSize * 8
 	pipeline.ShareViews(progs)
-	l := &Loader{r: r, cfg: cfg, progs: progs, iters: map[*Iterator]struct{}{}, staged: make([]int, len(progs))}
+	l := &Loader{r: r, cfg: cfg, progs: progs, iters: map[*Iterator]struct{}{}, staged: make([]int, len(progs)),
+		shardSource: shardSource}
+	if cfg.Mixture != nil {
+		l.sources = make([]SourceStats, len(cfg.Mixture))
+	}
 	for k, p := range progs {
 		l.staged[k] = k
 		if p.HasBatchOps() {
@@ -166,6 +194,13 @@ func (l *Loader) NumSamples() int {
 }
 
 func (l *Loader) numIndices() int {
+	if l.cfg.Mixture != nil {
+		n := 0
+		for _, p := range l.cfg.Mixture {
+			n += int(p.Take)
+		}
+		return n
+	}
 	if l.cfg.Indices == nil {
 		return int(l.r.NumSamples())
 	}
@@ -202,9 +237,8 @@ func (l *Loader) pageOf(id uint64) uint32 {
 }
 
 // GlobalOrder is the epoch's order over all ranks, before distribution.
-func (l *Loader) GlobalOrder(epoch uint64) []uint64 {
-	ord, _ := l.GlobalOrderAs(epoch, l.cfg.Order, l.cfg.QuasiWindow)
-	return ord
+func (l *Loader) GlobalOrder(epoch uint64) ([]uint64, error) {
+	return l.GlobalOrderAs(epoch, l.cfg.Order, l.cfg.QuasiWindow)
 }
 
 // GlobalOrderAs is the epoch's global order under another order name or
@@ -213,6 +247,12 @@ func (l *Loader) GlobalOrder(epoch uint64) []uint64 {
 func (l *Loader) GlobalOrderAs(epoch uint64, name string, window int) ([]uint64, error) {
 	if window <= 0 {
 		window = l.cfg.QuasiWindow
+	}
+	if l.cfg.Mixture != nil {
+		if name == "sequential_contiguous" { // the same order, cut in blocks (Layout)
+			name = "sequential"
+		}
+		return order.Mix(l.cfg.Mixture, name, l.pageOf, window, l.cfg.Seed, epoch)
 	}
 	switch name {
 	case "random":
@@ -276,6 +316,8 @@ type Stats struct {
 	Retries           uint64       `json:"retries"`
 	PeakInFlight      int64        `json:"peak_in_flight"`
 	Epochs            []EpochStats `json:"epochs"`
+	// Sources sums the epochs' SourceStats of a mixture (finished epochs).
+	Sources []SourceStats `json:"sources,omitempty"`
 	// Stages is the time the workers spent in each stage (see package
 	// trace), when the loader traces; TraceDropped the spans not kept.
 	Stages       map[string]trace.Total `json:"stages,omitempty"`
@@ -295,6 +337,8 @@ type EpochStats struct {
 	Requests     uint64 `json:"requests"`
 	BytesFetched uint64 `json:"bytes_fetched"`
 	Retries      uint64 `json:"retries"`
+	// Sources has a mixture's counters by source.
+	Sources []SourceStats `json:"sources,omitempty"`
 }
 
 const maxEpochStats = 1000
@@ -304,6 +348,7 @@ func (l *Loader) Stats() Stats {
 	rq := remoteStats(l.r)
 	l.mu.Lock()
 	epochs := append([]EpochStats{}, l.epochs...)
+	sources := slices.Clone(l.sources)
 	l.mu.Unlock()
 	l.pool.mu.Lock()
 	defer l.pool.mu.Unlock()
@@ -311,7 +356,7 @@ func (l *Loader) Stats() Stats {
 		SamplesSkipped: l.skipped.Load(), PeakResidentPages: l.peak.Load(), PagesRead: l.pages.Load(),
 		Slots: l.pool.total, SlotsGrown: l.pool.grown,
 		Requests: rq.Requests, BytesFetched: rq.Bytes, Retries: rq.Retries, PeakInFlight: rq.PeakInFlight,
-		Epochs: epochs, Stages: l.rec.Totals(), TraceDropped: l.rec.Dropped(), Ops: l.opTotals(),
+		Epochs: epochs, Sources: sources, Stages: l.rec.Totals(), TraceDropped: l.rec.Dropped(), Ops: l.opTotals(),
 	}
 }
 

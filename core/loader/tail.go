@@ -62,7 +62,7 @@ func (l *Loader) runTailSamples(p *pipeline.Program, seed, epoch uint64, batch i
 			for j := w; j < n; j += workers {
 				c.Sample, c.Pos = ids[j], uint64(batch*l.cfg.BatchSize+j)
 				if err := p.Run(c, &s, in[j*isz:(j+1)*isz], out[j*osz:(j+1)*osz]); err != nil {
-					errs[w] = fmt.Errorf("%s: sample %d, field %q: %w", l.r.Path, ids[j], l.r.Fields[p.Field].Name, err)
+					errs[w] = fmt.Errorf("%s, field %q: %w", l.r.Where(ids[j]), l.r.Fields[p.Field].Name, err)
 					return
 				}
 			}

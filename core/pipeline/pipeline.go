@@ -59,6 +59,10 @@ import (
 type Spec struct {
 	Shape []int  `json:"shape"`
 	DType string `json:"dtype"`
+	// Lead is the number of leading dimensions that index frames of a
+	// clip ((T, H, W, C): 1; (K, T, H, W, C): 2); per-image operations
+	// after a clip decoder are lifted over them (see Lift).
+	Lead int `json:"lead,omitempty"`
 }
 
 // ItemSize is the byte size of one element.
@@ -302,6 +306,9 @@ func build(r *beton.Reader, f int, in Spec, ops []json.RawMessage) (*Program, er
 		op, err := mk(env, raw)
 		if err != nil {
 			return nil, fmt.Errorf("field %q, %s: %w", env.Desc.Name, head.Op, err)
+		}
+		if in.Lead > 0 && !decoders[head.Op] {
+			op = Lift(op)
 		}
 		out, err := op.Out(in)
 		if err != nil {

@@ -86,15 +86,22 @@ func check(r *beton.Reader, d *jpeg.Decoder, buf *[]byte, i uint64, f int) (err 
 	if err == nil && r.Fields[f].Type == field.Text {
 		return field.CheckText(field.ParseTextMeta(col), heap)
 	}
+	if err == nil && r.Fields[f].Type == field.Video {
+		return checkVideo(d, buf, col, heap)
+	}
 	if err != nil || r.Fields[f].Type != field.RGBImage {
 		return err
 	}
 	m := field.ParseRGBMeta(col)
-	w, h := m.Width, m.Height
 	if m.Mode != field.ModeJPEG {
 		return nil // raw: Read checked that w*h*3 bytes lie in the heap
 	}
-	jw, jh, err := d.DecodeConfig(heap)
+	return checkJPEG(d, buf, heap, m.Width, m.Height)
+}
+
+// checkJPEG decodes a w×h JPEG fully.
+func checkJPEG(d *jpeg.Decoder, buf *[]byte, data []byte, w, h int) error {
+	jw, jh, err := d.DecodeConfig(data)
 	if err != nil {
 		return err
 	}
@@ -104,6 +111,24 @@ func check(r *beton.Reader, d *jpeg.Decoder, buf *[]byte, i uint64, f int) (err 
 	if cap(*buf) < w*h*3 {
 		*buf = make([]byte, w*h*3)
 	}
-	_, _, err = d.Decode(heap, (*buf)[:w*h*3])
+	_, _, err = d.Decode(data, (*buf)[:w*h*3])
 	return err
+}
+
+// checkVideo decodes every frame of a video fully.
+func checkVideo(d *jpeg.Decoder, buf *[]byte, col, heap []byte) error {
+	m := field.ParseVideoMeta(col)
+	if err := field.CheckVideo(m); err != nil {
+		return err
+	}
+	for k := 0; k < m.Frames; k++ {
+		data, err := field.VideoFrame(heap, m.Frames, k)
+		if err == nil {
+			err = checkJPEG(d, buf, data, m.Width, m.Height)
+		}
+		if err != nil {
+			return fmt.Errorf("frame %d: %w", k, err)
+		}
+	}
+	return nil
 }

@@ -149,6 +149,7 @@ def _signatures():
         "ffcv_reader_info": (i64, [i64, out_str, err]),
         "ffcv_dataset_open": (i64, [cp, cp, err]),
         "ffcv_dataset_paths": (i64, [cp, out_str, err]),
+        "ffcv_mixture_open": (i64, [cp, out_str, err]),
         "ffcv_reader_tables": (i64, [i64, ctypes.POINTER(vp), ctypes.POINTER(u64), ctypes.POINTER(vp),
                                      ctypes.POINTER(u64), err]),
         "ffcv_file_fields": (i64, [cp, out_str, err]),
@@ -270,6 +271,13 @@ def call_json(fn, *args, context=None):
     out = ctypes.c_void_p()
     call(fn, *args, ctypes.byref(out), context=context)
     return json.loads(_take_string(out.value))
+
+
+def mixture_open(spec, context=None):
+    """(reader handle, description) of the mixture spec (a dict)."""
+    out = ctypes.c_void_p()
+    handle = call("ffcv_mixture_open", json.dumps(spec).encode(), ctypes.byref(out), context=context)
+    return handle, json.loads(_take_string(out.value))
 
 
 def close(handle):

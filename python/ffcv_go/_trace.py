@@ -13,6 +13,8 @@ a span too, on its own track. The file is valid JSON once the loader is closed (
 file cut short still loads in both viewers).
 ``trace=True`` times the stages, and each operation, for ``loader.stats`` without
 writing a file.
+For a loader of a Mixture, every sample span names its source ("source" in
+its args) and page reads go on one track per source.
 
 Timestamps are CLOCK_MONOTONIC on both sides (Go records its spans on it and
 Python's ``time.monotonic_ns`` reads it), so the tracks line up.
@@ -24,6 +26,8 @@ import threading
 import time
 import warnings
 import weakref
+
+import numpy as np
 
 from . import _lib
 
@@ -66,6 +70,7 @@ class Tracer:
         self._file = None  # written by the writer thread, then by close()
         self._named = set()  # tids whose thread_name is written
         self._pid = os.getpid()
+        self.sources = None  # a Mixture's sources (Reader.sources), set by the Loader
         self._writer = None  # _Writer, started by the first flush
         self._write_error = None
 
@@ -122,6 +127,10 @@ class Tracer:
             go["ops"] = self._op_stats(go_ops or [], plans)
         go["wait_seconds"] = self.wait_ns / 1e9
         go["waits"] = self.waits
+        if self.sources is not None:
+            for entry in [go] + go.get("epochs", []):
+                for src, s in zip(entry.get("sources") or [], self.sources):
+                    src["name"] = s["name"]
         return go
 
     def _op_stats(self, go_ops, plans):
@@ -198,20 +207,46 @@ class Tracer:
             lines.append(_event(name, cat, self._pid, tid, t, dur, args))
         n_go = 0 if go is None else len(go)
         if n_go:
-            for track in sorted(set(go["track"].tolist())):
-                tname = _TRACK_NAMES.get(track, f"go worker {track}")
-                self._name(lines, _GO_TID + track, tname)
+            source, tracks = self._sources(go)
+            for track in sorted(set(tracks.tolist())):
+                self._name(lines, _GO_TID + track, self._track_name(track))
             pid = self._pid
-            for start, dur, arg, track, stage in go.tolist():
+            for (start, dur, arg, _, stage), track, src in zip(go.tolist(), tracks.tolist(), source):
                 label = "page" if stage == 4 else "batch" if stage == 5 else "sample"
                 lines.append(f'{{"name":"{_lib.STAGES[stage]}","cat":"go","ph":"X","ts":{start / 1000:.3f},'
                              f'"dur":{dur / 1000:.3f},"pid":{pid},"tid":{_GO_TID + track},'
-                             f'"args":{{"{label}":{arg}}}}}')
+                             f'"args":{{"{label}":{arg}{src}}}}}')
         if lines:
             out.write(",\n" + ",\n".join(lines))
             out.flush()
         if record:
             self._span("write trace", "trace", t0, now(), {"go_spans": n_go, "python_spans": len(events)})
+
+    # A Mixture's page reads go on a track per source, below the Go tracks.
+    _SOURCE_PAGES = -16
+
+    def _sources(self, go):
+        """Each Go span's track, and the source its args name ('' for none):
+        a Mixture's sample spans name their sample's source, and its page
+        reads move to their source's track."""
+        tracks = go["track"].astype(np.int64)
+        if self.sources is None:
+            return [""] * len(go), tracks
+        arg, stage = go["arg"], go["stage"]
+        starts = np.array([s["start"] for s in self.sources], dtype=np.uint64)
+        pages = np.array([s["first_page"] for s in self.sources], dtype=np.uint64)
+        page = stage == _lib.STAGES.index("page_read")
+        sample = ~page & (stage != _lib.STAGES.index("batch_ops"))
+        k = np.where(page, np.searchsorted(pages, arg, side="right"), np.searchsorted(starts, arg, side="right")) - 1
+        k = np.clip(k, 0, len(self.sources) - 1)
+        tracks = np.where(page, self._SOURCE_PAGES - k, tracks)
+        names = [",\"source\":" + json.dumps(s["name"]) for s in self.sources]
+        return [names[i] if p or q else "" for i, p, q in zip(k.tolist(), page.tolist(), sample.tolist())], tracks
+
+    def _track_name(self, track):
+        if self.sources is not None and track <= self._SOURCE_PAGES:
+            return f"page reads: {self.sources[self._SOURCE_PAGES - track]['name']}"
+        return _TRACK_NAMES.get(track, f"go worker {track}")
 
     def _open(self):
         if self._file is None:

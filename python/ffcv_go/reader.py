@@ -21,6 +21,8 @@ class Reader:
     ``alloc_table`` a structured array (pointers of shards moved into one
     address space), both zero-copy views of the Go reader's tables.
     custom_handlers maps the names of custom fields to their Field classes.
+    ``sources`` is None, except for the reader of a Loader over a Mixture,
+    whose sources it reads as one dataset (see Loader.sources).
 
     Two call forms: FFCV 1.0's ``Reader(fname, custom_handlers={})`` and
     FFCV-SSL's ``Reader(path, custom_handlers={}, custom_field_mapper=None)``
@@ -48,7 +50,25 @@ class Reader:
         # Directories and globs are expanded once, by the Go core; every error
         # of the open names the file already.
         self.file_names = _lib.call_json("ffcv_dataset_paths", json.dumps(specs).encode())
-        handle = _lib.call("ffcv_dataset_open", json.dumps(self.file_names).encode(), self._custom_layouts())
+        self.sources = None
+        self._setup(_lib.call("ffcv_dataset_open", json.dumps(self.file_names).encode(), self._custom_layouts()),
+                    custom_field_mapper)
+
+    @classmethod
+    def _of_mixture(cls, mixture):
+        """The Reader of a loader.Mixture: its sources read as one dataset,
+        sample ids source by source. ``sources`` describes them: name, files,
+        start (first sample id), samples, take (samples per epoch)."""
+        self = cls.__new__(cls)
+        self.file_name = repr(mixture)
+        self.custom_handlers = {}
+        handle, info = _lib.mixture_open(mixture._spec(), context=self.file_name)
+        self.sources = info["sources"]
+        self.file_names = [f for s in self.sources for f in s["files"]]
+        self._setup(handle)
+        return self
+
+    def _setup(self, handle, custom_field_mapper=None):
         self._mapping = _Mapping(handle)
         self._handle = handle
         info = _lib.call_json("ffcv_reader_info", handle, context=self.file_name)
@@ -131,7 +151,7 @@ class Reader:
                 import torch
                 return TorchTensorField(torch.from_numpy(np.empty(0, dtype=dtype)).dtype, tuple(f["shape"] or ()))
             return NDArrayField(dtype, tuple(f["shape"] or ()))
-        if f["type_id"] in (100, 101, 102):  # their arguments say what they hold
+        if f["type_id"] in (100, 101, 102, 103):  # their arguments say what they hold
             raw = np.frombuffer(bytes.fromhex(f.get("args_hex", "")), dtype=np.uint8)
             if raw.size == 1024:
                 args = raw.view(ARG_TYPE)[0]

@@ -5,7 +5,7 @@ from typing import List
 import numpy as np
 
 from .fields import (Field, FloatField, IntField, RGBImageField, BytesField, NDArrayField, JSONField,
-                     TorchTensorField, RaggedArrayField, MaskField, TextField)
+                     TorchTensorField, RaggedArrayField, MaskField, TextField, VideoField)
 
 CURRENT_VERSION = 2
 
@@ -42,6 +42,7 @@ TYPE_ID_HANDLER = {
     100: RaggedArrayField,
     101: MaskField,
     102: TextField,
+    103: VideoField,
 }
 
 

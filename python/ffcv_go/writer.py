@@ -473,15 +473,17 @@ class _ImagePath(os.PathLike):
         return self.path
 
 
-def _get_chunk(dataset, idx):
-    return [dataset[i] for i in idx]
+def _get_chunk(dataset, idx, prepare=None):
+    if prepare is None:
+        return [dataset[i] for i in idx]
+    return [prepare(dataset[i]) for i in idx]
 
 
 def _fetch(dataset, indices, chunksize, pool, workers, portable=None):
     """Yields dataset[i] for i in indices, in order (see from_indexed_dataset
     for pool). At most 4 chunks per worker are in flight, so memory stays
-    bounded when the encoder is the slower side. Fetch processes pass items
-    through portable before sending them."""
+    bounded when the encoder is the slower side. Fetch processes and threads
+    pass items through portable (which decodes videos, for instance)."""
     if pool not in ("auto", "process", "thread", None):
         raise ValueError(f"pool {pool!r} must be 'auto', 'process', 'thread' or None")
     indices = [int(i) for i in indices]
@@ -491,7 +493,8 @@ def _fetch(dataset, indices, chunksize, pool, workers, portable=None):
         import time
         t0 = time.perf_counter()
         while start < len(indices) and start < 32 and time.perf_counter() - t0 < 0.2:
-            yield dataset[indices[start]]
+            item = dataset[indices[start]]
+            yield item if portable is None else portable(item)
             start += 1
         per_item = (time.perf_counter() - t0) / max(start, 1)
         if start == len(indices) or per_item < 1e-4 or workers < 2:
@@ -518,7 +521,7 @@ def _fetch(dataset, indices, chunksize, pool, workers, portable=None):
     ex = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ffcv_go-fetch")
     try:
         for idx in chunks:
-            pending.append(ex.submit(_get_chunk, dataset, idx))
+            pending.append(ex.submit(_get_chunk, dataset, idx, portable))
             if len(pending) >= depth:
                 yield from pending.popleft().result()
         while pending:

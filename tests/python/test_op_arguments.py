@@ -107,6 +107,12 @@ BAD = [
     (D.TokenDecoder, dict(context_length=0), "context_length"),
     (D.TokenDecoder, dict(sot=-3), "sot"),
     (D.CaptionDecoder, dict(max_bytes=-1), "max_bytes"),
+    (D.RandomClipDecoder, dict(num_frames=0), "num_frames"),
+    (D.RandomClipDecoder, dict(num_frames=4, stride=0), "stride"),
+    (D.RandomClipDecoder, dict(num_frames=4, short="wrap"), "short"),
+    (D.RandomClipDecoder, dict(num_frames=4, fps=-5.0), "fps"),
+    (D.ClipDecoder, dict(num_frames=4, num_clips=0), "num_clips"),
+    (D.ClipDecoder, dict(num_frames=4, geometry=D.CenterCropRGBImageDecoder((8, 8)), short="cut"), "short"),
 ]
 
 
@@ -125,8 +131,8 @@ def test_bad_argument_fails_at_construction(cls, args, arg):
 # Classes that take no argument Go checks: markers and tensor-level ops,
 # decoders without arguments, and the ones whose arguments are all indices
 # or ids.
-NOTHING_TO_CHECK = {"ToTensor", "ToDevice", "ToTorchImage", "Convert", "View", "Squeeze", "ModuleWrapper",
-                    "MixupToOneHot", "ReplaceLabel", "PadRGBImageDecoder", "IntDecoder", "FloatDecoder",
+NOTHING_TO_CHECK = {"ToTensor", "ToDevice", "ToTorchImage", "ToTorchVideo", "Convert", "View", "Squeeze",
+                    "ModuleWrapper", "MixupToOneHot", "ReplaceLabel", "PadRGBImageDecoder", "IntDecoder", "FloatDecoder",
                     "NDArrayDecoder", "BytesDecoder", "SimpleRGBImageDecoder", "ResizedCropRGBImageDecoder"}
 
 

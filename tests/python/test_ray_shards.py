@@ -219,3 +219,23 @@ def test_image_folder_through_ray(tmp_path, photo_folder, image):
         assert digest(p) == digest(ref), f"shard {k}"
     labels = np.concatenate([Reader(p).metadata["f1"] for p in paths])
     assert labels.tolist() == [s[1] for s in folder.samples] and len(set(labels.tolist())) == 3
+
+
+def test_ray_shards_as_a_mixture_source(tmp_path):
+    """A directory of shards Ray wrote is one Source of a Mixture beside a
+    file written on this machine: each gives its share of every epoch."""
+    from ffcv_go.loader import Mixture, Source
+    items = rows(30)
+    ray_dir = tmp_path / "ray"
+    write_shards(ray.data.from_items(items, override_num_blocks=3), fields(), ray_dir, rows_per_shard=8,
+                 page_size=2 * MiB, num_workers=2)
+    local = one_machine(tmp_path / "local.beton", [dict(r, label=1000 + i) for i, r in enumerate(rows(12))], fields())
+    loader = Loader(Mixture([Source(str(ray_dir), proportion=0.5, name="ray"), Source(str(local), proportion=0.5)],
+                            epoch_size=40),
+                    batch_size=8, num_workers=2, order=OrderOption.RANDOM, seed=1, drop_last=False,
+                    pipelines={"image": None, "blob": None, "score": None, "vec": None,
+                               "label": [IntDecoder(), ToTensor()]})
+    assert [s["files"] for s in loader.sources][0] == [str(ray_dir / shard_name(k)) for k in range(4)]
+    labels = ids(collect(loader), 0)
+    assert (labels < 1000).sum() == 20 and (labels >= 1000).sum() == 20
+    assert set(labels[labels < 1000].tolist()) <= {x["label"] for x in items}

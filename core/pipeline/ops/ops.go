@@ -8,6 +8,7 @@ package ops
 
 import (
 	_ "github.com/ffcv-go/ffcv-go/core/pipeline/basic"     // int, float, ndarray, bytes
+	_ "github.com/ffcv-go/ffcv-go/core/pipeline/clip"      // VideoField's clip decoders
 	_ "github.com/ffcv-go/ffcv-go/core/pipeline/policy"    // RandAugment, TrivialAugmentWide, AutoAugment, AugMix
 	_ "github.com/ffcv-go/ffcv-go/core/pipeline/rgb"       // RGBImageField's decoders and crops
 	_ "github.com/ffcv-go/ffcv-go/core/pipeline/ssl"       // FFCV-SSL's jitter, blur, rotation, erasing

@@ -8,6 +8,8 @@ from .rgb_image import RGBImageField
 from .ragged import RaggedArrayField
 from .mask import MaskField
 from .text import TextField
+from .video import VideoField, Frames
 
 __all__ = ["Field", "IntField", "FloatField", "BytesField", "NDArrayField", "TorchTensorField",
-           "JSONField", "RGBImageField", "RaggedArrayField", "MaskField", "TextField"]
+           "JSONField", "RGBImageField", "RaggedArrayField", "MaskField", "TextField",
+           "VideoField", "Frames"]

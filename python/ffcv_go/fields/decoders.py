@@ -9,8 +9,9 @@ from .rgb_image import (SimpleRGBImageDecoder, ResizedCropRGBImageDecoder, Rando
 from .ragged import RaggedDecoder
 from .mask import MaskDecoder
 from .text import TokenDecoder, CaptionDecoder, Tokens
+from .video_decoders import RandomClipDecoder, ClipDecoder
 
 __all__ = ["IntDecoder", "FloatDecoder", "NDArrayDecoder", "BytesDecoder", "SimpleRGBImageDecoder",
            "ResizedCropRGBImageDecoder", "RandomResizedCropRGBImageDecoder", "CenterCropRGBImageDecoder",
            "PadRGBImageDecoder", "ResizePadRGBImageDecoder", "RaggedDecoder", "MaskDecoder", "TokenDecoder",
-           "CaptionDecoder", "Tokens"]
+           "CaptionDecoder", "Tokens", "RandomClipDecoder", "ClipDecoder"]

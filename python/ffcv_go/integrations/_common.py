@@ -5,7 +5,7 @@ import copy
 import math
 import os
 
-from ..loader import Loader, OrderOption
+from ..loader import Loader, Mixture, OrderOption
 
 
 def require_torch(framework, floor):
@@ -101,7 +101,7 @@ class _LazyEpoch:
 
 def build_loader(path, batch_size, *, rank=0, world_size=1, distributed=None, train=True, pipelines=None,
                  order=None, seed=None, drop_last=None, loader_cls=Loader, **loader_kwargs):
-    """An ffcv_go.Loader over path for the given rank of world_size.
+    """An ffcv_go.Loader over path (or a Mixture) for the given rank of world_size.
 
     distributed=None means ``world_size > 1``. Defaults follow the usual
     train/eval split: train -> RANDOM order, drop_last=True; eval ->
@@ -123,13 +123,15 @@ def build_loader(path, batch_size, *, rank=0, world_size=1, distributed=None, tr
         seed = 0
     kwargs = dict(loader_kwargs, order=order, seed=seed, drop_last=drop_last, distributed=distributed,
                   pipelines=copy.deepcopy(pipelines) if pipelines is not None else {})
+    if not isinstance(path, Mixture):
+        path = os.fspath(path)
     if distributed:
         with _rank_env(rank, world_size):
-            loader = loader_cls(os.fspath(path), batch_size, **kwargs)
+            loader = loader_cls(path, batch_size, **kwargs)
         if (loader.rank, loader.world_size) != (rank, world_size):
             raise RuntimeError(f"Loader took rank/world {loader.rank}/{loader.world_size}, expected {rank}/{world_size}")
         return loader
-    return loader_cls(os.fspath(path), batch_size, **kwargs)
+    return loader_cls(path, batch_size, **kwargs)
 
 
 def _num_indices(loader):

@@ -41,6 +41,8 @@ class Resume:
             epoch, batch, rest = epoch + 1, 0, None
         state = {"epoch": epoch, "batch": batch, "seed": loader.seed, "world": loader.world_size,
                  "batch_size": loader.batch_size}
+        if loader.mixture is not None:
+            state["mixture"] = mixture_key(loader)
         kind = order_kind(loader)
         if rest is not None:
             stage = dict(_stage(loader, 0), layout="rest", batches=batch)
@@ -57,6 +59,7 @@ class Resume:
         """See Loader.load_state_dict."""
         if int(state.get("seed", loader.seed)) != loader.seed:
             raise ValueError(f"state was saved with seed {state['seed']}, this loader has seed {loader.seed}")
+        _check_mixture(loader, state)
         epoch, batch = int(state["epoch"]), int(state["batch"])
         self.rest = None
         loader._current = None
@@ -126,13 +129,43 @@ class Resume:
         loader.next_epoch, loader._resume_batch = epoch, 0
 
 
+def mixture_key(loader):
+    """What identifies a Mixture's epochs in a state: per source its name,
+    samples and samples per epoch."""
+    return [[s["name"], s["samples"], s["take"]] for s in loader.reader.sources]
+
+
+def _check_mixture(loader, state):
+    """Refuses a state saved by a loader of another mixture (or of one
+    dataset for a mixture's loader, and the reverse), naming the difference."""
+    saved = state.get("mixture")
+    if loader.mixture is None:
+        if saved is not None:
+            raise ValueError(f"state was saved by a loader of a Mixture of {len(saved)} sources; this loader reads "
+                             f"one dataset ({loader.fname})")
+        return
+    if saved is None:
+        if "elastic" in state:  # a loader's own state, not a hand-made position
+            raise ValueError(f"state was saved by a loader of one dataset; this loader reads {loader.fname}")
+        return
+    mine = mixture_key(loader)
+    if len(saved) != len(mine):
+        raise ValueError(f"state was saved by a loader of a Mixture of {len(saved)} sources; this one has "
+                         f"{len(mine)}: {loader.fname}")
+    for k, (a, b) in enumerate(zip(saved, mine)):
+        if list(a) != b:
+            raise ValueError(f"state was saved from another mixture: its source {k} was {a[0]!r} with {a[1]} samples, "
+                             f"{a[2]} per epoch; this loader's is {b[0]!r} with {b[1]} samples, {b[2]} per epoch")
+
+
 def order_kind(loader):
     """The name of the loader's global order, None for a custom order.
-    Distributed RANDOM draws torch's permutation, one process numpy's."""
+    Distributed RANDOM draws torch's permutation, one process numpy's (a
+    Mixture's, Go's own)."""
     cls = loader._order_cls
     if not hasattr(cls, "_go_name"):
         return None
-    if cls is Random and loader.distributed:
+    if cls is Random and loader.distributed and loader.mixture is None:
         return "random_torch"
     return cls._go_name
 

@@ -24,6 +24,7 @@ from ..detection import _link_targets
 from ._builds import _Build, _Builds
 from ._elastic import Resume
 from .epoch_iterator import EpochIterator, iterating_threads
+from .mixture import Mixture
 
 
 class OrderOption(enum.Enum):
@@ -79,8 +80,8 @@ def _dist_info(distributed):
 
 
 class Loader:
-    """Iterates over a .beton file (or shards read as one: see Reader) in
-    batches of torch tensors.
+    """Iterates over a .beton file (or shards read as one: see Reader), or a
+    :class:`Mixture` of datasets by weight, in batches of torch tensors.
 
     Two call forms, FFCV 1.0's and FFCV-SSL's, with the same arguments and
     semantics as theirs; every ``iter()`` starts the next epoch::
@@ -116,8 +117,14 @@ class Loader:
     def _init(self, fname, batch_size, num_workers, os_cache, order, distributed, seed, indices, pipelines,
               custom_fields, drop_last, batches_ahead, recompile, order_kwargs, on_error, max_resident_pages,
               max_batch_memory, trace, custom_field_mapper):
-        # A file, a directory or glob of shards, or a list of these (see Reader).
-        self.fname = [os.fspath(p) for p in fname] if isinstance(fname, (list, tuple)) else os.fspath(fname)
+        # A file, a directory or glob of shards, or a list of these (see Reader);
+        # or a Mixture of such datasets.
+        self.mixture = fname if isinstance(fname, Mixture) else None
+        if self.mixture is not None:
+            self.fname = repr(fname)
+            _check_mixture_args(indices, custom_fields, order)
+        else:
+            self.fname = [os.fspath(p) for p in fname] if isinstance(fname, (list, tuple)) else os.fspath(fname)
         self.path = self.fname  # FFCV-SSL's name
         if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
             raise ValueError(f"batch_size {batch_size!r} must be a positive integer")
@@ -143,7 +150,11 @@ class Loader:
         self.rank, self.world_size = _dist_info(self.distributed)
 
         self._tracer = Tracer(trace)
-        self.reader = Reader(self.fname, custom_handlers=self.custom_fields)
+        if self.mixture is not None:
+            self.reader = Reader._of_mixture(self.mixture)
+            self._tracer.sources = self.reader.sources
+        else:
+            self.reader = Reader(self.fname, custom_handlers=self.custom_fields)
         if not self.reader._info["mapped"]:
             # s3:// and http(s):// files have no OS page cache to lean on: their
             # pages always go through the process cache (os_cache=True, FFCV's
@@ -179,6 +190,7 @@ class Loader:
             order_cls(self, **self.order_kwargs)
 
         self._outputs, self._field_names = self._plan_outputs(pipelines)
+        self._by_source = self._source_pipelines()
         # Builds still in use; closed with the loader, at close() or when the
         # loader is collected or the interpreter exits (then no new one starts).
         self._builds = _Builds()
@@ -194,8 +206,24 @@ class Loader:
         self._resume = Resume()
 
     @property
+    def sources(self):
+        """A Mixture's sources as opened, or None for one dataset: per source,
+        ``name``, ``files``, ``first_sample`` (sample ids number the sources one
+        after the other), ``samples``, ``per_epoch`` (the exact number every
+        epoch takes, over all ranks), ``repeat`` (per_epoch / samples) and
+        ``proportion`` (its share of the epoch)."""
+        if self.mixture is None:
+            return None
+        total = sum(s["take"] for s in self.reader.sources)
+        return [{"name": s["name"], "files": list(s["files"]), "first_sample": s["start"], "samples": s["samples"],
+                 "per_epoch": s["take"], "repeat": s["take"] / s["samples"], "proportion": s["take"] / total}
+                for s in self.reader.sources]
+
+    @property
     def indices(self):
-        """The samples this loader draws from (built on first use for huge files)."""
+        """The samples this loader draws from (built on first use for huge
+        files; for a Mixture every sample of its sources, which its epochs take
+        from by weight)."""
         if self._indices is None:
             self._indices = np.arange(self.reader.num_samples, dtype=np.uint64)
         return self._indices
@@ -259,6 +287,59 @@ class Loader:
                                  f"(fields: {', '.join(names)})")
         return outputs, names
 
+    def _source_pipelines(self):
+        """{output index: [ops or None per source]} of the Sources' own
+        pipelines, checked against the rule (see Source): for a field that
+        comes out once, with no targets following it."""
+        if self.mixture is None or not any(s.pipelines for s in self.mixture.sources):
+            return {}
+        out = {}
+        for k, src in enumerate(self.mixture.sources):
+            for name, ops in src.pipelines.items():
+                if name not in self.reader.field_names:
+                    raise ValueError(f"Source {src.name!r}: pipelines names {name!r}, which is not a field of the "
+                                     f"mixture (fields: {', '.join(self.reader.field_names)})")
+                fidx = self.reader.field_names.index(name)
+                readers = [i for i, o in enumerate(self._outputs) if o[0] == fidx]
+                own = [i for i in readers if self._outputs[i][1] == name]
+                if not own:
+                    raise ValueError(f"Source {src.name!r}: a pipeline of {name!r}, which the loader leaves out")
+                if len(readers) > 1:
+                    raise ValueError(f"Source {src.name!r}: a pipeline of {name!r}, which other outputs (views) "
+                                     f"read too: a field with views has one pipeline for every source")
+                out.setdefault(own[0], [None] * len(self.mixture.sources))[k] = list(ops)
+        targets = [n for i, n, _, _ in self._outputs
+                   if type(self.reader.handlers[self.reader.field_names[i]]).__name__ in ("RaggedArrayField", "MaskField")]
+        if out and targets:
+            raise ValueError(f"pipelines by source with target outputs ({', '.join(targets)}): targets follow one "
+                             f"pipeline of their image")
+        return out
+
+    def _plan_sources(self, plans, metadata, recompile):
+        """Plans the Sources' own pipelines beside the loader's: only their
+        per-sample built-in part differs (it runs in Go on the source's
+        samples); what follows it, if written, must be the loader's."""
+        for i, per_source in self._by_source.items():
+            main = plans[i]
+            fidx, name = main.field, main.name
+            field = self.reader.handlers[name]
+            if main.go_ops is None:
+                raise ValueError(f"output {name!r}: pipelines by source need a built-in decoder")
+            tail = [type(getattr(st, "op", st)) for st in main.steps]
+            main.source_ops = []
+            for src, ops in zip(self.mixture.sources, per_source):
+                if ops is None:
+                    main.source_ops.append(None)
+                    continue
+                plan = plan_output(fidx, name, self._with_decoder(name, ops), field, metadata[f"f{fidx}"],
+                                   lambda: self._memory_read, self._stage_maker(metadata[f"f{fidx}"], recompile))
+                after = [type(getattr(st, "op", st)) for st in plan.steps]
+                if plan.go_ops is None or (after and after != tail):
+                    raise ValueError(f"Source {src.name!r}: its pipeline of {name!r} may change the built-in "
+                                     f"per-sample operations only; what follows them (ToTensor, ToDevice, Python "
+                                     f"operations) is the loader's pipeline's: {[t.__name__ for t in tail]}")
+                main.source_ops.append(plan.go_ops)
+
     def _with_decoder(self, name, ops):
         field = self.reader.handlers[name]
         if ops is None:
@@ -286,7 +367,8 @@ class Loader:
             plans.append(plan_output(fidx, name, ops, field, metadata[f"f{fidx}"], lambda: self._memory_read,
                                      self._stage_maker(metadata[f"f{fidx}"], recompile), view=view))
         _link_targets(self._outputs, plans, self.reader)
-        signature = json.dumps([p.go_signature() for p in plans])
+        self._plan_sources(plans, metadata, recompile)
+        signature = json.dumps([[p.go_signature(), getattr(p, "source_ops", None)] for p in plans])
         old = self._build
         if old is not None and old.signature == signature and not recompile:
             old.adopt(plans)  # same Go programs: only the Python stages are new
@@ -363,7 +445,7 @@ class Loader:
             order = rest["ids"]  # this rank's part of what the saving run left
         elif not hasattr(self._order_cls, "_go_name"):
             order = np.asarray(self.traversal_order.sample_order(epoch), dtype=np.uint64)
-        elif self._order_cls is Random and self.distributed:
+        elif self._order_cls is Random and self.distributed and self.mixture is None:
             order, per_rank = self.traversal_order._torch_order(epoch), 0
         it = EpochIterator(self, self._build_epoch(recompile=self.recompile), epoch, start, order, per_rank,
                            elastic=rest)
@@ -397,6 +479,9 @@ class Loader:
         return len(self) - self._resume_batch if rest is None else rest["length"]
 
     def _num_indices(self):
+        """The samples of an epoch over all ranks."""
+        if self.mixture is not None:
+            return sum(s["take"] for s in self.reader.sources)
         return int(self.reader.num_samples) if self._indices is None else int(self._indices.size)
 
     @property
@@ -405,6 +490,11 @@ class Loader:
         for s3:// and http(s):// files requests, bytes_fetched, retries and
         peak_in_flight since the file was opened; and epochs, one entry per
         finished epoch: {epoch, pages_read, requests, bytes_fetched, retries}.
+        For a Mixture, ``sources`` (over the finished epochs) and each epoch's
+        ``sources``: per source {name, samples (handed out on this rank),
+        pages_read, bytes_read, read_ns, requests, bytes_fetched, retries}, where
+        bytes_read / read_ns is the rate of one page read from the source's
+        storage (the process cache's reads, timed).
         With ``trace``: stages, the workers' time in each stage, and ops, each
         operation's time ({output, op, go_op, where: "go" or "python",
         seconds, count: samples}). Always: wait_seconds and waits, the
@@ -413,6 +503,9 @@ class Loader:
 
     def filter(self, field_name, condition):
         """A new Loader over the samples whose decoded field_name satisfies condition."""
+        if self.mixture is not None:
+            raise ValueError("filter() selects samples of one dataset by their indices; a Mixture takes its "
+                             "sources' samples by weight: filter each source's dataset instead")
         if field_name not in self.reader.field_names:
             raise ValueError(f"no field {field_name!r} in {self.fname}")
         pipes = {n: None for n in self.reader.field_names if n != field_name}
@@ -443,6 +536,20 @@ class Loader:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _check_mixture_args(indices, custom_fields, order):
+    """What a Loader over a Mixture does not take, refused with the reason."""
+    if indices is not None:
+        raise ValueError("indices select samples of one dataset; a Mixture takes its sources' samples by their "
+                         "weights (Source(choose=...) takes a number of a source's samples)")
+    if custom_fields:
+        raise ValueError("custom_fields: a Mixture joins its sources' files into one dataset, which custom fields "
+                         "(their heap pointers known only to their handler) do not allow")
+    cls = order.value if isinstance(order, OrderOption) else order
+    if isinstance(cls, type) and issubclass(cls, TraversalOrder) and not hasattr(cls, "_go_name"):
+        raise ValueError(f"order {order!r}: a Mixture's epochs are drawn from its weights by the built-in orders "
+                         f"(OrderOption.RANDOM, QUASI_RANDOM or SEQUENTIAL), not by a custom TraversalOrder")
 
 
 def _ffcv_form(fname, batch_size, num_workers=-1, os_cache=DEFAULT_OS_CACHE, order=OrderOption.SEQUENTIAL,

@@ -98,15 +98,18 @@ class Pipeline:
 class GoTail:
     """Built-in operations run by Go on a batch a Python stage produced."""
 
-    def __init__(self, field, in_state):
+    def __init__(self, field, in_state, lead=0):
         self.field, self.in_state, self.ops = field, in_state, []
+        self.lead = lead  # leading clip dims of in_state: Go lifts per-image ops over them
         self.handle = None  # set by the loader's build: ffcv_loader_tail
         self.out_shape = self.out_dtype = None
 
     def spec(self):
         st = self.in_state
-        return {"field": self.field, "in": {"shape": list(st.shape), "dtype": np.dtype(st.dtype).str},
-                "ops": self.ops}
+        inp = {"shape": list(st.shape), "dtype": np.dtype(st.dtype).str}
+        if self.lead:
+            inp["lead"] = self.lead
+        return {"field": self.field, "in": inp, "ops": self.ops}
 
 
 class PyStage:
@@ -231,6 +234,7 @@ def _plan(field_index, name, ops, field, metadata, memory_read, compiled_stage, 
     segment = None            # the Go op list being filled: go_ops or a tail's ops
     key = 0
     chw = False  # batches are (B, C, H, W) views: Go ops, which need (H, W, C), cannot follow
+    lead = ()  # a clip decoder's leading dims (T,) or (K, T): per-image ops are lifted over its frames
     for index, op in enumerate(ops):
         op.accept_field(field)
         # Only code run in Python reads memory itself: custom operations, and
@@ -246,7 +250,7 @@ def _plan(field_index, name, ops, field, metadata, memory_read, compiled_stage, 
             markers.append((index, op))
             state = op.declare_state_and_memory(state)[0]
             continue
-        spec = op._go_spec(_as_go_input(go_state)) if op._builtin and not chw else None
+        spec = op._go_spec(_as_go_input(_frame_state(go_state, lead))) if op._builtin and not chw else None
         if spec is not None:
             if segment is None or (segment and _is_batch_spec(segment[-1]) and not getattr(op, "_batch", False)):
                 if index == 0:
@@ -255,7 +259,8 @@ def _plan(field_index, name, ops, field, metadata, memory_read, compiled_stage, 
                     if go_state.shape is None:
                         raise ValueError(f"{name!r}: {type(op).__name__} (operation {index}) follows a "
                                          f"stage that declares no shape")
-                    tail = GoTail(field_index, _as_go_input(go_state))
+                    lifted = _frame_state(go_state, lead) is not go_state
+                    tail = GoTail(field_index, _as_go_input(go_state), len(lead) if lifted else 0)
                     tail.after = f"{name!r}, operation {index - 1} ({type(ops[index - 1]).__name__})"
                     plan.steps.append(tail)
                     segment = tail.ops
@@ -264,7 +269,9 @@ def _plan(field_index, name, ops, field, metadata, memory_read, compiled_stage, 
             segment.append(spec)
             if segment is plan.go_ops:
                 plan.go_names.append(type(op).__name__)
-            go_state = op.declare_state_and_memory(go_state)[0]
+            if index == 0 and getattr(op, "_clip", False):
+                lead = tuple(op.declare_state_and_memory(go_state)[0].shape[:-3])
+            go_state = _lifted_state(op, go_state, lead)
             state = go_state
             for _, m in markers:
                 state = m.declare_state_and_memory(state)[0]
@@ -309,6 +316,25 @@ def _as_go_input(state):
     except TypeError:
         return state
     return State(jit_mode=True, device=torch.device("cpu"), shape=state.shape, dtype=dt)
+
+
+def _frame_state(state, lead):
+    """The state of one frame of a clip batch (lead: the clip decoder's
+    leading dims), or state itself when it is not one."""
+    if not lead or state.shape is None or len(state.shape) != len(lead) + 3:
+        return state
+    return State(jit_mode=state.jit_mode, device=state.device, shape=tuple(state.shape[len(lead):]), dtype=state.dtype)
+
+
+def _lifted_state(op, state, lead):
+    """op's output state; a per-image op after a clip decoder is declared on
+    one frame and applies to every frame (the Go program lifts it the same
+    way, drawing once per clip)."""
+    frame = _frame_state(state, lead)
+    out = op.declare_state_and_memory(frame)[0]
+    if frame is state or out.shape is None:
+        return out
+    return State(jit_mode=out.jit_mode, device=out.device, shape=(*lead, *out.shape), dtype=out.dtype)
 
 
 def _is_batch_spec(spec):

@@ -9,6 +9,7 @@ from .ssl import (RandomColorJitter, GaussianBlur, RandomErasing, Rotate, Center
                   LabelGrayscale, LabelSolarization, LabelGaussianBlur, LabelRotate, LabelTranslate,
                   LabelRandomHorizontalFlip)
 from .auto_augment import RandAugment, TrivialAugmentWide, AutoAugment, AugMix, AugmentOp
+from .video import ToTorchVideo
 
 __all__ = ["ToTensor", "ToDevice", "ToTorchImage", "Convert", "View", "Squeeze", "ModuleWrapper",
            "RandomHorizontalFlip", "RandomVerticalFlip", "RandomTranslate", "Cutout", "RandomBrightness",
@@ -18,7 +19,7 @@ __all__ = ["ToTensor", "ToDevice", "ToTorchImage", "Convert", "View", "Squeeze",
            "RandomColorJitter", "GaussianBlur", "RandomErasing", "Rotate", "CenterCrop", "CornerCrop",
            "LabelColorJitter", "LabelGrayscale", "LabelSolarization", "LabelGaussianBlur", "LabelRotate",
            "LabelTranslate", "LabelRandomHorizontalFlip", "LabelRandomResizedCrop", "PadRGBImageDecoder",
-           "RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AugmentOp"]
+           "RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AugmentOp", "ToTorchVideo"]
 
 
 def __getattr__(name):

@@ -1,0 +1,256 @@
+// Package clip holds the decoders of VideoField: which stored frames make a
+// sample's clip (a random start per sample and epoch, or evenly spaced
+// clips), and one image decoder's geometry -- random resized crop, centre
+// crop, resize-pad, with a fused flip -- drawn once per clip and applied to
+// every frame, each frame region-decoded by that image decoder itself.
+package clip
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/jpeg"
+	"github.com/ffcv-go/ffcv-go/core/pipeline"
+	"github.com/ffcv-go/ffcv-go/core/trace"
+)
+
+func init() {
+	pipeline.RegisterDecoder("clip_random", newDecoder(true))
+	pipeline.RegisterDecoder("clip_eval", newDecoder(false))
+}
+
+// The image decoders a clip's frames may go through; "rgb_simple" (whole
+// frames) is done here, the others by the registered decoder itself.
+var geometries = map[string]bool{"rgb_simple": true, "rgb_rrc": true, "rgb_center": true, "rgb_resize_pad": true}
+
+// decoder decodes clips of a Video field: Out (T, H, W, 3), or (K, T, H,
+// W, 3) for K evaluation clips.
+type decoder struct {
+	random   bool
+	sampling Sampling // Step is the stride; with fps > 0 it is set per video
+	fps      float64
+	clips    int
+	// frame is the image decoder run on each frame with the clip's key (so
+	// the same draw for every frame); nil for whole frames of size w×h.
+	frame      pipeline.Op
+	frameHead  pipeline.Head
+	w, h       int
+	frameBytes int
+}
+
+func newDecoder(random bool) pipeline.Factory {
+	return func(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
+		var a struct {
+			NumFrames int             `json:"num_frames"`
+			Stride    int             `json:"stride"`
+			FPS       float64         `json:"fps"`
+			Short     string          `json:"short"`
+			NumClips  int             `json:"num_clips"`
+			Geometry  json.RawMessage `json:"geometry"`
+		}
+		if err := pipeline.Parse(raw, &a); err != nil {
+			return nil, err
+		}
+		if a.NumFrames < 1 {
+			return nil, fmt.Errorf("num_frames %d must be at least 1", a.NumFrames)
+		}
+		if (a.Stride > 0) == (a.FPS > 0) {
+			return nil, fmt.Errorf("give a stride >= 1 or an fps > 0 (stride %d, fps %g)", a.Stride, a.FPS)
+		}
+		short, err := ParseShort(a.Short)
+		if err != nil {
+			return nil, err
+		}
+		d := &decoder{random: random, fps: a.FPS, clips: 1,
+			sampling: Sampling{Frames: a.NumFrames, Step: float64(a.Stride), Short: short}}
+		if !random {
+			if a.NumClips < 1 {
+				return nil, fmt.Errorf("num_clips %d must be at least 1", a.NumClips)
+			}
+			d.clips = a.NumClips
+		} else if a.NumClips != 0 {
+			return nil, fmt.Errorf("num_clips is the evaluation decoder's")
+		}
+		if err := checkGeometry(a.Geometry); err != nil {
+			return nil, fmt.Errorf("geometry: %w", err)
+		}
+		if err := pipeline.NeedType(env, field.Video); err != nil {
+			if errors.Is(err, pipeline.ErrNoFile) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: a clip decoder reads a VideoField", err)
+		}
+		if err := d.geometry(env, a.Geometry); err != nil {
+			return nil, fmt.Errorf("geometry: %w", err)
+		}
+		return d, nil
+	}
+}
+
+// checkGeometry checks the image decoder of each frame and its arguments,
+// without the file (pipeline.Check).
+func checkGeometry(raw json.RawMessage) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	head, err := pipeline.ParseHead(raw)
+	if err != nil {
+		return err
+	}
+	if !geometries[head.Op] {
+		return fmt.Errorf("%q is not an image decoder a clip's frames can go through", head.Op)
+	}
+	if err := pipeline.Check(raw); err != nil {
+		return fmt.Errorf("%s: %w", head.Op, err)
+	}
+	return nil
+}
+
+// geometry builds the image decoder of each frame (checkGeometry has
+// checked it), as Build would for an RGBImage field, or checks that whole
+// frames have one size.
+func (d *decoder) geometry(env pipeline.Env, raw json.RawMessage) error {
+	if len(raw) == 0 {
+		raw = json.RawMessage(`{"op": "rgb_simple"}`)
+	}
+	head, err := pipeline.ParseHead(raw)
+	if err != nil {
+		return err
+	}
+	d.frameHead = head
+	if head.Op == "rgb_simple" {
+		for i := uint64(0); i < env.Reader.NumSamples(); i++ {
+			col, err := env.Reader.Column(i, env.Field)
+			if err != nil {
+				return err
+			}
+			m := field.ParseVideoMeta(col)
+			if i == 0 {
+				d.w, d.h = m.Width, m.Height
+			} else if m.Width != d.w || m.Height != d.h {
+				return fmt.Errorf("videos have different frame sizes (%dx%d, then %dx%d at sample %d): "+
+					"give a crop geometry", d.w, d.h, m.Width, m.Height, i)
+			}
+		}
+	} else {
+		img := env
+		img.Desc = field.Desc{Type: field.RGBImage, Name: env.Desc.Name}
+		if d.frame, err = pipeline.New(img, raw); err != nil {
+			return fmt.Errorf("%s: %w", head.Op, err)
+		}
+		out, err := d.frame.Out(pipeline.Spec{})
+		if err != nil {
+			return fmt.Errorf("%s: %w", head.Op, err)
+		}
+		d.h, d.w = out.Shape[0], out.Shape[1]
+	}
+	d.frameBytes = d.w * d.h * 3
+	return nil
+}
+
+func (d *decoder) Out(pipeline.Spec) (pipeline.Spec, error) {
+	s := pipeline.Spec{Shape: []int{d.sampling.Frames, d.h, d.w, 3}, DType: "|u1", Lead: 1}
+	if !d.random && d.clips > 1 {
+		s.Shape, s.Lead = append([]int{d.clips}, s.Shape...), 2
+	}
+	return s, nil
+}
+
+// Fuse lets the frames' image decoder take the flip after the clip
+// decoder (lifted over the frames), as it takes one after itself.
+func (d *decoder) Fuse(next pipeline.Op, key int) bool {
+	if l, ok := next.(*pipeline.Lifted); ok {
+		next = l.Frame()
+	}
+	f, ok := d.frame.(pipeline.Fuser)
+	return ok && f.Fuse(next, key)
+}
+
+// StartKey is the randomness key of a clip's start, apart from the key of
+// its geometry (the decoder's own, which the frames' image decoder draws
+// under, so a seed pairs it with the Label ops as for images).
+func StartKey(key int) int {
+	z := uint64(key) + 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return int(z ^ (z >> 31))
+}
+
+func (d *decoder) Run(c *pipeline.Ctx, key int, _, out []byte) error {
+	m := field.ParseVideoMeta(c.Col)
+	if err := field.CheckVideo(m); err != nil {
+		return err
+	}
+	s := d.sampling
+	if d.fps > 0 {
+		if m.FPS <= 0 {
+			return fmt.Errorf("%w: the video has no stored frame rate to sample at %g fps: use a stride", field.ErrData, d.fps)
+		}
+		s.Step = m.FPS / d.fps
+	}
+	if d.frame == nil && (m.Width != d.w || m.Height != d.h) {
+		return fmt.Errorf("%w: frames are %dx%d, expected %dx%d", field.ErrData, m.Width, m.Height, d.w, d.h)
+	}
+	frameKey := d.frameHead.KeyAt(key)
+	col, heap := c.Col, c.Heap
+	defer func() { c.Col, c.Heap = col, heap }()
+	// Each frame goes to the image decoder as an RGBImage JPEG of its size.
+	rgb := make([]byte, 13)
+	rgb[field.RGBModeOff] = field.ModeJPEG
+	binary.LittleEndian.PutUint16(rgb[field.RGBWidthOff:], uint16(m.Width))
+	binary.LittleEndian.PutUint16(rgb[field.RGBHeightOff:], uint16(m.Height))
+	idx := make([]int, s.Frames)
+	clipBytes := s.Frames * d.frameBytes
+	for j := 0; j < d.clips; j++ {
+		start := s.EvenStart(m.Frames, j, d.clips)
+		if d.random {
+			start = s.RandomStart(c.Rand(StartKey(key)), m.Frames)
+		}
+		s.Indices(idx, m.Frames, start)
+		for k, i := range idx {
+			dst := out[j*clipBytes+k*d.frameBytes : j*clipBytes+(k+1)*d.frameBytes]
+			switch {
+			case i < 0:
+				clear(dst)
+			case k > 0 && i == idx[k-1]: // a frame again (repeat, up-sampling): same pixels
+				copy(dst, out[j*clipBytes+(k-1)*d.frameBytes:])
+			default:
+				if err := d.decodeFrame(c, frameKey, rgb, heap, m, i, dst); err != nil {
+					return fmt.Errorf("frame %d of %d: %w", i, m.Frames, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// decodeFrame decodes stored frame i of the video into dst: through the
+// image decoder (its region decode of the JPEG, under key), or whole.
+func (d *decoder) decodeFrame(c *pipeline.Ctx, key int, rgb, heap []byte, m field.VideoMeta, i int, dst []byte) error {
+	data, err := field.VideoFrame(heap, m.Frames, i)
+	if err != nil {
+		return err
+	}
+	if d.frame != nil {
+		c.Col, c.Heap = rgb, data
+		return d.frame.Run(c, key, nil, dst)
+	}
+	dec := c.State("clip.jpeg", func() any { return jpeg.NewDecoder() }).(*jpeg.Decoder)
+	dec.SetTimed(c.Times != nil)
+	w, h, err := dec.Decode(data, dst)
+	if err != nil {
+		return fmt.Errorf("%w: %v", field.ErrData, err)
+	}
+	if c.Times != nil {
+		tm := dec.LastTiming()
+		c.Times[trace.Read] += tm.Copy
+		c.Times[trace.Entropy] += tm.Entropy
+	}
+	if w != m.Width || h != m.Height {
+		return fmt.Errorf("%w: JPEG is %dx%d, the metadata says %dx%d", field.ErrData, w, h, m.Width, m.Height)
+	}
+	return nil
+}
