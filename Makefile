@@ -328,8 +328,10 @@ bench-ray: deps venv build
 
 # Three sources weighted 0.6 / 0.3 / 0.1 (one over HTTP on 127.0.0.1) in one
 # Loader: against one .beton of the same photos, and against MosaicML
-# Streaming and litdata with the same weights. The peers live in a venv of
-# their own (Streaming pins numpy < 2.2), built from .venv's interpreter; a
+# Streaming and litdata with the same weights. The peers (also
+# bench-image-text's litdata) live in a venv of their own (Streaming pins
+# numpy < 2.2, litdata an older huggingface-hub than ours), built from
+# .venv's interpreter; a
 # .pth file lends it .venv's torch and torchvision, after its own packages.
 # BENCH_ARGS=--quick proves it runs (a few minutes: the peers' start-up).
 PEERS_VENV := build/peers-venv
@@ -351,9 +353,8 @@ bench-detection: deps venv build
 # Image-text data: webdataset shards converted by ffcv_go, FFCV-style
 # from_webdataset and litdata.optimize; loaded by ffcv_go and open_clip's
 # webdataset pipeline (bench/image_text.py). BENCH_ARGS e.g. --samples 10000.
-bench-image-text: deps venv build
-	$(PY) -m pip install -q litdata==0.2.76
-	PYTHONPATH=python $(PY) bench/image_text.py $(BENCH_ARGS)
+bench-image-text: deps venv build $(PEERS_VENV)/.installed
+	PYTHONPATH=python $(PY) bench/image_text.py --peers-python $(PEERS_VENV)/bin/python $(BENCH_ARGS)
 
 # The loader over S3 (moto) and HTTP (with added latency) against local disk.
 bench-remote: deps venv build

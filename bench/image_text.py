@@ -31,7 +31,7 @@ per second, CPU ms per sample and peak RSS of its process tree (workers
 included), and the ratios to the targets (conversion >= 4x the faster of the
 other two, loading >= 5x open_clip's images/s).
 
-    make bench-image-text                       # installs litdata, then runs
+    make bench-image-text                       # litdata in a venv of its own, then runs
     PYTHONPATH=python .venv/bin/python bench/image_text.py --samples 4000 --shards 8
     PYTHONPATH=python .venv/bin/python bench/image_text.py --quick   # seconds: proves it runs
 """
@@ -296,8 +296,8 @@ def child(a):
     print("RESULT " + json.dumps(r), flush=True)
 
 
-def run_child(a, name, **extra):
-    args = [sys.executable, os.path.abspath(__file__), "--child", name, "--work", a.work, "--workers", str(a.workers),
+def run_child(a, name, python=None, **extra):
+    args = [python or sys.executable, os.path.abspath(__file__), "--child", name, "--work", a.work, "--workers", str(a.workers),
             "--batch-size", str(a.batch_size), "--epochs", str(a.epochs)]
     for k, v in extra.items():
         args += [f"--{k}", *map(str, v if isinstance(v, list) else [v])]
@@ -315,7 +315,9 @@ def run_child(a, name, **extra):
 
 # ---- the run ---------------------------------------------------------------------------------
 
-def _have(module):
+def _have(module, python=None):
+    if python:  # another interpreter: ask it
+        return subprocess.run([python, "-c", f"import {module}"], capture_output=True).returncode == 0
     try:
         __import__(module)
         return True
@@ -374,6 +376,7 @@ def main(argv=None):
     p.add_argument("--data", default=os.path.join(HERE, "data"))
     p.add_argument("--out", default=os.path.join(HERE, "results", "image_text.md"))
     p.add_argument("--quick", action="store_true", help="64 samples in 2 shards, 1 epoch: proves the bench runs")
+    p.add_argument("--peers-python", help="the interpreter of litdata's venv (its pins are not ours)")
     p.add_argument("--only", nargs="*", default=None, help="run only these contenders (names as in the log)")
     # The child's arguments.
     p.add_argument("--child", choices=sorted(CONTENDERS), help=argparse.SUPPRESS)
@@ -400,10 +403,12 @@ def main(argv=None):
     for name in ("convert-ours", "convert-ours-tokens", "convert-ffcv-style", "convert-litdata"):
         if name not in want:
             continue
-        if name == "convert-litdata" and not _have("litdata"):
-            print("[image_text] litdata is not installed (make bench-image-text installs it): skipped", flush=True)
+        python = a.peers_python if name == "convert-litdata" else None
+        if name == "convert-litdata" and not _have("litdata", python):
+            print("[image_text] litdata is not installed (make bench-image-text gives it a venv of its own and "
+                  "passes --peers-python): skipped", flush=True)
             continue
-        res[name] = run_child(a, name, **{"shard-list": full})
+        res[name] = run_child(a, name, python=python, **{"shard-list": full})
     if "load-ours" in want:
         if not os.path.isdir(os.path.join(a.work, "ours-tokens")):
             run_child(a, "convert-ours-tokens", **{"shard-list": full})

@@ -411,3 +411,22 @@ func testIngestWait(h int64, timeoutMS int64) (string, int64, cResult) {
 	defer C.free(unsafe.Pointer(out))
 	return C.GoString(out), int64(progress), r
 }
+
+// testOpCheck calls ffcv_op_check ("null" passes a NULL spec).
+func testOpCheck(spec string) cResult {
+	var s *C.char
+	if spec != "null" {
+		var free func()
+		s, free = cStr(spec)
+		defer free()
+	}
+	return cCall(func(e **C.char) C.int64_t { return ffcv_op_check(s, e) })
+}
+
+// testAugmentOps calls ffcv_augment_ops.
+func testAugmentOps() (string, cResult) {
+	var out *C.char
+	r := cCall(func(e **C.char) C.int64_t { return ffcv_augment_ops(&out, e) })
+	defer C.free(unsafe.Pointer(out))
+	return C.GoString(out), r
+}

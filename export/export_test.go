@@ -581,7 +581,7 @@ func TestNormalizeTable(t *testing.T) {
 		{"no room", fmt.Sprintf(imagenet, "<f4"), 0, "the table is 3072 bytes"},
 		{"NULL spec", "null", 16, "NULL spec"},
 		{"not JSON", "{", 16, "normalize"},
-		{"zero std", `{"mean": [1], "std": [0], "dtype": "<f4"}`, 1024, "std has a zero"},
+		{"zero std", `{"mean": [1], "std": [0], "dtype": "<f4"}`, 1024, "std [0]"},
 		{"float64", `{"mean": [1], "std": [2], "dtype": "<f8"}`, 2048, "float16 or float32"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -624,4 +624,54 @@ func half(h uint16) float64 {
 		return sign * frac * math.Pow(2, -24)
 	}
 	return sign * (1 + frac/1024) * math.Pow(2, float64(exp-15))
+}
+
+// ffcv_op_check: a bad argument of any family is an argument error whose
+// message is the core's alone and names the argument; a valid spec, even a
+// decoder's, passes without a file.
+func TestOpCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name, spec string
+		want       string // "" for success, else the whole message
+	}{
+		{"solarize", `{"op": "solarize", "threshold": 128, "p": 0.2, "seed": 3}`, ""},
+		{"decoder", `{"op": "rgb_rrc", "size": [224, 224], "scale": [0.08, 1], "ratio": [0.4, 1], "seed": 10, "second_seed": 5}`, ""},
+		{"batch op", `{"op": "image_mixup", "alpha": 0.2, "same_lambda": true}`, ""},
+		{"probability", `{"op": "solarize", "threshold": 0, "p": 128}`, "solarization_prob 128 must be in [0, 1]"},
+		{"decoder's argument", `{"op": "rgb_resize_pad", "size": [8, 8], "scale": [0, 1], "fill": [0, 0, 0]}`, "scale [0 1] must be (min, max) with 0 < min <= max <= 1"},
+		{"batch op's argument", `{"op": "label_mixup", "alpha": 0, "same_lambda": true}`, "alpha 0 must be positive"},
+		{"label", `{"op": "label", "of": {"op": "grayscale", "p": 0.2}}`, "seed is missing: it must be the seed of the image operation it reports on"},
+		{"unknown op", `{"op": "sharpen"}`, `unknown operation "sharpen"`},
+		{"not JSON", `{`, "operation spec: unexpected end of JSON input"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := testOpCheck(tc.spec)
+			if tc.want == "" {
+				if err := r.err(); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if r.ret != codeArgument || r.msg != tc.want {
+				t.Fatalf("got %d %q, want an argument error %q", r.ret, r.msg, tc.want)
+			}
+		})
+	}
+	if r := testOpCheck("null"); r.ret != codeArgument || !strings.Contains(r.msg, "spec") {
+		t.Fatalf("NULL spec: %d %q", r.ret, r.msg)
+	}
+}
+
+func TestAugmentOps(t *testing.T) {
+	out, r := testAugmentOps()
+	if err := r.err(); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	if err := json.Unmarshal([]byte(out), &names); err != nil || int64(len(names)) != r.ret {
+		t.Fatalf("%q (%d): %v", out, r.ret, err)
+	}
+	if len(names) != 15 || names[0] != "Identity" || names[14] != "Invert" {
+		t.Fatalf("names %v", names)
+	}
 }

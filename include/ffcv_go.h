@@ -369,6 +369,20 @@ int64_t ffcv_loader_stats(int64_t loader, char **out, char **err);
  * their epoch; at most 4M spans wait (later ones are dropped and counted). */
 int64_t ffcv_loader_trace(int64_t loader, ffcv_trace_event *out, uint64_t cap, char **err);
 
+/* ---- Built-in operations ---- */
+
+/* Checks the arguments of one built-in operation spec ({"op": name, ...arguments},
+ * as in ffcv_loader_create's pipelines; decoders, transforms and batch operations
+ * alike) without a file: every argument the spec can get wrong, nothing that the
+ * field or the operation's input decides. Returns 0, or FFCV_ERR_ARGUMENT with a
+ * message that names the argument as the operation's Python constructor names it
+ * (solarization_prob for solarize's "p") and not the operation: the caller names it. */
+int64_t ffcv_op_check(const char *spec_json, char **err);
+/* The names of the automatic augmentation policies' operations (torchvision's:
+ * what augment_op's "name" takes) as a JSON list in *out, freed with ffcv_free.
+ * Returns their number. */
+int64_t ffcv_augment_ops(char **out, char **err);
+
 /* ---- FFCV's libffcv helpers ---- */
 
 /* Copies n bytes from src to dst. */

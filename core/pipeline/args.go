@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/ffcv-go/ffcv-go/core/field"
@@ -31,11 +32,60 @@ func Parse(raw json.RawMessage, v any) error {
 	return nil
 }
 
+// Prob checks that the probability p, the argument name, lies in [0, 1].
+func Prob(name string, p float64) error {
+	if !(p >= 0 && p <= 1) {
+		return fmt.Errorf("%s %v must be in [0, 1]", name, p)
+	}
+	return nil
+}
+
+// Bytes checks that the values of the argument name (a fill colour) lie
+// in [0, 255], and returns them as bytes.
+func Bytes(name string, v []int) ([]byte, error) {
+	for _, x := range v {
+		if x < 0 || x > 255 {
+			return nil, fmt.Errorf("%s %v must have values in [0, 255]", name, v)
+		}
+	}
+	return FillBytes(v), nil
+}
+
+// MaxSide bounds the height and width of an operation's output (a JPEG's
+// own limit).
+const MaxSide = 65535
+
+// Size checks the output size (height, width), the argument name.
+func Size(name string, hw [2]int) error {
+	if hw[0] < 1 || hw[1] < 1 || hw[0] > MaxSide || hw[1] > MaxSide {
+		return fmt.Errorf("%s %v must be (height, width) in [1, %d]", name, hw, MaxSide)
+	}
+	return nil
+}
+
 // NoArgs is what operations without arguments parse, so extra keys are errors.
 type NoArgs struct{}
 
-// NeedType checks that a decoder's field is of one of types.
+// ErrNoFile is what NeedFile returns to a factory built without a file
+// (Check): its arguments are checked by then, and the rest of its checks
+// need the field.
+var ErrNoFile = errors.New("operation built without a file")
+
+// NeedFile returns ErrNoFile when env has no file. A factory calls it, or
+// NeedType, after checking its arguments and before it reads env.
+func NeedFile(env Env) error {
+	if env.Reader == nil {
+		return ErrNoFile
+	}
+	return nil
+}
+
+// NeedType checks that a decoder's field is of one of types (ErrNoFile
+// without a file).
 func NeedType(env Env, types ...field.Type) error {
+	if err := NeedFile(env); err != nil {
+		return err
+	}
 	for _, t := range types {
 		if env.Desc.Type == t {
 			return nil
@@ -48,7 +98,7 @@ func NeedType(env Env, types ...field.Type) error {
 // pipeline is no key to pair it with anything.
 func NeedSeed(raw json.RawMessage) error {
 	if h, err := ParseHead(raw); err != nil || h.Seed == nil {
-		return fmt.Errorf("needs the seed of the image operation it reports on")
+		return fmt.Errorf("seed is missing: it must be the seed of the image operation it reports on")
 	}
 	return nil
 }

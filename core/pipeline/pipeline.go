@@ -26,7 +26,10 @@
 //	}
 //
 // A Factory reads the operation's arguments with Parse (which rejects keys
-// it does not declare) and checks them; the Op's Out checks its input
+// it does not declare) and checks every one of them before it consults the
+// file (NeedFile, NeedType), so that Check, which Python's constructors call
+// through the C ABI, refuses a bad argument without one; its errors name the
+// argument as the Python constructor does. The Op's Out checks its input
 // (NeedImage, CheckFill) and infers its output, and Run writes one sample,
 // drawing its randomness from c.Rand(key) only, so that a sample's pixels
 // depend on (seed, epoch, position, key) whatever worker runs it. Ops are

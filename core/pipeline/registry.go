@@ -2,14 +2,18 @@ package pipeline
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 )
 
 // Factory builds an operation from its spec ({"op": name, "key"?, "seed"?,
 // ...arguments}) for the field env describes. It reads its arguments with
-// Parse and checks what it can before seeing its input (Op.Out checks the
-// rest).
+// Parse and checks every one of them before it consults env (NeedFile,
+// NeedType), so that Check can build it without a file; Op.Out checks its
+// input. Its errors name an argument as the op's Python constructor names
+// it (solarize's "p" is solarization_prob) and leave the op's name to the
+// caller: Build puts the spec's op name before them, Python its class name.
 type Factory func(env Env, spec json.RawMessage) (Op, error)
 
 // BatchFactory builds a batch operation from its spec.
@@ -86,4 +90,27 @@ func NewBatch(spec json.RawMessage) (BatchOp, error) {
 		return nil, fmt.Errorf("unknown batch operation %q", head.Op)
 	}
 	return mk(spec)
+}
+
+// Check builds the operation spec names, per-sample or batch, without a
+// file: it checks the operation's arguments, and nothing its field or input
+// decides. This is how an operation's bad argument is reported where the
+// user writes it, before any loader exists.
+func Check(spec json.RawMessage) error {
+	head, err := ParseHead(spec)
+	if err != nil {
+		return fmt.Errorf("operation spec: %w", err)
+	}
+	if mk, ok := batchRegistry[head.Op]; ok {
+		_, err := mk(spec)
+		return err
+	}
+	mk, ok := registry[head.Op]
+	if !ok {
+		return fmt.Errorf("unknown operation %q", head.Op)
+	}
+	if _, err := mk(Env{}, spec); err != nil && !errors.Is(err, ErrNoFile) {
+		return err
+	}
+	return nil
 }

@@ -189,6 +189,8 @@ def _signatures():
         "ffcv_pad": (i64, [vp] + [i64] * 6 + [vp, i64, i64, err]),
         "ffcv_encode_jpeg": (i64, [vp, i64, i64, i64, ctypes.POINTER(vp), ctypes.POINTER(u64), err]),
         "ffcv_normalize_table": (i64, [cp, vp, u64, err]),
+        "ffcv_op_check": (i64, [cp, err]),
+        "ffcv_augment_ops": (i64, [out_str, err]),
     }
 
 
@@ -532,6 +534,18 @@ def normalize_table(mean, std, dtype):
     spec = json.dumps({"mean": mean.tolist(), "std": std.tolist(), "dtype": dt.str}).encode()
     call("ffcv_normalize_table", spec, out.ctypes.data, out.nbytes)
     return out
+
+
+def check_op(spec):
+    """Checks the arguments of a built-in operation's spec (a dict) in the Go
+    core, without a file; ValueError, naming the argument, for a bad one."""
+    call("ffcv_op_check", json.dumps(spec).encode())
+
+
+def augment_ops():
+    """The names of the automatic augmentation policies' operations, as the
+    Go core has them (torchvision's)."""
+    return tuple(call_json("ffcv_augment_ops"))
 
 
 class _CudaRuntime:

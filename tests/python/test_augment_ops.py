@@ -300,7 +300,10 @@ def test_translate_label_pairs(photos):
     path, imgs = photos
     got, labels = run(path, [RandomTranslate(10, seed=4)], [LabelTranslate(10, seed=4)])
     for i in range(N):
-        dy, dx = int(labels[i, 1]), int(labels[i, 2])
+        # FFCV-SSL's convention: (dy + padding, dx + padding) in [0, 2 * padding].
+        ty, tx = int(labels[i, 1]), int(labels[i, 2])
+        assert 0 <= ty <= 20 and 0 <= tx <= 20
+        dy, dx = ty - 10, tx - 10
         want = np.zeros_like(imgs[i])
         ys, xs = slice(max(0, -dy), min(H, H - dy)), slice(max(0, -dx), min(W, W - dx))
         want[ys, xs] = imgs[i][ys.start + dy:ys.stop + dy, xs.start + dx:xs.stop + dx]

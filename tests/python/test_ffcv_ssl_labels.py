@@ -175,7 +175,6 @@ def test_rotate(photos):
         assert diff(x, want)[1] <= 0.01, (i, a)
 
 
-@pytest.mark.xfail(strict=True, reason="the Go translate op still reports signed (dy, dx)")
 def test_translate(photos):
     """FFCV-SSL's convention: (dy + padding, dx + padding) in [0, 2 * padding];
     output pixel (y, x) is input pixel (y + dy, x + dx), fill outside."""

@@ -1,8 +1,10 @@
 """FFCV-SSL's own programs, unchanged but for `ffcv` -> `ffcv_go` and the
 device: the loaders of its examples/train_ssl.py (the same for its SimCLR,
-BYOL, VICReg and Barlow Twins runs) and its README's label-crop recipe, run
-on real photos, with pixel statistics checked against the arguments the
-programs give (solarization and grayscale rates, crop geometry)."""
+BYOL, VICReg and Barlow Twins runs), its README's label-crop recipe and its
+examples/ffcv_test_cropping_with_labels.py (non-overlapping crops with
+second_seed, PadRGBImageDecoder), run on real photos, with pixel statistics
+checked against the arguments the programs give (solarization and
+grayscale rates, crop geometry)."""
 import numpy as np
 import pytest
 import torch as ch
@@ -18,6 +20,8 @@ from ffcv_go.loader import Loader, OrderOption
 from ffcv_go.pipeline.operation import Operation
 from ffcv_go.transforms import (NormalizeImage, RandomHorizontalFlip, Squeeze, ToDevice, ToTensor,
                                 ToTorchImage)
+
+ffcv = ffcv_go  # the FFCV-SSL programs' module name
 
 List = list
 IMAGENET_MEAN = np.array([0.485, 0.456, 0.406]) * 255
@@ -243,7 +247,6 @@ def test_readme_label_crop_recipe(photos):
     view beside it, with the recipe's scale and ratio."""
     from ffcv_go.libffcv import imdecode, resize_crop
     from ffcv_go.reader import Reader
-    ffcv = ffcv_go
     image_pipeline = [
         ffcv.transforms.RandomResizedCrop(
             output_size=(224, 224), ratio=(0.4, 1.0), seed=5, scale=(0.08, 1.0)
@@ -290,3 +293,132 @@ def test_readme_label_crop_recipe(photos):
                 assert np.abs(want - got).mean() < 6, f"sample {ids[i]}: crop {crops[i].tolist()}"
                 n += 1
     assert n == 48
+
+
+# ---- examples/ffcv_test_cropping_with_labels.py: its create_loader, with the
+# data path an argument (the script reads $FFCV_DATAT_PATH), and its main.
+
+def create_loader(path):
+    image_pipeline = [
+        ffcv.transforms.RandomResizedCrop(
+            output_size=(224, 224), ratio=(0.4, 1.0), seed=5, scale=(0.08, 1.0)
+        ),
+        ToTensor(),
+        ToDevice(ch.device(this_device), non_blocking=True),
+        ToTorchImage(),
+        NormalizeImage(IMAGENET_MEAN, IMAGENET_STD, np.float16),
+    ]
+    image_pipeline2 = [
+        ffcv.transforms.RandomResizedCrop(
+            output_size=(224, 224), ratio=(0.4, 1.0), seed=10, second_seed=5, scale=(0.08, 1.0)
+        ),
+        ToTensor(),
+        ToDevice(ch.device(this_device), non_blocking=True),
+        ToTorchImage(),
+        NormalizeImage(IMAGENET_MEAN, IMAGENET_STD, np.float16),
+    ]
+    label_pipeline = [IntDecoder(), ToTensor()]
+    image_pipeline_pad = [
+        ffcv.transforms.PadRGBImageDecoder(),
+        ToTensor(),
+        ToDevice(ch.device(this_device), non_blocking=True),
+        ToTorchImage(),
+        NormalizeImage(IMAGENET_MEAN, IMAGENET_STD, np.float16),
+    ]
+    label_crops_pipeline1 = [
+        ffcv.transforms.LabelRandomResizedCrop(output_size=(224, 224), ratio=(0.4, 1.0), seed=5, scale=(0.08, 1.0)),
+        ToTensor(),
+        Squeeze(),
+        ToDevice(ch.device("cpu"), non_blocking=True),
+    ]
+    label_crops_pipeline2 = [
+        ffcv.transforms.LabelRandomResizedCrop(output_size=(224, 224), ratio=(0.4, 1.0), seed=10, second_seed=5,
+                                               scale=(0.08, 1.0)),
+        ToTensor(),
+        Squeeze(),
+        ToDevice(ch.device("cpu"), non_blocking=True),
+    ]
+    return Loader(path, num_workers=4, batch_size=4,
+                  pipelines={"image": image_pipeline, "label": label_pipeline, "image2": image_pipeline2,
+                             "crop_image": label_crops_pipeline1, "crop_image2": label_crops_pipeline2,
+                             "full_image": image_pipeline_pad},
+                  order=OrderOption.RANDOM,
+                  custom_field_mapper={"image2": "image", "crop_image": "image", "crop_image2": "image",
+                                       "full_image": "image"})
+
+
+def cropping_main(loader):
+    """The script's main: the first batch's two crops saved side by side, and
+    each padded image with the two crop boxes drawn on it."""
+    import torchvision
+    from torchvision.utils import draw_bounding_boxes, make_grid, save_image
+    for loaders in loader:
+        labels_crops = ch.cat([loaders[3], loaders[4]], dim=1).half()
+        images_big = ch.cat((loaders[0], loaders[2]), dim=0)
+        save_image(images_big, "./images_cropped.jpeg", normalize=True)
+        list_images = []
+        for k in range(4):
+            bbox = labels_crops[k]
+            y1, x1, y2, x2 = bbox[2:6].int()
+            new_bbox = ch.tensor((x1, y1, x2, y2), dtype=ch.int)
+            new_bbox[2] += new_bbox[0]
+            new_bbox[3] += new_bbox[1]
+            y1, x1, y2, x2 = bbox[8:12].int()
+            new_bbox2 = ch.tensor((x1, y1, x2, y2), dtype=ch.int)
+            new_bbox2[2] += new_bbox2[0]
+            new_bbox2[3] += new_bbox2[1]
+            new_bbox = ch.cat((new_bbox.unsqueeze(0), new_bbox2.unsqueeze(0)), dim=0)
+            grid_image = (make_grid(loaders[-1][k].unsqueeze(0), normalize=True) * 255).byte()
+            list_images.append(draw_bounding_boxes(grid_image, new_bbox))
+        new_image = ch.cat(list_images, dim=2)
+        torchvision.transforms.ToPILImage()(new_image).save("./images_with_bouding_boxes.jpeg")
+        exit(0)
+
+
+def test_cropping_with_labels_program(photos, tmp_path, monkeypatch):
+    """The script runs (it saves its two pictures and exits); then, over
+    four epochs: the second view's crop (second_seed=5) never overlaps the
+    first's and lies in the largest strip of the image beside it, each view
+    is its reported crop of the image, and the padded view holds the whole
+    image at its top-left, zeros elsewhere."""
+    from PIL import Image
+    from ffcv_go.libffcv import imdecode, resize_crop
+    from ffcv_go.reader import Reader
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit):
+        cropping_main(create_loader(photos))
+    for name in ("images_cropped.jpeg", "images_with_bouding_boxes.jpeg"):
+        with Image.open(tmp_path / name) as im:
+            assert im.width > 224 and im.height >= 224
+    loader = create_loader(photos)
+    reader = Reader(photos)
+    meta = reader.metadata["f0"]
+    H, W = int(meta["height"].max()), int(meta["width"].max())
+    n = 0
+    for _ in range(4):
+        for image, _, image2, crop, crop2, full in loader:
+            assert full.shape == (4, 3, H, W) and crop.dtype == crop2.dtype == ch.int32
+            for i, k in enumerate(loader._last_ids.tolist()):
+                w, h, t1, l1, h1, w1 = crop[i].tolist()
+                w_, h_, t2, l2, h2, w2 = crop2[i].tolist()
+                assert (w, h) == (w_, h_) == (int(meta["width"][k]), int(meta["height"][k]))
+                a = (l1, t1, l1 + w1, t1 + h1)
+                b = (l2, t2, l2 + w2, t2 + h2)
+                if a == (0, 0, w, h):  # no strip beside it (fewer than 1 sample in 10,000)
+                    assert b == a
+                else:
+                    assert b[2] <= a[0] or a[2] <= b[0] or b[3] <= a[1] or a[3] <= b[1], (k, a, b)
+                    strips = [(0, 0, w, t1), (0, t1 + h1, w, h), (0, 0, l1, h), (l1 + w1, 0, w, h)]
+                    s = max(strips, key=lambda r: (r[2] - r[0]) * (r[3] - r[1]))  # the first of the largest
+                    assert s[0] <= b[0] and s[1] <= b[1] and b[2] <= s[2] and b[3] <= s[3], (k, a, b, s)
+                whole = np.empty((h, w, 3), np.uint8)
+                imdecode(np.frombuffer(reader.read(k, "image"), np.uint8), whole, h, w, h, w)
+                for view, (t, l, ch_, cw) in ((image, (t1, l1, h1, w1)), (image2, (t2, l2, h2, w2))):
+                    want = np.empty((224, 224, 3), np.uint8)
+                    resize_crop(whole, t, t + ch_, l, l + cw, want)
+                    assert np.abs(want - pixels(view[i:i + 1])[0]).mean() < 6, (k, t, l, ch_, cw)
+                padded = pixels(full[i:i + 1])[0]
+                assert np.abs(padded[:h, :w] - whole).max() < 1.5
+                assert np.abs(padded[h:]).max(initial=0) < 1.5 and np.abs(padded[:, w:]).max(initial=0) < 1.5
+                n += 1
+    assert n == 4 * 24

@@ -19,7 +19,7 @@ from ffcv_go.transforms import (GaussianBlur, LabelTranslate, RandomColorJitter,
                                 RandomHorizontalFlip, RandomResizedCrop, RandomTranslate, RandomVerticalFlip)
 from ffcv_go.transforms.flip import LabelRandomHorizontalFlip
 from ffcv_go.transforms.image import RandomCrop
-from ffcv_go.transforms.resized_crop import CenterCrop, CornerCrop, LabelRandomResizedCrop
+from ffcv_go.transforms.resized_crop import CenterCrop, CornerCrop, LabelRandomResizedCrop, PadRGBImageDecoder
 
 import make_dataset  # noqa: E402  (bench/, on the path through _target_truth)
 
@@ -53,9 +53,10 @@ def fields(max_resolution):
 
 @pytest.fixture(scope="module")
 def scene_file(tmp_path_factory):
-    # 480x360 scenes over real photos, stored at max_resolution 200: boxes
-    # and masks are resized with the image before any crop.
-    ds = scenes.SceneDataset(N, make_dataset.find_photos()[:3], height=360, width=480)
+    # Scenes of 120 to 260 pixels a side over real photos, stored at
+    # max_resolution 200: boxes and masks of the larger ones are resized
+    # with the image before any crop; PadRGBImageDecoder pads the others.
+    ds = scenes.SceneDataset(N, make_dataset.find_photos()[:3])
     return write(tmp_path_factory.mktemp("geo") / "scenes.beton", fields(200), items(ds), num_workers=2)
 
 
@@ -87,6 +88,12 @@ MATRIX = {
     "rrc+vflip+corner_crop": lambda s: [
         RandomResizedCropRGBImageDecoder((120, 120), scale=(0.3, 1.0), seed=sd(s, 14)),
         RandomVerticalFlip(seed=sd(s, 15)), CornerCrop(72, ratio=0.8, corner="bottom_right")],
+    # FFCV-SSL's decoders: CornerCrop first in a pipeline is one.
+    "corner_decoder+flip+translate": lambda s: [
+        CornerCrop(96, ratio=0.8, corner="bottom_left"), RandomHorizontalFlip(seed=sd(s, 16)),
+        RandomTranslate(padding=10, seed=sd(s, 17))],
+    "pad_decoder+flip+vflip": lambda s: [
+        PadRGBImageDecoder(), RandomHorizontalFlip(seed=sd(s, 18)), RandomVerticalFlip(seed=sd(s, 19))],
 }
 
 
@@ -221,7 +228,7 @@ def test_targets_match_torchvision_with_the_reported_parameters(tmp_path):
     for _ in range(2):
         for img, boxes, labels, mask, inst, idx, crop in ld:
             for i in range(len(img)):
-                k, flip, dy, dx = idx[i].tolist()
+                k, flip, ty, tx = idx[i].tolist()  # LabelTranslate: (dy + pad, dx + pad)
                 _, b, l, m, im, _ = items_of(ds, int(k))
                 w, h, top, left, ch, cw = crop[i].tolist()
                 assert (w, h) == (240, 180)
@@ -232,8 +239,8 @@ def test_targets_match_torchvision_with_the_reported_parameters(tmp_path):
                 if flip:
                     tb, tm = F.horizontal_flip(tb), F.horizontal_flip(tm)
                     flipped += 1
-                tb = F.crop(F.pad(tb, [pad] * 4), pad + int(dy), pad + int(dx), *out)
-                tm = F.crop(F.pad(tm, [pad] * 4, fill=0), pad + int(dy), pad + int(dx), *out)
+                tb = F.crop(F.pad(tb, [pad] * 4), int(ty), int(tx), *out)
+                tm = F.crop(F.pad(tm, [pad] * 4, fill=0), int(ty), int(tx), *out)
                 tb = tb.numpy()
                 bw, bh = tb[:, 2] - tb[:, 0], tb[:, 3] - tb[:, 1]
                 keep = (bw > 0) & (bh > 0) & (bw >= MIN_SIZE) & (bh >= MIN_SIZE) & (bw * bh >= MIN_AREA)

@@ -187,3 +187,59 @@ def test_label_random_resized_crop_reports_a_views_crop(photos_beton):
                                       "crop": [LabelRandomResizedCrop((64, 64), seed=5, scale=(0.2, 1.0), ratio=(3 / 4, 4 / 3))]},
                            custom_field_mapper={"crop": "image"}, drop_last=False))
     assert not all(np.array_equal(to_numpy(a)[0], to_numpy(b)[0]) for a, b in zip(first, other))
+
+
+@pytest.fixture(scope="module")
+def raw_photos(photos_beton, tmp_path_factory):
+    """The photos stored raw: a crop decoder's view is then exactly the
+    area resize of its crop."""
+    from conftest import write
+    from ffcv_go.reader import Reader
+    r = Reader(photos_beton)
+    items = [(bytes(r.read(i, "image")), int(r.metadata["f1"][i])) for i in range(r.num_samples)]
+    return write(tmp_path_factory.mktemp("raw") / "raw.beton",
+                 {"image": RGBImageField(write_mode="raw"), "label": IntField()}, items)
+
+
+def test_second_seed_crops_never_overlap(raw_photos):
+    """FFCV-SSL's second_seed, over 50 epochs: the crop a view with
+    second_seed=5 takes never overlaps the crop seed 5 takes and lies in
+    the largest strip of the image beside it (the first of the largest:
+    above, below, left, right); LabelRandomResizedCrop with the same
+    arguments reports exactly the crop the view took."""
+    from ffcv_go.libffcv import resize_crop
+    from ffcv_go.reader import Reader
+    from ffcv_go.transforms import LabelRandomResizedCrop
+    crop = dict(output_size=(32, 32), scale=(0.08, 1.0), ratio=(0.4, 1.0))
+    first, second = dict(crop, seed=5), dict(crop, seed=10, second_seed=5)
+    labels = Loader(raw_photos, batch_size=24, num_workers=2, order=OrderOption.RANDOM, seed=7,
+                    pipelines={"image": None, "label": None, "a": [LabelRandomResizedCrop(**first)],
+                               "b": [LabelRandomResizedCrop(**second)]},
+                    custom_field_mapper={"a": "image", "b": "image"})
+    n = whole = 0
+    for _ in range(50):
+        for a, b in labels:
+            for (w, h, t1, l1, h1, w1), (_, _, t2, l2, h2, w2) in zip(a.tolist(), b.tolist()):
+                ra, rb = (l1, t1, l1 + w1, t1 + h1), (l2, t2, l2 + w2, t2 + h2)
+                n += 1
+                if ra == (0, 0, w, h):
+                    whole += 1
+                    assert rb == ra
+                    continue
+                assert rb[2] <= ra[0] or ra[2] <= rb[0] or rb[3] <= ra[1] or ra[3] <= rb[1], (ra, rb)
+                strips = [(0, 0, w, t1), (0, t1 + h1, w, h), (0, 0, l1, h), (l1 + w1, 0, w, h)]
+                s = max(strips, key=lambda r: (r[2] - r[0]) * (r[3] - r[1]))
+                assert s[0] <= rb[0] and s[1] <= rb[1] and rb[2] <= s[2] and rb[3] <= s[3], (ra, rb, s)
+    assert n == 50 * 24 and whole < n // 100
+    # The view with second_seed is exactly its reported crop, resized.
+    views = Loader(raw_photos, batch_size=24, num_workers=2, order=OrderOption.RANDOM, seed=7,
+                   pipelines={"image": None, "label": None, "v": [RandomResizedCrop(**second)],
+                              "b": [LabelRandomResizedCrop(**second)]},
+                   custom_field_mapper={"v": "image", "b": "image"})
+    reader = Reader(raw_photos)
+    for v, b in views:
+        for view, (w, h, t, l, ch, cw), k in zip(v.numpy(), b.tolist(), views._last_ids.tolist()):
+            img = np.frombuffer(reader.read(k, "image"), np.uint8).reshape(h, w, 3)
+            want = np.empty((32, 32, 3), np.uint8)
+            resize_crop(np.ascontiguousarray(img), t, t + ch, l, l + cw, want)
+            assert np.array_equal(view, want), (k, t, l, ch, cw)

@@ -8,6 +8,7 @@ package clip
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/ffcv-go/ffcv-go/core/field"
@@ -53,9 +54,6 @@ func newDecoder(random bool) pipeline.Factory {
 		if err := pipeline.Parse(raw, &a); err != nil {
 			return nil, err
 		}
-		if err := pipeline.NeedType(env, field.Video); err != nil {
-			return nil, fmt.Errorf("%w: a clip decoder reads a VideoField", err)
-		}
 		if a.NumFrames < 1 {
 			return nil, fmt.Errorf("num_frames %d must be at least 1", a.NumFrames)
 		}
@@ -76,6 +74,15 @@ func newDecoder(random bool) pipeline.Factory {
 		} else if a.NumClips != 0 {
 			return nil, fmt.Errorf("num_clips is the evaluation decoder's")
 		}
+		if err := checkGeometry(a.Geometry); err != nil {
+			return nil, fmt.Errorf("geometry: %w", err)
+		}
+		if err := pipeline.NeedType(env, field.Video); err != nil {
+			if errors.Is(err, pipeline.ErrNoFile) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: a clip decoder reads a VideoField", err)
+		}
 		if err := d.geometry(env, a.Geometry); err != nil {
 			return nil, fmt.Errorf("geometry: %w", err)
 		}
@@ -83,11 +90,11 @@ func newDecoder(random bool) pipeline.Factory {
 	}
 }
 
-// geometry builds the image decoder of each frame, as Build would for an
-// RGBImage field, or checks that whole frames have one size.
-func (d *decoder) geometry(env pipeline.Env, raw json.RawMessage) error {
+// checkGeometry checks the image decoder of each frame and its arguments,
+// without the file (pipeline.Check).
+func checkGeometry(raw json.RawMessage) error {
 	if len(raw) == 0 {
-		raw = json.RawMessage(`{"op": "rgb_simple"}`)
+		return nil
 	}
 	head, err := pipeline.ParseHead(raw)
 	if err != nil {
@@ -96,11 +103,25 @@ func (d *decoder) geometry(env pipeline.Env, raw json.RawMessage) error {
 	if !geometries[head.Op] {
 		return fmt.Errorf("%q is not an image decoder a clip's frames can go through", head.Op)
 	}
+	if err := pipeline.Check(raw); err != nil {
+		return fmt.Errorf("%s: %w", head.Op, err)
+	}
+	return nil
+}
+
+// geometry builds the image decoder of each frame (checkGeometry has
+// checked it), as Build would for an RGBImage field, or checks that whole
+// frames have one size.
+func (d *decoder) geometry(env pipeline.Env, raw json.RawMessage) error {
+	if len(raw) == 0 {
+		raw = json.RawMessage(`{"op": "rgb_simple"}`)
+	}
+	head, err := pipeline.ParseHead(raw)
+	if err != nil {
+		return err
+	}
 	d.frameHead = head
 	if head.Op == "rgb_simple" {
-		if err := pipeline.Parse(raw, &pipeline.NoArgs{}); err != nil {
-			return err
-		}
 		for i := uint64(0); i < env.Reader.NumSamples(); i++ {
 			col, err := env.Reader.Column(i, env.Field)
 			if err != nil {

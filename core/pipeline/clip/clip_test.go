@@ -286,7 +286,7 @@ func TestBadClipDecoders(t *testing.T) {
 		{"neither", `{"op": "clip_random", "num_frames": 4}`, 0, "stride"},
 		{"policy", `{"op": "clip_random", "num_frames": 4, "stride": 1, "short": "wrap"}`, 0, "short"},
 		{"not an image decoder", `{"op": "clip_random", "num_frames": 4, "stride": 1, "geometry": {"op": "flip_h", "p": 1}}`, 0, "not an image decoder"},
-		{"bad crop", `{"op": "clip_eval", "num_frames": 4, "stride": 1, "num_clips": 1, "geometry": {"op": "rgb_center", "size": [0, 4], "ratio": 1}}`, 0, "output size"},
+		{"bad crop", `{"op": "clip_eval", "num_frames": 4, "stride": 1, "num_clips": 1, "geometry": {"op": "rgb_center", "size": [0, 4], "ratio": 1}}`, 0, "output_size [0 4]"},
 		{"image decoder on a video", `{"op": "rgb_center", "size": [8, 8], "ratio": 1}`, 0, "cannot decode a VideoField"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

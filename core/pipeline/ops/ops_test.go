@@ -193,7 +193,9 @@ func TestLabelOpsReportTheDraws(t *testing.T) {
 		// Translate: the reported shift is the image's.
 		sh := labelValues(t, "translate", map[string]any{"padding": 3, "fill": []int{0, 0, 0}}, 1, pos, key)
 		moved := optest.RunKey(t, optest.NewOp(t, "translate", map[string]any{"padding": 3, "fill": []int{0, 0, 0}}), in, img, pos, key)
-		if !slices.Equal(moved, optest.Shifted(img, h, w, c, int(sh[0]), int(sh[1]), []byte{0, 0, 0})) {
+		// FFCV-SSL's convention: (dy + padding, dx + padding).
+		if sh[0] < 0 || sh[0] > 6 || sh[1] < 0 || sh[1] > 6 ||
+			!slices.Equal(moved, optest.Shifted(img, h, w, c, int(sh[0])-3, int(sh[1])-3, []byte{0, 0, 0})) {
 			t.Fatalf("sample %d: translate is not the reported shift %v", pos, sh)
 		}
 		note("translate", sh[0]*10+sh[1])

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/ffcv-go/ffcv-go/core/imgproc"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
@@ -33,13 +35,17 @@ const (
 	opInvert
 )
 
+// OpNames are the names of the policies' operations, as torchvision
+// names them: what augment_op's name takes.
+func OpNames() []string { return slices.Clone(augOps) }
+
 func augOpIndex(name string) (int, error) {
 	for i, n := range augOps {
 		if n == name {
 			return i, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown augmentation %q (one of %v)", name, augOps)
+	return 0, fmt.Errorf("name %q must be one of %s", name, strings.Join(augOps, ", "))
 }
 
 // linspace32 is element i of torch.linspace(start, end, steps) in float32.
@@ -227,15 +233,15 @@ func newAugmentOp(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 	m := a.Magnitude
 	switch op {
 	case opPosterize:
-		if b := int(m); b < 0 || b > 8 {
+		if !(m >= 0 && m < 9) {
 			return nil, fmt.Errorf("magnitude %v: Posterize needs 0 to 8 bits", m)
 		}
 	case opSolarize:
-		if m < 0 || m > 1 {
+		if !(m >= 0 && m <= 1) {
 			return nil, fmt.Errorf("magnitude %v: Solarize needs a threshold fraction in [0, 1]", m)
 		}
 	case opBrightness, opColor, opContrast, opSharpness:
-		if 1+m < 0 {
+		if !(1+m >= 0) || math.IsInf(m, 0) {
 			return nil, fmt.Errorf("magnitude %v: %s needs a factor 1+magnitude >= 0", m, a.Name)
 		}
 	case opShearX, opShearY, opTranslateX, opTranslateY, opRotate:

@@ -41,7 +41,7 @@ func TestPolicyMagnitudes(t *testing.T) {
 
 func TestBadArguments(t *testing.T) {
 	optest.CheckBadArgs(t, []optest.BadArgs{
-		{Name: "augment_op", Args: map[string]any{"name": "Shear"}, Want: "unknown augmentation"},
+		{Name: "augment_op", Args: map[string]any{"name": "Shear"}, Want: `name "Shear" must be one of Identity, ShearX`},
 		{Name: "augment_op", Args: map[string]any{"name": "Posterize", "magnitude": 9}, Want: "Posterize"},
 		{Name: "augment_op", Args: map[string]any{"name": "Solarize", "magnitude": 1.5}, Want: "Solarize"},
 		{Name: "augment_op", Args: map[string]any{"name": "Brightness", "magnitude": -1.5}, Want: "Brightness"},

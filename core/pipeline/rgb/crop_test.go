@@ -144,7 +144,7 @@ func TestRandomResizedCropFallback(t *testing.T) {
 	}
 }
 
-func TestCenterCrop(t *testing.T) {
+func TestSquareCrop(t *testing.T) {
 	for _, tc := range []struct {
 		w, h  int
 		ratio float64
@@ -154,8 +154,8 @@ func TestCenterCrop(t *testing.T) {
 		{50, 100, 1, image.Rect(0, 25, 50, 75)},
 		{1, 1, 0.5, image.Rect(0, 0, 1, 1)},
 	} {
-		if got := CenterCrop(tc.w, tc.h, tc.ratio); got != tc.want {
-			t.Errorf("CenterCrop(%d, %d, %v) = %v, want %v", tc.w, tc.h, tc.ratio, got, tc.want)
+		if got := SquareCrop(tc.w, tc.h, tc.ratio, ""); got != tc.want {
+			t.Errorf("SquareCrop(%d, %d, %v) = %v, want %v", tc.w, tc.h, tc.ratio, got, tc.want)
 		}
 	}
 }
@@ -223,7 +223,8 @@ func TestLabelRRCReportsTheDecoderCrop(t *testing.T) {
 // newDecoder builds the decoder name of an RGBImageField with args.
 func newDecoder(t *testing.T, name string, args map[string]any) pipeline.Op {
 	t.Helper()
-	op, err := pipeline.New(pipeline.Env{Desc: field.Desc{Type: field.RGBImage}}, optest.Spec(t, name, args))
+	r := optest.Reader(t)
+	op, err := pipeline.New(pipeline.Env{Reader: r, Field: optest.ImageField, Desc: r.Fields[optest.ImageField]}, optest.Spec(t, name, args))
 	if err != nil {
 		t.Fatalf("%s%v: %v", name, args, err)
 	}

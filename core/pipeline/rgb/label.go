@@ -16,7 +16,7 @@ import (
 type labelRRC struct{ crop *cropRGB }
 
 func newLabelRRC(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
-	d, err := parseCrop(true, raw)
+	d, err := parseCrop(randomCrop, raw)
 	if err != nil {
 		return nil, err
 	}

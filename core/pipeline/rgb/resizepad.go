@@ -31,20 +31,24 @@ func newResizePad(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 	if err := pipeline.Parse(raw, &a); err != nil {
 		return nil, err
 	}
+	if err := pipeline.Size("output_size", a.Size); err != nil {
+		return nil, err
+	}
+	if !(a.Scale[0] > 0 && a.Scale[0] <= a.Scale[1] && a.Scale[1] <= 1) {
+		return nil, fmt.Errorf("scale %v must be (min, max) with 0 < min <= max <= 1", a.Scale)
+	}
+	fill, err := pipeline.Bytes("fill", a.Fill)
+	if err != nil {
+		return nil, err
+	}
+	if len(fill) != 3 {
+		return nil, fmt.Errorf("fill needs 3 values, got %d", len(fill))
+	}
 	if err := pipeline.NeedType(env, field.RGBImage); err != nil {
 		return nil, err
 	}
-	if a.Size[0] < 1 || a.Size[1] < 1 {
-		return nil, fmt.Errorf("output size %v must be positive", a.Size)
-	}
-	if !(a.Scale[0] > 0 && a.Scale[0] <= a.Scale[1] && a.Scale[1] <= 1) {
-		return nil, fmt.Errorf("scale %v must satisfy 0 < lo <= hi <= 1", a.Scale)
-	}
-	if len(a.Fill) != 3 {
-		return nil, fmt.Errorf("fill needs 3 values, got %d", len(a.Fill))
-	}
 	d := &resizePad{oh: a.Size[0], ow: a.Size[1], scale: a.Scale}
-	copy(d.fill[:], pipeline.FillBytes(a.Fill))
+	copy(d.fill[:], fill)
 	return d, nil
 }
 

@@ -1,10 +1,12 @@
 // Package rgb registers the operations of RGBImageField: its decoders
 // (raw or JPEG samples in one file both work) -- rgb_simple, whole images of
-// one size; rgb_rrc and rgb_center, random resized and centre crops, which
-// decode only the region of a JPEG they need and may flip while they
-// resize; rgb_resize_pad, the detection resize -- and the crops after
+// one size; rgb_pad, whole images at the top-left of the file's largest
+// size (FFCV-SSL's PadRGBImageDecoder); rgb_rrc, rgb_center and rgb_corner,
+// random resized crops and centre and corner squares, which decode only
+// the region of a JPEG they need and may flip while they resize;
+// rgb_resize_pad, the detection resize -- and the same crops after
 // decoding: rrc (RandomResizedCrop), FFCV-SSL's center_crop and
-// corner_crop, and label_rrc, which reports rgb_rrc's crop. Crop decoders
+// corner_crop; and label_rrc, which reports rgb_rrc's crop. Crop decoders
 // of one field in several programs (views) share each sample's JPEG
 // entropy decoding.
 package rgb
@@ -22,13 +24,15 @@ import (
 
 func init() {
 	pipeline.RegisterDecoder("rgb_simple", newSimpleRGB)
-	pipeline.RegisterDecoder("rgb_rrc", newCropRGB(true))
-	pipeline.RegisterDecoder("rgb_center", newCropRGB(false))
+	pipeline.RegisterDecoder("rgb_rrc", newCropRGB(randomCrop))
+	pipeline.RegisterDecoder("rgb_center", newCropRGB(centerCrop))
+	pipeline.RegisterDecoder("rgb_corner", newCropRGB(cornerCrop))
+	pipeline.RegisterDecoder("rgb_pad", newPadRGB)
 	pipeline.RegisterDecoder("rgb_resize_pad", newResizePad)
 	pipeline.RegisterDecoder("label_rrc", newLabelRRC)
-	pipeline.Register("rrc", newRRCTransform)
-	pipeline.Register("center_crop", newFixedCrop(false))
-	pipeline.Register("corner_crop", newFixedCrop(true))
+	pipeline.Register("rrc", newCropTransform(randomCrop))
+	pipeline.Register("center_crop", newCropTransform(centerCrop))
+	pipeline.Register("corner_crop", newCropTransform(cornerCrop))
 }
 
 type imageRef struct {

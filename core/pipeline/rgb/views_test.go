@@ -78,7 +78,7 @@ func TestViewsShareEntropyDecoding(t *testing.T) {
 				}
 				d := decoderOf(ac)
 				d.BeginViews() // count what the view decodes on its own
-				if err := d.DecodeView(enc, jpeg.View{Crop: alone[k].rect(ac.Rand(k), w, h), W: alone[k].ow, H: alone[k].oh,
+				if err := d.DecodeView(enc, jpeg.View{Crop: alone[k].rect(ac, k, w, h), W: alone[k].ow, H: alone[k].oh,
 					Dst: want}, true); err != nil {
 					t.Fatal(err)
 				}

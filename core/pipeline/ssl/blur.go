@@ -3,6 +3,7 @@ package ssl
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"github.com/ffcv-go/ffcv-go/core/imgproc"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
@@ -22,20 +23,30 @@ type gaussianBlur struct {
 
 func newGaussianBlur(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 	var a struct {
-		P          float64    `json:"p"`
-		KernelSize int        `json:"kernel_size"`
-		Sigma      [2]float64 `json:"sigma"`
+		P          float64         `json:"p"`
+		KernelSize int             `json:"kernel_size"`
+		Sigma      json.RawMessage `json:"sigma"`
 	}
 	if err := pipeline.Parse(raw, &a); err != nil {
+		return nil, err
+	}
+	if err := pipeline.Prob("blur_prob", a.P); err != nil {
 		return nil, err
 	}
 	if a.KernelSize < 1 || a.KernelSize%2 == 0 {
 		return nil, fmt.Errorf("kernel_size %d must be odd and positive", a.KernelSize)
 	}
-	if !(a.Sigma[0] > 0 && a.Sigma[0] <= a.Sigma[1]) {
-		return nil, fmt.Errorf("sigma %v must be positive (min, max)", a.Sigma)
+	// sigma: one number, or torchvision's (min, max).
+	var s [2]float64
+	if json.Unmarshal(a.Sigma, &s[0]) == nil {
+		s[1] = s[0]
+	} else if json.Unmarshal(a.Sigma, &s) != nil {
+		s = [2]float64{}
 	}
-	return &gaussianBlur{p: a.P, k: a.KernelSize, lo: a.Sigma[0], hi: a.Sigma[1]}, nil
+	if !(s[0] > 0 && s[0] <= s[1]) || math.IsInf(s[1], 0) {
+		return nil, fmt.Errorf("sigma %s must be a positive number or (min, max) pair", a.Sigma)
+	}
+	return &gaussianBlur{p: a.P, k: a.KernelSize, lo: s[0], hi: s[1]}, nil
 }
 
 func (g *gaussianBlur) Out(in pipeline.Spec) (pipeline.Spec, error) {

@@ -30,8 +30,8 @@ func newRandomErasing(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) 
 	if err := pipeline.Parse(raw, &a); err != nil {
 		return nil, err
 	}
-	if !(a.P >= 0 && a.P <= 1) {
-		return nil, fmt.Errorf("p %v must be in [0, 1]", a.P)
+	if err := pipeline.Prob("erase_prob", a.P); err != nil {
+		return nil, err
 	}
 	if !(a.Scale[0] >= 0 && a.Scale[0] <= a.Scale[1] && a.Scale[1] <= 1) {
 		return nil, fmt.Errorf("scale %v must be (min, max) within [0, 1]", a.Scale)
@@ -39,12 +39,16 @@ func newRandomErasing(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) 
 	if !(a.Ratio[0] > 0 && a.Ratio[0] <= a.Ratio[1]) {
 		return nil, fmt.Errorf("ratio %v must be positive (min, max)", a.Ratio)
 	}
+	// value is Python's mean: the fill, one number or one per channel.
 	if len(a.Value) == 0 {
-		return nil, fmt.Errorf("value needs one number or one per channel")
+		return nil, fmt.Errorf("mean needs one number or one per channel")
 	}
 	v := make([]byte, len(a.Value))
 	for i, x := range a.Value {
-		v[i] = byte(min(max(x, 0), 255)) // torch's uint8 cast of the value
+		if !(x >= 0 && x <= 255) {
+			return nil, fmt.Errorf("mean %v must have values in [0, 255]", a.Value)
+		}
+		v[i] = byte(x) // torch's uint8 cast of the value
 	}
 	return &randomErasing{p: a.P, scale: a.Scale, ratio: a.Ratio, value: v}, nil
 }
@@ -55,7 +59,7 @@ func (t *randomErasing) Out(in pipeline.Spec) (pipeline.Spec, error) {
 		return in, err
 	}
 	if len(t.value) != 1 && len(t.value) != in.Shape[2] {
-		return in, fmt.Errorf("value has %d numbers for %d channels", len(t.value), in.Shape[2])
+		return in, fmt.Errorf("mean has %d numbers for %d channels", len(t.value), in.Shape[2])
 	}
 	return in, nil
 }

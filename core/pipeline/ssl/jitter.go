@@ -3,6 +3,7 @@ package ssl
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"github.com/ffcv-go/ffcv-go/core/imgproc"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
@@ -11,31 +12,77 @@ import (
 // FFCV-SSL's colour jitter, with torchvision's ColorJitter semantics.
 
 // jitter is ColorJitter's configuration: a (min, max) factor range per
-// component (nil: left out), and the probability p of jittering at all.
+// component (nil: left out), and the probability P of jittering at all.
 type jitter struct {
-	P          float64     `json:"p"`
-	Brightness *[2]float64 `json:"brightness"`
-	Contrast   *[2]float64 `json:"contrast"`
-	Saturation *[2]float64 `json:"saturation"`
-	Hue        *[2]float64 `json:"hue"`
+	P                                     float64
+	Brightness, Contrast, Saturation, Hue *[2]float64
 }
 
-func (j *jitter) check() error {
-	for _, f := range []struct {
+// parseJitter reads color_jitter's arguments: p (Python's jitter_prob),
+// and each component as torchvision's ColorJitter takes it, a number or a
+// (min, max) pair, or null.
+func parseJitter(raw json.RawMessage) (jitter, error) {
+	var a struct {
+		P          float64         `json:"p"`
+		Brightness json.RawMessage `json:"brightness"`
+		Contrast   json.RawMessage `json:"contrast"`
+		Saturation json.RawMessage `json:"saturation"`
+		Hue        json.RawMessage `json:"hue"`
+	}
+	var j jitter
+	if err := pipeline.Parse(raw, &a); err != nil {
+		return j, err
+	}
+	if err := pipeline.Prob("jitter_prob", a.P); err != nil {
+		return j, err
+	}
+	j.P = a.P
+	var err error
+	for _, c := range []struct {
 		name string
-		r    *[2]float64
-	}{{"brightness", j.Brightness}, {"contrast", j.Contrast}, {"saturation", j.Saturation}} {
-		if f.r != nil && !(f.r[0] >= 0 && f.r[0] <= f.r[1]) {
-			return fmt.Errorf("%s %v must be a non-negative (min, max)", f.name, *f.r)
+		raw  json.RawMessage
+		dst  **[2]float64
+	}{{"brightness", a.Brightness, &j.Brightness}, {"contrast", a.Contrast, &j.Contrast},
+		{"saturation", a.Saturation, &j.Saturation}, {"hue", a.Hue, &j.Hue}} {
+		if *c.dst, err = jitterRange(c.name, c.raw); err != nil {
+			return j, err
 		}
 	}
-	if h := j.Hue; h != nil && !(-0.5 <= h[0] && h[0] <= h[1] && h[1] <= 0.5) {
-		return fmt.Errorf("hue %v must be (min, max) within [-0.5, 0.5]", *h)
+	return j, nil
+}
+
+// jitterRange is torchvision's ColorJitter range of a component: a number
+// v is the factor range [max(0, 1-v), 1+v] (for hue, the shift range
+// [-v, v], v at most 0.5), a pair is (min, max) (factors not negative, hue
+// within [-0.5, 0.5]). nil, the component left out, for null and for the
+// identity range.
+func jitterRange(name string, raw json.RawMessage) (*[2]float64, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
 	}
-	if !(j.P >= 0 && j.P <= 1) {
-		return fmt.Errorf("p %v must be in [0, 1]", j.P)
+	hue := name == "hue"
+	center, want := 1.0, "a number >= 0 or a (min, max) pair with 0 <= min <= max"
+	if hue {
+		center, want = 0, "a number in [0, 0.5] or a (min, max) pair with -0.5 <= min <= max <= 0.5"
 	}
-	return nil
+	var r [2]float64
+	var v float64
+	if json.Unmarshal(raw, &v) == nil {
+		if !(v >= 0) || hue && v > 0.5 || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("%s %s must be %s", name, raw, want)
+		}
+		r = [2]float64{max(center-v, 0), center + v}
+		if hue {
+			r[0] = -v
+		}
+	} else if json.Unmarshal(raw, &r) != nil || !(r[0] <= r[1]) || !hue && !(r[0] >= 0) ||
+		hue && !(r[0] >= -0.5 && r[1] <= 0.5) {
+		return nil, fmt.Errorf("%s %s must be %s", name, raw, want)
+	}
+	if r[0] == center && r[1] == center {
+		return nil, nil
+	}
+	return &r, nil
 }
 
 // jitterDraw is one sample's jitter: whether it applies, the order of the
@@ -71,14 +118,11 @@ type colorJitter struct {
 }
 
 func newColorJitter(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
-	var j colorJitter
-	if err := pipeline.Parse(raw, &j.jitter); err != nil {
+	j, err := parseJitter(raw)
+	if err != nil {
 		return nil, err
 	}
-	if err := j.check(); err != nil {
-		return nil, err
-	}
-	return &j, nil
+	return &colorJitter{jitter: j}, nil
 }
 
 func (j *colorJitter) Out(in pipeline.Spec) (pipeline.Spec, error) {

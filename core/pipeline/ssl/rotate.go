@@ -28,12 +28,15 @@ func newRotate(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 	if err := pipeline.Parse(raw, &a); err != nil {
 		return nil, err
 	}
+	if err := pipeline.Prob("rotate_prob", a.P); err != nil {
+		return nil, err
+	}
+	if !(a.Angle >= 0) || math.IsInf(a.Angle, 0) {
+		return nil, fmt.Errorf("angle %v must be finite and not negative", a.Angle)
+	}
 	bil, err := pipeline.ParseInterp(a.Interpolation)
 	if err != nil {
 		return nil, err
-	}
-	if a.Angle < 0 {
-		return nil, fmt.Errorf("angle %v must not be negative", a.Angle)
 	}
 	return &rotate{p: a.P, angle: a.Angle, bilinear: bil, fill: a.Fill}, nil
 }

@@ -34,6 +34,12 @@ func newMaskDecoder(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error) 
 	if err := pipeline.Parse(raw, &a); err != nil {
 		return nil, err
 	}
+	if a.Fill < 0 || a.Fill > 0xffff {
+		return nil, fmt.Errorf("fill %d must be in [0, 65535]", a.Fill)
+	}
+	if err := a.BoxFilter.check(); err != nil {
+		return nil, err
+	}
 	if err := pipeline.NeedType(env, field.Mask); err != nil {
 		return nil, err
 	}

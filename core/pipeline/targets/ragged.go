@@ -41,6 +41,12 @@ func newRaggedDecoder(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error
 	if err := pipeline.Parse(raw, &a); err != nil {
 		return nil, err
 	}
+	if a.MaxRows < 0 {
+		return nil, fmt.Errorf("max_rows %d must not be negative", a.MaxRows)
+	}
+	if err := a.BoxFilter.check(); err != nil {
+		return nil, err
+	}
 	if err := pipeline.NeedType(env, field.Ragged); err != nil {
 		return nil, err
 	}
@@ -48,7 +54,7 @@ func newRaggedDecoder(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error
 	if err != nil {
 		return nil, err
 	}
-	if a.MaxRows < 0 || uint64(a.MaxRows)*row > env.Reader.PageSize() {
+	if uint64(a.MaxRows)*row > env.Reader.PageSize() {
 		return nil, fmt.Errorf("max_rows %d out of range", a.MaxRows)
 	}
 	if env.Desc.DType[0] == '>' {

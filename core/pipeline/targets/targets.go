@@ -29,6 +29,18 @@ type BoxFilter struct {
 	MinVisibility float64 `json:"min_visibility"`
 }
 
+// check checks the filter's thresholds: sizes and areas not negative, a
+// visibility in [0, 1].
+func (f BoxFilter) check() error {
+	if !(f.MinSize >= 0) || !(f.MinArea >= 0) {
+		return fmt.Errorf("min_size %v and min_area %v must not be negative", f.MinSize, f.MinArea)
+	}
+	if !(f.MinVisibility >= 0 && f.MinVisibility <= 1) {
+		return fmt.Errorf("min_visibility %v must be in [0, 1]", f.MinVisibility)
+	}
+	return nil
+}
+
 func (f BoxFilter) keep(b [4]float64, area float64) bool {
 	w, h := b[2]-b[0], b[3]-b[1]
 	if !(w > 0 && h > 0) || w < f.MinSize || h < f.MinSize || w*h < f.MinArea {

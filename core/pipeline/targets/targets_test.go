@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
+	"github.com/ffcv-go/ffcv-go/core/pipeline/internal/optest"
 )
 
 // Nearest-neighbour sampling inverts the map at pixel centres: a flip
@@ -45,4 +46,16 @@ func TestBoxFilter(t *testing.T) {
 	if math.IsNaN(pipeline.Identity(1, 1).SX) {
 		t.Fatal("identity")
 	}
+}
+
+// The decoders refuse bad arguments before they look at their field.
+func TestBadArguments(t *testing.T) {
+	optest.CheckBadArgs(t, []optest.BadArgs{
+		{Name: "ragged", Args: map[string]any{"max_rows": -1}, Want: "max_rows -1 must not be negative"},
+		{Name: "ragged", Args: map[string]any{"max_rows": 2, "min_size": -1}, Want: "min_size -1"},
+		{Name: "ragged", Args: map[string]any{"max_rows": 2, "min_area": -1}, Want: "min_area -1"},
+		{Name: "ragged", Args: map[string]any{"max_rows": 2, "min_visibility": 1.5}, Want: "min_visibility 1.5 must be in [0, 1]"},
+		{Name: "mask", Args: map[string]any{"fill": -1}, Want: "fill -1 must be in [0, 65535]"},
+		{Name: "mask", Args: map[string]any{"fill": 0, "min_visibility": -0.5}, Want: "min_visibility -0.5"},
+	})
 }

@@ -57,6 +57,34 @@ func newTokensDecoder(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error
 	if err := pipeline.Parse(raw, &a); err != nil {
 		return nil, err
 	}
+	if a.ContextLength < 1 || a.ContextLength > 1<<20 {
+		return nil, fmt.Errorf("context_length %d out of range [1, 2^20]", a.ContextLength)
+	}
+	item := 8
+	switch a.DType {
+	case "", "<i8":
+	case "<i4":
+		item = 4
+	default:
+		return nil, fmt.Errorf("dtype %q must be '<i8' or '<i4'", a.DType)
+	}
+	switch a.Extra {
+	case "", "lengths", "mask":
+	default:
+		return nil, fmt.Errorf("extra %q must be '', 'lengths' or 'mask'", a.Extra)
+	}
+	limit := int64(1)<<(8*item-1) - 1
+	var ids [3]*uint32 // sot, eot, pad as given
+	for i, x := range []*int64{a.SOT, a.EOT, a.Pad} {
+		if x == nil {
+			continue
+		}
+		if *x < 0 || *x > 0xffffffff || *x > limit {
+			return nil, fmt.Errorf("%s %d out of range", [3]string{"sot", "eot", "pad"}[i], *x)
+		}
+		v := uint32(*x)
+		ids[i] = &v
+	}
 	if err := pipeline.NeedType(env, field.Text); err != nil {
 		return nil, err
 	}
@@ -64,54 +92,18 @@ func newTokensDecoder(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error
 	if t == nil || !t.Tokens {
 		return nil, fmt.Errorf("field %q stores no tokens: write it with a tokenizer, or decode its raw text", env.Desc.Name)
 	}
-	if a.ContextLength < 1 || a.ContextLength > 1<<20 {
-		return nil, fmt.Errorf("context_length %d out of range [1, 2^20]", a.ContextLength)
+	d := &tokensDecoder{ctx: a.ContextLength, sot: t.SOT, eot: t.EOT, pad: t.Pad, extra: a.Extra, item: item}
+	if ids[0] != nil {
+		d.sot = ids[0]
 	}
-	d := &tokensDecoder{ctx: a.ContextLength, sot: t.SOT, eot: t.EOT, pad: t.Pad, extra: a.Extra}
-	switch a.DType {
-	case "", "<i8":
-		d.item = 8
-	case "<i4":
-		d.item = 4
-	default:
-		return nil, fmt.Errorf("dtype %q must be '<i8' or '<i4'", a.DType)
+	if ids[1] != nil {
+		d.eot = ids[1]
 	}
-	limit := int64(1)<<(8*d.item-1) - 1
-	id := func(name string, x *int64) (*uint32, error) {
-		if x == nil {
-			return nil, nil
-		}
-		if *x < 0 || *x > 0xffffffff || *x > limit {
-			return nil, fmt.Errorf("%s token %d out of range", name, *x)
-		}
-		v := uint32(*x)
-		return &v, nil
-	}
-	var err error
-	if a.SOT != nil {
-		if d.sot, err = id("start", a.SOT); err != nil {
-			return nil, err
-		}
-	}
-	if a.EOT != nil {
-		if d.eot, err = id("end", a.EOT); err != nil {
-			return nil, err
-		}
-	}
-	if a.Pad != nil {
-		p, err := id("pad", a.Pad)
-		if err != nil {
-			return nil, err
-		}
-		d.pad = *p
+	if ids[2] != nil {
+		d.pad = *ids[2]
 	}
 	if d.item == 4 && (t.VocabSize == 0 || uint64(t.VocabSize) > uint64(limit)+1) {
 		return nil, fmt.Errorf("int32 tokens need a vocabulary below 2^31 (the field's is %d, 0: unknown)", t.VocabSize)
-	}
-	switch a.Extra {
-	case "", "lengths", "mask":
-	default:
-		return nil, fmt.Errorf("extra %q must be '', 'lengths' or 'mask'", a.Extra)
 	}
 	return d, nil
 }
@@ -183,11 +175,14 @@ func newRawTextDecoder(env pipeline.Env, raw json.RawMessage) (pipeline.Op, erro
 	if err := pipeline.Parse(raw, &a); err != nil {
 		return nil, err
 	}
+	if a.MaxBytes < 0 {
+		return nil, fmt.Errorf("max_bytes %d must not be negative", a.MaxBytes)
+	}
 	if err := pipeline.NeedType(env, field.Text); err != nil {
 		return nil, err
 	}
-	if a.MaxBytes < 0 || uint64(a.MaxBytes) > env.Reader.PageSize() {
-		return nil, fmt.Errorf("max_bytes %d out of range", a.MaxBytes)
+	if uint64(a.MaxBytes) > env.Reader.PageSize() {
+		return nil, fmt.Errorf("max_bytes %d is more than a page of the file, %d bytes", a.MaxBytes, env.Reader.PageSize())
 	}
 	return rawTextDecoder{a.MaxBytes}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
+	"github.com/ffcv-go/ffcv-go/core/pipeline/internal/optest"
 )
 
 func ptr32(x uint32) *uint32 { return &x }
@@ -218,4 +219,16 @@ func TestCaptionDraw(t *testing.T) {
 	if !differs {
 		t.Fatal("the draw ignores the position and the seed")
 	}
+}
+
+// The decoders refuse bad arguments before they look at their field.
+func TestBadArguments(t *testing.T) {
+	optest.CheckBadArgs(t, []optest.BadArgs{
+		{Name: "text_tokens", Args: map[string]any{"context_length": 0}, Want: "context_length 0 out of range"},
+		{Name: "text_tokens", Args: map[string]any{"context_length": 77, "dtype": "<u2"}, Want: `dtype "<u2"`},
+		{Name: "text_tokens", Args: map[string]any{"context_length": 77, "extra": "ids"}, Want: `extra "ids"`},
+		{Name: "text_tokens", Args: map[string]any{"context_length": 77, "sot": -1}, Want: "sot -1 out of range"},
+		{Name: "text_tokens", Args: map[string]any{"context_length": 77, "dtype": "<i4", "pad": 1 << 31}, Want: "pad 2147483648 out of range"},
+		{Name: "text_raw", Args: map[string]any{"max_bytes": -1}, Want: "max_bytes -1 must not be negative"},
+	})
 }

@@ -3,6 +3,7 @@ package transform
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 )
@@ -28,8 +29,11 @@ func newBlend(kind string) pipeline.Factory {
 		if err := pipeline.Parse(raw, &a); err != nil {
 			return nil, err
 		}
-		if a.Magnitude < 0 {
-			return nil, fmt.Errorf("magnitude %v must not be negative", a.Magnitude)
+		if !(a.Magnitude >= 0) || math.IsInf(a.Magnitude, 0) {
+			return nil, fmt.Errorf("magnitude %v must be finite and not negative", a.Magnitude)
+		}
+		if err := pipeline.Prob("p", a.P); err != nil {
+			return nil, err
 		}
 		return &blend{kind: kind, m: a.Magnitude, p: a.P}, nil
 	}
@@ -104,6 +108,9 @@ func newGrayscale(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 	if err := pipeline.Parse(raw, &a); err != nil {
 		return nil, err
 	}
+	if err := pipeline.Prob("gray_prob", a.P); err != nil {
+		return nil, err
+	}
 	return &grayscale{p: a.P}, nil
 }
 
@@ -149,6 +156,12 @@ func newSolarize(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 	}
 	if err := pipeline.Parse(raw, &a); err != nil {
 		return nil, err
+	}
+	if err := pipeline.Prob("solarization_prob", a.P); err != nil {
+		return nil, err
+	}
+	if a.Threshold < 0 || a.Threshold > 255 {
+		return nil, fmt.Errorf("threshold %d must be in [0, 255]", a.Threshold)
 	}
 	return &solarize{threshold: a.Threshold, p: a.P}, nil
 }

@@ -27,7 +27,11 @@ func newCutout(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 	if a.Size < 1 {
 		return nil, fmt.Errorf("crop_size %d must be positive", a.Size)
 	}
-	return &cutout{size: a.Size, fill: pipeline.FillBytes(a.Fill)}, nil
+	fill, err := pipeline.Bytes("fill", a.Fill)
+	if err != nil {
+		return nil, err
+	}
+	return &cutout{size: a.Size, fill: fill}, nil
 }
 
 func (t *cutout) Out(in pipeline.Spec) (pipeline.Spec, error) {

@@ -22,6 +22,9 @@ func newFlip(horizontal bool) pipeline.Factory {
 		if err := pipeline.Parse(raw, &a); err != nil {
 			return nil, err
 		}
+		if err := pipeline.Prob("flip_prob", a.P); err != nil {
+			return nil, err
+		}
 		f := flip{horizontal: horizontal, p: a.P}
 		if horizontal {
 			return &hflip{f}, nil

@@ -34,9 +34,9 @@ func newNormalize(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 	if len(a.Mean) != len(a.Std) || len(a.Mean) == 0 {
 		return nil, fmt.Errorf("mean and std need one value per channel")
 	}
-	for _, s := range a.Std {
-		if s == 0 {
-			return nil, fmt.Errorf("std has a zero")
+	for i, s := range a.Std {
+		if s == 0 || math.IsNaN(s) || math.IsInf(s, 0) || math.IsNaN(a.Mean[i]) || math.IsInf(a.Mean[i], 0) {
+			return nil, fmt.Errorf("mean %v and std %v must be finite, std without zeros", a.Mean, a.Std)
 		}
 	}
 	switch a.DType {

@@ -73,6 +73,17 @@ func newPoison(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 	if err := pipeline.Parse(raw, &a); err != nil {
 		return nil, err
 	}
+	if !(a.Alpha >= 0 && a.Alpha <= 1) {
+		return nil, fmt.Errorf("alpha %v must be in [0, 1]", a.Alpha)
+	}
+	for _, v := range a.Map {
+		if !(v >= 0 && v <= 1) {
+			return nil, fmt.Errorf("alpha has %v: its values must be in [0, 1]", v)
+		}
+	}
+	if !(a.Clamp[0] <= a.Clamp[1]) {
+		return nil, fmt.Errorf("clamp %v must be (min, max)", a.Clamp)
+	}
 	p := &poison{mask: a.Mask, alpha: a.Alpha, alphaMap: a.Map, ids: map[uint64]bool{}, lo: a.Clamp[0], hi: a.Clamp[1]}
 	for _, i := range a.Indices {
 		p.ids[i] = true

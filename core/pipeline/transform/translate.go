@@ -28,7 +28,11 @@ func newTranslate(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 	if a.Padding < 0 {
 		return nil, fmt.Errorf("padding %d must not be negative", a.Padding)
 	}
-	return &translate{padding: a.Padding, fill: pipeline.FillBytes(a.Fill)}, nil
+	fill, err := pipeline.Bytes("fill", a.Fill)
+	if err != nil {
+		return nil, err
+	}
+	return &translate{padding: a.Padding, fill: fill}, nil
 }
 
 // draw is the sample's shift: Run, Place and Report all read it.
@@ -49,13 +53,14 @@ func (t *translate) Out(in pipeline.Spec) (pipeline.Spec, error) {
 	return in, nil
 }
 
-// Reports: the shift (dy, dx) drawn; output pixel (y, x) is input pixel
-// (y + dy, x + dx).
+// Reports: FFCV-SSL's (dy + padding, dx + padding), in [0, 2·padding],
+// for the shift (dy, dx) drawn: output pixel (y, x) is input pixel
+// (y + dy, x + dx), or the window's corner in the padded image.
 func (t *translate) Reports() int { return 2 }
 
 func (t *translate) Report(c *pipeline.Ctx, key int, dst []float32) {
 	dy, dx := t.draw(c, key)
-	dst[0], dst[1] = float32(dy), float32(dx)
+	dst[0], dst[1] = float32(dy+t.padding), float32(dx+t.padding)
 }
 
 func (t *translate) Place(c *pipeline.Ctx, key, w, h int) (pipeline.Step, error) {
@@ -97,8 +102,11 @@ func newRandomCrop(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 	if err := pipeline.Parse(raw, &a); err != nil {
 		return nil, err
 	}
-	if a.Size[0] < 1 || a.Size[1] < 1 || a.Padding < 0 {
-		return nil, fmt.Errorf("bad size %v or padding %d", a.Size, a.Padding)
+	if a.Size[0] < 1 || a.Size[1] < 1 {
+		return nil, fmt.Errorf("size %v must be positive", a.Size)
+	}
+	if a.Padding < 0 {
+		return nil, fmt.Errorf("padding %d must not be negative", a.Padding)
 	}
 	return &randomCrop{h: a.Size[0], w: a.Size[1], padding: a.Padding}, nil
 }

@@ -5,6 +5,7 @@ import numpy as np
 from .base import Field, _set_data, _Decoder
 from .ragged import _parse_target_args, _target_args
 from ..pipeline.allocation_query import AllocationQuery
+from ..pipeline.operation import _check_spec
 from ..pipeline.state import State
 
 
@@ -106,6 +107,7 @@ class MaskDecoder(_Decoder):
         super().__init__()
         self.follows = follows
         self.fill = int(fill)
+        _check_spec(self, self._go_spec())
         if instances is not None and not isinstance(instances, str):
             raise TypeError(f"MaskDecoder: instances names a boxes output, got {instances!r}")
         self.instances = instances

@@ -7,6 +7,7 @@ import numpy as np
 
 from .base import Field, ARG_TYPE, _set_data, _Decoder
 from ..pipeline.allocation_query import AllocationQuery
+from ..pipeline.operation import _check_spec
 from ..pipeline.state import State
 
 _COORDS = (None, "xyxy", "xy")
@@ -152,10 +153,9 @@ class RaggedDecoder(_Decoder):
         super().__init__()
         self.follows = follows
         self.max_rows = None if max_rows is None else int(max_rows)
-        if self.max_rows is not None and self.max_rows < 0:
-            raise ValueError(f"RaggedDecoder: max_rows {max_rows} must not be negative")
         self.filter = {"min_size": float(min_size), "min_area": float(min_area),
                        "min_visibility": float(min_visibility)}
+        _check_spec(self, {"op": "ragged", "max_rows": self.max_rows or 0, **self.filter})
         if boxes is not None and not isinstance(boxes, str):
             raise TypeError(f"RaggedDecoder: boxes names a loader output, got {boxes!r}")
         self.boxes = boxes

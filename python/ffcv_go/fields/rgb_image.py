@@ -5,7 +5,7 @@ import numpy as np
 
 from .base import Field, ARG_TYPE, _set_data
 from ..pipeline.allocation_query import AllocationQuery
-from ..pipeline.operation import Operation, _seed_arg
+from ..pipeline.operation import Operation, _check_spec, _seed_arg
 from ..pipeline.state import State
 
 IMAGE_MODES = {"jpg": 0, "raw": 1}
@@ -237,8 +237,8 @@ class ResizedCropRGBImageDecoder(_ImageDecoder):
 
     def __init__(self, output_size):
         super().__init__()
-        if len(output_size) != 2 or min(output_size) < 1:
-            raise ValueError(f"output_size {output_size} must be (height, width), positive")
+        if len(output_size) != 2:
+            raise ValueError(f"{type(self).__name__}: output_size {output_size} must be (height, width)")
         self.output_size = (int(output_size[0]), int(output_size[1]))
 
     @property
@@ -308,15 +308,10 @@ class RandomResizedCropRGBImageDecoder(_ResizedCropDecoder):
     def __init__(self, output_size, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), seed=None, second_seed=None):
         super().__init__(output_size)
         self.scale, self.ratio = (float(scale[0]), float(scale[1])), (float(ratio[0]), float(ratio[1]))
-        if not 0 < self.scale[0] <= self.scale[1] or not 0 < self.ratio[0] <= self.ratio[1]:
-            raise ValueError(f"bad scale {scale} or ratio {ratio}")
         self.seed, self.second_seed = _seed_arg(seed), _seed_arg(second_seed)
-        if self.second_seed is not None and self.seed is None:
-            raise ValueError(f"{type(self).__name__}: second_seed needs a seed too")
+        _check_spec(self, self._spec())
 
-    def _go_spec(self, previous_state=None):
-        if self._own_crop():
-            return None
+    def _spec(self):
         spec = {"op": "rgb_rrc", "size": list(self.output_size), "scale": list(self.scale), "ratio": list(self.ratio)}
         if self.seed is not None:
             spec["seed"] = self.seed
@@ -324,32 +319,36 @@ class RandomResizedCropRGBImageDecoder(_ResizedCropDecoder):
             spec["second_seed"] = self.second_seed
         return spec
 
+    def _go_spec(self, previous_state=None):
+        return None if self._own_crop() else self._spec()
+
 
 class CenterCropRGBImageDecoder(_ResizedCropDecoder):
     """Centre square of side ratio*min(H, W), resized to output_size."""
 
     def __init__(self, output_size, ratio=224 / 256):
         super().__init__(output_size)
-        if not 0 < ratio <= 1:
-            raise ValueError(f"ratio {ratio} must be in (0, 1]")
         self.ratio = float(ratio)
+        _check_spec(self, self._spec())
+
+    def _spec(self):
+        return {"op": "rgb_center", "size": list(self.output_size), "ratio": self.ratio}
 
     def _go_spec(self, previous_state=None):
-        if self._own_crop():
-            return None
-        return {"op": "rgb_center", "size": list(self.output_size), "ratio": self.ratio}
+        return None if self._own_crop() else self._spec()
 
 
 class _CornerCropRGBImageDecoder(CenterCropRGBImageDecoder):
     """CornerCrop as a decoder: the square of side ratio*min(H, W) at a
-    corner, resized to output_size (only the square is decoded)."""
+    corner, resized to output_size (only the square is decoded, at a
+    reduced DCT scale where the output is smaller)."""
 
     def __init__(self, output_size, ratio, corner):
+        self.corner = str(corner)
         super().__init__(output_size, ratio)
-        self.corner = corner
 
-    def _go_spec(self, previous_state=None):
-        return dict(super()._go_spec(previous_state), op="rgb_corner", corner=self.corner)
+    def _spec(self):
+        return dict(super()._spec(), op="rgb_corner", corner=self.corner)
 
 
 class PadRGBImageDecoder(_ImageDecoder):
@@ -381,12 +380,7 @@ class ResizePadRGBImageDecoder(_ImageDecoder):
         self.output_size = (int(output_size[0]), int(output_size[1]))
         self.scale = (float(scale[0]), float(scale[1]))
         self.fill = tuple(int(x) for x in fill)
-        if min(self.output_size) < 1:
-            raise ValueError(f"output_size {output_size} must be positive")
-        if not 0 < self.scale[0] <= self.scale[1] <= 1:
-            raise ValueError(f"scale {scale} must satisfy 0 < lo <= hi <= 1")
-        if len(self.fill) != 3:
-            raise ValueError(f"fill {fill} needs 3 values")
+        _check_spec(self, self._go_spec())
 
     def declare_state_and_memory(self, previous_state):
         shape = (*self.output_size, 3)

@@ -9,6 +9,7 @@ import numpy as np
 
 from .base import Field, ARG_TYPE, _Decoder
 from ..pipeline.allocation_query import AllocationQuery
+from ..pipeline.operation import _check_spec
 from ..pipeline.state import State
 
 __all__ = ["TextField", "TokenDecoder", "CaptionDecoder", "Tokens"]
@@ -227,13 +228,12 @@ class TokenDecoder(_Decoder):
     def __init__(self, context_length=77, extra=None, sot=None, eot=None, pad=None, dtype=None):
         super().__init__()
         self.context_length = int(context_length)
-        if self.context_length < 1:
-            raise ValueError(f"TokenDecoder: context_length {context_length} must be positive")
         if extra not in (None, "lengths", "attention_mask"):
             raise ValueError(f"TokenDecoder: extra {extra!r} must be None, 'lengths' or 'attention_mask'")
         self.extra = extra
         self.sot, self.eot, self.pad = sot, eot, pad
         self.np_dtype = _int_dtype(dtype)
+        _check_spec(self, self._go_spec())
 
     def _field_classes(self):
         return (TextField,)
@@ -284,8 +284,7 @@ class CaptionDecoder(_Decoder):
     def __init__(self, max_bytes=None):
         super().__init__()
         self.max_bytes = None if max_bytes is None else int(max_bytes)
-        if self.max_bytes is not None and self.max_bytes < 0:
-            raise ValueError(f"CaptionDecoder: max_bytes {max_bytes} must not be negative")
+        _check_spec(self, {"op": "text_raw", "max_bytes": self.max_bytes or 0})
 
     def _field_classes(self):
         return (TextField,)

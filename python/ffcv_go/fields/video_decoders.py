@@ -9,10 +9,9 @@ from .rgb_image import (SimpleRGBImageDecoder, RandomResizedCropRGBImageDecoder,
                         ResizePadRGBImageDecoder)
 from .video import VideoField
 from ..pipeline.allocation_query import AllocationQuery
-from ..pipeline.operation import _seed_arg
+from ..pipeline.operation import _check_spec, _seed_arg
 from ..pipeline.state import State
 
-SHORT_POLICIES = ("repeat", "loop", "pad")
 _GEOMETRIES = (SimpleRGBImageDecoder, RandomResizedCropRGBImageDecoder, CenterCropRGBImageDecoder,
                ResizePadRGBImageDecoder)
 
@@ -23,17 +22,11 @@ class _ClipDecoder(_Decoder):
 
     def __init__(self, num_frames, geometry=None, stride=None, fps=None, short="repeat"):
         super().__init__()
-        if isinstance(num_frames, bool) or not isinstance(num_frames, (int, np.integer)) or num_frames < 1:
-            raise ValueError(f"{type(self).__name__}: num_frames {num_frames!r} must be an integer >= 1")
+        for name, v in (("num_frames", num_frames), ("stride", stride)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):
+                raise TypeError(f"{type(self).__name__}: {name} {v!r} must be an integer")
         if stride is not None and fps is not None:
             raise ValueError(f"{type(self).__name__}: give stride or fps, not both")
-        if stride is not None and (isinstance(stride, bool) or not isinstance(stride, (int, np.integer))
-                                   or stride < 1):
-            raise ValueError(f"{type(self).__name__}: stride {stride!r} must be an integer >= 1")
-        if fps is not None and not (np.isfinite(float(fps)) and float(fps) > 0):
-            raise ValueError(f"{type(self).__name__}: fps {fps!r} must be positive")
-        if short not in SHORT_POLICIES:
-            raise ValueError(f"{type(self).__name__}: short {short!r} must be one of {', '.join(SHORT_POLICIES)}")
         geometry = self._default_geometry() if geometry is None else geometry
         if type(geometry) not in _GEOMETRIES:
             raise TypeError(f"{type(self).__name__}: geometry must be one of "
@@ -42,7 +35,7 @@ class _ClipDecoder(_Decoder):
         self.geometry = geometry
         self.stride = 1 if stride is None and fps is None else (None if stride is None else int(stride))
         self.fps = None if fps is None else float(fps)
-        self.short = short
+        self.short = str(short)
 
     def _field_classes(self):
         return (VideoField,)
@@ -112,6 +105,7 @@ class RandomClipDecoder(_ClipDecoder):
     def __init__(self, num_frames, geometry=None, stride=None, fps=None, short="repeat", seed=None):
         super().__init__(num_frames, geometry, stride, fps, short)
         self.seed = _seed_arg(seed)
+        _check_spec(self, self._go_spec())
 
     def _go_spec(self, previous_state=None):
         spec = self._clip_spec("clip_random")
@@ -131,9 +125,10 @@ class ClipDecoder(_ClipDecoder):
 
     def __init__(self, num_frames, num_clips=1, geometry=None, stride=None, fps=None, short="repeat"):
         super().__init__(num_frames, geometry, stride, fps, short)
-        if isinstance(num_clips, bool) or not isinstance(num_clips, (int, np.integer)) or num_clips < 1:
-            raise ValueError(f"ClipDecoder: num_clips {num_clips!r} must be an integer >= 1")
+        if isinstance(num_clips, bool) or not isinstance(num_clips, (int, np.integer)):
+            raise TypeError(f"ClipDecoder: num_clips {num_clips!r} must be an integer")
         self.num_clips = int(num_clips)
+        _check_spec(self, self._go_spec())
 
     def _shape(self):
         clip = super()._shape()

@@ -113,3 +113,26 @@ def _seed_arg(seed):
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2 ** 32:
         raise ValueError(f"seed {seed!r} must be an integer in [0, 2**32)")
     return int(seed)
+
+
+class _ArgumentError(ValueError):
+    """A built-in operation's bad argument: ``"{operation}: {detail}"``,
+    detail the Go core's message, which names the argument."""
+
+    def __init__(self, operation, detail):
+        super().__init__(f"{operation}: {detail}")
+        self.detail = detail
+
+
+def _check_spec(op, spec):
+    """Checks a built-in operation's arguments, given as its Go spec, where
+    every operation's arguments are checked: in the Go core
+    (``ffcv_op_check``). A bad one raises ValueError naming op's class and
+    the argument. Every built-in operation's constructor calls it, so a bad
+    argument fails where it is written; Python only coerces the arguments'
+    types and shapes into the spec."""
+    from .. import _lib
+    try:
+        _lib.check_op(spec)
+    except ValueError as e:
+        raise _ArgumentError(type(op).__name__, str(e)) from None

@@ -6,24 +6,24 @@ magnitude. interpolation takes a torchvision InterpolationMode (NEAREST or
 BILINEAR) or its name."""
 import numbers
 
+from .. import _lib
 from .image import _RandomImage
 from .ssl import _fill, _interpolation
 
-#: The operations of the policies, as torchvision names them.
-AUGMENT_OPS = ("Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color",
-               "Contrast", "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize", "Invert")
+#: The operations of the policies, as torchvision names them (the Go core's list).
+AUGMENT_OPS = _lib.augment_ops()
 
 
-def _int(value, name, low, high=None):
+def _int(value, name):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} {value!r} must be an integer")
-    if value < low or (high is not None and value > high):
-        bound = f"[{low}, {high}]" if high is not None else f">= {low}"
-        raise ValueError(f"{name} {value} must be {'in ' if high is not None else ''}{bound}")
+        raise TypeError(f"{name} {value!r} must be an integer")
     return int(value)
 
 
 class _Policy(_RandomImage):
+    """A policy; each subclass's constructor sets its own arguments, then
+    checks them all in Go (_check)."""
+
     def __init__(self, interpolation, fill):
         super().__init__()
         self.interpolation, self.fill = interpolation, fill
@@ -42,9 +42,10 @@ class RandAugment(_Policy):
 
     def __init__(self, num_ops=2, magnitude=9, num_magnitude_bins=31, interpolation="nearest", fill=None):
         super().__init__(interpolation, fill)
-        self.num_ops = _int(num_ops, "num_ops", 0)
-        self.num_magnitude_bins = _int(num_magnitude_bins, "num_magnitude_bins", 2)
-        self.magnitude = _int(magnitude, "magnitude", 0, self.num_magnitude_bins - 1)
+        self.num_ops = _int(num_ops, "num_ops")
+        self.num_magnitude_bins = _int(num_magnitude_bins, "num_magnitude_bins")
+        self.magnitude = _int(magnitude, "magnitude")
+        self._check()
 
     def _own(self):
         return {"num_ops": self.num_ops, "magnitude": self.magnitude, "num_magnitude_bins": self.num_magnitude_bins}
@@ -58,7 +59,8 @@ class TrivialAugmentWide(_Policy):
 
     def __init__(self, num_magnitude_bins=31, interpolation="nearest", fill=None):
         super().__init__(interpolation, fill)
-        self.num_magnitude_bins = _int(num_magnitude_bins, "num_magnitude_bins", 2)
+        self.num_magnitude_bins = _int(num_magnitude_bins, "num_magnitude_bins")
+        self._check()
 
     def _own(self):
         return {"num_magnitude_bins": self.num_magnitude_bins}
@@ -74,10 +76,8 @@ class AutoAugment(_Policy):
 
     def __init__(self, policy="imagenet", interpolation="nearest", fill=None):
         super().__init__(interpolation, fill)
-        name = str(getattr(policy, "value", policy)).lower()
-        if name not in ("imagenet", "cifar10", "svhn"):
-            raise ValueError(f"policy {policy!r} must be imagenet, cifar10 or svhn")
-        self.policy, self._policy = policy, name
+        self.policy, self._policy = policy, str(getattr(policy, "value", policy)).lower()
+        self._check()
 
     def _own(self):
         return {"policy": self._policy}
@@ -95,13 +95,12 @@ class AugMix(_Policy):
     def __init__(self, severity=3, mixture_width=3, chain_depth=-1, alpha=1.0, all_ops=True,
                  interpolation="bilinear", fill=None):
         super().__init__(interpolation, fill)
-        self.severity = _int(severity, "severity", 1, 10)
-        self.mixture_width = _int(mixture_width, "mixture_width", 1)
-        self.chain_depth = _int(chain_depth, "chain_depth", -(2 ** 31))
+        self.severity = _int(severity, "severity")
+        self.mixture_width = _int(mixture_width, "mixture_width")
+        self.chain_depth = _int(chain_depth, "chain_depth")
         self.alpha = float(alpha)
-        if not self.alpha > 0:
-            raise ValueError(f"alpha {alpha} must be positive")
         self.all_ops = bool(all_ops)
+        self._check()
 
     def _own(self):
         return {"severity": self.severity, "mixture_width": self.mixture_width, "chain_depth": self.chain_depth,
@@ -118,16 +117,8 @@ class AugmentOp(_Policy):
 
     def __init__(self, name, magnitude=0.0, interpolation="nearest", fill=None):
         super().__init__(interpolation, fill)
-        if name not in AUGMENT_OPS:
-            raise ValueError(f"name {name!r} must be one of {', '.join(AUGMENT_OPS)}")
-        self.name, self.magnitude = name, float(magnitude)
-        m = self.magnitude
-        if name == "Posterize" and not 0 <= int(m) <= 8:
-            raise ValueError(f"magnitude {m}: Posterize needs 0 to 8 bits")
-        if name == "Solarize" and not 0 <= m <= 1:
-            raise ValueError(f"magnitude {m}: Solarize needs a threshold fraction in [0, 1]")
-        if name in ("Brightness", "Color", "Contrast", "Sharpness") and 1 + m < 0:
-            raise ValueError(f"magnitude {m}: {name} needs a factor 1 + magnitude >= 0")
+        self.name, self.magnitude = str(name), float(magnitude)
+        self._check()
 
     def _own(self):
         return {"name": self.name, "magnitude": self.magnitude}

@@ -1,7 +1,8 @@
 """Image and label transforms. Each is implemented once, in Go: the loader
 runs it in the per-sample program, or on the batch when it follows a Python
 stage (see ffcv_go.pipeline.pipeline). The Python classes only describe them
-(``_go_spec``) and declare their output state. Two have a torch path:
+(``_go_spec``), have Go check their arguments when they are constructed
+(``_check_spec``) and declare their output state. Two have a torch path:
 NormalizeImage on a GPU tensor (as FFCV's does) and MixupToOneHot (FFCV's is
 torch only)."""
 import weakref
@@ -10,7 +11,7 @@ import numpy as np
 import torch
 
 from .. import _lib
-from ..pipeline.operation import _seed_arg
+from ..pipeline.operation import _check_spec, _seed_arg
 from ._base import Transform, numpy_dtype, replace_state, torch_dtype
 
 
@@ -26,8 +27,14 @@ def _seeded(spec, seed):
 
 
 class _RandomImage(Transform):
+    """A built-in transform of uint8 images, described by ``_spec()``;
+    ``_check()`` (each constructor's last step) checks it in Go."""
+
     def _go_spec(self, state):
         return self._spec() if _is_cpu_image(state) else None
+
+    def _check(self):
+        _check_spec(self, self._spec())
 
 
 class RandomHorizontalFlip(_RandomImage):
@@ -38,6 +45,7 @@ class RandomHorizontalFlip(_RandomImage):
         super().__init__()
         self.flip_prob = float(flip_prob)
         self.seed = _seed_arg(seed)
+        self._check()
 
     def _spec(self):
         return _seeded({"op": "flip_h", "p": self.flip_prob}, self.seed)
@@ -51,6 +59,7 @@ class RandomVerticalFlip(_RandomImage):
         super().__init__()
         self.flip_prob = float(flip_prob)
         self.seed = _seed_arg(seed)
+        self._check()
 
     def _spec(self):
         return _seeded({"op": "flip_v", "p": self.flip_prob}, self.seed)
@@ -64,6 +73,7 @@ class RandomTranslate(_RandomImage):
     def __init__(self, padding, fill=(0, 0, 0), seed=None):
         super().__init__()
         self.padding, self.fill, self.seed = int(padding), tuple(int(v) for v in fill), _seed_arg(seed)
+        self._check()
 
     def _spec(self):
         return _seeded({"op": "translate", "padding": self.padding, "fill": list(self.fill)}, self.seed)
@@ -76,6 +86,7 @@ class Cutout(_RandomImage):
     def __init__(self, crop_size, fill=(0, 0, 0)):
         super().__init__()
         self.crop_size, self.fill = int(crop_size), tuple(int(v) for v in fill)
+        self._check()
 
     def _spec(self):
         return {"op": "cutout", "size": self.crop_size, "fill": list(self.fill)}
@@ -88,6 +99,7 @@ class _Blend(_RandomImage):
     def __init__(self, magnitude, p=0.5):
         super().__init__()
         self.magnitude, self.p = float(magnitude), float(p)
+        self._check()
 
     def _spec(self):
         return {"op": self._kind, "magnitude": self.magnitude, "p": self.p}
@@ -117,6 +129,7 @@ class RandomGrayscale(_RandomImage):
     def __init__(self, gray_prob=0.2, seed=None):
         super().__init__()
         self.gray_prob, self.seed = float(gray_prob), _seed_arg(seed)
+        self._check()
 
     def _spec(self):
         return _seeded({"op": "grayscale", "p": self.gray_prob}, self.seed)
@@ -131,6 +144,7 @@ class RandomSolarization(_RandomImage):
         super().__init__()
         self.solarization_prob, self.threshold = float(solarization_prob), int(threshold)
         self.seed = _seed_arg(seed)
+        self._check()
 
     def _spec(self):
         return _seeded({"op": "solarize", "threshold": self.threshold, "p": self.solarization_prob}, self.seed)
@@ -144,6 +158,7 @@ class RandomCrop(_RandomImage):
         self.size = (int(size), int(size)) if np.isscalar(size) else (int(size[0]), int(size[1]))
         self.padding = int(padding)
         self.seed = _seed_arg(seed)
+        self._check()
 
     def declare_state_and_memory(self, previous_state):
         shape = previous_state.shape
@@ -166,21 +181,21 @@ class NormalizeImage(Transform):
         self.mean = np.asarray(mean, dtype=np.float64)
         self.std = np.asarray(std, dtype=np.float64)
         self.type = type
-        if self.mean.shape != self.std.shape or self.mean.ndim != 1:
-            raise ValueError("mean and std need one value per channel")
-        if numpy_dtype(type) not in (np.float16, np.float32):
-            raise ValueError(f"NormalizeImage: type {type!r} must be np.float16 or np.float32")
+        if self.mean.ndim != 1 or self.std.ndim != 1:
+            raise ValueError("NormalizeImage: mean and std need one value per channel")
+        _check_spec(self, self._spec())
         self._tables = {}  # device -> the (channels x 256) table there
 
     def declare_state_and_memory(self, previous_state):
         dt = numpy_dtype(self.type) if previous_state.jit_mode else torch_dtype(self.type)
         return replace_state(previous_state, dtype=dt), None
 
-    def _go_spec(self, state):
-        if not _is_cpu_image(state):
-            return None
+    def _spec(self):
         return {"op": "normalize", "mean": self.mean.tolist(), "std": self.std.tolist(),
                 "dtype": numpy_dtype(self.type).str}
+
+    def _go_spec(self, state):
+        return self._spec() if _is_cpu_image(state) else None
 
     def _runs_in_python(self, state):
         return torch.device(state.device).type != "cpu"  # the GPU path; on the CPU, Go
@@ -214,10 +229,14 @@ class ReplaceLabel(Transform):
         super().__init__()
         self.indices = np.asarray(indices, dtype=np.int64).reshape(-1)
         self.new_label = int(new_label)
+        _check_spec(self, self._spec())
+
+    def _spec(self):
+        return {"op": "replace_label", "indices": self.indices.tolist(), "label": self.new_label}
 
     def _go_spec(self, state):
         if state.jit_mode and tuple(state.shape or ()) == (1,) and np.dtype(state.dtype) == np.int64:
-            return {"op": "replace_label", "indices": self.indices.tolist(), "label": self.new_label}
+            return self._spec()
         return None
 
 
@@ -238,10 +257,9 @@ class Poison(Transform):
         self.alpha = float(a) if a.ndim == 0 else a
         self.indices = np.asarray(indices, dtype=np.int64).reshape(-1)
         self.clamp = (float(clamp[0]), float(clamp[1]))
+        _check_spec(self, self._spec())
 
-    def _go_spec(self, state):
-        if not _is_cpu_image(state) or tuple(self.mask.shape) != tuple(state.shape):
-            return None
+    def _spec(self):
         spec = {"op": "poison", "mask": self.mask.reshape(-1).tolist(), "indices": self.indices.tolist(),
                 "clamp": list(self.clamp)}
         if isinstance(self.alpha, np.ndarray):
@@ -249,6 +267,11 @@ class Poison(Transform):
         else:
             spec["alpha"] = self.alpha
         return spec
+
+    def _go_spec(self, state):
+        if not _is_cpu_image(state) or tuple(self.mask.shape) != tuple(state.shape):
+            return None
+        return self._spec()
 
 
 
@@ -260,11 +283,13 @@ class ImageMixup(Transform):
     def __init__(self, alpha, same_lambda):
         super().__init__()
         self.alpha, self.same_lambda = float(alpha), bool(same_lambda)
+        _check_spec(self, self._spec())
+
+    def _spec(self):
+        return {"op": "image_mixup", "alpha": self.alpha, "same_lambda": self.same_lambda}
 
     def _go_spec(self, state):
-        if not _is_cpu_image(state):
-            return None
-        return {"op": "image_mixup", "alpha": self.alpha, "same_lambda": self.same_lambda}
+        return self._spec() if _is_cpu_image(state) else None
 
 
 
@@ -275,14 +300,18 @@ class LabelMixup(Transform):
     def __init__(self, alpha, same_lambda):
         super().__init__()
         self.alpha, self.same_lambda = float(alpha), bool(same_lambda)
+        _check_spec(self, self._spec())
 
     def declare_state_and_memory(self, previous_state):
         return replace_state(previous_state, shape=(3,), dtype=np.dtype("<f4")
                              if previous_state.jit_mode else torch.float32), None
 
+    def _spec(self):
+        return {"op": "label_mixup", "alpha": self.alpha, "same_lambda": self.same_lambda}
+
     def _go_spec(self, state):
         if state.jit_mode and tuple(state.shape or ()) == (1,) and np.dtype(state.dtype) == np.int64:
-            return {"op": "label_mixup", "alpha": self.alpha, "same_lambda": self.same_lambda}
+            return self._spec()
         return None
 
 
@@ -325,8 +354,6 @@ class RandomResizedCrop(_RandomImage):
     def __init__(self, *args, seed=None, second_seed=None, **kwargs):
         super().__init__()
         self.seed, self.second_seed = _seed_arg(seed), _seed_arg(second_seed)
-        if self.second_seed is not None and self.seed is None:
-            raise ValueError("RandomResizedCrop: second_seed needs a seed too")
         if len(args) == 3 or "size" in kwargs:  # FFCV 1.0: (scale, ratio, size)
             names = ("scale", "ratio", "size")
             a = dict(zip(names, args), **kwargs)
@@ -341,8 +368,7 @@ class RandomResizedCrop(_RandomImage):
             size, scale, ratio = a["output_size"], a.get("scale", (0.08, 1.0)), a.get("ratio", (3 / 4, 4 / 3))
         self.scale, self.ratio = (float(scale[0]), float(scale[1])), (float(ratio[0]), float(ratio[1]))
         self.size = (int(size), int(size)) if np.isscalar(size) else (int(size[0]), int(size[1]))
-        if min(self.size) < 1 or not 0 < self.scale[0] <= self.scale[1] or not 0 < self.ratio[0] <= self.ratio[1]:
-            raise ValueError(f"RandomResizedCrop: bad size {size}, scale {scale} or ratio {ratio}")
+        self._check()
 
     @property
     def output_size(self):
@@ -351,7 +377,9 @@ class RandomResizedCrop(_RandomImage):
 
     @output_size.setter
     def output_size(self, value):
-        self.size = (int(value), int(value)) if np.isscalar(value) else (int(value[0]), int(value[1]))
+        size = (int(value), int(value)) if np.isscalar(value) else (int(value[0]), int(value[1]))
+        _check_spec(self, dict(self._spec(), size=list(size)))
+        self.size = size
         for d in self.__dict__.get("_decoders", ()):
             d.output_size = self.size
 

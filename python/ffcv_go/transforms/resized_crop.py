@@ -13,7 +13,6 @@ import numpy as np
 
 from ..fields.rgb_image import PadRGBImageDecoder, RandomResizedCropRGBImageDecoder
 from ..pipeline.allocation_query import AllocationQuery
-from ..pipeline.operation import _seed_arg
 from ..pipeline.state import State
 from .image import RandomResizedCrop
 from .ssl import CenterCrop, CornerCrop
@@ -33,17 +32,14 @@ class LabelRandomResizedCrop(RandomResizedCropRGBImageDecoder):
     over the image field (custom_field_mapper)."""
 
     def __init__(self, output_size, seed, scale, ratio, second_seed=None):
-        super().__init__(output_size, scale, ratio)
-        if seed is None:
-            raise ValueError("LabelRandomResizedCrop needs the seed given to the decoder it reports on")
-        self.seed, self.second_seed = _seed_arg(seed), _seed_arg(second_seed)
+        super().__init__(output_size, scale, ratio, seed=seed, second_seed=second_seed)
 
     def declare_state_and_memory(self, previous_state):
         shape, dtype = (6,), np.dtype("<i4")
         return State(previous_state.jit_mode, previous_state.device, shape, dtype), AllocationQuery(shape, dtype)
 
-    def _go_spec(self, previous_state=None):
-        return dict(super()._go_spec(previous_state), op="label_rrc")
+    def _spec(self):
+        return dict(super()._spec(), op="label_rrc")
 
 
 def get_center_crop(height, width, _, ratio, seed=None, second_seed=None):

@@ -13,36 +13,23 @@ import numbers
 import numpy as np
 import torch
 
+from ..pipeline.operation import _ArgumentError, _check_spec
 from ._base import Transform, replace_state
 from .image import _RandomImage, _seed_arg, _seeded
 
 
-def _range(value, name, center=1.0, bound=(0.0, float("inf"))):
-    """torchvision's ColorJitter argument: a number v is [center-v, center+v]
-    (clipped at 0 for factors), a pair is (min, max); None when it leaves the
-    image unchanged."""
-    if isinstance(value, numbers.Number):
-        if value < 0:
-            raise ValueError(f"{name} {value} must not be negative")
-        lo, hi = center - float(value), center + float(value)
-        if center == 1.0:
-            lo = max(lo, 0.0)
-    elif isinstance(value, (tuple, list)) and len(value) == 2:
-        lo, hi = float(value[0]), float(value[1])
-        if not bound[0] <= lo <= hi <= bound[1]:
-            raise ValueError(f"{name} {tuple(value)} must be (min, max) within {bound}")
-    else:
-        raise TypeError(f"{name} must be a number or a (min, max) pair, got {value!r}")
-    if center == 0.0 and not -0.5 <= lo <= hi <= 0.5:
-        raise ValueError(f"hue {value!r} must lie within [-0.5, 0.5]")
-    return None if lo == hi == center else [lo, hi]
-
-
-def _prob(p, name):
-    p = float(p)
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"{name} {p} must be in [0, 1]")
-    return p
+def _number_or_pair(value, name):
+    """A number as a float, a (min, max) pair as a list of two floats, None
+    as None: the arguments torchvision takes either way (ColorJitter's
+    components, GaussianBlur's sigma), which Go checks and turns into
+    ranges."""
+    if value is None:
+        return None
+    if isinstance(value, numbers.Number) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        return [float(value[0]), float(value[1])]
+    raise TypeError(f"{name} must be a number or a (min, max) pair, got {value!r}")
 
 
 def _fill(fill, name="fill"):
@@ -57,27 +44,12 @@ def _fill(fill, name="fill"):
 
 
 def _interpolation(mode):
-    """'nearest' or 'bilinear' from a torchvision InterpolationMode or a string."""
-    name = str(getattr(mode, "value", mode)).lower()
-    if name not in ("nearest", "bilinear"):
-        raise ValueError(f"interpolation {mode!r} must be NEAREST or BILINEAR")
-    return name
+    """The name of a torchvision InterpolationMode or a string, lower case
+    (Go takes 'nearest' and 'bilinear')."""
+    return str(getattr(mode, "value", mode)).lower()
 
 
-class _Jitter:
-    def _jitter_args(self, jitter_prob, brightness, contrast, saturation, hue):
-        self.jitter_prob = _prob(jitter_prob, "jitter_prob")
-        self.brightness = _range(brightness, "brightness")
-        self.contrast = _range(contrast, "contrast")
-        self.saturation = _range(saturation, "saturation")
-        self.hue = _range(hue, "hue", center=0.0, bound=(-0.5, 0.5))
-
-    def _jitter_spec(self, op):
-        return _seeded({"op": op, "p": self.jitter_prob, "brightness": self.brightness, "contrast": self.contrast,
-                        "saturation": self.saturation, "hue": self.hue}, self.seed)
-
-
-class RandomColorJitter(_Jitter, _RandomImage):
+class RandomColorJitter(_RandomImage):
     """With probability jitter_prob, adjusts brightness, contrast, saturation
     and hue in a random order with factors drawn from their ranges, as
     torchvision's ColorJitter (hue shifted in HSV). Each argument is a number
@@ -87,11 +59,17 @@ class RandomColorJitter(_Jitter, _RandomImage):
 
     def __init__(self, jitter_prob=0.5, brightness=0.8, contrast=0.4, saturation=0.4, hue=0.2, seed=None):
         super().__init__()
-        self._jitter_args(jitter_prob, brightness, contrast, saturation, hue)
+        self.jitter_prob = float(jitter_prob)
+        self.brightness = _number_or_pair(brightness, "brightness")
+        self.contrast = _number_or_pair(contrast, "contrast")
+        self.saturation = _number_or_pair(saturation, "saturation")
+        self.hue = _number_or_pair(hue, "hue")
         self.seed = _seed_arg(seed)
+        self._check()
 
     def _spec(self):
-        return self._jitter_spec("color_jitter")
+        return _seeded({"op": "color_jitter", "p": self.jitter_prob, "brightness": self.brightness,
+                        "contrast": self.contrast, "saturation": self.saturation, "hue": self.hue}, self.seed)
 
 
 class GaussianBlur(_RandomImage):
@@ -101,23 +79,15 @@ class GaussianBlur(_RandomImage):
 
     def __init__(self, blur_prob, kernel_size=5, sigma=(0.1, 2.0), seed=None):
         super().__init__()
-        self.blur_prob = _prob(blur_prob, "blur_prob")
+        self.blur_prob = float(blur_prob)
         self.kernel_size = int(kernel_size)
-        if self.kernel_size < 1 or self.kernel_size % 2 == 0:
-            raise ValueError(f"kernel_size {kernel_size} must be odd and positive")
-        self.sigma = _sigma(sigma)
+        self.sigma = _number_or_pair(sigma, "sigma")
         self.seed = _seed_arg(seed)
+        self._check()
 
     def _spec(self):
         return _seeded({"op": "gaussian_blur", "p": self.blur_prob, "kernel_size": self.kernel_size,
-                        "sigma": list(self.sigma)}, self.seed)
-
-
-def _sigma(sigma):
-    lo, hi = (float(sigma), float(sigma)) if isinstance(sigma, numbers.Number) else map(float, sigma)
-    if not 0 < lo <= hi:
-        raise ValueError(f"sigma {sigma!r} must be positive, as a number or (min, max)")
-    return lo, hi
+                        "sigma": self.sigma}, self.seed)
 
 
 class RandomErasing(_RandomImage):
@@ -128,16 +98,13 @@ class RandomErasing(_RandomImage):
 
     def __init__(self, erase_prob=0.5, scale=(0.08, 0.4), ratio=(0.3, 3), mean=[128, 128, 128], seed=None):
         super().__init__()
-        self.erase_prob = _prob(erase_prob, "erase_prob")
+        self.erase_prob = float(erase_prob)
         self.scale, self.ratio = (float(scale[0]), float(scale[1])), (float(ratio[0]), float(ratio[1]))
-        if not 0 <= self.scale[0] <= self.scale[1] <= 1:
-            raise ValueError(f"scale {scale} must be (min, max) within [0, 1]")
-        if not 0 < self.ratio[0] <= self.ratio[1]:
-            raise ValueError(f"ratio {ratio} must be a positive (min, max)")
         if isinstance(mean, str):
-            raise ValueError(f"mean {mean!r}: give numbers")
+            raise TypeError(f"RandomErasing: mean {mean!r}: give numbers")
         self.mean = _fill(mean, "mean")
         self.seed = _seed_arg(seed)
+        self._check()
 
     def _spec(self):
         return _seeded({"op": "random_erasing", "p": self.erase_prob, "scale": list(self.scale),
@@ -151,11 +118,10 @@ class Rotate(_RandomImage):
 
     def __init__(self, rotate_prob=0.5, angle=0.2, seed=None, interpolation="nearest", fill=None):
         super().__init__()
-        self.rotate_prob = _prob(rotate_prob, "rotate_prob")
+        self.rotate_prob = float(rotate_prob)
         self.angle = float(angle)
-        if self.angle < 0:
-            raise ValueError(f"angle {angle} must not be negative")
         self.interpolation, self.fill, self.seed = _interpolation(interpolation), _fill(fill), _seed_arg(seed)
+        self._check()
 
     def _spec(self):
         return _seeded({"op": "rotate", "p": self.rotate_prob, "angle": self.angle,
@@ -179,8 +145,7 @@ class CenterCrop(_RandomImage):
         super().__init__()
         self.output_size = _size(output_size)
         self.ratio = float(ratio)
-        if not 0 < self.ratio <= 1:
-            raise ValueError(f"ratio {ratio} must be in (0, 1]")
+        self._check()
 
     def _as_decoder(self):
         from ..fields.rgb_image import CenterCropRGBImageDecoder, _CornerCropRGBImageDecoder
@@ -206,10 +171,8 @@ class CornerCrop(CenterCrop):
     bottom-left square)."""
 
     def __init__(self, output_size, ratio, corner="top_left"):
+        self._corner = str(corner)
         super().__init__(output_size, ratio)
-        if corner not in ("top_left", "top_right", "bottom_left", "bottom_right"):
-            raise ValueError(f"corner {corner!r} must be top_left, top_right, bottom_left or bottom_right")
-        self._corner = corner
 
     @property
     def corner(self):
@@ -222,11 +185,20 @@ class _Label(Transform):
     the same arguments, and Go reports that transform's own draws under the
     shared seed."""
 
-    def _reports(self, image_op):
-        if image_op.seed is None:
-            raise ValueError(f"{type(self).__name__} needs the seed given to the image transform it reports on")
-        self._of = image_op
-        self.seed = image_op.seed
+    def _reports(self, make):
+        """Builds the image transform it reports on (make()), both checked
+        in Go, errors naming this class."""
+        try:
+            self._of = make()
+        except _ArgumentError as e:
+            raise _ArgumentError(type(self).__name__, e.detail) from None
+        self.seed = self._of.seed
+        _check_spec(self, self._label_spec())
+
+    def _label_spec(self):
+        of = self._of._spec()
+        of.pop("seed", None)
+        return _seeded({"op": "label", "of": of}, self.seed)
 
     def declare_state_and_memory(self, previous_state):
         shape = previous_state.shape or (1,)
@@ -238,9 +210,7 @@ class _Label(Transform):
     def _go_spec(self, state):
         if not state.jit_mode or state.shape is None or len(state.shape) > 1:
             return None
-        of = self._of._spec()
-        of.pop("seed", None)
-        return {"op": "label", "of": of, "seed": self.seed}
+        return self._label_spec()
 
     def _misplaced(self, name, index, state):
         return (f"{name!r}: {type(self).__name__} (operation {index}) appends the parameters its image "
@@ -260,7 +230,7 @@ class LabelColorJitter(_Label):
 
     def __init__(self, jitter_prob=0.5, brightness=0, contrast=0, saturation=0, hue=0, seed=None):
         super().__init__()
-        self._reports(RandomColorJitter(jitter_prob, brightness, contrast, saturation, hue, seed=seed))
+        self._reports(lambda: RandomColorJitter(jitter_prob, brightness, contrast, saturation, hue, seed=seed))
 
 
 class LabelGrayscale(_Label):
@@ -272,7 +242,7 @@ class LabelGrayscale(_Label):
     def __init__(self, gray_prob=0.2, seed=None):
         super().__init__()
         from .image import RandomGrayscale
-        self._reports(RandomGrayscale(gray_prob, seed=seed))
+        self._reports(lambda: RandomGrayscale(gray_prob, seed=seed))
 
 
 class LabelSolarization(_Label):
@@ -284,7 +254,7 @@ class LabelSolarization(_Label):
     def __init__(self, solarization_prob=0.5, threshold=128, seed=None):
         super().__init__()
         from .image import RandomSolarization
-        self._reports(RandomSolarization(solarization_prob, threshold, seed=seed))
+        self._reports(lambda: RandomSolarization(solarization_prob, threshold, seed=seed))
 
 
 class LabelGaussianBlur(_Label):
@@ -294,7 +264,7 @@ class LabelGaussianBlur(_Label):
 
     def __init__(self, blur_prob, kernel_size, sigma=(0.1, 2.0), seed=None):
         super().__init__()
-        self._reports(GaussianBlur(blur_prob, kernel_size, sigma, seed=seed))
+        self._reports(lambda: GaussianBlur(blur_prob, kernel_size, sigma, seed=seed))
 
 
 class LabelRotate(_Label):
@@ -304,7 +274,7 @@ class LabelRotate(_Label):
 
     def __init__(self, rotate_prob=0.5, angle=0.2, seed=None):
         super().__init__()
-        self._reports(Rotate(rotate_prob, angle, seed=seed))
+        self._reports(lambda: Rotate(rotate_prob, angle, seed=seed))
 
 
 class LabelTranslate(_Label):
@@ -317,7 +287,7 @@ class LabelTranslate(_Label):
     def __init__(self, padding, fill=(0, 0, 0), seed=None):
         super().__init__()
         from .image import RandomTranslate
-        self._reports(RandomTranslate(padding, fill, seed=seed))
+        self._reports(lambda: RandomTranslate(padding, fill, seed=seed))
 
 
 class LabelRandomHorizontalFlip(_Label):
@@ -329,4 +299,4 @@ class LabelRandomHorizontalFlip(_Label):
     def __init__(self, flip_prob=0.5, seed=None):
         super().__init__()
         from .image import RandomHorizontalFlip
-        self._reports(RandomHorizontalFlip(flip_prob, seed=seed))
+        self._reports(lambda: RandomHorizontalFlip(flip_prob, seed=seed))

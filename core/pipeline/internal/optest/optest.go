@@ -186,11 +186,12 @@ type BadArgs struct {
 	Want string
 }
 
-// CheckBadArgs checks that each case is refused with its error.
+// CheckBadArgs checks that each case is refused with its error by
+// pipeline.Check, without a file, as Python's constructors check them.
 func CheckBadArgs(t *testing.T, cases []BadArgs) {
 	for _, tc := range cases {
 		t.Run(tc.Name+"_"+tc.Want, func(t *testing.T) {
-			_, err := pipeline.New(pipeline.Env{}, Spec(t, tc.Name, tc.Args))
+			err := pipeline.Check(Spec(t, tc.Name, tc.Args))
 			if err == nil || !strings.Contains(err.Error(), tc.Want) {
 				t.Fatalf("got %v, want an error about %q", err, tc.Want)
 			}

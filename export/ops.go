@@ -1,0 +1,56 @@
+package main
+
+// Built-in operations, checked where the user writes them: Python's
+// constructors hand each operation's spec to ffcv_op_check, and read the
+// names of the policies' operations from ffcv_augment_ops, so that the
+// arguments and the names live in the core only.
+
+/*
+#include <stdint.h>
+*/
+import "C"
+
+import (
+	"encoding/json"
+
+	"github.com/ffcv-go/ffcv-go/core/pipeline"
+	"github.com/ffcv-go/ffcv-go/core/pipeline/policy"
+)
+
+// argError is an operation's argument error as the core words it: an
+// argument error whose message is the core's alone.
+type argError struct{ error }
+
+func (argError) Is(target error) bool { return target == errArgument }
+
+// ffcv_op_check checks the arguments of one built-in operation spec
+// ({"op": name, ...arguments}, as in a loader's pipelines) without a file:
+// FFCV_ERR_ARGUMENT with a message naming the bad argument, or 0.
+//
+//export ffcv_op_check
+func ffcv_op_check(spec *C.char, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	s, e := goString(spec, "spec")
+	if e != nil {
+		return fail(err, e)
+	}
+	if e := pipeline.Check(json.RawMessage(s)); e != nil {
+		return fail(err, argError{e})
+	}
+	return 0
+}
+
+// ffcv_augment_ops writes the names of the policies' operations (what
+// augment_op's "name" takes, torchvision's names) as a JSON list into
+// *out, and returns their number.
+//
+//export ffcv_augment_ops
+func ffcv_augment_ops(out **C.char, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	names := policy.OpNames()
+	b, _ := json.Marshal(names)
+	if e := putString(out, string(b)); e != nil {
+		return fail(err, e)
+	}
+	return C.int64_t(len(names))
+}
