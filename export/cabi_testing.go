@@ -217,6 +217,32 @@ func testNormalizeTable(spec string, room int) ([]byte, cResult) {
 	return out, r
 }
 
+// testCrop runs ffcv_pad (pad set) or ffcv_resize_crop on the srcH×srcW
+// RGB image src (nil passes NULL) into a dstH×dstW image, first all 0xff.
+func testCrop(pad bool, src []byte, srcH, srcW, r0, r1, c0, c1, dstH, dstW int64) ([]byte, cResult) {
+	var s unsafe.Pointer
+	if src != nil {
+		s = C.CBytes(src)
+		defer C.free(s)
+	}
+	n := max(int(dstH*dstW*3), 1)
+	d := C.malloc(C.size_t(n))
+	defer C.free(d)
+	out := unsafe.Slice((*byte)(d), n)
+	for i := range out {
+		out[i] = 0xff
+	}
+	r := cCall(func(e **C.char) C.int64_t {
+		if pad {
+			return ffcv_pad(s, C.int64_t(srcH), C.int64_t(srcW), C.int64_t(r0), C.int64_t(r1), C.int64_t(c0), C.int64_t(c1),
+				d, C.int64_t(dstH), C.int64_t(dstW), e)
+		}
+		return ffcv_resize_crop(s, C.int64_t(srcH), C.int64_t(srcW), C.int64_t(r0), C.int64_t(r1), C.int64_t(c0), C.int64_t(c1),
+			d, C.int64_t(dstH), C.int64_t(dstW), e)
+	})
+	return append([]byte(nil), out...), r
+}
+
 // testLoaderTrace calls ffcv_loader_trace with room for room spans (nil
 // for room < 0) and returns the spans it wrote.
 func testLoaderTrace(h int64, room int) ([]C.ffcv_trace_event, cResult) {

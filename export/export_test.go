@@ -614,6 +614,60 @@ func TestNormalizeTable(t *testing.T) {
 	}
 }
 
+// ffcv_resize_crop and ffcv_pad take rows [r0, r1) and columns [c0, c1)
+// of the source: resize_crop at the region's own size copies it, pad puts
+// it top left and zeroes the rest; sizes, regions and destinations that do
+// not fit are argument errors.
+func TestResizeCropAndPad(t *testing.T) {
+	const h, w = 4, 6
+	src := make([]byte, h*w*3)
+	for i := range src {
+		src[i] = byte(i + 1)
+	}
+	// region is rows [1, 3) and columns [2, 5) of src, placed in a dw-wide image.
+	region := func(dw int) []byte {
+		out := make([]byte, 2*dw*3)
+		for y := 0; y < 2; y++ {
+			copy(out[y*dw*3:], src[((1+y)*w+2)*3:((1+y)*w+5)*3])
+		}
+		return out
+	}
+	padded := append(region(4), make([]byte, 4*3)...) // 3×4: the region, then zeros
+	for _, tc := range []struct {
+		name                   string
+		pad                    bool
+		src                    []byte
+		r0, r1, c0, c1, dh, dw int64
+		want                   []byte
+		err                    string
+	}{
+		{"resize_crop at the region's size", false, src, 1, 3, 2, 5, 2, 3, region(3), ""},
+		{"pad", true, src, 1, 3, 2, 5, 3, 4, padded, ""},
+		{"resize_crop of an empty region", false, src, 1, 1, 2, 5, 2, 3, nil, "rows [1, 1) and columns [2, 5) are not inside the 4x6 image"},
+		{"pad of a region outside", true, src, 1, 5, 2, 5, 3, 4, nil, "rows [1, 5) and columns [2, 5) are not inside"},
+		{"resize_crop to nothing", false, src, 1, 3, 2, 5, 0, 3, nil, "image sizes 4x6 -> 0x3 must be positive"},
+		{"pad into a smaller destination", true, src, 1, 3, 2, 5, 2, 2, nil, "the 2x3 region does not fit the 2x2 destination"},
+		{"resize_crop of NULL", false, nil, 1, 3, 2, 5, 2, 3, nil, "source"},
+		{"pad of NULL", true, nil, 1, 3, 2, 5, 3, 4, nil, "source"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, r := testCrop(tc.pad, tc.src, h, w, tc.r0, tc.r1, tc.c0, tc.c1, tc.dh, tc.dw)
+			if tc.err != "" {
+				if r.ret != codeArgument || !strings.Contains(r.msg, tc.err) {
+					t.Fatalf("got %d %q, want an argument error with %q", r.ret, r.msg, tc.err)
+				}
+				return
+			}
+			if err := r.err(); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // half decodes a normal or zero IEEE float16.
 func half(h uint16) float64 {
 	sign, exp, frac := 1.0, int(h>>10)&0x1f, float64(h&0x3ff)

@@ -110,19 +110,7 @@ func ffcv_imdecode(data unsafe.Pointer, n C.uint64_t, dst unsafe.Pointer, dstLen
 func ffcv_resize_crop(src unsafe.Pointer, srcH, srcW, r0, r1, c0, c1 C.int64_t,
 	dst unsafe.Pointer, dstH, dstW C.int64_t, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	if srcH <= 0 || srcW <= 0 || dstH <= 0 || dstW <= 0 {
-		return fail(err, fmt.Errorf("%w: image sizes %dx%d -> %dx%d must be positive", errArgument, srcH, srcW, dstH, dstW))
-	}
-	r := image.Rect(int(c0), int(r0), int(c1), int(r1))
-	if r.Empty() || !r.In(image.Rect(0, 0, int(srcW), int(srcH))) {
-		return fail(err, fmt.Errorf("%w: rows [%d, %d) and columns [%d, %d) are not inside the %dx%d image",
-			errArgument, r0, r1, c0, c1, srcH, srcW))
-	}
-	s, e := cArray((*byte)(src), uint64(srcH*srcW*3), "source")
-	if e != nil {
-		return fail(err, e)
-	}
-	d, e := cArray((*byte)(dst), uint64(dstH*dstW*3), "destination")
+	s, d, r, e := cropArgs(src, srcH, srcW, r0, r1, c0, c1, dst, dstH, dstW)
 	if e != nil {
 		return fail(err, e)
 	}
@@ -139,29 +127,40 @@ func ffcv_resize_crop(src unsafe.Pointer, srcH, srcW, r0, r1, c0, c1 C.int64_t,
 func ffcv_pad(src unsafe.Pointer, srcH, srcW, r0, r1, c0, c1 C.int64_t,
 	dst unsafe.Pointer, dstH, dstW C.int64_t, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	if srcH <= 0 || srcW <= 0 || dstH <= 0 || dstW <= 0 {
-		return fail(err, fmt.Errorf("%w: image sizes %dx%d -> %dx%d must be positive", errArgument, srcH, srcW, dstH, dstW))
-	}
-	r := image.Rect(int(c0), int(r0), int(c1), int(r1))
-	if r.Empty() || !r.In(image.Rect(0, 0, int(srcW), int(srcH))) {
-		return fail(err, fmt.Errorf("%w: rows [%d, %d) and columns [%d, %d) are not inside the %dx%d image",
-			errArgument, r0, r1, c0, c1, srcH, srcW))
+	s, d, r, e := cropArgs(src, srcH, srcW, r0, r1, c0, c1, dst, dstH, dstW)
+	if e != nil {
+		return fail(err, e)
 	}
 	if r.Dy() > int(dstH) || r.Dx() > int(dstW) {
 		return fail(err, fmt.Errorf("%w: the %dx%d region does not fit the %dx%d destination",
 			errArgument, r.Dy(), r.Dx(), dstH, dstW))
 	}
-	s, e := cArray((*byte)(src), uint64(srcH*srcW*3), "source")
-	if e != nil {
-		return fail(err, e)
-	}
-	d, e := cArray((*byte)(dst), uint64(dstH*dstW*3), "destination")
-	if e != nil {
-		return fail(err, e)
-	}
 	stride := int(srcW) * 3
 	imgproc.PadTopLeft(d, int(dstW), int(dstH), imgproc.SubRect(s, stride, 3, r), stride, r.Dx(), r.Dy(), 3)
 	return 0
+}
+
+// cropArgs checks the arguments ffcv_resize_crop and ffcv_pad share and
+// returns the srcH×srcW RGB source, the dstH×dstW RGB destination and the
+// region of the source: rows [r0, r1) and columns [c0, c1), not empty and
+// inside it.
+func cropArgs(src unsafe.Pointer, srcH, srcW, r0, r1, c0, c1 C.int64_t,
+	dst unsafe.Pointer, dstH, dstW C.int64_t) (s, d []byte, r image.Rectangle, err error) {
+	if srcH <= 0 || srcW <= 0 || dstH <= 0 || dstW <= 0 {
+		return nil, nil, r, fmt.Errorf("%w: image sizes %dx%d -> %dx%d must be positive", errArgument, srcH, srcW, dstH, dstW)
+	}
+	r = image.Rect(int(c0), int(r0), int(c1), int(r1))
+	if r.Empty() || !r.In(image.Rect(0, 0, int(srcW), int(srcH))) {
+		return nil, nil, r, fmt.Errorf("%w: rows [%d, %d) and columns [%d, %d) are not inside the %dx%d image",
+			errArgument, r0, r1, c0, c1, srcH, srcW)
+	}
+	if s, err = cArray((*byte)(src), uint64(srcH*srcW*3), "source"); err != nil {
+		return nil, nil, r, err
+	}
+	if d, err = cArray((*byte)(dst), uint64(dstH*dstW*3), "destination"); err != nil {
+		return nil, nil, r, err
+	}
+	return s, d, r, nil
 }
 
 // ffcv_encode_jpeg compresses the h×w RGB image pix as a JPEG of the given
