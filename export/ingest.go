@@ -152,20 +152,30 @@ func ffcv_ingest_arrow(specJSON *C.char, err **C.char) (ret C.int64_t) {
 	return C.int64_t(handles.add(&ingestJob{Job: j, push: push, fields: o.Fields, rows: make([]uint64, len(spec.Sources))}))
 }
 
+// acquirePush is the job of handle h (release it with done, even on error)
+// when it takes pushed samples and source is one of its sources.
+func acquirePush(h, source C.int64_t) (j *ingestJob, k int, done func(), err error) {
+	j, done, err = acquire[*ingestJob](int64(h))
+	if err != nil {
+		return nil, 0, done, err
+	}
+	if j.push == nil {
+		return nil, 0, done, fmt.Errorf("%w: this job reads webdataset shards itself", errArgument)
+	}
+	k = int(source)
+	if k < 0 || k >= len(j.rows) {
+		return nil, 0, done, fmt.Errorf("%w: source %d of %d", errArgument, k, len(j.rows))
+	}
+	return j, k, done, nil
+}
+
 //export ffcv_ingest_push
 func ffcv_ingest_push(h, source C.int64_t, rows C.uint64_t, columns *C.ffcv_column, nColumns C.int32_t, keys *C.ffcv_column, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	j, done, e := acquire[*ingestJob](int64(h))
+	j, k, done, e := acquirePush(h, source)
 	defer done()
 	if e != nil {
 		return fail(err, e)
-	}
-	if j.push == nil {
-		return fail(err, fmt.Errorf("%w: this job reads webdataset shards itself", errArgument))
-	}
-	k := int(source)
-	if k < 0 || k >= len(j.rows) {
-		return fail(err, fmt.Errorf("%w: source %d of %d", errArgument, k, len(j.rows)))
 	}
 	if int(nColumns) != len(j.fields) {
 		return fail(err, fmt.Errorf("%w: %d columns for %d fields", errArgument, nColumns, len(j.fields)))
@@ -194,15 +204,12 @@ func ffcv_ingest_push(h, source C.int64_t, rows C.uint64_t, columns *C.ffcv_colu
 //export ffcv_ingest_end
 func ffcv_ingest_end(h, source C.int64_t, err **C.char) (ret C.int64_t) {
 	defer guard(err, &ret)
-	j, done, e := acquire[*ingestJob](int64(h))
+	j, k, done, e := acquirePush(h, source)
 	defer done()
 	if e != nil {
 		return fail(err, e)
 	}
-	if j.push == nil {
-		return fail(err, fmt.Errorf("%w: this job reads webdataset shards itself", errArgument))
-	}
-	if e := j.push.End(int(source)); e != nil {
+	if e := j.push.End(k); e != nil {
 		return fail(err, fmt.Errorf("%w: %v", errArgument, e))
 	}
 	return 0

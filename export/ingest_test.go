@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -167,6 +168,46 @@ func TestIngestArrowRefuses(t *testing.T) {
 				if r.ret > 0 {
 					testClose(r.ret)
 				}
+				t.Fatalf("%d %q, want an argument error with %q", r.ret, r.msg, tc.want)
+			}
+		})
+	}
+}
+
+// Pushes and ends name one of the sources of a job that takes pushed
+// samples: a webdataset job reads its shards itself.
+func TestIngestPushRefuses(t *testing.T) {
+	dir := t.TempDir()
+	arrow := testIngest(arrowSpec(filepath.Join(dir, "arrow.beton"), 2, ""), false)
+	if arrow.ret <= 0 {
+		t.Fatal(arrow.err())
+	}
+	defer testClose(arrow.ret)
+	shard := filepath.Join(dir, "empty.tar")
+	if err := os.WriteFile(shard, make([]byte, 1024), 0o644); err != nil { // a tar of no members
+		t.Fatal(err)
+	}
+	wds := testIngest(fmt.Sprintf(`{"shards": [%q], "fields": [{"name": "x", "type_id": 1}], "take": [{"exts": ["cls"]}],
+		"output": {"prefix": %q, "width": -1}}`, shard, filepath.Join(dir, "wds.beton")), true)
+	if wds.ret <= 0 {
+		t.Fatal(wds.err())
+	}
+	defer testClose(wds.ret)
+	labels := testColumn{kind: 2, int64s: []int64{1}}
+	cols := []testColumn{strings32("a"), labels, {kind: 3, int64s: []int64{0}}}
+	for _, tc := range []struct {
+		name string
+		call func() cResult
+		want string
+	}{
+		{"push past the sources", func() cResult { return testPush(arrow.ret, 2, 1, cols, nil) }, "source 2 of 2"},
+		{"push before the sources", func() cResult { return testPush(arrow.ret, -1, 1, cols, nil) }, "source -1 of 2"},
+		{"end past the sources", func() cResult { return testIngestEnd(arrow.ret, 2) }, "source 2 of 2"},
+		{"push to a webdataset job", func() cResult { return testPush(wds.ret, 0, 1, []testColumn{labels}, nil) }, "reads webdataset shards itself"},
+		{"end of a webdataset job", func() cResult { return testIngestEnd(wds.ret, 0) }, "reads webdataset shards itself"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if r := tc.call(); r.ret != codeArgument || !strings.Contains(r.msg, tc.want) {
 				t.Fatalf("%d %q, want an argument error with %q", r.ret, r.msg, tc.want)
 			}
 		})
