@@ -40,20 +40,6 @@ func maxDiff(a, b []byte) int {
 	return m
 }
 
-// linspace32 is element i of torch.linspace(start, end, steps) in float32,
-// as torchvision computes its policies' magnitude bins.
-func linspace32(start, end float64, steps, i int) float64 {
-	if steps == 1 {
-		return float64(float32(start))
-	}
-	s, e := float32(start), float32(end)
-	step := (e - s) / float32(steps-1)
-	if i < steps/2 {
-		return float64(s + float32(step*float32(i)))
-	}
-	return float64(e - float32(step*float32(steps-i-1)))
-}
-
 // The largest shear, rotation (degrees) and enhancement of torchvision's
 // RandAugment (ra), TrivialAugmentWide (ta) and AugMix (am) spaces.
 const (
@@ -69,7 +55,7 @@ func enhanceFactors() []float64 {
 	var fs []float64
 	for _, top := range []float64{raEnhance, taEnhance, amEnhance} {
 		for i := 0; i < 31; i++ {
-			m := linspace32(0, top, 31, i)
+			m := Linspace32(0, top, 31, i)
 			fs = append(fs, 1+m, 1-m)
 		}
 	}

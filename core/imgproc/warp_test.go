@@ -105,7 +105,7 @@ func randomWarp(r *rand.Rand) (h, w, ch int, m [6]float64, bilinear bool, fill [
 	// Shears on the policies' bins (ties are common there) or anywhere.
 	shear := func() float64 {
 		if r.IntN(2) == 0 {
-			return math.Atan(linspace32(0, raShear, 31, r.IntN(31))) * 180 / math.Pi
+			return math.Atan(Linspace32(0, raShear, 31, r.IntN(31))) * 180 / math.Pi
 		}
 		return deg(40)
 	}
@@ -142,7 +142,7 @@ func TestWarpShearBins(t *testing.T) {
 			for _, sign := range []float64{1, -1} {
 				for _, op := range []string{"ShearX", "ShearY"} {
 					for _, fill := range [][]float32{nil, {9}} {
-						mag := sign * linspace32(0, taShear, 31, i)
+						mag := sign * Linspace32(0, taShear, 31, i)
 						sh := math.Atan(mag) * 180 / math.Pi
 						m := InvAffine(-0.5*float64(w), -0.5*float64(h), 0, 0, 0, 1, sh, 0)
 						if op == "ShearY" {
@@ -197,7 +197,7 @@ func TestShiftMatchesWarp(t *testing.T) {
 func TestWarpColumnsMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	bin := func() float64 {
-		return math.Atan(linspace32(0, taShear, 31, r.IntN(31))) * 180 / math.Pi
+		return math.Atan(Linspace32(0, taShear, 31, r.IntN(31))) * 180 / math.Pi
 	}
 	sign := func() float64 { return float64(1 - 2*r.IntN(2)) }
 	cases := []struct {
@@ -258,8 +258,8 @@ func TestWarpRotateMatchesReference(t *testing.T) {
 		name  string
 		angle func() float64
 	}{
-		{"RandAugment bins", func() float64 { return sign() * linspace32(0, raRotate, 31, r.IntN(31)) }},
-		{"TrivialAugment bins", func() float64 { return sign() * linspace32(0, taRotate, 31, r.IntN(31)) }},
+		{"RandAugment bins", func() float64 { return sign() * Linspace32(0, raRotate, 31, r.IntN(31)) }},
+		{"TrivialAugment bins", func() float64 { return sign() * Linspace32(0, taRotate, 31, r.IntN(31)) }},
 		{"any", func() float64 { return (2*r.Float64() - 1) * 360 }},
 	} {
 		for i := 0; i < 300; i++ {

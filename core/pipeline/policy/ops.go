@@ -48,19 +48,6 @@ func augOpIndex(name string) (int, error) {
 	return 0, fmt.Errorf("name %q must be one of %s", name, strings.Join(augOps, ", "))
 }
 
-// linspace32 is element i of torch.linspace(start, end, steps) in float32.
-func linspace32(start, end float64, steps, i int) float64 {
-	if steps == 1 {
-		return float64(float32(start))
-	}
-	s, e := float32(start), float32(end)
-	step := (e - s) / float32(steps-1)
-	if i < steps/2 {
-		return float64(s + float32(step*float32(i)))
-	}
-	return float64(e - float32(step*float32(steps-i-1)))
-}
-
 // space is a policy's magnitude ranges: the largest shear, translation
 // (pixels, or a fraction of the side), rotation (degrees) and enhancement,
 // and the Posterize bins' top and span (top - i/((bins-1)/span) bits).
@@ -82,7 +69,7 @@ var (
 func (s space) magnitude(op, i, bins, h, w int) (float64, bool) {
 	switch op {
 	case opShearX, opShearY:
-		return linspace32(0, s.shear, bins, i), true
+		return imgproc.Linspace32(0, s.shear, bins, i), true
 	case opTranslateX, opTranslateY:
 		end := s.translate
 		if s.translateFrac {
@@ -92,16 +79,16 @@ func (s space) magnitude(op, i, bins, h, w int) (float64, bool) {
 			}
 			end = s.translate * float64(side)
 		}
-		return linspace32(0, end, bins, i), true
+		return imgproc.Linspace32(0, end, bins, i), true
 	case opRotate:
-		return linspace32(0, s.rotate, bins, i), true
+		return imgproc.Linspace32(0, s.rotate, bins, i), true
 	case opBrightness, opColor, opContrast, opSharpness:
-		return linspace32(0, s.enhance, bins, i), true
+		return imgproc.Linspace32(0, s.enhance, bins, i), true
 	case opPosterize:
 		d := float32(float64(bins-1) / s.posterSpan)
 		return math.RoundToEven(float64(float32(s.posterTop) - float32(float32(i)/d))), false
 	case opSolarize:
-		return linspace32(1, 0, bins, i), false
+		return imgproc.Linspace32(1, 0, bins, i), false
 	}
 	return 0, false
 }

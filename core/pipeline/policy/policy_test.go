@@ -73,7 +73,7 @@ func TestTables(t *testing.T) {
 	enhance := func(top float64, bins int, idx ...int) []float64 {
 		var fs []float64
 		for _, i := range idx {
-			m := linspace32(0, top, bins, i)
+			m := imgproc.Linspace32(0, top, bins, i)
 			fs = append(fs, 1+m, 1-m)
 		}
 		return fs
@@ -85,7 +85,7 @@ func TestTables(t *testing.T) {
 		}
 		return idx
 	}
-	first64 := append(enhance(0.99, 100, upTo(32)...), 1+linspace32(0, 0.99, 100, 32))
+	first64 := append(enhance(0.99, 100, upTo(32)...), 1+imgproc.Linspace32(0, 0.99, 100, 32))
 	for _, tc := range []struct {
 		name         string
 		args         map[string]any
