@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"testing"
+
+	"github.com/ffcv-go/ffcv-go/core/internal/testimg"
 )
 
 // refGaussianBlur is torchvision's blur in float64 with every one of the k
@@ -41,7 +43,7 @@ func refGaussianBlur(img []byte, h, w, ch, k int, sigma float64) []byte {
 // is within one level of the full-kernel float64 blur, on few values.
 func TestGaussianBlurMatchesReference(t *testing.T) {
 	const h, w, c = 90, 120, 3
-	img := photoLike(h, w, c)
+	img := testimg.PhotoLike(h, w, c)
 	var blur Blurrer
 	for _, tc := range []struct {
 		k     int

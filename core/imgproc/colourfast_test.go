@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/ffcv-go/ffcv-go/core/internal/testimg"
 )
 
 // The float-table versions of saturation and contrast that the integer
@@ -86,7 +88,7 @@ func colourImages(r *rand.Rand) [][]byte {
 		}
 		imgs = append(imgs, img)
 	}
-	return append(imgs, colourImage()[:3*256*64], photoLike(37, 41, 3))
+	return append(imgs, colourImage()[:3*256*64], testimg.PhotoLike(37, 41, 3))
 }
 
 func TestColourOpsMatchFloat(t *testing.T) {

@@ -4,13 +4,15 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/ffcv-go/ffcv-go/core/internal/testimg"
 )
 
 // Autocontrast and Equalize must give the per-channel versions' bytes.
 func TestOnePassColorOpsMatch(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	images := map[string]func(h, w, ch int) []byte{
-		"photo": photoLike,
+		"photo": testimg.PhotoLike,
 		"noise": func(h, w, ch int) []byte {
 			b := make([]byte, h*w*ch)
 			for i := range b {

@@ -1,26 +1,6 @@
 package imgproc
 
-import "math"
-
-// Test images, differences, and the policies' magnitudes the kernels are
-// tested on.
-
-// photoLike is an image with smooth gradients, edges and every value range.
-func photoLike(h, w, c int) []byte {
-	b := make([]byte, h*w*c)
-	for y := 0; y < h; y++ {
-		for x := 0; x < w; x++ {
-			for k := 0; k < c; k++ {
-				v := 128 + 100*math.Sin(float64(x*(k+1))/5+float64(y)/7)
-				if (x/6+y/5)%3 == 0 {
-					v = 255 - v/2
-				}
-				b[(y*w+x)*c+k] = byte(v)
-			}
-		}
-	}
-	return b
-}
+// Differences, and the policies' magnitudes the kernels are tested on.
 
 func countDiff(a, b []byte) int {
 	n := 0

@@ -3,13 +3,15 @@ package imgproc
 import (
 	"fmt"
 	"testing"
+
+	"github.com/ffcv-go/ffcv-go/core/internal/testimg"
 )
 
 // BenchmarkSSLOps times the kernels of each per-sample op of a SimCLR
 // view on a 224×224×3 textured image; ns/op is one image.
 func BenchmarkSSLOps(b *testing.B) {
 	const h, w, c = 224, 224, 3
-	src := photoLike(h, w, c)
+	src := testimg.PhotoLike(h, w, c)
 	img := make([]byte, len(src))
 	cases := []struct {
 		name string

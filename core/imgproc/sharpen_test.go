@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/ffcv-go/ffcv-go/core/internal/testimg"
 )
 
 // Sharpen must give refSharpness's bytes (torch's float steps) for every
@@ -26,7 +28,7 @@ func TestSharpenMatchesFloat(t *testing.T) {
 	}
 	for _, size := range [][3]int{{1, 5, 3}, {3, 3, 1}, {3, 4, 3}, {20, 24, 3}, {57, 31, 1}, {224, 224, 3}, {4, 1500, 3}, {3, 4097, 1}} {
 		h, w, ch := size[0], size[1], size[2]
-		for _, src := range [][]byte{photoLike(h, w, ch), noise(h, w, ch)} {
+		for _, src := range [][]byte{testimg.PhotoLike(h, w, ch), noise(h, w, ch)} {
 			for _, f := range factors {
 				want, got := slices.Clone(src), slices.Clone(src)
 				refSharpness(want, make([]byte, len(src)), h, w, ch, f)

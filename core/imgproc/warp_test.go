@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/ffcv-go/ffcv-go/core/internal/testimg"
 )
 
 // warpRef is warp as a direct transcription of torch's per-pixel steps,
@@ -122,7 +124,7 @@ func TestWarpMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 3000; i++ {
 		h, w, ch, m, bil, fill := randomWarp(r)
-		src := photoLike(h, w, ch)
+		src := testimg.PhotoLike(h, w, ch)
 		want, got := make([]byte, len(src)), make([]byte, len(src))
 		warpRef(want, src, h, w, ch, m, bil, fill)
 		Warp(got, src, h, w, ch, m, bil, fill)
@@ -136,7 +138,7 @@ func TestWarpMatchesReference(t *testing.T) {
 func TestWarpShearBins(t *testing.T) {
 	for _, size := range [][3]int{{224, 224, 3}, {20, 24, 3}, {31, 17, 1}, {2, 1, 3}} {
 		h, w, ch := size[0], size[1], size[2]
-		src := photoLike(h, w, ch)
+		src := testimg.PhotoLike(h, w, ch)
 		want, got := make([]byte, len(src)), make([]byte, len(src))
 		for i := 0; i < 31; i++ {
 			for _, sign := range []float64{1, -1} {
@@ -164,7 +166,7 @@ func TestShiftMatchesWarp(t *testing.T) {
 	for _, size := range [][2]int{{1, 1}, {2, 3}, {7, 5}, {24, 20}, {33, 64}, {224, 224}, {225, 223}} {
 		h, w := size[0], size[1]
 		for _, ch := range []int{1, 3} {
-			src := photoLike(h, w, ch)
+			src := testimg.PhotoLike(h, w, ch)
 			want, got := make([]byte, len(src)), make([]byte, len(src))
 			for _, fill := range [][]float32{nil, {7.5}, {7}, []float32{200, 1, 99.6}[:ch], []float32{255, 0, 3}[:ch]} {
 				for _, bil := range []bool{false, true} {
@@ -216,7 +218,7 @@ func TestWarpColumnsMatchesReference(t *testing.T) {
 			h, w, ch, fill := warpCase(r, i)
 			sh := tc.shear()
 			m := InvAffine(-0.5*float64(w), -0.5*float64(h), 0, tc.shift(w), tc.shift(h), 1, 0, sh)
-			src := photoLike(h, w, ch)
+			src := testimg.PhotoLike(h, w, ch)
 			want, got := make([]byte, len(src)), make([]byte, len(src))
 			warpRef(want, src, h, w, ch, m, false, fill)
 			Warp(got, src, h, w, ch, m, false, fill)
@@ -266,7 +268,7 @@ func TestWarpRotateMatchesReference(t *testing.T) {
 			h, w, ch, fill := warpCase(r, i)
 			angle := tc.angle()
 			m := InvAffine(0, 0, -angle, 0, 0, 1, 0, 0)
-			src := photoLike(h, w, ch)
+			src := testimg.PhotoLike(h, w, ch)
 			want, got := make([]byte, len(src)), make([]byte, len(src))
 			warpRef(want, src, h, w, ch, m, false, fill)
 			Warp(got, src, h, w, ch, m, false, fill)

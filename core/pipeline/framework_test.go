@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ffcv-go/ffcv-go/core/internal/testimg"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 	"github.com/ffcv-go/ffcv-go/core/pipeline/internal/optest"
 )
@@ -14,7 +15,7 @@ import (
 // The framework with operations of its own tests: fusing, view sharing and
 // the registry, through Build as the families use them.
 
-var testImage = optest.PhotoLike(2, 3, 3)
+var testImage = testimg.PhotoLike(2, 3, 3)
 
 // testDecoder decodes every sample as testImage; it takes an HFlip after
 // it and records what ShareViews tells it.

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ffcv-go/ffcv-go/core/imgproc"
+	"github.com/ffcv-go/ffcv-go/core/internal/testimg"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 	"github.com/ffcv-go/ffcv-go/core/pipeline/internal/optest"
 )
@@ -54,7 +55,7 @@ var augCases = []struct {
 func TestAugmentOps(t *testing.T) {
 	const h, w, c = 20, 24, 3
 	in := optest.ImgSpec(h, w, c)
-	img := optest.PhotoLike(h, w, c)
+	img := testimg.PhotoLike(h, w, c)
 	for _, tc := range augCases {
 		t.Run(tc.name, func(t *testing.T) {
 			op := optest.NewOp(t, tc.name, tc.args)
@@ -103,7 +104,7 @@ func TestAugmentOpsDoNotAllocate(t *testing.T) {
 	}
 	const h, w, c = 20, 24, 3
 	in := optest.ImgSpec(h, w, c)
-	img := optest.PhotoLike(h, w, c)
+	img := testimg.PhotoLike(h, w, c)
 	for _, tc := range augCases {
 		t.Run(tc.name, func(t *testing.T) {
 			op := optest.NewOp(t, tc.name, tc.args)
@@ -159,7 +160,7 @@ func labelValues(t *testing.T, name string, args map[string]any, label int64, po
 func TestLabelOpsReportTheDraws(t *testing.T) {
 	const h, w, c = 16, 20, 3
 	in := optest.ImgSpec(h, w, c)
-	img := optest.PhotoLike(h, w, c)
+	img := testimg.PhotoLike(h, w, c)
 	key := pipeline.SeedKey(42)
 	seen := map[string]map[float32]bool{}
 	note := func(name string, v float32) {
@@ -231,7 +232,7 @@ func maxDiff(a, b []byte) int {
 func TestAugmentOpsOnOneChannel(t *testing.T) {
 	const h, w = 18, 22
 	in := optest.ImgSpec(h, w, 1)
-	img := optest.PhotoLike(h, w, 1)
+	img := testimg.PhotoLike(h, w, 1)
 	for _, tc := range augCases {
 		if fill, ok := tc.args["fill"].([]float32); ok && len(fill) > 1 {
 			continue
@@ -265,7 +266,7 @@ const augOpsDigest = "d569f7d4191072acd4ad63f4d5203b143ff86181fae4ec9355991a8bae
 func augOpsOutputs(t *testing.T) []byte {
 	const h, w, c = 20, 24, 3
 	in := optest.ImgSpec(h, w, c)
-	img := optest.PhotoLike(h, w, c)
+	img := testimg.PhotoLike(h, w, c)
 	d := sha256.New()
 	for _, tc := range augCases {
 		op := optest.NewOp(t, tc.name, tc.args)
@@ -305,7 +306,7 @@ func TestAugmentOpsDigest(t *testing.T) {
 func TestAugmentOpsShareAcrossWorkers(t *testing.T) {
 	const h, w, c = 16, 20, 3
 	in := optest.ImgSpec(h, w, c)
-	img := optest.PhotoLike(h, w, c)
+	img := testimg.PhotoLike(h, w, c)
 	cases := append(augCases[:len(augCases):len(augCases)], struct {
 		name   string
 		args   map[string]any

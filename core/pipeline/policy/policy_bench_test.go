@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ffcv-go/ffcv-go/core/internal/testimg"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 	"github.com/ffcv-go/ffcv-go/core/pipeline/internal/optest"
 )
@@ -13,7 +14,7 @@ import (
 // size it sees after RandomResizedCrop(224).
 func BenchmarkPolicyOps(b *testing.B) {
 	const h, w, c = 224, 224, 3
-	src := optest.PhotoLike(h, w, c)
+	src := testimg.PhotoLike(h, w, c)
 	img, tmp := make([]byte, len(src)), make([]byte, len(src))
 	for _, interp := range []string{"nearest", "bilinear"} {
 		g := geom{bilinear: interp == "bilinear"}
@@ -52,7 +53,7 @@ func BenchmarkRandAugment(b *testing.B) {
 	if _, err := op.Out(in); err != nil {
 		b.Fatal(err)
 	}
-	src := optest.PhotoLike(h, w, c)
+	src := testimg.PhotoLike(h, w, c)
 	out := make([]byte, len(src))
 	ctx := pipeline.NewCtx()
 	defer ctx.Close()
@@ -72,7 +73,7 @@ func BenchmarkRandAugment(b *testing.B) {
 // the op (which must not serialise them).
 func BenchmarkPolicies(b *testing.B) {
 	const h, w, c = 224, 224, 3
-	src := optest.PhotoLike(h, w, c)
+	src := testimg.PhotoLike(h, w, c)
 	for _, tc := range []struct{ name, spec string }{
 		{"RandAugment", `{"op": "rand_augment", "num_ops": 2, "magnitude": 9}`},
 		{"TrivialAugmentWide", `{"op": "trivial_augment_wide"}`},

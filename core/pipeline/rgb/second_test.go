@@ -10,6 +10,7 @@ import (
 
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/imgproc"
+	"github.com/ffcv-go/ffcv-go/core/internal/testimg"
 	"github.com/ffcv-go/ffcv-go/core/jpeg"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 	"github.com/ffcv-go/ffcv-go/core/pipeline/internal/optest"
@@ -132,7 +133,7 @@ func rgbColumn(w, h int) []byte {
 // each image whole at the top-left of the file's largest size.
 func TestCornerAndPadDecoders(t *testing.T) {
 	const w, h = 64, 48
-	pix := optest.PhotoLike(h, w, 3)
+	pix := testimg.PhotoLike(h, w, 3)
 	enc, err := jpeg.Encode(pix, w, h, 95)
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +183,7 @@ func TestCornerAndPadDecoders(t *testing.T) {
 	if !slices.Equal(pad.Out.Shape, []int{6, 8, 3}) {
 		t.Fatalf("rgb_pad output %v", pad.Out)
 	}
-	small := optest.PhotoLike(4, 5, 3)
+	small := testimg.PhotoLike(4, 5, 3)
 	c := pipeline.NewCtx()
 	c.Col, c.Heap = rgbColumn(5, 4), small
 	out := make([]byte, 6*8*3)

@@ -1,11 +1,11 @@
 // Package optest holds what the tests of the op families share: building
 // a registered operation or a program, running an operation on an image,
-// and test images.
+// and a small file to build programs on. Their test images come from
+// core/internal/testimg.
 package optest
 
 import (
 	"encoding/json"
-	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +13,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/imageenc"
+	"github.com/ffcv-go/ffcv-go/core/internal/testimg"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 )
 
@@ -83,23 +84,6 @@ func RunKey(t testing.TB, op pipeline.Op, in pipeline.Spec, img []byte, pos uint
 // ImgSpec is uint8 (h, w, c) images.
 func ImgSpec(h, w, c int) pipeline.Spec { return pipeline.Spec{Shape: []int{h, w, c}, DType: "|u1"} }
 
-// PhotoLike is an image with smooth gradients, edges and every value range.
-func PhotoLike(h, w, c int) []byte {
-	b := make([]byte, h*w*c)
-	for y := 0; y < h; y++ {
-		for x := 0; x < w; x++ {
-			for k := 0; k < c; k++ {
-				v := 128 + 100*math.Sin(float64(x*(k+1))/5+float64(y)/7)
-				if (x/6+y/5)%3 == 0 {
-					v = 255 - v/2
-				}
-				b[(y*w+x)*c+k] = byte(v)
-			}
-		}
-	}
-	return b
-}
-
 // Shifted is the reference translation: out[y][x] = in[y+dy][x+dx] inside
 // the image, fill outside.
 func Shifted(in []byte, h, w, c, dy, dx int, fill []byte) []byte {
@@ -140,7 +124,7 @@ func Reader(t testing.TB) *beton.Reader {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2; i++ {
-		v := []field.Value{{Data: PhotoLike(6, 8, 3), Width: 8, Height: 6, Channels: 3}, {Int: int64(i)}}
+		v := []field.Value{{Data: testimg.PhotoLike(6, 8, 3), Width: 8, Height: 6, Channels: 3}, {Int: int64(i)}}
 		if err := w.Put(uint64(i), v); err != nil {
 			w.Abort()
 			t.Fatal(err)
