@@ -13,6 +13,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/imageenc"
+	"github.com/ffcv-go/ffcv-go/core/internal/betontest"
 )
 
 const blobSize = 700_000 // two samples per 2 MiB page
@@ -36,24 +37,10 @@ func writeBlobs(t *testing.T, n int) *beton.Reader {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := beton.Create(path, descs, []field.Encoder{enc, field.NewIntEncoder()}, uint64(n),
-		beton.WriterOptions{PageSize: beton.MinPageSize, Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < n; i++ {
-		if err := w.Put(uint64(i), []field.Value{{Data: blobOf(i)}, {Int: int64(i)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	r, err := beton.Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
+	r := betontest.Write(t, path, descs, []field.Encoder{enc, field.NewIntEncoder()},
+		beton.WriterOptions{PageSize: beton.MinPageSize, Workers: 1}, n, func(i int) []field.Value {
+			return []field.Value{{Data: blobOf(i)}, {Int: int64(i)}}
+		})
 	for i := 0; i < n; i++ {
 		if PageOf(r, uint64(i)) != PageOf(r, 0)+int64(i/2) {
 			t.Fatalf("sample %d on page %d; the test assumes two samples per page", i, PageOf(r, uint64(i)))
@@ -287,22 +274,8 @@ func TestProcessFieldOnAnotherPage(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "two.beton")
 	descs := []field.Desc{{Type: field.Bytes, Name: "a"}, {Type: field.Bytes, Name: "b"}}
 	enc, _ := imageenc.NewEncoder(descs[0], field.ImageOptions{})
-	w, err := beton.Create(path, descs, []field.Encoder{enc, enc}, 4, beton.WriterOptions{PageSize: beton.MinPageSize, Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 4; i++ {
-		if err := w.Put(uint64(i), []field.Value{{Data: blobOf(i)}, {Data: blobOf(i + 10)[:1000]}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	r0, err := beton.Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r0 := betontest.Write(t, path, descs, []field.Encoder{enc, enc}, beton.WriterOptions{PageSize: beton.MinPageSize, Workers: 1},
+		4, func(i int) []field.Value { return []field.Value{{Data: blobOf(i)}, {Data: blobOf(i + 10)[:1000]}} })
 	// Sample 0's field b now points at sample 2's (page 1).
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -316,11 +289,7 @@ func TestProcessFieldOnAnotherPage(t *testing.T) {
 	if err := os.WriteFile(bad, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r, err := beton.Open(bad, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := betontest.Open(t, bad)
 	p := newProcess(t, r, 4, seq(4))
 	for _, id := range []uint64{0, 2} {
 		if err := p.Acquire(id); err != nil {

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ffcv-go/ffcv-go/core/internal/betontest"
 	"github.com/ffcv-go/ffcv-go/core/order"
 )
 
@@ -13,7 +14,7 @@ import (
 // others strided).
 func TestElasticResume(t *testing.T) {
 	const n, bs, taken = 61, 3, 2
-	r := open(t, writeImages(t, t.TempDir(), "images.beton", n, "raw"))
+	r := betontest.Open(t, writeImages(t, t.TempDir(), "images.beton", n, "raw"))
 	for _, name := range []string{"sequential", "sequential_contiguous", "random", "quasi_random"} {
 		t.Run(name, func(t *testing.T) {
 			cfg := baseConfig()

@@ -11,6 +11,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/imageenc"
+	"github.com/ffcv-go/ffcv-go/core/internal/betontest"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 )
 
@@ -111,7 +112,7 @@ func writeMixed(t testing.TB, dir string, n int) string {
 
 // dataRegions are the byte ranges of a file that hold data.
 func dataRegions(t testing.TB, path string, size int) [][2]int {
-	r := open(t, path)
+	r := betontest.Open(t, path)
 	heapLo := int(r.MetadataOffset()) + int(r.NumSamples())*r.Layout.RowSize
 	regions := [][2]int{{0, heapLo}}
 	lo, hi := size, 0

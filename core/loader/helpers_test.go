@@ -13,6 +13,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/imageenc"
+	"github.com/ffcv-go/ffcv-go/core/internal/betontest"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 	_ "github.com/ffcv-go/ffcv-go/core/pipeline/ops" // the operations the tests build
 )
@@ -68,32 +69,10 @@ func writeBlobs(t testing.TB, dir string, n, size int) string {
 	})
 }
 
+// writeFile writes n samples (value(i) for sample i) on the smallest pages.
 func writeFile(t testing.TB, path string, descs []field.Desc, encs []field.Encoder, n int, value func(int) []field.Value) string {
 	t.Helper()
-	w, err := beton.Create(path, descs, encs, uint64(n), beton.WriterOptions{PageSize: beton.MinPageSize, Workers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < n; i++ {
-		if err := w.Put(uint64(i), value(i)); err != nil {
-			w.Abort()
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-func open(t testing.TB, path string) *beton.Reader {
-	t.Helper()
-	r, err := beton.Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r
+	return betontest.WriteFile(t, path, descs, encs, beton.WriterOptions{PageSize: beton.MinPageSize, Workers: 2}, n, value)
 }
 
 // build compiles one program per output, each a list of operation specs.
@@ -222,7 +201,7 @@ func corruptCopy(t testing.TB, src, dir, name string, edit func(r *beton.Reader,
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := open(t, src)
+	r := betontest.Open(t, src)
 	edit(r, data)
 	dst := filepath.Join(dir, name)
 	if err := os.WriteFile(dst, data, 0o644); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/cache"
+	"github.com/ffcv-go/ffcv-go/core/internal/betontest"
 	"github.com/ffcv-go/ffcv-go/core/procs"
 )
 
@@ -25,7 +26,7 @@ func baseConfig() Config {
 // through both caches and with a batch operation.
 func TestDeterministicAcrossWorkers(t *testing.T) {
 	path := writeImages(t, t.TempDir(), "images.beton", 61, "raw")
-	r := open(t, path)
+	r := betontest.Open(t, path)
 	mixed := map[string][]string{
 		"image": append(slices.Clone(imagePipeline["image"]), `{"op":"image_mixup","alpha":0.4,"same_lambda":false}`),
 		"label": {`{"op":"int"}`, `{"op":"label_mixup","alpha":0.4,"same_lambda":false}`},
@@ -70,7 +71,7 @@ func TestDeterministicAcrossWorkers(t *testing.T) {
 // TestContent checks the samples are the ones in the file.
 func TestContent(t *testing.T) {
 	path := writeImages(t, t.TempDir(), "images.beton", 30, "raw")
-	r := open(t, path)
+	r := betontest.Open(t, path)
 	cfg := baseConfig()
 	cfg.DropLast = false
 	l := newLoader(t, r, cfg, map[string][]string{"image": {`{"op":"rgb_simple"}`}, "label": {`{"op":"int"}`}})
@@ -96,7 +97,7 @@ func TestContent(t *testing.T) {
 // than the initial ring), so the ring must grow instead of reusing slots.
 func TestHeldBatchesNeverOverwritten(t *testing.T) {
 	path := writeImages(t, t.TempDir(), "images.beton", 80, "raw")
-	r := open(t, path)
+	r := betontest.Open(t, path)
 	for _, osCache := range []bool{true, false} {
 		cfg := baseConfig()
 		cfg.BatchSize, cfg.BatchesAhead, cfg.OSCache = 4, 1, osCache
@@ -152,7 +153,7 @@ func TestHeldBatchesNeverOverwritten(t *testing.T) {
 // unbounded growth or a hang.
 func TestBatchMemoryLimit(t *testing.T) {
 	path := writeImages(t, t.TempDir(), "images.beton", 80, "raw")
-	r := open(t, path)
+	r := betontest.Open(t, path)
 	cfg := baseConfig()
 	cfg.BatchSize, cfg.BatchesAhead = 4, 0
 	cfg.MaxBatchMemory = 6 * int64(4*(imgW*imgH*3+8+8))
@@ -196,7 +197,7 @@ func TestBatchMemoryLimit(t *testing.T) {
 // goroutine, unblocks a waiting Next, and frees every slot once released.
 func TestCloseMidEpoch(t *testing.T) {
 	path := writeImages(t, t.TempDir(), "images.beton", 200, "jpg")
-	r := open(t, path)
+	r := betontest.Open(t, path)
 	for _, tc := range []struct {
 		name       string
 		osCache    bool
@@ -277,7 +278,7 @@ func TestCloseMidEpoch(t *testing.T) {
 // TestStartAfterClose: a closed loader refuses new epochs.
 func TestStartAfterClose(t *testing.T) {
 	path := writeImages(t, t.TempDir(), "images.beton", 10, "raw")
-	r := open(t, path)
+	r := betontest.Open(t, path)
 	l := newLoader(t, r, baseConfig(), imagePipeline)
 	l.Close()
 	if it, err := l.Start(0, 0, nil, false); err == nil {
@@ -289,7 +290,7 @@ func TestStartAfterClose(t *testing.T) {
 // TestStartAtBatch: starting at batch k gives the tail of the full epoch.
 func TestStartAtBatch(t *testing.T) {
 	path := writeImages(t, t.TempDir(), "images.beton", 45, "raw")
-	r := open(t, path)
+	r := betontest.Open(t, path)
 	for _, dropLast := range []bool{true, false} {
 		for _, osCache := range []bool{true, false} {
 			cfg := baseConfig()
@@ -334,7 +335,7 @@ func TestSkipErrors(t *testing.T) {
 			}
 		}
 	})
-	r, clean := open(t, path), open(t, src)
+	r, clean := betontest.Open(t, path), betontest.Open(t, src)
 	outputs := map[string][]string{"image": {`{"op":"rgb_center","size":[6,6],"ratio":1}`}, "label": {`{"op":"int"}`}}
 	cfg := baseConfig()
 	cfg.Order, cfg.BatchSize, cfg.DropLast = "sequential", 4, false
@@ -420,7 +421,7 @@ func TestSkipWholeBatch(t *testing.T) {
 	})
 	cfg := baseConfig()
 	cfg.Order, cfg.BatchSize, cfg.SkipErrors = "sequential", 4, true
-	l := newLoader(t, open(t, path), cfg, map[string][]string{"image": {`{"op":"rgb_simple"}`}, "label": {`{"op":"int"}`}})
+	l := newLoader(t, betontest.Open(t, path), cfg, map[string][]string{"image": {`{"op":"rgb_simple"}`}, "label": {`{"op":"int"}`}})
 	got := epoch(t, l, 0, 0)
 	if len(got) != 2 || !slices.Equal(got[0].ids(), []uint64{0, 1, 2, 3}) || !slices.Equal(got[1].ids(), []uint64{8, 9, 10, 11}) {
 		t.Fatalf("batches %v", got)
@@ -434,7 +435,7 @@ func TestSkipWholeBatch(t *testing.T) {
 // holds more pages than its bound.
 func TestProcessCache(t *testing.T) {
 	path := writeBlobs(t, t.TempDir(), 48, 250_000) // about 8 samples per 2 MiB page
-	r := open(t, path)
+	r := betontest.Open(t, path)
 	outputs := map[string][]string{"blob": {`{"op":"bytes"}`}, "label": {`{"op":"int"}`}}
 	for _, order := range []string{"sequential", "random", "quasi_random"} {
 		cfg := baseConfig()
@@ -479,7 +480,7 @@ func processEpoch(t *testing.T, r *beton.Reader, outputs map[string][]string) []
 // over one reader run at once and each gets its own correct data.
 func TestConcurrentIterators(t *testing.T) {
 	path := writeImages(t, t.TempDir(), "images.beton", 50, "jpg")
-	r := open(t, path)
+	r := betontest.Open(t, path)
 	cfg := baseConfig()
 	cfg.OSCache = false
 	l := newLoader(t, r, cfg, imagePipeline)
@@ -536,7 +537,7 @@ func TestConcurrentIterators(t *testing.T) {
 // TestConfigErrors: bad settings are rejected when the loader is built.
 func TestConfigErrors(t *testing.T) {
 	path := writeImages(t, t.TempDir(), "images.beton", 5, "raw")
-	r := open(t, path)
+	r := betontest.Open(t, path)
 	progs := build(t, r, imagePipeline)
 	for _, cfg := range []Config{
 		{BatchSize: 0, Order: "sequential"},
@@ -559,7 +560,7 @@ func TestConfigErrors(t *testing.T) {
 // every batch exactly once, each intact.
 func TestConcurrentNext(t *testing.T) {
 	path := writeImages(t, t.TempDir(), "images.beton", 120, "raw")
-	r := open(t, path)
+	r := betontest.Open(t, path)
 	cfg := baseConfig()
 	cfg.BatchSize = 3
 	l := newLoader(t, r, cfg, imagePipeline)
@@ -613,7 +614,7 @@ func TestConcurrentNext(t *testing.T) {
 // slot would be reused or unmapped under the caller).
 func TestCloseRacesNext(t *testing.T) {
 	path := writeImages(t, t.TempDir(), "images.beton", 400, "raw")
-	r := open(t, path)
+	r := betontest.Open(t, path)
 	cfg := baseConfig()
 	cfg.BatchSize, cfg.Workers, cfg.BatchesAhead, cfg.Order = 2, 2, 4, "sequential"
 	outputs := map[string][]string{"image": {`{"op":"rgb_simple"}`}, "label": {`{"op":"int"}`}}
@@ -671,7 +672,7 @@ func TestCorruptBytesLength(t *testing.T) {
 	})
 	cfg := baseConfig()
 	cfg.Order, cfg.BatchSize, cfg.SkipErrors = "sequential", 5, true
-	l := newLoader(t, open(t, path), cfg, map[string][]string{"blob": {`{"op":"bytes"}`}, "label": {`{"op":"int"}`}})
+	l := newLoader(t, betontest.Open(t, path), cfg, map[string][]string{"blob": {`{"op":"bytes"}`}, "label": {`{"op":"int"}`}})
 	if n := l.Outputs()[0].Bytes(); n > 2000 {
 		t.Fatalf("a corrupt length made each sample %d bytes", n)
 	}
@@ -687,7 +688,7 @@ func TestCorruptBytesLength(t *testing.T) {
 // pages, more than the workers' and read-ahead's share of residency).
 func TestQuasiRandomReadsEachPageOnce(t *testing.T) {
 	path := writeBlobs(t, t.TempDir(), 600, 100_000)
-	r := open(t, path)
+	r := betontest.Open(t, path)
 	pages := map[int64]bool{}
 	for i := range r.NumSamples() {
 		pages[cache.PageOf(r, i)] = true
@@ -718,7 +719,7 @@ func TestIdlePBesideWorkers(t *testing.T) {
 	if os.Getenv("GOMAXPROCS") != "" {
 		t.Skip("GOMAXPROCS is set in the environment")
 	}
-	r := open(t, writeImages(t, t.TempDir(), "images.beton", 40, "jpg"))
+	r := betontest.Open(t, writeImages(t, t.TempDir(), "images.beton", 40, "jpg"))
 	cfg := baseConfig()
 	cfg.Workers = procs.CPUs() + 1
 	l := newLoader(t, r, cfg, imagePipeline)
@@ -748,7 +749,7 @@ func TestIdlePBesideWorkers(t *testing.T) {
 // positions [r*m, (r+1)*m) of the indices padded from their head to m*world
 // (its DistributedSamplerProxy), where SEQUENTIAL strides.
 func TestSequentialContiguous(t *testing.T) {
-	r := open(t, writeImages(t, t.TempDir(), "images.beton", 7, "raw"))
+	r := betontest.Open(t, writeImages(t, t.TempDir(), "images.beton", 7, "raw"))
 	for _, c := range []struct {
 		order       string
 		rank, world int

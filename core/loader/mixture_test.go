@@ -12,6 +12,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/imageenc"
+	"github.com/ffcv-go/ffcv-go/core/internal/betontest"
 	"github.com/ffcv-go/ffcv-go/core/order"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 )
@@ -33,11 +34,7 @@ func joinSources(t testing.TB, sizes []int, size int) *beton.Reader {
 			[]field.Encoder{enc, field.NewIntEncoder()}, n, func(i int) []field.Value {
 				return []field.Value{{Data: blob(first+i, size)}, {Int: int64(first + i)}}
 			})
-		r, err := beton.Open(p, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, r)
+		files = append(files, betontest.Open(t, p))
 		first += n
 	}
 	r, err := beton.Join("mixture", files)
@@ -200,11 +197,7 @@ func joinImages(t testing.TB, n int) *beton.Reader {
 	dir := t.TempDir()
 	var files []*beton.Reader
 	for k := range 2 {
-		f, err := beton.Open(writeImages(t, dir, fmt.Sprintf("%d.beton", k), n, "raw"), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, f)
+		files = append(files, betontest.Open(t, writeImages(t, dir, fmt.Sprintf("%d.beton", k), n, "raw")))
 	}
 	r, err := beton.Join("mixture", files)
 	if err != nil {

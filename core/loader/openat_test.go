@@ -12,6 +12,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/imageenc"
+	"github.com/ffcv-go/ffcv-go/core/internal/betontest"
 )
 
 // TestOpenAtBatches: a reader over an io.ReaderAt (an *os.File, a
@@ -27,7 +28,7 @@ func TestOpenAtBatches(t *testing.T) {
 		{writeBlobs(t, dir, 48, 250_000), map[string][]string{"blob": {`{"op":"bytes"}`}, "label": {`{"op":"int"}`}}},
 	}
 	for _, fc := range files {
-		mapped := open(t, fc.path)
+		mapped := betontest.Open(t, fc.path)
 		raw, err := os.ReadFile(fc.path)
 		if err != nil {
 			t.Fatal(err)
@@ -73,7 +74,7 @@ func TestJoinedBatches(t *testing.T) {
 			return []field.Value{{Data: pixels(g), Width: imgW, Height: imgH, Channels: 3}, {Int: int64(g)}}
 		})
 	}
-	whole := open(t, write("whole.beton", 0, 45))
+	whole := betontest.Open(t, write("whole.beton", 0, 45))
 	counts := []int{17, 0, 20, 8}
 	join := func(at bool) *beton.Reader {
 		var shards []*beton.Reader
@@ -92,10 +93,7 @@ func TestJoinedBatches(t *testing.T) {
 					t.Fatal(err)
 				}
 			} else {
-				r, err = beton.Open(p, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
+				r = betontest.Open(t, p)
 			}
 			shards = append(shards, r)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/ffcv-go/ffcv-go/core/internal/betontest"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 )
 
@@ -14,7 +15,7 @@ import (
 // after a Python stage). With each op keeping its key, every batch equals the
 // fused program's.
 func TestTailMatchesFusedProgram(t *testing.T) {
-	r := open(t, writeImages(t, t.TempDir(), "img.beton", 21, "raw"))
+	r := betontest.Open(t, writeImages(t, t.TempDir(), "img.beton", 21, "raw"))
 	ops := []string{`{"op":"rgb_simple"}`, `{"op":"flip_h","p":0.5}`, `{"op":"translate","padding":2,"fill":[1,2,3]}`,
 		`{"op":"cutout","size":2,"fill":[0,0,0]}`, `{"op":"brightness","magnitude":0.6,"p":0.6}`,
 		`{"op":"grayscale","p":0.3}`, `{"op":"image_mixup","alpha":0.5,"same_lambda":false}`}
@@ -58,7 +59,7 @@ func TestTailMatchesFusedProgram(t *testing.T) {
 }
 
 func TestTailRejectsBadInput(t *testing.T) {
-	r := open(t, writeImages(t, t.TempDir(), "img.beton", 4, "raw"))
+	r := betontest.Open(t, writeImages(t, t.TempDir(), "img.beton", 4, "raw"))
 	in := pipeline.Spec{Shape: []int{8, 8, 3}, DType: "|u1"}
 	for _, c := range []struct {
 		name string

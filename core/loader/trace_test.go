@@ -3,6 +3,7 @@ package loader
 import (
 	"testing"
 
+	"github.com/ffcv-go/ffcv-go/core/internal/betontest"
 	"github.com/ffcv-go/ffcv-go/core/trace"
 )
 
@@ -12,7 +13,7 @@ import (
 func TestLoaderTrace(t *testing.T) {
 	dir := t.TempDir()
 	const n = 150
-	r := open(t, writeImages(t, dir, "jpg.beton", n, "jpg"))
+	r := betontest.Open(t, writeImages(t, dir, "jpg.beton", n, "jpg"))
 	crop := map[string][]string{
 		"image": {`{"op":"rgb_rrc","size":[6,6],"scale":[0.08,1],"ratio":[0.75,1.3333]}`, `{"op":"flip_h","p":0.5}`},
 		"label": {`{"op":"int"}`},

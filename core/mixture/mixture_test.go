@@ -14,6 +14,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/dataset"
 	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/internal/betontest"
 )
 
 // blob is the heap value of sample g (a global number across all files).
@@ -43,11 +44,7 @@ func write(t *testing.T, path string, names []string, first, n, size int, pageSi
 		}
 		encs[k] = e
 	}
-	w, err := beton.Create(path, descs, encs, uint64(n), beton.WriterOptions{PageSize: pageSize, Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range n {
+	return betontest.WriteFile(t, path, descs, encs, beton.WriterOptions{PageSize: pageSize, Workers: 1}, n, func(i int) []field.Value {
 		g := first + i
 		arr := make([]byte, 8)
 		binary.LittleEndian.PutUint32(arr, uint32(g))
@@ -56,15 +53,8 @@ func write(t *testing.T, path string, names []string, first, n, size int, pageSi
 		for range names[3:] {
 			row = append(row, field.Value{Float: float64(g) / 2})
 		}
-		if err := w.Put(uint64(i), row); err != nil {
-			w.Abort()
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return path
+		return row
+	})
 }
 
 var std = []string{"blob", "label", "arr"}
@@ -159,16 +149,8 @@ func TestOpenRefuses(t *testing.T) {
 		for k, d := range descs {
 			encs[k], _ = field.NewEncoder(d)
 		}
-		w, err := beton.Create(float, descs, encs, 1, beton.WriterOptions{PageSize: beton.MinPageSize, Workers: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Put(0, []field.Value{{Data: []byte{1}}, {Float: 1}, {Data: make([]byte, 8)}}); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
+		betontest.WriteFile(t, float, descs, encs, beton.WriterOptions{PageSize: beton.MinPageSize, Workers: 1}, 1,
+			func(int) []field.Value { return []field.Value{{Data: []byte{1}}, {Float: 1}, {Data: make([]byte, 8)}} })
 	}
 	os.MkdirAll(filepath.Join(dir, "mixed"), 0o755)
 	write(t, filepath.Join(dir, "mixed", "0.beton"), std, 0, 2, 100, beton.MinPageSize)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/internal/betontest"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 	"github.com/ffcv-go/ffcv-go/core/pipeline/internal/optest"
 )
@@ -34,29 +35,15 @@ func textFile(t *testing.T, samples [][]string) *beton.Reader {
 		}
 	}
 	path := filepath.Join(t.TempDir(), "text.beton")
-	w, err := beton.Create(path, descs, encs, uint64(len(samples)), beton.WriterOptions{PageSize: beton.MinPageSize, Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, caps := range samples {
-		var v field.Value
-		for _, c := range caps {
-			v.Texts = append(v.Texts, []byte(c))
-			v.Tokens = append(v.Tokens, wordLengths(c))
-		}
-		if err := w.Put(uint64(i), []field.Value{v, {Texts: v.Texts}, {Int: int64(i)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	r, err := beton.Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r
+	return betontest.Write(t, path, descs, encs, beton.WriterOptions{PageSize: beton.MinPageSize, Workers: 1},
+		len(samples), func(i int) []field.Value {
+			var v field.Value
+			for _, c := range samples[i] {
+				v.Texts = append(v.Texts, []byte(c))
+				v.Tokens = append(v.Tokens, wordLengths(c))
+			}
+			return []field.Value{v, {Texts: v.Texts}, {Int: int64(i)}}
+		})
 }
 
 func wordLengths(s string) []uint32 {

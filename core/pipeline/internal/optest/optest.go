@@ -13,6 +13,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/imageenc"
+	"github.com/ffcv-go/ffcv-go/core/internal/betontest"
 	"github.com/ffcv-go/ffcv-go/core/internal/testimg"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 )
@@ -118,27 +119,10 @@ func Reader(t testing.TB) *beton.Reader {
 	}
 	descs := []field.Desc{{Type: field.RGBImage, Name: "image"}, {Type: field.Int, Name: "label"}}
 	path := filepath.Join(t.TempDir(), "optest.beton")
-	w, err := beton.Create(path, descs, []field.Encoder{img, field.NewIntEncoder()}, 2,
-		beton.WriterOptions{PageSize: beton.MinPageSize, Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 2; i++ {
-		v := []field.Value{{Data: testimg.PhotoLike(6, 8, 3), Width: 8, Height: 6, Channels: 3}, {Int: int64(i)}}
-		if err := w.Put(uint64(i), v); err != nil {
-			w.Abort()
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	r, err := beton.Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r
+	return betontest.Write(t, path, descs, []field.Encoder{img, field.NewIntEncoder()},
+		beton.WriterOptions{PageSize: beton.MinPageSize, Workers: 1}, 2, func(i int) []field.Value {
+			return []field.Value{{Data: testimg.PhotoLike(6, 8, 3), Width: 8, Height: 6, Channels: 3}, {Int: int64(i)}}
+		})
 }
 
 // Build compiles ops (each an operation's name and arguments) for field f
