@@ -13,6 +13,7 @@ import (
 
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/imgproc"
+	"github.com/ffcv-go/ffcv-go/core/internal/testphoto"
 	"github.com/ffcv-go/ffcv-go/core/jpeg"
 )
 
@@ -20,31 +21,13 @@ import (
 // (640×400) and re-encoded at quality 90: a JPEG source of a useful size.
 func photo(t *testing.T) (data, pix []byte, w, h int) {
 	t.Helper()
-	var src []byte
-	for _, p := range []string{"/usr/share/backgrounds/mate/nature/Garden.jpg",
-		"/usr/share/backgrounds/mate/nature/YellowFlower.jpg"} {
-		if b, err := os.ReadFile(p); err == nil {
-			src = b
-			break
-		}
-	}
-	if src == nil {
-		t.Skip("no photo installed (Debian package mate-backgrounds)")
-	}
-	d := jpeg.NewDecoder()
-	defer d.Close()
-	sw, sh, err := d.DecodeConfig(src)
+	small, w, h := testphoto.Scaled(t, 4, testphoto.Garden, testphoto.YellowFlower)
+	data, err := jpeg.Encode(small, w, h, 90)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, h = sw/4, sh/4
-	small := make([]byte, w*h*3)
-	if err := d.DecodeCropResize(src, image.Rect(0, 0, sw, sh), w, h, small); err != nil {
-		t.Fatal(err)
-	}
-	if data, err = jpeg.Encode(small, w, h, 90); err != nil {
-		t.Fatal(err)
-	}
+	d := jpeg.NewDecoder()
+	defer d.Close()
 	pix = make([]byte, w*h*3)
 	if _, _, err := d.Decode(data, pix); err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package videoenc
 import (
 	"bytes"
 	"errors"
-	"image"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/imageenc"
+	"github.com/ffcv-go/ffcv-go/core/internal/testphoto"
 	"github.com/ffcv-go/ffcv-go/core/jpeg"
 )
 
@@ -19,21 +19,7 @@ import (
 // photo (Debian's mate-backgrounds) decoded at 1/8.
 func pan(t *testing.T, n, w, h int) []byte {
 	t.Helper()
-	src, err := os.ReadFile("/usr/share/backgrounds/mate/nature/Garden.jpg")
-	if err != nil {
-		t.Skip("no photo installed (Debian package mate-backgrounds)")
-	}
-	d := jpeg.NewDecoder()
-	defer d.Close()
-	sw, sh, err := d.DecodeConfig(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pw, ph := sw/8, sh/8
-	pix := make([]byte, pw*ph*3)
-	if err := d.DecodeCropResize(src, image.Rect(0, 0, sw, sh), pw, ph, pix); err != nil {
-		t.Fatal(err)
-	}
+	pix, pw, _ := testphoto.Scaled(t, 8, testphoto.Garden)
 	var out []byte
 	for k := 0; k < n; k++ {
 		for y := 0; y < h; y++ {

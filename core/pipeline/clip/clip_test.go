@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"image"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/internal/betontest"
+	"github.com/ffcv-go/ffcv-go/core/internal/testphoto"
 	"github.com/ffcv-go/ffcv-go/core/jpeg"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 	"github.com/ffcv-go/ffcv-go/core/pipeline/clip"
@@ -30,53 +31,24 @@ var lengths = []int{24, 9, 5}
 // a real photo (Debian's mate-backgrounds), at 25 fps.
 func videoFile(t *testing.T) *beton.Reader {
 	t.Helper()
-	src, err := os.ReadFile("/usr/share/backgrounds/mate/nature/Garden.jpg")
-	if err != nil {
-		t.Skip("no photo installed (Debian package mate-backgrounds)")
-	}
-	d := jpeg.NewDecoder()
-	defer d.Close()
-	sw, sh, err := d.DecodeConfig(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pw, ph := sw/8, sh/8
-	photo := make([]byte, pw*ph*3)
-	if err := d.DecodeCropResize(src, image.Rect(0, 0, sw, sh), pw, ph, photo); err != nil {
-		t.Fatal(err)
-	}
+	photo, pw, _ := testphoto.Scaled(t, 8, testphoto.Garden)
 	descs := []field.Desc{{Type: field.Video, Name: "video"}, {Type: field.Int, Name: "label"}}
 	venc, err := videoenc.NewEncoder(descs[0], videoenc.Options{JPEGQuality: 90})
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "clips.beton")
-	w, err := beton.Create(path, descs, []field.Encoder{venc, field.NewIntEncoder()}, uint64(len(lengths)),
-		beton.WriterOptions{PageSize: beton.MinPageSize, Workers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, n := range lengths {
-		var pix []byte
-		for k := 0; k < n; k++ {
-			for y := 0; y < fh; y++ {
-				at := ((y+2*i)*pw + 5*k) * 3
-				pix = append(pix, photo[at:at+fw*3]...)
+	return betontest.Write(t, path, descs, []field.Encoder{venc, field.NewIntEncoder()},
+		beton.WriterOptions{PageSize: beton.MinPageSize, Workers: 2}, len(lengths), func(i int) []field.Value {
+			var pix []byte
+			for k := 0; k < lengths[i]; k++ {
+				for y := 0; y < fh; y++ {
+					at := ((y+2*i)*pw + 5*k) * 3
+					pix = append(pix, photo[at:at+fw*3]...)
+				}
 			}
-		}
-		if err := w.Put(uint64(i), []field.Value{{Data: pix, Width: fw, Height: fh, Channels: 3, Float: 25}, {Int: int64(i)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	r, err := beton.Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r
+			return []field.Value{{Data: pix, Width: fw, Height: fh, Channels: 3, Float: 25}, {Int: int64(i)}}
+		})
 }
 
 func specs(ops ...string) []json.RawMessage {
