@@ -50,12 +50,16 @@ var augCases = []struct {
 	{"augmix", map[string]any{"severity": 3, "mixture_width": 2, "chain_depth": -1, "alpha": 1, "all_ops": true}, true, nil},
 }
 
+// photoInput is a photo-like h×w image of c channels and its spec.
+func photoInput(h, w, c int) (pipeline.Spec, []byte) {
+	return optest.ImgSpec(h, w, c), testimg.PhotoLike(h, w, c)
+}
+
 // TestAugmentOps: each op keeps or sets the shape, gives the same output for
 // the same sample and in place, and (when random) differs between samples.
 func TestAugmentOps(t *testing.T) {
 	const h, w, c = 20, 24, 3
-	in := optest.ImgSpec(h, w, c)
-	img := testimg.PhotoLike(h, w, c)
+	in, img := photoInput(h, w, c)
 	for _, tc := range augCases {
 		t.Run(tc.name, func(t *testing.T) {
 			op := optest.NewOp(t, tc.name, tc.args)
@@ -103,8 +107,7 @@ func TestAugmentOpsDoNotAllocate(t *testing.T) {
 		t.Skip("sync.Pool drops items under the race detector")
 	}
 	const h, w, c = 20, 24, 3
-	in := optest.ImgSpec(h, w, c)
-	img := testimg.PhotoLike(h, w, c)
+	in, img := photoInput(h, w, c)
 	for _, tc := range augCases {
 		t.Run(tc.name, func(t *testing.T) {
 			op := optest.NewOp(t, tc.name, tc.args)
@@ -159,8 +162,7 @@ func labelValues(t *testing.T, name string, args map[string]any, label int64, po
 // Label op's parameters are what its image op did to the sample.
 func TestLabelOpsReportTheDraws(t *testing.T) {
 	const h, w, c = 16, 20, 3
-	in := optest.ImgSpec(h, w, c)
-	img := testimg.PhotoLike(h, w, c)
+	in, img := photoInput(h, w, c)
 	key := pipeline.SeedKey(42)
 	seen := map[string]map[float32]bool{}
 	note := func(name string, v float32) {
@@ -231,8 +233,7 @@ func maxDiff(a, b []byte) int {
 // leave them as they are, as torchvision's do.
 func TestAugmentOpsOnOneChannel(t *testing.T) {
 	const h, w = 18, 22
-	in := optest.ImgSpec(h, w, 1)
-	img := testimg.PhotoLike(h, w, 1)
+	in, img := photoInput(h, w, 1)
 	for _, tc := range augCases {
 		if fill, ok := tc.args["fill"].([]float32); ok && len(fill) > 1 {
 			continue
@@ -265,8 +266,7 @@ const augOpsDigest = "d569f7d4191072acd4ad63f4d5203b143ff86181fae4ec9355991a8bae
 
 func augOpsOutputs(t *testing.T) []byte {
 	const h, w, c = 20, 24, 3
-	in := optest.ImgSpec(h, w, c)
-	img := testimg.PhotoLike(h, w, c)
+	in, img := photoInput(h, w, c)
 	d := sha256.New()
 	for _, tc := range augCases {
 		op := optest.NewOp(t, tc.name, tc.args)
@@ -305,8 +305,7 @@ func TestAugmentOpsDigest(t *testing.T) {
 // the op keeps no per-sample state).
 func TestAugmentOpsShareAcrossWorkers(t *testing.T) {
 	const h, w, c = 16, 20, 3
-	in := optest.ImgSpec(h, w, c)
-	img := testimg.PhotoLike(h, w, c)
+	in, img := photoInput(h, w, c)
 	cases := append(augCases[:len(augCases):len(augCases)], struct {
 		name   string
 		args   map[string]any
