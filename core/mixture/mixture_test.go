@@ -36,15 +36,8 @@ func write(t *testing.T, path string, names []string, first, n, size int, pageSi
 	for _, n := range names[3:] {
 		descs = append(descs, field.Desc{Type: field.Float, Name: n})
 	}
-	encs := make([]field.Encoder, len(descs))
-	for k, d := range descs {
-		e, err := field.NewEncoder(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		encs[k] = e
-	}
-	return betontest.WriteFile(t, path, descs, encs, beton.WriterOptions{PageSize: pageSize, Workers: 1}, n, func(i int) []field.Value {
+	opts := beton.WriterOptions{PageSize: pageSize, Workers: 1}
+	return betontest.WriteFile(t, path, descs, betontest.Encoders(t, descs), opts, n, func(i int) []field.Value {
 		g := first + i
 		arr := make([]byte, 8)
 		binary.LittleEndian.PutUint32(arr, uint32(g))
@@ -145,11 +138,7 @@ func TestOpenRefuses(t *testing.T) {
 	{
 		descs := []field.Desc{{Type: field.Bytes, Name: "blob"}, {Type: field.Float, Name: "label"},
 			{Type: field.NDArray, Name: "arr", DType: "<f4", Shape: []uint64{2}}}
-		encs := make([]field.Encoder, 3)
-		for k, d := range descs {
-			encs[k], _ = field.NewEncoder(d)
-		}
-		betontest.WriteFile(t, float, descs, encs, beton.WriterOptions{PageSize: beton.MinPageSize, Workers: 1}, 1,
+		betontest.WriteFile(t, float, descs, betontest.Encoders(t, descs), beton.WriterOptions{PageSize: beton.MinPageSize, Workers: 1}, 1,
 			func(int) []field.Value { return []field.Value{{Data: []byte{1}}, {Float: 1}, {Data: make([]byte, 8)}} })
 	}
 	os.MkdirAll(filepath.Join(dir, "mixed"), 0o755)

@@ -9,6 +9,20 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/field"
 )
 
+// Encoders are field.NewEncoder's encoders of descs.
+func Encoders(t testing.TB, descs []field.Desc) []field.Encoder {
+	t.Helper()
+	encs := make([]field.Encoder, len(descs))
+	for k, d := range descs {
+		e, err := field.NewEncoder(d)
+		if err != nil {
+			t.Fatalf("field %q: %v", d.Name, err)
+		}
+		encs[k] = e
+	}
+	return encs
+}
+
 // WriteFile writes n samples of the fields descs (encoded by encs) to path,
 // sample i holding row(i), and returns path. A failed Put aborts the writer
 // before t fails, so no half-written file is left.

@@ -27,15 +27,8 @@ func textFile(t *testing.T, samples [][]string) *beton.Reader {
 		{Type: field.Text, Name: "plain"},
 		{Type: field.Int, Name: "label"},
 	}
-	encs := make([]field.Encoder, len(descs))
-	for i, d := range descs {
-		var err error
-		if encs[i], err = field.NewEncoder(d); err != nil {
-			t.Fatal(err)
-		}
-	}
 	path := filepath.Join(t.TempDir(), "text.beton")
-	return betontest.Write(t, path, descs, encs, beton.WriterOptions{PageSize: beton.MinPageSize, Workers: 1},
+	return betontest.Write(t, path, descs, betontest.Encoders(t, descs), beton.WriterOptions{PageSize: beton.MinPageSize, Workers: 1},
 		len(samples), func(i int) []field.Value {
 			var v field.Value
 			for _, c := range samples[i] {
