@@ -57,6 +57,45 @@ def log(msg):
     print(f"[harness {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
+# ---- a loopback HTTP range server -----------------------------------------------------------
+
+def range_server(root, latency=0.0):
+    """A server on 127.0.0.1 of root's files with byte ranges (HTTP/1.1, 206
+    responses, a thread per connection), each response held back latency
+    seconds; the caller runs its serve_forever. Its port: server_address[1]."""
+    import http.server
+    from pathlib import Path
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            path = Path(root) / self.path.lstrip("/")
+            if not path.is_file():
+                self.send_error(404)
+                return
+            size = path.stat().st_size
+            a, b = self.headers.get("Range", f"bytes=0-{size - 1}")[len("bytes="):].split("-")
+            a, b = int(a), min(int(b), size - 1)
+            if latency:
+                time.sleep(latency)
+            with open(path, "rb") as f:
+                f.seek(a)
+                data = f.read(b - a + 1)
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {a}-{b}/{size}")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv.daemon_threads = True
+    return srv
+
+
 # ---- process-tree memory and CPU from /proc ----------------------------------------------------
 
 

@@ -35,7 +35,6 @@ to stdout and bench/results/mixture.md.
 import argparse
 import datetime
 import gc
-import http.server
 import json
 import os
 import platform
@@ -49,7 +48,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from harness import TreeMonitor, cpu_count, log, run_epochs  # noqa: E402
+from harness import TreeMonitor, cpu_count, log, range_server, run_epochs  # noqa: E402
 
 WEIGHTS = (0.6, 0.3, 0.1)
 SHARES = (0.4, 0.4, 0.2)  # of the photos, per source
@@ -101,34 +100,9 @@ def write_betons(parts, items, out):
 # ---- the HTTP source ----------------------------------------------------------------------
 
 def serve(root):
-    """A loopback range server of root's files (HTTP/1.1, a thread per
+    """Serves root's files with byte ranges on 127.0.0.1 (a thread per
     connection); prints its port, serves until killed."""
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args):
-            pass
-
-        def do_GET(self):
-            path = Path(root) / self.path.lstrip("/")
-            if not path.is_file():
-                self.send_error(404)
-                return
-            size = path.stat().st_size
-            a, b = self.headers.get("Range", f"bytes=0-{size - 1}")[len("bytes="):].split("-")
-            a, b = int(a), min(int(b), size - 1)
-            with open(path, "rb") as f:
-                f.seek(a)
-                data = f.read(b - a + 1)
-            self.send_response(206)
-            self.send_header("Content-Range", f"bytes {a}-{b}/{size}")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    srv.daemon_threads = True
+    srv = range_server(root)
     print(srv.server_address[1], flush=True)
     srv.serve_forever()
 

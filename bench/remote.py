@@ -17,7 +17,6 @@ machine the absolute figures are low; the ratios between rows are the point.
 Options: --samples, --page-mib, --latency-ms, --workers.
 """
 import argparse
-import http.server
 import os
 import socket
 import subprocess
@@ -30,12 +29,14 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "python"))
+sys.path.insert(0, str(HERE))
 
 import numpy as np  # noqa: E402
 
 from ffcv_go import DatasetWriter, Loader  # noqa: E402
 from ffcv_go.fields import BytesField, IntField  # noqa: E402
 from ffcv_go.loader import OrderOption  # noqa: E402
+from harness import range_server  # noqa: E402
 
 
 def blob(i):
@@ -52,37 +53,6 @@ class Dataset:
 
     def __getitem__(self, i):
         return blob(i), i
-
-
-def range_server(root, latency):
-    """A threaded loopback server of root's files with byte ranges, each
-    response held back latency seconds."""
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args):
-            pass
-
-        def do_GET(self):
-            path = Path(root) / self.path.lstrip("/")
-            size = path.stat().st_size
-            a, b = self.headers["Range"][len("bytes="):].split("-")
-            a, b = int(a), min(int(b), size - 1)
-            time.sleep(latency)
-            with open(path, "rb") as f:
-                f.seek(a)
-                data = f.read(b - a + 1)
-            self.send_response(206)
-            self.send_header("Content-Range", f"bytes {a}-{b}/{size}")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    srv.daemon_threads = True
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    return srv, f"http://127.0.0.1:{srv.server_address[1]}"
 
 
 def start_moto(path):
@@ -143,8 +113,10 @@ def main(argv=None):
         rows = [("local disk (process cache)", str(path), None)]
         servers = []
         for lat in (0.0, a.latency_ms / 1000):
-            srv, url = range_server(d, lat)
+            srv = range_server(d, lat)
+            threading.Thread(target=srv.serve_forever, daemon=True).start()
             servers.append(srv)
+            url = f"http://127.0.0.1:{srv.server_address[1]}"
             ms = f"+{lat * 1000:.0f} ms" if lat else "no added latency"
             rows.append((f"HTTP, {ms}, 16 in flight", f"{url}/data.beton", None))
             if lat:
