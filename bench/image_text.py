@@ -75,16 +75,7 @@ def _shard_job(job):
     small = os.path.join(root, "256", f"{k:05d}.tar")
     with tarfile.open(full + ".tmp", "w") as tf, tarfile.open(small + ".tmp", "w") as ts:
         for i in range(first, first + n):
-            src, aspect, frac, u, size, flip, jitter = make_dataset.image_params(seed, i, len(make_dataset._SOURCES))
-            im = make_dataset._SOURCES[src]
-            W, H = im.size
-            bw, bh = (W, W / aspect) if W / aspect <= H else (H * aspect, H)
-            bw, bh = bw * frac, bh * frac
-            x0, y0 = u[0] * (W - bw), u[1] * (H - bh)
-            out = im.resize(size, Image.BILINEAR, box=(x0, y0, x0 + bw, y0 + bh))
-            if flip:
-                out = out.transpose(Image.FLIP_LEFT_RIGHT)
-            out = out.point(make_dataset._jitter_lut(jitter))
+            out, src = make_dataset.make_image(seed, i)
             caption = _caption(np.random.default_rng([seed, i, 1]), names[src])
             s = min(1.0, 256 / max(out.size))
             resized = out.resize((max(1, round(out.width * s)), max(1, round(out.height * s))), Image.BICUBIC) \

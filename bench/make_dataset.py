@@ -111,8 +111,9 @@ def _jitter_lut(jitter, grey=118.0):
     return np.rint(np.concatenate(lut)).astype(np.uint8).tolist()
 
 
-def _make_one(job):
-    root, seed, i, classes = job
+def make_image(seed, i):
+    """Image i of the set (a PIL image) and the index of the source photo it
+    is cut from; the worker's sources must be loaded."""
     src, aspect, frac, u, size, flip, jitter = image_params(seed, i, len(_SOURCES))
     im = _SOURCES[src]
     W, H = im.size
@@ -123,7 +124,12 @@ def _make_one(job):
     out = im.resize(size, Image.BILINEAR, box=(x0, y0, x0 + bw, y0 + bh))
     if flip:
         out = out.transpose(Image.FLIP_LEFT_RIGHT)
-    out = out.point(_jitter_lut(jitter))
+    return out.point(_jitter_lut(jitter)), src
+
+
+def _make_one(job):
+    root, seed, i, classes = job
+    out, _ = make_image(seed, i)
     path = os.path.join(root, f"class_{i % classes:03d}", f"img_{i:07d}.jpg")
     out.save(path, "JPEG", quality=90)
     return out.size
