@@ -16,6 +16,17 @@ LOADER_TARGETS = {"Loader", "DatasetWriter", "pipeline"}
 GiB = 1 << 30
 
 
+def check_recommendations(name, r, want, unwanted):
+    """r's recommendations name every setting in want and none in unwanted,
+    each with its reason."""
+    settings = " ".join(x.setting for x in r.recommendations)
+    for w in want:
+        assert w in settings, (name, settings)
+    for u in unwanted:
+        assert u not in settings, (name, settings)
+    assert all(isinstance(x, Recommendation) and x.why for x in r.recommendations)
+
+
 CASES = [
     # (name, measurements, verdict, wanted in the settings, unwanted in the settings)
     ("cpu, all cores busy", {}, "cpu", [], ["num_workers", "os_cache", "max_resolution"]),
@@ -64,12 +75,7 @@ CASES = [
 def test_decide(name, change, verdict, want, unwanted):
     r = decide(measured(**copy.deepcopy(change)))
     assert r.bottleneck == verdict, (name, r.summary)
-    settings = " ".join(x.setting for x in r.recommendations)
-    for w in want:
-        assert w in settings, (name, settings)
-    for u in unwanted:
-        assert u not in settings, (name, settings)
-    assert all(isinstance(x, Recommendation) and x.why for x in r.recommendations)
+    check_recommendations(name, r, want, unwanted)
     assert r.summary
     if verdict == "model":
         assert not [x for x in r.recommendations if x.target in LOADER_TARGETS]
@@ -222,12 +228,7 @@ def test_decide_mixture(name, sources, fits, change, verdict, named, want, unwan
     if named is not None:
         assert r.summary.startswith(f"source {named!r} limits the mixture"), r.summary
         assert any(named in n and "lower weight" in n for n in r.notes), r.notes
-    settings = " ".join(x.setting for x in r.recommendations)
-    for w in want:
-        assert w in settings, (name, settings)
-    for u in unwanted:
-        assert u not in settings, (name, settings)
-    assert all(isinstance(x, Recommendation) and x.why for x in r.recommendations)
+    check_recommendations(name, r, want, unwanted)
 
 
 @pytest.mark.parametrize("share,img_s,remote,fits,every_epoch", [
