@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from ffcv_go import DatasetWriter, Loader, _lib
-from ffcv_go.fields import IntField, RGBImageField
+from ffcv_go import Loader, _lib
 from ffcv_go.fields.decoders import RandomResizedCropRGBImageDecoder
 from ffcv_go.loader import OrderOption
 from ffcv_go.pipeline.operation import Operation
@@ -32,14 +31,6 @@ class AddOne(Operation):
     def declare_state_and_memory(self, previous_state):
         from ffcv_go.pipeline.allocation_query import AllocationQuery
         return previous_state, AllocationQuery(previous_state.shape, previous_state.dtype)
-
-
-@pytest.fixture(scope="module")
-def photos(photo_folder, tmp_path_factory):
-    path = tmp_path_factory.mktemp("trace") / "photos.beton"
-    DatasetWriter(str(path), {"image": RGBImageField(write_mode="jpg"), "label": IntField()},
-                  num_workers=2, progress=False).from_image_folder(str(photo_folder))
-    return path
 
 
 def pipelines(custom=False):
@@ -68,11 +59,11 @@ def test_stage_constants_match_header():
     assert int(defines["FFCV_TRACK_BATCH"]) == _lib.TRACK_BATCH
 
 
-def test_trace_file(photos, tmp_path):
+def test_trace_file(photo_beton, tmp_path):
     path = tmp_path / "trace.json"
-    plain, _ = run(photos, None, custom=True)
+    plain, _ = run(photo_beton, None, custom=True)
     t0 = time.monotonic_ns() / 1000
-    traced, stats = run(photos, str(path), custom=True, epochs=2)
+    traced, stats = run(photo_beton, str(path), custom=True, epochs=2)
     t1 = time.monotonic_ns() / 1000
     assert all(torch.equal(a, b) for a, b in zip(plain, traced[:len(plain)])), "tracing changed the batches"
     events = json.loads(path.read_text())  # valid JSON once the loader is closed
@@ -97,9 +88,9 @@ def test_trace_file(photos, tmp_path):
     assert stats["stages"]["entropy_decode"]["count"] == n and stats["stages"]["idct_resize"]["seconds"] > 0
 
 
-def test_trace_process_cache_pages(photos, tmp_path):
+def test_trace_process_cache_pages(photo_beton, tmp_path):
     path = tmp_path / "trace.json"
-    loader = Loader(photos, batch_size=8, num_workers=2, order=OrderOption.QUASI_RANDOM, os_cache=False,
+    loader = Loader(photo_beton, batch_size=8, num_workers=2, order=OrderOption.QUASI_RANDOM, os_cache=False,
                     pipelines=pipelines(), trace=str(path))
     for _ in loader:
         pass
@@ -109,12 +100,12 @@ def test_trace_process_cache_pages(photos, tmp_path):
     assert pages >= 1 and len(spans) == pages
 
 
-def test_stats_only_and_off(photos, tmp_path):
-    _, stats = run(photos, True)
+def test_stats_only_and_off(photo_beton, tmp_path):
+    _, stats = run(photo_beton, True)
     assert set(stats["stages"]) == {"read", "entropy_decode", "idct_resize", "ops"}
     assert all(v["count"] == 24 and v["seconds"] >= 0 for v in stats["stages"].values())
     assert stats["waits"] == 3 and stats["wait_seconds"] > 0
-    _, stats = run(photos, None)
+    _, stats = run(photo_beton, None)
     assert "stages" not in stats and stats["waits"] == 3
     assert list(tmp_path.iterdir()) == []
 
@@ -124,13 +115,13 @@ def test_stats_only_and_off(photos, tmp_path):
     ("", ValueError, "empty path"),
     ("/nonexistent/dir/trace.json", FileNotFoundError, "no directory"),
 ])
-def test_bad_trace_argument(photos, trace, error, match):
+def test_bad_trace_argument(photo_beton, trace, error, match):
     with pytest.raises(error, match=match):
-        Loader(photos, batch_size=8, pipelines=pipelines(), trace=trace)
+        Loader(photo_beton, batch_size=8, pipelines=pipelines(), trace=trace)
 
 
-def test_go_spans_through_lib(photos):
-    loader = Loader(photos, batch_size=8, num_workers=1, pipelines=pipelines(), trace=True)
+def test_go_spans_through_lib(photo_beton):
+    loader = Loader(photo_beton, batch_size=8, num_workers=1, pipelines=pipelines(), trace=True)
     for _ in loader:
         pass
     spans = _lib.loader_trace(loader._build.handle)  # "stages" mode keeps none
@@ -139,7 +130,7 @@ def test_go_spans_through_lib(photos):
     assert np.dtype(_lib._trace_dtype()).names == ("start_ns", "dur_ns", "arg", "track", "stage")
 
 
-def test_spans_are_written_off_the_training_thread(photos, tmp_path, monkeypatch):
+def test_spans_are_written_off_the_training_thread(photo_beton, tmp_path, monkeypatch):
     """The training loop hands its spans to the tracer's writer thread, which
     writes them (and Go's) and records each write as a span of its own."""
     import threading
@@ -147,7 +138,7 @@ def test_spans_are_written_off_the_training_thread(photos, tmp_path, monkeypatch
     from ffcv_go import _trace
     monkeypatch.setattr(_trace, "FLUSH_EVERY", 2)  # a write every second batch
     path = tmp_path / "trace.json"
-    _, stats = run(photos, str(path), epochs=2)  # 6 batches
+    _, stats = run(photo_beton, str(path), epochs=2)  # 6 batches
     events = json.loads(path.read_text())
     names = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
     spans = [e for e in events if e["ph"] == "X"]
@@ -166,14 +157,14 @@ def test_spans_are_written_off_the_training_thread(photos, tmp_path, monkeypatch
     assert not [t for t in threading.enumerate() if t.name == "ffcv_go trace writer"], "the writer outlived close()"
 
 
-def test_op_times_name_each_operation(photos):
+def test_op_times_name_each_operation(photo_beton):
     """trace=True times each operation: Go's per sample, named as in the
     pipeline, and Python stages; the costliest one stands out."""
     from ffcv_go.transforms import GaussianBlur
     image = [RandomResizedCropRGBImageDecoder((64, 64)), RandomHorizontalFlip(),
              GaussianBlur(blur_prob=1.0, kernel_size=31, sigma=(8.0, 8.0)), AddOne(),
              ToTensor(), ToTorchImage(), Convert(torch.float16)]
-    loader = Loader(photos, batch_size=8, num_workers=2, order=OrderOption.RANDOM, seed=3,
+    loader = Loader(photo_beton, batch_size=8, num_workers=2, order=OrderOption.RANDOM, seed=3,
                     pipelines={"image": image, "label": None}, trace=True)
     for _ in range(2):
         for _ in loader:
@@ -188,5 +179,5 @@ def test_op_times_name_each_operation(photos):
     py = [o for o in ops if o["where"] == "python"]
     assert [o["op"] for o in py if o["op"] == "AddOne"] == ["AddOne"]
     assert next(o for o in py if o["op"] == "AddOne")["count"] == 2 * 24
-    _, stats = run(photos, None)
+    _, stats = run(photo_beton, None)
     assert "ops" not in stats
