@@ -62,7 +62,7 @@ func TestLumaFloorExhaustive(t *testing.T) {
 // ones, and extremes that take the float path.
 func colourFactors(r *rand.Rand) []float64 {
 	fs := enhanceFactors()
-	for range 100 {
+	for range draws(100) {
 		fs = append(fs, 2*r.Float64(), 0.6+0.8*r.Float64())
 	}
 	return append(fs, 0, 1, 0.5, 2, 1e-12, 1-1e-12, 1+0x1p-30, 7.3, 100, 1e6, -0.5, math.Inf(1))

@@ -15,7 +15,7 @@ import (
 func TestSharpenMatchesFloat(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	factors := enhanceFactors()
-	for i := 0; i < 40; i++ {
+	for i := 0; i < draws(40); i++ {
 		factors = append(factors, 4*r.Float64())
 	}
 	factors = append(factors, 0, 1, 2, 10, 255)

@@ -122,7 +122,7 @@ func randomWarp(r *rand.Rand) (h, w, ch int, m [6]float64, bilinear bool, fill [
 
 func TestWarpMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	for i := 0; i < 3000; i++ {
+	for i := 0; i < draws(3000); i++ {
 		h, w, ch, m, bil, fill := randomWarp(r)
 		src := testimg.PhotoLike(h, w, ch)
 		want, got := make([]byte, len(src)), make([]byte, len(src))
@@ -214,7 +214,7 @@ func TestWarpColumnsMatchesReference(t *testing.T) {
 		{"shift only", func() float64 { return 0 }, func(n int) float64 { return (2*r.Float64() - 1) * float64(n) }},
 	}
 	for _, tc := range cases {
-		for i := 0; i < 400; i++ {
+		for i := 0; i < draws(400); i++ {
 			h, w, ch, fill := warpCase(r, i)
 			sh := tc.shear()
 			m := InvAffine(-0.5*float64(w), -0.5*float64(h), 0, tc.shift(w), tc.shift(h), 1, 0, sh)
@@ -264,7 +264,7 @@ func TestWarpRotateMatchesReference(t *testing.T) {
 		{"TrivialAugment bins", func() float64 { return sign() * Linspace32(0, taRotate, 31, r.IntN(31)) }},
 		{"any", func() float64 { return (2*r.Float64() - 1) * 360 }},
 	} {
-		for i := 0; i < 300; i++ {
+		for i := 0; i < draws(300); i++ {
 			h, w, ch, fill := warpCase(r, i)
 			angle := tc.angle()
 			m := InvAffine(0, 0, -angle, 0, 0, 1, 0, 0)
