@@ -143,8 +143,13 @@ fuzz: deps
 	    echo "  $$(grep -o "execs: [0-9]*" /tmp/fuzz.log | tail -1) $$(tail -1 /tmp/fuzz.log)"; \
 	  done; done
 
+# The suite on PYTEST_WORKERS processes (pytest-xdist), then the tests
+# marked serial (the doctor's verdicts come from measured rates) alone,
+# collected from the files that mark any.
+PYTEST_WORKERS ?= 2
 test-python: deps venv build wheel
-	PYTHONPATH=python $(PY) -m pytest -q tests/python $(PYTEST_ARGS)
+	PYTHONPATH=python $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal -m "not serial" tests/python $(PYTEST_ARGS)
+	PYTHONPATH=python $(PY) -m pytest -q -m serial $$(grep -l 'pytest.mark.serial' tests/python/test_*.py) $(PYTEST_ARGS)
 
 # Everything that needs CUDA (tests/gpu): on a machine without it, one line
 # saying why, and success. From a wheel on a GPU machine without Go or
@@ -240,12 +245,13 @@ $(AARCH64)/photos-%/.done: bench/make_dataset.py
 	$(PY) bench/make_dataset.py $(@D) --num-images $* --num-classes 4 --processes 1 >/dev/null
 	touch $@
 
-# aarch64-go-test PACKAGES: each package's tests cross-compiled for arm64
-# and run under qemu, in the package's directory (testdata).
+# aarch64-go-test PACKAGES FLAGS: each package's tests cross-compiled for
+# arm64 and run under qemu, in the package's directory (testdata), with the
+# test binary's FLAGS (-test.short: fewer random draws in the long sweeps).
 define aarch64-go-test
 	mkdir -p $(AARCH64)/go-tests; set -e; for p in $(1); do t=$(abspath $(AARCH64))/go-tests/$$(basename $$p).test; \
 	  $(ARM_CC_ENV) go test -c -o $$t ./$$p; \
-	  if ! (cd $$p && QEMU_LD_PREFIX=$(abspath $(AARCH64_ROOT)) $$t -test.count=1 >$$t.log 2>&1); then \
+	  if ! (cd $$p && QEMU_LD_PREFIX=$(abspath $(AARCH64_ROOT)) $$t -test.count=1 $(2) >$$t.log 2>&1); then \
 	    cat $$t.log; echo "arm64 $$p: FAIL"; exit 1; fi; \
 	  echo "arm64 $$p: $$(tail -1 $$t.log)"; done
 endef
@@ -266,7 +272,7 @@ define aarch64-crossarch
 endef
 
 test-aarch64-quick: deps venv aarch64-deps wheel $(AARCH64_ROOT)/.extracted $(AARCH64)/photos-16/.done
-	$(call aarch64-go-test,$(AARCH64_GO_QUICK))
+	$(call aarch64-go-test,$(AARCH64_GO_QUICK),-test.short)
 	$(call aarch64-crossarch,16,--epochs 2)
 
 test-aarch64: deps venv aarch64-deps wheel $(AARCH64_ROOT)/.extracted $(AARCH64)/photos-64/.done

@@ -12,6 +12,12 @@ import threading
 import time
 from pathlib import Path
 
+# Under pytest-xdist the workers share the cores: torch's intra-op pool of
+# one thread a core in each (and in the examples they start) would make
+# every process spin against the others.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import numpy as np
 import pytest
 

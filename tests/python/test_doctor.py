@@ -27,6 +27,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 from limits import Limits  # noqa: E402
 
+# The verdicts come from measured rates: nothing else may run beside them.
+pytestmark = pytest.mark.serial
+
 LOADER_TARGETS = {"Loader", "DatasetWriter", "pipeline"}
 
 

@@ -25,6 +25,9 @@ from ffcv_go.loader import Mixture, Source
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 
+# The verdicts come from measured rates: nothing else may run beside them.
+pytestmark = pytest.mark.serial
+
 LINK_BYTES_PER_S = 2e6  # the slow link: 2 MB/s, shared by its requests
 LINK_LATENCY_S = 0.02
 SHARES = {"a": 0.35, "b": 0.2, "c": 0.2, "web": 0.25}
