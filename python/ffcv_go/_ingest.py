@@ -163,10 +163,11 @@ def base_spec(writer, errors, output_shards):
 
 def run(writer, handle, pusher=None):
     """Drives the job: tokenizes the captions it hands out, runs pusher (the
-    thread handing it Arrow batches) beside, shows progress; returns its
-    WriteReport. The job is aborted on any error (Ctrl-C included)."""
+    thread handing it Arrow batches) beside, shows progress; returns the
+    job's report (the fields of a WriteReport), warning of its problems. The
+    job is aborted on any error (Ctrl-C included)."""
     import threading
-    from .writer import _progress
+    from .utils import _progress
     tok = _tokenized(writer)
     counter = _lib.Counter()
     bar = _progress(None, writer.progress)
@@ -217,17 +218,14 @@ def run(writer, handle, pusher=None):
             thread.join()
         if bar is not None:
             bar.close()
-    from .writer import WriteReport
-    rep = WriteReport(files=report["files"], counts=report["counts"], samples=report["samples"],
-                      skipped=report["skipped"], problems=report["problems"] or [],
-                      num_problems=report["num_problems"])
-    if rep.num_problems:
-        p = rep.problems[0]
+    report["problems"] = report["problems"] or []
+    if report["num_problems"]:
+        p = report["problems"][0]
         where = p["shard"] + (f": sample {p['key']!r}" if p.get("key") else "") + \
             (f", member {p['member']!r}" if p.get("member") else "")
-        warnings.warn(f"{writer.fname}: {rep.num_problems} problems, {rep.skipped} samples skipped; the first: "
-                      f"{where}: {p['reason']} (see the returned report's problems)", stacklevel=3)
-    return rep
+        warnings.warn(f"{writer.fname}: {report['num_problems']} problems, {report['skipped']} samples skipped; "
+                      f"the first: {where}: {p['reason']} (see the returned report's problems)", stacklevel=3)
+    return report
 
 
 # ---- Arrow --------------------------------------------------------------------

@@ -87,3 +87,14 @@ def s_print(*a, **b):
     """print, one thread at a time."""
     with s_print_lock:
         print(*a, **b)
+
+
+def _progress(total, enabled=True):
+    """A tqdm bar counting samples, or None without tqdm or when disabled."""
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        tqdm = None
+    if tqdm is None or not enabled:
+        return None
+    return tqdm(total=total, unit="sample", smoothing=0.1)

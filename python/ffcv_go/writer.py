@@ -15,7 +15,7 @@ import numpy as np
 from . import _forked, _lib
 from .fields.base import Field, _set_data
 from .types import CURRENT_VERSION, TYPE_ID_HANDLER  # noqa: F401 - FFCV's module path
-from .utils import _cpu_count
+from .utils import _cpu_count, _progress
 
 MiB = 1 << 20
 MIN_PAGE_SIZE = 1 << 21  # 2 MiB
@@ -36,16 +36,6 @@ def count_samples_in_shard(shard, pipeline):
     return sum(1 for _ in from_shard(shard, pipeline))
 
 
-def _progress(total, enabled=True):
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        tqdm = None
-    if tqdm is None or not enabled:
-        return None
-    return tqdm(total=total, unit="sample", smoothing=0.1)
-
-
 @dataclass
 class WriteReport:
     """What a one-pass conversion (``from_webdataset`` without a pipeline,
@@ -61,6 +51,12 @@ class WriteReport:
     skipped: int = 0
     problems: List[dict] = _dc_field(default_factory=list)
     num_problems: int = 0
+
+
+def _report(r):
+    """The WriteReport of a one-pass job's report."""
+    return WriteReport(files=r["files"], counts=r["counts"], samples=r["samples"], skipped=r["skipped"],
+                       problems=r["problems"], num_problems=r["num_problems"])
 
 
 class DatasetWriter:
@@ -204,7 +200,7 @@ class DatasetWriter:
         spec.update(shards=_ingest.expand_shards(shards), take=_ingest.webdataset_take(self, extensions),
                     ignore=[str(e).lower().lstrip(".") for e in ignore], readers=int(readers or 0))
         handle = _lib.call("ffcv_ingest_webdataset", json.dumps(spec).encode(), context=self.fname)
-        return _ingest.run(self, handle)
+        return _report(_ingest.run(self, handle))
 
     def from_parquet(self, files, columns=None, *, key=None, batch_size=1024, errors="raise", output_shards=None):
         """Writes the rows of Parquet files, in order, read with pyarrow in
@@ -273,7 +269,7 @@ class DatasetWriter:
         spec = _ingest.base_spec(self, errors, output_shards)
         spec["sources"] = [str(n) for n in names]
         handle = _lib.call("ffcv_ingest_arrow", json.dumps(spec).encode(), context=self.fname)
-        return _ingest.run(self, handle, _ingest.push_batches(handle, self, sources, cols, key))
+        return _report(_ingest.run(self, handle, _ingest.push_batches(handle, self, sources, cols, key)))
 
     def prepare(self):
         """Starts the file for self.num_samples samples (the first step of

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .base import Field, ARG_TYPE, _set_data
+from .base import Field, ARG_TYPE, _Decoder, _set_data
 
 _FRAME_FILES = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff", ".gif")
 
@@ -89,7 +89,6 @@ class VideoField(Field):
         return raw.view(ARG_TYPE)[0]
 
     def get_decoder_class(self):
-        from .video_decoders import _NoClipDecoder
         return _NoClipDecoder
 
     def _spec(self):
@@ -250,3 +249,21 @@ def _decode(path, max_resolution, fps, frame_step):
     keep = keep[::frame_step]
     out_fps = fps if fps is not None else rate
     return Frames(np.stack([frames[k] for k in keep]), None if out_fps is None else out_fps / frame_step)
+
+
+class _NoClipDecoder(_Decoder):
+    """The default decoder of a VideoField: there is none, a clip needs its
+    length. Refuses with what to write instead."""
+
+    def __init__(self):
+        super().__init__()
+
+    def accept_field(self, field):
+        raise ValueError("a VideoField has no default decoder: start its pipeline with "
+                         "RandomClipDecoder(num_frames, ...) or ClipDecoder(num_frames, ...)")
+
+    def declare_state_and_memory(self, previous_state):
+        raise ValueError("a VideoField needs a clip decoder")
+
+    def generate_code(self):
+        raise NotImplementedError

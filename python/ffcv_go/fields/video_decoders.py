@@ -136,21 +136,3 @@ class ClipDecoder(_ClipDecoder):
 
     def _go_spec(self, previous_state=None):
         return dict(self._clip_spec("clip_eval"), num_clips=self.num_clips)
-
-
-class _NoClipDecoder(_Decoder):
-    """The default decoder of a VideoField: there is none, a clip needs its
-    length. Refuses with what to write instead."""
-
-    def __init__(self):
-        super().__init__()
-
-    def accept_field(self, field):
-        raise ValueError("a VideoField has no default decoder: start its pipeline with "
-                         "RandomClipDecoder(num_frames, ...) or ClipDecoder(num_frames, ...)")
-
-    def declare_state_and_memory(self, previous_state):
-        raise ValueError("a VideoField needs a clip decoder")
-
-    def generate_code(self):
-        raise NotImplementedError
