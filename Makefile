@@ -10,7 +10,9 @@ GO_SOURCES := $(shell find core export include -name '*.go' -o -name '*.h' -o -n
 DEB_PACKAGES := libturbojpeg0-dev libjpeg62-turbo-dev
 DEB_DATA := mate-backgrounds lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 dataset-fashion-mnist
 PYTEST_ARGS ?=
-CONFORMANCE_ARGS ?=
+# pytest processes for the suite and FFCV's (pytest-xdist).
+PYTEST_WORKERS ?= 2
+CONFORMANCE_ARGS ?= -n $(PYTEST_WORKERS) --dist worksteal
 
 .PHONY: all build deps venv wheel wheel-deps check-wheel test test-torch113 aarch64-deps test-aarch64-quick test-aarch64 test-go test-python test-gpu gpu-bundle conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-ray bench-remote bench-mixture bench-detection bench-image-text bench-video bench-soak bench-wheel-ab clean docs docs-check
 
@@ -146,7 +148,6 @@ fuzz: deps
 # The suite on PYTEST_WORKERS processes (pytest-xdist), then the tests
 # marked serial (the doctor's verdicts come from measured rates) alone,
 # collected from the files that mark any.
-PYTEST_WORKERS ?= 2
 test-python: deps venv build wheel
 	PYTHONPATH=python $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal -m "not serial" tests/python $(PYTEST_ARGS)
 	PYTHONPATH=python $(PY) -m pytest -q -m serial $$(grep -l 'pytest.mark.serial' tests/python/test_*.py) $(PYTEST_ARGS)
@@ -168,6 +169,7 @@ gpu-bundle: deps venv build wheel
 
 # FFCV 1.0.2's own test suite (from its PyPI sdist, cached in build/conformance)
 # with every `ffcv` import resolved to ffcv_go; see tests/conformance/run.py.
+# Its tests keep to temporary files, so they too run on PYTEST_WORKERS processes.
 conformance: deps venv build
 	$(PY) tests/conformance/run.py $(CONFORMANCE_ARGS)
 
