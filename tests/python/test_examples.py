@@ -219,17 +219,18 @@ def test_train_simclr_cpu(tmp_path):
     """Two views of 128 photo crops: the NT-Xent loss falls, and on fresh views
     the trained encoder finds each view's partner in the batch clearly more
     often than the untrained one and far above chance (1/63); measured
-    0.18 -> 0.28 with the loss 3.7 -> 2.5. About 20 s."""
+    0.18 -> 0.37 with the loss 3.7 -> 2.4 (seeds 1 and 2 at 70 epochs: 2.0x
+    and 2.3x the untrained score). About 25 s."""
     from make_tiny_imagefolder import find_photos, make_tiny_imagefolder
     if len(find_photos()) < 4:
         pytest.skip("fewer than 4 wallpapers in /usr/share/backgrounds or /usr/share/wallpapers")
     folder = make_tiny_imagefolder(tmp_path / "tiny", num_classes=4, per_class=32, seed=0)
     out = run_example("train_simclr.py", "--data", folder, "--out-dir", tmp_path / "simclr", "--device", "cpu",
-                      "--res", 32, "--epochs", 70, "--batch-size", 32, "--num-workers", 2, "--arch", "small",
+                      "--res", 32, "--epochs", 90, "--batch-size", 32, "--num-workers", 2, "--arch", "small",
                       timeout=400)
     r = printed_results(out)[0]
     h = r["history"]
-    assert len(h) == 70 and all(math.isfinite(e["loss"]) for e in h)
+    assert len(h) == 90 and all(math.isfinite(e["loss"]) for e in h)
     assert np.mean([e["loss"] for e in h[-5:]]) < h[0]["loss"] - 0.6, h
     assert r["retrieval_after"] > 10 * r["retrieval_chance"] and r["retrieval_after"] > 1.4 * r["retrieval_before"], r
 
