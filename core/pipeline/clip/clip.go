@@ -12,9 +12,8 @@ import (
 	"fmt"
 
 	"github.com/ffcv-go/ffcv-go/core/field"
-	"github.com/ffcv-go/ffcv-go/core/jpeg"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
-	"github.com/ffcv-go/ffcv-go/core/trace"
+	"github.com/ffcv-go/ffcv-go/core/pipeline/rgb"
 )
 
 func init() {
@@ -22,8 +21,8 @@ func init() {
 	pipeline.RegisterDecoder("clip_eval", newDecoder(false))
 }
 
-// The image decoders a clip's frames may go through; "rgb_simple" (whole
-// frames) is done here, the others by the registered decoder itself.
+// The image decoders a clip's frames may go through: each frame is
+// region-decoded by the decoder itself.
 var geometries = map[string]bool{"rgb_simple": true, "rgb_rrc": true, "rgb_center": true, "rgb_resize_pad": true}
 
 // decoder decodes clips of a Video field: Out (T, H, W, 3), or (K, T, H,
@@ -34,7 +33,7 @@ type decoder struct {
 	fps      float64
 	clips    int
 	// frame is the image decoder run on each frame with the clip's key (so
-	// the same draw for every frame); nil for whole frames of size w×h.
+	// the same draw for every frame).
 	frame      pipeline.Op
 	frameHead  pipeline.Head
 	w, h       int
@@ -110,8 +109,8 @@ func checkGeometry(raw json.RawMessage) error {
 }
 
 // geometry builds the image decoder of each frame (checkGeometry has
-// checked it), as Build would for an RGBImage field, or checks that whole
-// frames have one size.
+// checked it), as Build would for an RGBImage field; for whole frames,
+// after checking in the videos' metadata that they have one size.
 func (d *decoder) geometry(env pipeline.Env, raw json.RawMessage) error {
 	if len(raw) == 0 {
 		raw = json.RawMessage(`{"op": "rgb_simple"}`)
@@ -135,6 +134,7 @@ func (d *decoder) geometry(env pipeline.Env, raw json.RawMessage) error {
 					"give a crop geometry", d.w, d.h, m.Width, m.Height, i)
 			}
 		}
+		d.frame = rgb.Whole(d.w, d.h)
 	} else {
 		img := env
 		img.Desc = field.Desc{Type: field.RGBImage, Name: env.Desc.Name}
@@ -191,17 +191,14 @@ func (d *decoder) Run(c *pipeline.Ctx, key int, _, out []byte) error {
 		}
 		s.Step = m.FPS / d.fps
 	}
-	if d.frame == nil && (m.Width != d.w || m.Height != d.h) {
-		return fmt.Errorf("%w: frames are %dx%d, expected %dx%d", field.ErrData, m.Width, m.Height, d.w, d.h)
-	}
 	frameKey := d.frameHead.KeyAt(key)
 	col, heap := c.Col, c.Heap
 	defer func() { c.Col, c.Heap = col, heap }()
 	// Each frame goes to the image decoder as an RGBImage JPEG of its size.
-	rgb := make([]byte, 13)
-	rgb[field.RGBModeOff] = field.ModeJPEG
-	binary.LittleEndian.PutUint16(rgb[field.RGBWidthOff:], uint16(m.Width))
-	binary.LittleEndian.PutUint16(rgb[field.RGBHeightOff:], uint16(m.Height))
+	frameCol := make([]byte, 13)
+	frameCol[field.RGBModeOff] = field.ModeJPEG
+	binary.LittleEndian.PutUint16(frameCol[field.RGBWidthOff:], uint16(m.Width))
+	binary.LittleEndian.PutUint16(frameCol[field.RGBHeightOff:], uint16(m.Height))
 	idx := make([]int, s.Frames)
 	clipBytes := s.Frames * d.frameBytes
 	for j := 0; j < d.clips; j++ {
@@ -218,7 +215,7 @@ func (d *decoder) Run(c *pipeline.Ctx, key int, _, out []byte) error {
 			case k > 0 && i == idx[k-1]: // a frame again (repeat, up-sampling): same pixels
 				copy(dst, out[j*clipBytes+(k-1)*d.frameBytes:])
 			default:
-				if err := d.decodeFrame(c, frameKey, rgb, heap, m, i, dst); err != nil {
+				if err := d.decodeFrame(c, frameKey, frameCol, heap, m.Frames, i, dst); err != nil {
 					return fmt.Errorf("frame %d of %d: %w", i, m.Frames, err)
 				}
 			}
@@ -227,30 +224,13 @@ func (d *decoder) Run(c *pipeline.Ctx, key int, _, out []byte) error {
 	return nil
 }
 
-// decodeFrame decodes stored frame i of the video into dst: through the
-// image decoder (its region decode of the JPEG, under key), or whole.
-func (d *decoder) decodeFrame(c *pipeline.Ctx, key int, rgb, heap []byte, m field.VideoMeta, i int, dst []byte) error {
-	data, err := field.VideoFrame(heap, m.Frames, i)
+// decodeFrame decodes stored frame i of the video's n into dst through
+// the frames' image decoder, under key.
+func (d *decoder) decodeFrame(c *pipeline.Ctx, key int, col, heap []byte, n, i int, dst []byte) error {
+	data, err := field.VideoFrame(heap, n, i)
 	if err != nil {
 		return err
 	}
-	if d.frame != nil {
-		c.Col, c.Heap = rgb, data
-		return d.frame.Run(c, key, nil, dst)
-	}
-	dec := c.State("clip.jpeg", func() any { return jpeg.NewDecoder() }).(*jpeg.Decoder)
-	dec.SetTimed(c.Times != nil)
-	w, h, err := dec.Decode(data, dst)
-	if err != nil {
-		return fmt.Errorf("%w: %v", field.ErrData, err)
-	}
-	if c.Times != nil {
-		tm := dec.LastTiming()
-		c.Times[trace.Read] += tm.Copy
-		c.Times[trace.Entropy] += tm.Entropy
-	}
-	if w != m.Width || h != m.Height {
-		return fmt.Errorf("%w: JPEG is %dx%d, the metadata says %dx%d", field.ErrData, w, h, m.Width, m.Height)
-	}
-	return nil
+	c.Col, c.Heap = col, data
+	return d.frame.Run(c, key, nil, dst)
 }

@@ -91,6 +91,11 @@ func newSimpleRGB(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 	return d, nil
 }
 
+// Whole returns the decoder of whole w×h images without a file to check
+// them against: the clip decoder's whole frames, whose sizes it checks in
+// the videos' metadata.
+func Whole(w, h int) pipeline.Op { return &simpleRGB{w: w, h: h} }
+
 func (d *simpleRGB) Out(pipeline.Spec) (pipeline.Spec, error) {
 	return pipeline.Spec{Shape: []int{d.h, d.w, 3}, DType: "|u1"}, nil
 }
