@@ -54,14 +54,8 @@ func (d *padRGB) Run(c *pipeline.Ctx, _ int, _, out []byte) error {
 	if im.mode == field.ModeJPEG {
 		buf := c.State("pad", func() any { return &padBuf{} }).(*padBuf)
 		buf.b = pipeline.Grow(buf.b, im.w*im.h*3)
-		dec := soloDecoder(c)
-		w, h, err := dec.Decode(c.Heap, buf.b)
-		if err != nil {
-			return fmt.Errorf("%w: %v", field.ErrData, err)
-		}
-		timed(c, dec)
-		if w != im.w || h != im.h {
-			return fmt.Errorf("%w: JPEG is %dx%d, the metadata says %dx%d", field.ErrData, w, h, im.w, im.h)
+		if err := decodeWhole(c, im, buf.b); err != nil {
+			return err
 		}
 		src = buf.b
 	} else if len(src) != im.w*im.h*3 {

@@ -116,14 +116,19 @@ func (d *simpleRGB) Run(c *pipeline.Ctx, _ int, _, out []byte) error {
 		copy(out, c.Heap)
 		return nil
 	}
+	return decodeWhole(c, im, out)
+}
+
+// decodeWhole decodes the sample's whole JPEG, im.w×im.h, into dst.
+func decodeWhole(c *pipeline.Ctx, im imageRef, dst []byte) error {
 	dec := soloDecoder(c)
-	w, h, err := dec.Decode(c.Heap, out)
+	w, h, err := dec.Decode(c.Heap, dst)
 	if err != nil {
 		return fmt.Errorf("%w: %v", field.ErrData, err)
 	}
 	timed(c, dec)
-	if w != d.w || h != d.h {
-		return fmt.Errorf("%w: JPEG is %dx%d, the metadata says %dx%d", field.ErrData, w, h, d.w, d.h)
+	if w != im.w || h != im.h {
+		return fmt.Errorf("%w: JPEG is %dx%d, the metadata says %dx%d", field.ErrData, w, h, im.w, im.h)
 	}
 	return nil
 }
