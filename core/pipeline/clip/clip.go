@@ -179,6 +179,13 @@ func StartKey(key int) int {
 	return int(z ^ (z >> 31))
 }
 
+// scratch is a worker's per-clip buffers: the frames' RGBImage column and
+// the clip's stored frame indices.
+type scratch struct {
+	col [13]byte
+	idx []int
+}
+
 func (d *decoder) Run(c *pipeline.Ctx, key int, _, out []byte) error {
 	m := field.ParseVideoMeta(c.Col)
 	if err := field.CheckVideo(m); err != nil {
@@ -195,11 +202,15 @@ func (d *decoder) Run(c *pipeline.Ctx, key int, _, out []byte) error {
 	col, heap := c.Col, c.Heap
 	defer func() { c.Col, c.Heap = col, heap }()
 	// Each frame goes to the image decoder as an RGBImage JPEG of its size.
-	frameCol := make([]byte, 13)
+	sc := c.State("clip", func() any { return new(scratch) }).(*scratch)
+	frameCol := sc.col[:]
 	frameCol[field.RGBModeOff] = field.ModeJPEG
 	binary.LittleEndian.PutUint16(frameCol[field.RGBWidthOff:], uint16(m.Width))
 	binary.LittleEndian.PutUint16(frameCol[field.RGBHeightOff:], uint16(m.Height))
-	idx := make([]int, s.Frames)
+	if cap(sc.idx) < s.Frames {
+		sc.idx = make([]int, s.Frames)
+	}
+	idx := sc.idx[:s.Frames]
 	clipBytes := s.Frames * d.frameBytes
 	for j := 0; j < d.clips; j++ {
 		start := s.EvenStart(m.Frames, j, d.clips)
