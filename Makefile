@@ -339,8 +339,8 @@ bench-ray: deps venv build
 # Streaming and litdata with the same weights. The peers (also
 # bench-image-text's litdata) live in a venv of their own (Streaming pins
 # numpy < 2.2, litdata an older huggingface-hub than ours), built from
-# .venv's interpreter; a
-# .pth file lends it .venv's torch and torchvision, after its own packages.
+# .venv's interpreter; a .pth file lends it .venv's torch and torchvision,
+# after its own packages.
 # BENCH_ARGS=--quick proves it runs (a few minutes: the peers' start-up).
 PEERS_VENV := build/peers-venv
 $(PEERS_VENV)/.installed: requirements-mixture-peers.txt $(VENV)/.installed
