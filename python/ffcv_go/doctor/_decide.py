@@ -61,6 +61,12 @@ RECIPE_TRAIN_RES = 192
 MAX_RES_KEEP_PIXELS = 0.5
 
 
+def fits_in_memory(nbytes, usable):
+    """Whether nbytes of files stay in the page cache beside the process
+    that may use usable bytes."""
+    return nbytes <= FITS_IN_MEMORY_SHARE * usable
+
+
 def decide(report):
     """Names the bottleneck and fills the recommendations, the notes and
     ``first_epoch`` of a report whose measurements are in (kept apart from
@@ -420,7 +426,7 @@ def _local_copy(report, x, need, cpu_rate, per_sample):
              f"({gib(x['bytes'])}) reads at the disk's rate")
     if usable:
         together = ds["local_bytes"] + (x["bytes"] if x["remote"] else 0)
-        fits = together <= FITS_IN_MEMORY_SHARE * usable if x["remote"] else ds.get("local_fits_in_memory")
+        fits = fits_in_memory(together, usable) if x["remote"] else ds.get("local_fits_in_memory")
         if fits:
             why += (f", and from the page cache after the first epoch: with it the local sources take "
                     f"{gib(together)} of the {gib(usable)} this process may use")

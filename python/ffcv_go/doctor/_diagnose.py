@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _measure as measure
 from . import _model
-from ._decide import FITS_IN_MEMORY_SHARE, decide
+from ._decide import decide, fits_in_memory
 from ._probe import Layout, dataset_info, holders, machine_info, memory_info, source_datasets
 from ._report import Report
 
@@ -157,11 +157,11 @@ def diagnose(data, pipeline="train", *, res=224, batch_size=256, num_workers=Non
     usable = machine["usable_memory"] or 0
     if sources is not None:
         for info, _ in sources:
-            info["fits_in_memory"] = (not info["remote"]) and info["bytes"] <= FITS_IN_MEMORY_SHARE * usable
-        ds["local_fits_in_memory"] = ds["local_bytes"] <= FITS_IN_MEMORY_SHARE * usable
+            info["fits_in_memory"] = (not info["remote"]) and fits_in_memory(info["bytes"], usable)
+        ds["local_fits_in_memory"] = fits_in_memory(ds["local_bytes"], usable)
         ds["fits_in_memory"] = (not ds["remote"]) and ds["local_fits_in_memory"]
     else:
-        ds["fits_in_memory"] = (not ds["remote"]) and ds["bytes"] <= FITS_IN_MEMORY_SHARE * usable
+        ds["fits_in_memory"] = (not ds["remote"]) and fits_in_memory(ds["bytes"], usable)
     counts = measure.worker_counts(cores, current)
     cold_needed = ds["remote"] or not ds["fits_in_memory"]
     steps = 2 + len(counts) + (2 if cold_needed else 0) + (2 if model is not None else 0)
