@@ -27,6 +27,11 @@ from ffcv_go.reader import Reader  # noqa: E402
 from ffcv_go.transforms import (RandomBrightness, RandomHorizontalFlip, RandomResizedCrop,  # noqa: E402
                                 RandomTranslate, RandomVerticalFlip)
 from ffcv_go.transforms.image import RandomCrop  # noqa: E402
+from ffcv_go.transforms import (Convert, ModuleWrapper, Photometric, ToDevice, ToTensor,  # noqa: E402
+                                ToTorchImage)
+from ffcv_go.pipeline import AllocationQuery, Operation  # noqa: E402
+import torchvision.transforms as tv1  # noqa: E402
+import torchvision.transforms.v2 as tv2  # noqa: E402
 
 from _target_truth import MIN_AREA, MIN_SIZE, check_loader, check_sample, colour_label  # noqa: E402
 
@@ -586,3 +591,110 @@ def test_target_dataset_reads_what_torchvision_gives(tmp_path):
     _, _, _, mask = next(iter(Loader(path, batch_size=1, num_workers=1, pipelines={
         "image": [SimpleRGBImageDecoder()], **targets()})))
     assert mask.numpy().dtype == np.uint16 and int(mask.numpy().max()) == 300
+
+
+# ---- Python stages after the geometry the targets follow ----------------------------------------
+
+class _Invert(Operation):
+    """A custom operation (numpy, FFCV's protocol): 255 - x. It moves no
+    pixel, but nothing tells the loader so unless it is wrapped in Photometric."""
+
+    def declare_state_and_memory(self, previous_state):
+        return previous_state, AllocationQuery(previous_state.shape, previous_state.dtype)
+
+    def generate_code(self):
+        def code(inp, dst):
+            dst[:len(inp)] = 255 - inp
+            return dst[:len(inp)]
+        return code
+
+
+def _small(size=48):
+    """A followed image: a centre crop, then the tensor layout ops."""
+    return [CenterCropRGBImageDecoder((size, size), 1.0), ToTensor(), ToTorchImage()]
+
+
+@pytest.mark.parametrize("stage, words", [
+    (lambda: tv1.Resize(24), "operation 3 (Resize)"),
+    (lambda: tv2.RandomHorizontalFlip(1.0), "operation 3 (RandomHorizontalFlip)"),
+    (lambda: tv2.Compose([tv2.ColorJitter(0.2), tv2.RandomResizedCrop(24)]), "(Compose with RandomResizedCrop)"),
+    (lambda: torch.nn.Sequential(tv1.Normalize([0.5] * 3, [0.2] * 3), tv1.CenterCrop(20)), "(Sequential with CenterCrop)"),
+    (lambda: ModuleWrapper(lambda x: x.flip(-1)), "operation 3 (<lambda>)"),
+    (lambda: type("MyNormalize", (tv2.Normalize,), {})([0.5] * 3, [0.2] * 3), "(MyNormalize)"),  # may do more
+])
+def test_python_stages_that_may_move_pixels_are_refused(scene_file, stage, words):
+    """A torch transform after the Go ops of an image that targets follow
+    would move its pixels and leave the boxes behind: the Loader refuses it
+    when it is built, naming the stage and the output that follows."""
+    with pytest.raises(ValueError, match='output "boxes" follows "image", whose operation 3 ') as e:
+        Loader(scene_file, batch_size=4, num_workers=1, pipelines={"image": _small() + [stage()], **targets()})
+    assert words in str(e.value) and "Photometric(...)" in str(e.value)
+
+
+def test_custom_operations_before_the_layout_ops_are_refused(scene_file):
+    with pytest.raises(ValueError, match=r'output "boxes" follows "image", whose operation 1 \(_Invert\)'):
+        Loader(scene_file, batch_size=4, num_workers=1, pipelines={
+            "image": [CenterCropRGBImageDecoder((48, 48), 1.0), _Invert(), ToTensor()], **targets()})
+
+
+@pytest.mark.parametrize("how", ["mask", "view", "pipeline_spec"])
+def test_every_follower_refuses_a_stage_that_may_move_pixels(scene_file, how):
+    """The same rule for a mask alone, and for targets following a
+    custom_field_mapper view or a PipelineSpec output."""
+    moved = _small() + [tv2.Resize(24)]
+    kw = {}
+    if how == "mask":
+        pipelines = {"image": moved, "boxes": None, "labels": None, "mask": [MaskDecoder()]}
+        want = 'output "mask" follows "image"'
+    elif how == "view":
+        pipelines = {"image": _small(), "b": moved, "boxes": [RaggedDecoder(follows="b")], "labels": None,
+                     "mask": None}
+        kw = {"custom_field_mapper": {"b": "image"}}
+        want = 'output "boxes" follows "b"'
+    else:
+        pipelines = {"image": _small(), "b": PipelineSpec("image", moved[0], moved[1:]),
+                     "boxes": None, "labels": None, "mask": [MaskDecoder(follows="b")]}
+        want = 'output "mask" follows "b"'
+    with pytest.raises(ValueError, match=want + r", whose operation 3 \(Resize\)"):
+        Loader(scene_file, batch_size=4, num_workers=1, pipelines=pipelines, **kw)
+
+
+def test_photometric_stages_are_followed(scene_file):
+    """torchvision's photometric transforms, ffcv_go's tensor ops and code
+    wrapped in Photometric pass: the boxes are those of the image without
+    them, and each stage ran."""
+    def batches(extra, size=48):
+        loader = Loader(scene_file, batch_size=8, num_workers=1, seed=5, pipelines={
+            "image": _small(size) + extra, **targets()})
+        return next(iter(loader))
+
+    img, boxes, labels, mask = batches([])
+    cases = [
+        ([tv2.ToDtype(torch.float32, scale=True), tv2.Normalize([0.5] * 3, [0.25] * 3)],
+         lambda x: ((x.float() / 255) - 0.5) / 0.25),
+        ([tv1.ConvertImageDtype(torch.float32), tv1.Grayscale(3)], None),
+        ([tv2.Compose([tv2.RandomApply([tv2.ColorJitter(0.4, 0.4)], p=0.8), tv2.RandomGrayscale(0.2),
+                       tv2.GaussianBlur(3)]), torch.nn.Sequential(tv1.RandomInvert(0.5), torch.nn.Identity())], None),
+        ([Photometric(lambda x: 255 - x)], lambda x: 255 - x),
+        ([Photometric(tv1.Compose([tv1.RandomInvert(1.0), lambda x: x.float()]))], lambda x: (255 - x).float()),
+        ([Convert(torch.float16), ToDevice("cpu")], lambda x: x.half()),
+    ]
+    for extra, expect in cases:
+        img2, boxes2, labels2, mask2 = batches(extra)
+        assert torch.equal(boxes2.data, boxes.data) and torch.equal(boxes2.counts, boxes.counts)
+        assert torch.equal(mask2, mask) and img2.shape[-2:] == img.shape[-2:]
+        if expect is not None:
+            assert torch.allclose(img2.float(), expect(img).float(), atol=1e-3)
+    # A custom operation of the user's wrapped in Photometric runs as itself.
+    loader = Loader(scene_file, batch_size=8, num_workers=1, seed=5, pipelines={
+        "image": [CenterCropRGBImageDecoder((48, 48), 1.0), Photometric(_Invert()), ToTensor(), ToTorchImage()],
+        **targets()})
+    img2, boxes2, _, _ = next(iter(loader))
+    assert torch.equal(img2, 255 - img) and torch.equal(boxes2.data, boxes.data)
+
+
+def test_photometric_refuses_what_it_cannot_mark():
+    with pytest.raises(TypeError, match="RandomHorizontalFlip is built in"):
+        Photometric(RandomHorizontalFlip())
+    with pytest.raises(TypeError, match="wraps a callable or an Operation"):
+        Photometric(3)

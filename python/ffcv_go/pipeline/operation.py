@@ -103,6 +103,14 @@ class Operation(ABC):
         the per-sample Go program: an operation of the user's always does."""
         return True
 
+    def _keeps_pixels(self, state: State) -> bool:
+        """Whether the operation, run in Python on batches in state, leaves
+        every pixel where it is (changes values, dtype or memory layout only),
+        so that targets following the image may pass it by. What cannot be
+        told does not: an operation of the user's says so by being wrapped in
+        ``ffcv_go.transforms.Photometric``."""
+        return False
+
 
 def _seed_arg(seed):
     """A built-in operation's seed argument, checked: None or an int in

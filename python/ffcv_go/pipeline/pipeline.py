@@ -119,6 +119,7 @@ class PyStage:
 
     def __init__(self, op, state, index, decoder=None, compiled=None):
         self.op, self.index, self.decoder = op, index, decoder
+        self.in_state = state
         self.jit_in = state.jit_mode
         if op._transform:
             self.kind = "builtin"

@@ -221,6 +221,9 @@ class NormalizeImage(Transform):
         out = torch.take(self._table(x.device), hwc.long() + offsets)
         return out.permute(0, 3, 1, 2) if chw else out
 
+    def _keeps_pixels(self, state):
+        return True
+
 
 class ReplaceLabel(Transform):
     """Sets the label of the samples in indices to new_label."""

@@ -2,7 +2,8 @@
 import numpy as np
 import torch
 
-from ._base import Transform, replace_state, torch_dtype
+from ._base import Transform, numpy_dtype, replace_state, torch_dtype
+from .photometric import _pixel_mover
 
 
 class ToTensor(Transform):
@@ -16,6 +17,9 @@ class ToTensor(Transform):
 
     def _apply(self, x, ctx):
         return x if isinstance(x, torch.Tensor) else torch.from_numpy(np.asarray(x))
+
+    def _keeps_pixels(self, state):
+        return True
 
 
 class ToDevice(Transform):
@@ -60,6 +64,9 @@ class ToDevice(Transform):
             return x.to(target, non_blocking=True)
         return x.to(target)
 
+    def _keeps_pixels(self, state):
+        return True
+
 
 class ToTorchImage(Transform):
     """(B, H, W, C) -> (B, C, H, W); a channels_last view by default."""
@@ -98,6 +105,9 @@ class ToTorchImage(Transform):
             x = x.contiguous()
         return x
 
+    def _keeps_pixels(self, state):
+        return True
+
 
 class Convert(Transform):
     """Casts the batch to target_dtype (numpy or torch dtype)."""
@@ -114,12 +124,22 @@ class Convert(Transform):
     def _apply(self, x, ctx):
         return x.to(torch_dtype(self.target_dtype))
 
+    def _keeps_pixels(self, state):
+        return True
+
 
 class View(Convert):
     """Reinterprets the batch's bytes as target_dtype."""
 
     def _apply(self, x, ctx):
         return x.view(torch_dtype(self.target_dtype))
+
+    def _keeps_pixels(self, state):
+        # Another item size changes the last dimension: the pixels shift.
+        try:
+            return np.dtype(numpy_dtype(state.dtype)).itemsize == np.dtype(numpy_dtype(self.target_dtype)).itemsize
+        except (TypeError, ValueError):
+            return False
 
 
 class Squeeze(Transform):
@@ -146,6 +166,9 @@ class Squeeze(Transform):
             x = x.squeeze(d)
         return x
 
+    def _keeps_pixels(self, state):
+        return True
+
 
 class ModuleWrapper(Transform):
     """Runs a torch.nn.Module (or any callable) on the batch tensor."""
@@ -159,3 +182,6 @@ class ModuleWrapper(Transform):
 
     def _apply(self, x, ctx):
         return self.module(x)
+
+    def _keeps_pixels(self, state):
+        return _pixel_mover(self.module) is None

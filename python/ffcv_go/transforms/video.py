@@ -28,3 +28,6 @@ class ToTorchVideo(Transform):
         d = x.dim()
         x = x.permute(*range(d - 4), d - 1, d - 4, d - 3, d - 2)
         return x.contiguous() if self.contiguous else x
+
+    def _keeps_pixels(self, state):
+        return True
