@@ -10,10 +10,15 @@ import (
 
 // One geometry per op. An operation that moves pixels implements Geometric:
 // its Place is the map of a sample, computed from the same draw its Run
-// makes. Targets (boxes, points, masks) replay the image pipeline through
-// Place, so they land where the pixels went without any state passing
-// between programs, and no op's draw is computed twice. An operation that
-// only changes pixel values implements Photometric, and targets pass it by.
+// makes. No draw is stored or shared: Run, Place (and a Reporter's Report)
+// each make it again from c.Rand(key), a pure function of (seed, epoch,
+// position, key), and so get the same numbers. Targets (boxes, points,
+// masks) replay the image pipeline through Place -- every target program
+// draws each op of the image once more per sample -- so they land where
+// the pixels went without any state passing between programs.
+// core/pipeline/ops's TestPlaceFollowsRun holds every registered Geometric
+// op to this. An operation that only changes pixel values implements
+// Photometric, and targets pass it by.
 // Targets refuse, by name, any other operation in the pipeline they follow:
 // a new op is followed or refused by construction, never silently ignored.
 

@@ -5,6 +5,7 @@ Batches: a ``RaggedDecoder`` output is a ``Ragged(data, counts)``: data
 (B, max_rows, *row_shape) zero past each sample's counts (B,) rows; a
 ``MaskDecoder`` output is (B, H, W) at the size of the image it follows.
 """
+import inspect
 import json
 import math
 import os
@@ -62,6 +63,23 @@ def _torch():
     return torch
 
 
+def _stage_name(op):
+    """A Python stage as the user wrote it: a torch module or function by
+    its name (and the member of a container that may move pixels)."""
+    from .transforms.ops import ModuleWrapper
+    from .transforms.photometric import _pixel_mover
+    if type(op) is not ModuleWrapper:
+        return type(op).__name__
+    bad = _pixel_mover(op.module)
+    name = _callable_name(op.module)
+    return name if bad is None or bad is op.module else f"{name} with {_callable_name(bad)}"
+
+
+def _callable_name(fn):
+    """A function by its name, anything else by its class's."""
+    return fn.__name__ if inspect.isfunction(fn) or inspect.ismethod(fn) else type(fn).__name__
+
+
 def _arange_like(batch, n):
     """1..n in the dtype and device of batch (an instance map's ids)."""
     torch = _torch()
@@ -109,6 +127,14 @@ def _link_targets(outputs, plans, reader):
         if any(isinstance(s, GoTail) for s in plan.steps):
             raise ValueError(f'output "{name}" follows "{image}", whose built-in operations are split by a Python '
                              'stage: targets follow only the built-in operations right after the image decoder')
+        for s in plan.steps:
+            if not s.op._keeps_pixels(s.in_state):
+                raise ValueError(
+                    f'output "{name}" follows "{image}", whose operation {s.index} ({_stage_name(s.op)}) runs in '
+                    f'Python and may move its pixels, where "{name}" would not follow them. After the built-in '
+                    'operations an image that targets follow takes only photometric stages: ffcv_go\'s tensor '
+                    'operations, torchvision\'s photometric transforms, or your code wrapped in '
+                    'ffcv_go.transforms.Photometric(...) if it changes pixel values only')
         return {"image": fidx, "ops": plan.go_ops}
 
     def boxes_for(name, wanted, image, rows=None):
