@@ -105,13 +105,19 @@ func Shifted(in []byte, h, w, c, dy, dx int, fill []byte) []byte {
 
 // Fields of Reader's file.
 const (
-	ImageField = 0 // an RGBImageField of raw 8×6 images
+	ImageField = 0 // an RGBImageField of raw images (8×6 for Reader)
 	LabelField = 1 // an IntField
 )
 
 // Reader opens a small .beton of two samples, for programs to be built on
 // (what they decode comes from each test's Ctx.Col and Ctx.Heap).
 func Reader(t testing.TB) *beton.Reader {
+	t.Helper()
+	return ReaderOf(t, 8, 6)
+}
+
+// ReaderOf is Reader with raw w×h images.
+func ReaderOf(t testing.TB, w, h int) *beton.Reader {
 	t.Helper()
 	img, err := imageenc.NewEncoder(field.Desc{Type: field.RGBImage}, field.ImageOptions{WriteMode: "raw", JPEGQuality: 90})
 	if err != nil {
@@ -121,7 +127,7 @@ func Reader(t testing.TB) *beton.Reader {
 	path := filepath.Join(t.TempDir(), "optest.beton")
 	return betontest.Write(t, path, descs, []field.Encoder{img, field.NewIntEncoder()},
 		beton.WriterOptions{PageSize: beton.MinPageSize, Workers: 1}, 2, func(i int) []field.Value {
-			return []field.Value{{Data: testimg.PhotoLike(6, 8, 3), Width: 8, Height: 6, Channels: 3}, {Int: int64(i)}}
+			return []field.Value{{Data: testimg.PhotoLike(h, w, 3), Width: w, Height: h, Channels: 3}, {Int: int64(i)}}
 		})
 }
 

@@ -1,0 +1,208 @@
+package ops
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/ffcv-go/ffcv-go/core/pipeline"
+	"github.com/ffcv-go/ffcv-go/core/pipeline/internal/optest"
+)
+
+// placeArgs are the arguments each Geometric operation is held to its Place
+// with (one or more sets; a set with "seed" runs only seeded). Every
+// registered operation that builds for an RGBImageField and is Geometric
+// must be here: one added later without an entry fails TestPlaceFollowsRun.
+var placeArgs = map[string][]map[string]any{
+	"rgb_simple": {{}},
+	"rgb_pad":    {{}},
+	"rgb_rrc": {
+		{"size": []int{20, 24}, "scale": []float64{0.2, 1}, "ratio": []float64{0.75, 1.33}},
+		{"size": []int{20, 24}, "scale": []float64{0.2, 0.5}, "ratio": []float64{0.75, 1.33}, "seed": 9, "second_seed": 4},
+	},
+	"rgb_center":     {{"size": []int{20, 20}, "ratio": 0.8}},
+	"rgb_corner":     {{"size": []int{16, 16}, "ratio": 0.6, "corner": "top_right"}, {"size": []int{18, 14}, "ratio": 0.7, "corner": "bottom_left"}},
+	"rgb_resize_pad": {{"size": []int{24, 28}, "scale": []float64{0.5, 1}, "fill": []int{0, 0, 0}}},
+	"rrc":            {{"size": []int{20, 24}, "scale": []float64{0.2, 1}, "ratio": []float64{0.75, 1.33}}},
+	"center_crop":    {{"size": []int{20, 20}, "ratio": 0.8}},
+	"corner_crop":    {{"size": []int{16, 16}, "ratio": 0.6, "corner": "bottom_right"}},
+	"flip_h":         {{"p": 0.5}},
+	"flip_v":         {{"p": 0.5}},
+	"translate":      {{"padding": 6, "fill": []int{0, 0, 0}}},
+	"random_crop":    {{"size": []int{24, 30}, "padding": 4}},
+}
+
+// The stored images the markers are put in, and the decoders a transform
+// is tested after: whole images, and a crop decoder (which fuses a flip).
+const placeW, placeH = 40, 30
+
+var placeDecoders = []optest.Named{
+	{Name: "rgb_simple"},
+	{Name: "rgb_center", Args: map[string]any{"size": []int{28, 28}, "ratio": 0.9}},
+}
+
+// TestPlaceFollowsRun walks the registry: every operation that moves
+// pixels (pipeline.Geometric), with and without seed, must place a marker
+// pixel where its Run moved it. Each program is built as the loader builds
+// an image's, and its targets' replay with pipeline.NewGeometry from the
+// same specs, so fusing and keys are those targets get.
+func TestPlaceFollowsRun(t *testing.T) {
+	r := optest.ReaderOf(t, placeW, placeH)
+	env := pipeline.Env{Reader: r, Field: optest.ImageField, Desc: r.Fields[optest.ImageField]}
+	geometric := 0
+	for _, name := range pipeline.Names() {
+		sets, ok := placeArgs[name]
+		if !ok {
+			args, known := validArgs[name]
+			if !known {
+				t.Errorf("%s: no arguments to build it with: add it to validArgs (and to placeArgs if it moves pixels)", name)
+				continue
+			}
+			sets = []map[string]any{args}
+		}
+		op, err := pipeline.New(env, optest.Spec(t, name, sets[0]))
+		if err != nil {
+			// An operation that cannot be built for an RGBImageField (a
+			// decoder of another field) is never in a pipeline targets follow.
+			if !strings.Contains(err.Error(), "cannot decode a") {
+				t.Errorf("%s: %v", name, err)
+			}
+			continue
+		}
+		if _, ok := op.(pipeline.Geometric); !ok {
+			continue
+		}
+		if _, ok := placeArgs[name]; !ok {
+			t.Errorf("%s moves pixels (Geometric) and has no entry in placeArgs: give it arguments there", name)
+			continue
+		}
+		geometric++
+		for k, args := range sets {
+			for _, seeded := range []bool{false, true} {
+				_, hasSeed := args["seed"]
+				if hasSeed && !seeded {
+					continue
+				}
+				a := map[string]any{"key": 5}
+				if seeded {
+					a = map[string]any{"seed": 77}
+				}
+				for k, v := range args {
+					a[k] = v
+				}
+				ops := []optest.Named{{Name: name, Args: a}}
+				if !isDecoderOp(t, env, name, a) {
+					for _, d := range placeDecoders {
+						t.Run(fmt.Sprintf("%s/%d/seed=%v/after_%s", name, k, seeded, d.Name), func(t *testing.T) {
+							checkPlace(t, env, append([]optest.Named{d}, ops...))
+						})
+					}
+					continue
+				}
+				t.Run(fmt.Sprintf("%s/%d/seed=%v", name, k, seeded), func(t *testing.T) { checkPlace(t, env, ops) })
+			}
+		}
+	}
+	if geometric < len(placeArgs) {
+		t.Errorf("%d Geometric operations found, %d in placeArgs", geometric, len(placeArgs))
+	}
+}
+
+// isDecoderOp reports whether the operation reads its sample from the
+// file: a program of it alone builds, one after a decoder does not.
+func isDecoderOp(t *testing.T, env pipeline.Env, name string, args map[string]any) bool {
+	_, err := pipeline.Build(env.Reader, env.Field, []json.RawMessage{optest.Spec(t, name, args)})
+	return err == nil
+}
+
+// checkPlace runs the program ops on images holding one marker pixel, at
+// a grid of places and for many samples, and compares where the marker's
+// brightness lands with where the targets' replay maps its centre.
+func checkPlace(t *testing.T, env pipeline.Env, ops []optest.Named) {
+	specs := make([]json.RawMessage, len(ops))
+	for i, o := range ops {
+		specs[i] = optest.Spec(t, o.Name, o.Args)
+	}
+	p, err := pipeline.Build(env.Reader, env.Field, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := pipeline.NewGeometry(env, pipeline.GeometrySpec{Image: env.Field, Ops: specs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	col, err := env.Reader.Column(0, env.Field)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oh, ow := p.Out.Shape[0], p.Out.Shape[1]
+	out := make([]byte, p.Out.Bytes())
+	img := make([]byte, placeW*placeH*3)
+	var s pipeline.Scratch
+	inside := 0
+	for pos := uint64(0); pos < 12; pos++ {
+		for my := 2; my < placeH; my += 6 {
+			for mx := 3; mx < placeW; mx += 7 {
+				clear(img)
+				copy(img[(my*placeW+mx)*3:], []byte{255, 255, 255})
+				c := pipeline.NewCtx()
+				c.Seed, c.Pos, c.Sample, c.Col, c.Heap = 3, pos, 0, col, img
+				if err := p.Run(c, &s, nil, out); err != nil {
+					t.Fatal(err)
+				}
+				a, err := g.Sample(c, env.Reader)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if a.W != ow || a.H != oh {
+					t.Fatalf("Place gives a %dx%d output, Run %dx%d", a.W, a.H, ow, oh)
+				}
+				px, py, _ := a.Point(float64(mx)+0.5, float64(my)+0.5)
+				mass, cx, cy := centroid(out, ow, oh)
+				// The marker's footprint in the output, and how far its
+				// centroid may be from the mapped centre (resampling rounds).
+				fx, fy := max(1, math.Abs(a.SX)), max(1, math.Abs(a.SY))
+				v := a.Valid
+				where := fmt.Sprintf("sample %d, marker (%d, %d): Place maps it to (%.2f, %.2f) of %dx%d (visible %v)",
+					pos, mx, my, px, py, ow, oh, v)
+				switch {
+				case px > v[0]+fx && px < v[2]-fx && py > v[1]+fy && py < v[3]-fy:
+					inside++
+					if mass == 0 {
+						t.Fatalf("%s; Run drops it", where)
+					}
+					if math.Abs(cx-px) > 0.5*fx || math.Abs(cy-py) > 0.5*fy {
+						t.Fatalf("%s; Run puts it at (%.2f, %.2f)", where, cx, cy)
+					}
+				case px < v[0]-fx || px > v[2]+fx || py < v[1]-fy || py > v[3]+fy:
+					if mass != 0 {
+						t.Fatalf("%s, outside; Run shows it at (%.2f, %.2f)", where, cx, cy)
+					}
+				}
+			}
+		}
+	}
+	if inside == 0 {
+		t.Fatal("no marker landed well inside the output")
+	}
+}
+
+// centroid is the total brightness of an h×w RGB image and its centre of
+// mass, in continuous pixel coordinates (pixel i spans [i, i+1)).
+func centroid(img []byte, w, h int) (mass, cx, cy float64) {
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			i := (y*w + x) * 3
+			v := float64(img[i]) + float64(img[i+1]) + float64(img[i+2])
+			mass += v
+			cx += v * (float64(x) + 0.5)
+			cy += v * (float64(y) + 0.5)
+		}
+	}
+	if mass > 0 {
+		cx, cy = cx/mass, cy/mass
+	}
+	return mass, cx, cy
+}
