@@ -1,9 +1,11 @@
 package ssl
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
+	"github.com/ffcv-go/ffcv-go/core/internal/testimg"
 	"github.com/ffcv-go/ffcv-go/core/pipeline/internal/optest"
 )
 
@@ -68,5 +70,81 @@ func TestJitterRange(t *testing.T) {
 		if err != nil || (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
 			t.Errorf("%s %s: %v, %v; want %v", tc.name, tc.raw, got, err, tc.want)
 		}
+	}
+}
+
+// Each op on images whose result is known without a reference: what it
+// must leave alone (p=0; a constant image under blur, or under a nearest
+// rotation filled with the same value) and what erasing writes. (A
+// bilinear rotation darkens a constant image's edges even with its own
+// fill, as torchvision's does: its mask weighs the zero padding in twice.)
+func TestOpsOnKnownImages(t *testing.T) {
+	const h, w, c = 12, 16, 3
+	photo := testimg.PhotoLike(h, w, c)
+	flat := bytes.Repeat([]byte{90}, h*w*c)
+	same := func(t *testing.T, in, out []byte) {
+		if !bytes.Equal(in, out) {
+			t.Fatal("the image changed")
+		}
+	}
+	erased := func(value []byte, scale [2]float64) func(*testing.T, []byte, []byte) {
+		return func(t *testing.T, in, out []byte) {
+			// The changed pixels lie in one rectangle, every pixel of it value.
+			x0, y0, x1, y1 := w, h, -1, -1
+			for y := 0; y < h; y++ {
+				for x := 0; x < w; x++ {
+					i := (y*w + x) * c
+					if !bytes.Equal(in[i:i+c], out[i:i+c]) {
+						x0, y0, x1, y1 = min(x0, x), min(y0, y), max(x1, x), max(y1, y)
+					}
+				}
+			}
+			if x1 < 0 {
+				return // ten tries that did not fit: nothing erased, as torchvision
+			}
+			for y := y0; y <= y1; y++ {
+				for x := x0; x <= x1; x++ {
+					for k := 0; k < c; k++ {
+						if got := out[(y*w+x)*c+k]; got != value[k%len(value)] {
+							t.Fatalf("pixel (%d, %d) channel %d of the erased rectangle is %d", x, y, k, got)
+						}
+					}
+				}
+			}
+			area := float64((x1-x0+1)*(y1-y0+1)) / float64(h*w)
+			if area > scale[1]+0.1 {
+				t.Fatalf("erased %.2f of the image, scale %v", area, scale)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		args map[string]any
+		in   []byte
+		want func(t *testing.T, in, out []byte)
+	}{
+		{"rotate", map[string]any{"p": 0, "angle": 1}, photo, same},
+		{"rotate", map[string]any{"p": 1, "angle": 1, "fill": []float32{90}}, flat, same},
+		{"gaussian_blur", map[string]any{"p": 0, "kernel_size": 5, "sigma": 2}, photo, same},
+		{"gaussian_blur", map[string]any{"p": 1, "kernel_size": 5, "sigma": []float64{0.5, 3}}, flat, same},
+		{"color_jitter", map[string]any{"p": 0, "brightness": 0.5, "hue": 0.3}, photo, same},
+		{"random_erasing", map[string]any{"p": 0, "scale": []float64{0.1, 0.3}, "ratio": []float64{0.5, 2}, "value": []float64{7}}, photo, same},
+		{"random_erasing", map[string]any{"p": 1, "scale": []float64{0.1, 0.3}, "ratio": []float64{0.5, 2}, "value": []float64{7}}, photo, erased([]byte{7}, [2]float64{0.1, 0.3})},
+		{"random_erasing", map[string]any{"p": 1, "scale": []float64{0.05, 0.2}, "ratio": []float64{0.3, 3}, "value": []float64{10, 20, 30}}, photo, erased([]byte{10, 20, 30}, [2]float64{0.05, 0.2})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			op := optest.NewOp(t, tc.name, tc.args)
+			changed := 0
+			for pos := uint64(0); pos < 20; pos++ {
+				_, out := optest.Apply(t, op, optest.ImgSpec(h, w, c), tc.in, 1, pos)
+				tc.want(t, tc.in, out)
+				if !bytes.Equal(out, tc.in) {
+					changed++
+				}
+			}
+			if _, erasing := tc.args["value"]; erasing && tc.args["p"] == 1 && changed == 0 {
+				t.Fatal("random_erasing with p=1 erased nothing in 20 samples")
+			}
+		})
 	}
 }

@@ -1,10 +1,14 @@
 package targets
 
 import (
+	"bytes"
+	"encoding/binary"
 	"image"
 	"math"
+	"strings"
 	"testing"
 
+	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 	"github.com/ffcv-go/ffcv-go/core/pipeline/internal/optest"
 )
@@ -58,4 +62,141 @@ func TestBadArguments(t *testing.T) {
 		{Name: "mask", Args: map[string]any{"fill": -1}, Want: "fill -1 must be in [0, 65535]"},
 		{Name: "mask", Args: map[string]any{"fill": 0, "min_visibility": -0.5}, Want: "min_visibility -0.5"},
 	})
+}
+
+// floats is row as little-endian float32s (item 4) or float64s (item 8).
+func floats(row []float64, item int) []byte {
+	b := make([]byte, len(row)*item)
+	for i, x := range row {
+		putFloat(b, item, i, x)
+	}
+	return b
+}
+
+// A kept row's coordinates through the image's map: boxes mapped and
+// clipped to the visible part; points mapped, their visibility zeroed
+// outside it, left and right swapped when the image is mirrored.
+func TestMapRow(t *testing.T) {
+	id := pipeline.Identity(100, 50)
+	flip := id.Then(pipeline.Same(100, 50).FlipX())
+	crop := id.Then(pipeline.CropStep(image.Rect(10, 5, 50, 25), 80, 40)) // 2x zoom of (10, 5)-(50, 25)
+	boxes := field.Desc{Name: "boxes", DType: "<f4", Shape: []uint64{4}, Target: &field.TargetArgs{Coords: "xyxy"}}
+	boxes64 := boxes
+	boxes64.DType = "<f8"
+	points := field.Desc{Name: "kp", DType: "<f4", Shape: []uint64{2, 3}, Target: &field.TargetArgs{Coords: "xy"}}
+	bare := field.Desc{Name: "pt", DType: "<f4", Shape: []uint64{2}, Target: &field.TargetArgs{Coords: "xy"}}
+	for _, tc := range []struct {
+		name string
+		desc field.Desc
+		flip []int
+		a    pipeline.Affine
+		row  []float64
+		want []float64
+	}{
+		{"box identity", boxes, nil, id, []float64{10, 5, 20, 15}, []float64{10, 5, 20, 15}},
+		{"box flip", boxes, nil, flip, []float64{10, 5, 20, 15}, []float64{80, 5, 90, 15}},
+		{"box zoom", boxes, nil, crop, []float64{10, 5, 20, 15}, []float64{0, 0, 20, 20}},
+		{"box clipped", boxes, nil, crop, []float64{0, 0, 60, 30}, []float64{0, 0, 80, 40}},
+		{"box float64", boxes64, nil, flip, []float64{0.25, 1, 99.5, 2}, []float64{0.5, 1, 99.75, 2}},
+		{"points identity", points, nil, id, []float64{1, 2, 2, 3, 4, 1}, []float64{1, 2, 2, 3, 4, 1}},
+		{"point cropped out", points, nil, crop, []float64{5, 10, 2, 20, 10, 2}, []float64{-10, 10, 0, 20, 10, 2}},
+		{"points flipped, no flip_indices", points, nil, flip, []float64{10, 2, 2, 30, 4, 1}, []float64{90, 2, 2, 70, 4, 1}},
+		{"points flipped and swapped", points, []int{1, 0}, flip, []float64{10, 2, 2, 30, 4, 1}, []float64{70, 4, 1, 90, 2, 2}},
+		{"swap needs a mirror", points, []int{1, 0}, crop, []float64{10, 5, 2, 30, 15, 1}, []float64{0, 0, 2, 40, 20, 1}},
+		{"point without visibility", bare, nil, crop, []float64{5, 10}, []float64{-10, 10}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			item, _ := tc.desc.ItemSize()
+			d := &raggedDecoder{desc: tc.desc, flip: tc.flip}
+			row := floats(tc.row, item)
+			d.mapRow(tc.a, row, item)
+			for i, want := range tc.want {
+				if got := floatAt(row, item, i); math.Abs(got-want) > 1e-5 {
+					t.Fatalf("value %d is %v, want %v (row %v)", i, got, want, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// Masks are sampled nearest-neighbour under each output pixel's centre,
+// fill where the output shows no image, and instance ids renumbered.
+func TestMaskSample(t *testing.T) {
+	src := []byte{1, 2, 3, 4, 5, 6, 7, 8} // 4×2
+	id := pipeline.Identity(4, 2)
+	for _, tc := range []struct {
+		name string
+		a    pipeline.Affine
+		item int
+		ids  []uint16
+		want []byte
+		err  string
+	}{
+		{"identity", id, 1, nil, []byte{1, 2, 3, 4, 5, 6, 7, 8}, ""},
+		{"flip", id.Then(pipeline.Same(4, 2).FlipX()), 1, nil, []byte{4, 3, 2, 1, 8, 7, 6, 5}, ""},
+		{"vertical flip", id.Then(pipeline.Same(4, 2).FlipY()), 1, nil, []byte{5, 6, 7, 8, 1, 2, 3, 4}, ""},
+		{"2x zoom", id.Then(pipeline.CropStep(image.Rect(1, 0, 3, 2), 4, 4)), 1, nil,
+			[]byte{2, 2, 3, 3, 2, 2, 3, 3, 6, 6, 7, 7, 6, 6, 7, 7}, ""},
+		{"half size", id.Then(pipeline.CropStep(image.Rect(0, 0, 4, 2), 2, 1)), 1, nil, []byte{6, 8}, ""},
+		{"shift pads", id.Then(pipeline.Step{SX: 1, TX: 1, SY: 1, TY: 0, W: 4, H: 2}), 1, nil,
+			[]byte{99, 1, 2, 3, 99, 5, 6, 7}, ""},
+		{"window past the edge", id.Then(pipeline.Step{SX: 1, TX: 0, SY: 1, TY: 1, W: 4, H: 3}), 1, nil,
+			[]byte{99, 99, 99, 99, 1, 2, 3, 4, 5, 6, 7, 8}, ""},
+		{"renumbered", id, 1, []uint16{0, 0, 1, 0, 2, 0, 3, 0, 4}, []byte{0, 1, 0, 2, 0, 3, 0, 4}, ""},
+		{"unknown instance", id, 1, []uint16{0, 1, 2}, nil, "instance id 3, but the sample has 2 boxes"},
+		{"uint16", id.Then(pipeline.Same(4, 2).FlipX()), 2, nil, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &maskDecoder{item: tc.item, fill: 99}
+			in := src
+			if tc.item == 2 { // the same map, each value + 300
+				in = make([]byte, 2*len(src))
+				for i, v := range src {
+					binary.LittleEndian.PutUint16(in[2*i:], uint16(v)+300)
+				}
+			}
+			out := make([]byte, tc.a.W*tc.a.H*tc.item)
+			err := d.sample(tc.a, in, 4, 2, out, tc.ids)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("got %v, want an error about %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.item == 2 {
+				for i, v := range []uint16{304, 303, 302, 301, 308, 307, 306, 305} {
+					if got := binary.LittleEndian.Uint16(out[2*i:]); got != v {
+						t.Fatalf("pixel %d is %d, want %d", i, got, v)
+					}
+				}
+				return
+			}
+			if !bytes.Equal(out, tc.want) {
+				t.Fatalf("got %v, want %v", out, tc.want)
+			}
+		})
+	}
+}
+
+func TestCheckPermutation(t *testing.T) {
+	for _, tc := range []struct {
+		p   []int
+		n   int
+		err string
+	}{
+		{[]int{0, 2, 1}, 3, ""},
+		{[]int{}, 0, ""},
+		{[]int{0, 1}, 3, "2 indices for 3 points"},
+		{[]int{0, 0, 1}, 3, "is not a permutation of 0..2"},
+		{[]int{0, 3, 1}, 3, "is not a permutation"},
+		{[]int{-1, 0, 1}, 3, "is not a permutation"},
+	} {
+		err := checkPermutation(tc.p, tc.n)
+		if (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("checkPermutation(%v, %d) = %v, want %q", tc.p, tc.n, err, tc.err)
+		}
+	}
 }
