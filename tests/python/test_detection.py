@@ -618,7 +618,8 @@ def _small(size=48):
     (lambda: tv1.Resize(24), "operation 3 (Resize)"),
     (lambda: tv2.RandomHorizontalFlip(1.0), "operation 3 (RandomHorizontalFlip)"),
     (lambda: tv2.Compose([tv2.ColorJitter(0.2), tv2.RandomResizedCrop(24)]), "(Compose with RandomResizedCrop)"),
-    (lambda: torch.nn.Sequential(tv1.Normalize([0.5] * 3, [0.2] * 3), tv1.CenterCrop(20)), "(Sequential with CenterCrop)"),
+    (lambda: torch.nn.Sequential(tv1.Normalize([0.5] * 3, [0.2] * 3), tv1.CenterCrop(20)),
+     "(Sequential with CenterCrop)"),
     (lambda: ModuleWrapper(lambda x: x.flip(-1)), "operation 3 (<lambda>)"),
     (lambda: type("MyNormalize", (tv2.Normalize,), {})([0.5] * 3, [0.2] * 3), "(MyNormalize)"),  # may do more
 ])

@@ -132,8 +132,9 @@ def test_bad_argument_fails_at_construction(cls, args, arg):
 # decoders without arguments, and the ones whose arguments are all indices
 # or ids.
 NOTHING_TO_CHECK = {"ToTensor", "ToDevice", "ToTorchImage", "ToTorchVideo", "Convert", "View", "Squeeze",
-                    "ModuleWrapper", "MixupToOneHot", "ReplaceLabel", "PadRGBImageDecoder", "IntDecoder", "FloatDecoder",
-                    "NDArrayDecoder", "BytesDecoder", "SimpleRGBImageDecoder", "ResizedCropRGBImageDecoder"}
+                    "ModuleWrapper", "Photometric", "MixupToOneHot", "ReplaceLabel", "PadRGBImageDecoder", "IntDecoder",
+                    "FloatDecoder", "NDArrayDecoder", "BytesDecoder", "SimpleRGBImageDecoder",
+                    "ResizedCropRGBImageDecoder"}
 
 
 def test_every_builtin_operation_is_covered():

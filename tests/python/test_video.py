@@ -393,3 +393,21 @@ def test_webm_and_mkv(clips, tmp_path, ext, codec):
     m, _, _, frames = stored_frames(out, 0)
     assert (int(m["frames"]), float(m["fps"])) == (T, FPS)
     assert np.abs(frames.astype(np.int16) - src).mean() < 8  # a second lossy encode
+
+
+def test_targets_do_not_follow_clips(tmp_path):
+    """Boxes, points and masks follow an image's geometry, never a clip's:
+    the writer refuses a target field that follows a VideoField, and the
+    loader a target decoder told to follow a clip output."""
+    from ffcv_go.fields import RaggedArrayField
+    from ffcv_go.fields.decoders import RaggedDecoder
+    items = [(counting_frames(4), np.array([[1, 2, 8, 9]], np.float32))] * 4
+    with pytest.raises(ValueError, match="not an RGBImageField"):
+        DatasetWriter(str(tmp_path / "boxes.beton"), {
+            "video": VideoField(), "boxes": RaggedArrayField(np.float32, (4,), follows="video", coords="xyxy")},
+            progress=False).from_indexed_dataset(ListDataset(items))
+    path = tmp_path / "rows.beton"
+    DatasetWriter(str(path), {"video": VideoField(), "rows": RaggedArrayField(np.float32, (4,))},
+                  progress=False).from_indexed_dataset(ListDataset(items))
+    with pytest.raises(ValueError, match='output "rows" follows "video", which is not an image output decoded in Go'):
+        load(path, pipelines={"video": [RandomClipDecoder(2)], "rows": [RaggedDecoder(follows="video")]})
