@@ -28,7 +28,7 @@ from ffcv_go.transforms import (RandomBrightness, RandomHorizontalFlip, RandomRe
                                 RandomTranslate, RandomVerticalFlip)
 from ffcv_go.transforms.image import RandomCrop  # noqa: E402
 from ffcv_go.transforms import (Convert, ModuleWrapper, Photometric, ToDevice, ToTensor,  # noqa: E402
-                                ToTorchImage)
+                                ToTorchImage, View)
 from ffcv_go.pipeline import AllocationQuery, Operation  # noqa: E402
 import torchvision.transforms as tv1  # noqa: E402
 import torchvision.transforms.v2 as tv2  # noqa: E402
@@ -622,6 +622,7 @@ def _small(size=48):
      "(Sequential with CenterCrop)"),
     (lambda: ModuleWrapper(lambda x: x.flip(-1)), "operation 3 (<lambda>)"),
     (lambda: type("MyNormalize", (tv2.Normalize,), {})([0.5] * 3, [0.2] * 3), "(MyNormalize)"),  # may do more
+    (lambda: View(torch.int16), "operation 3 (View)"),  # two bytes a value: the pixels shift
 ])
 def test_python_stages_that_may_move_pixels_are_refused(scene_file, stage, words):
     """A torch transform after the Go ops of an image that targets follow
@@ -679,6 +680,7 @@ def test_photometric_stages_are_followed(scene_file):
         ([Photometric(lambda x: 255 - x)], lambda x: 255 - x),
         ([Photometric(tv1.Compose([tv1.RandomInvert(1.0), lambda x: x.float()]))], lambda x: (255 - x).float()),
         ([Convert(torch.float16), ToDevice("cpu")], lambda x: x.half()),
+        ([View(torch.int8)], lambda x: x.view(torch.int8)),
     ]
     for extra, expect in cases:
         img2, boxes2, labels2, mask2 = batches(extra)
