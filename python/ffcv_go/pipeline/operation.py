@@ -92,6 +92,7 @@ class Operation(ABC):
     _marker = False  # a layout marker, moved past the built-in operations after it
     _chw = False  # turns (H, W, C) samples into (C, H, W) views, which Go operations cannot follow
     _light = False  # a view or cast: run on the training thread, not worth a thread of its own
+    _same_pixels = False  # run in Python, leaves every pixel where it is (see _keeps_pixels)
 
     # Built-in operations return {"op": name, ...params} for the Go program;
     # None means the operation runs in Python.
@@ -109,7 +110,7 @@ class Operation(ABC):
         so that targets following the image may pass it by. What cannot be
         told does not: an operation of the user's says so by being wrapped in
         ``ffcv_go.transforms.Photometric``."""
-        return False
+        return self._same_pixels
 
 
 def _seed_arg(seed):

@@ -176,6 +176,8 @@ class NormalizeImage(Transform):
     the CPU is done in Go; a uint8 tensor on the GPU (after ToDevice and
     ToTorchImage) looks the same table up there."""
 
+    _same_pixels = True
+
     def __init__(self, mean, std, type):
         super().__init__()
         self.mean = np.asarray(mean, dtype=np.float64)
@@ -220,9 +222,6 @@ class NormalizeImage(Transform):
         offsets = torch.arange(c, device=x.device) * 256
         out = torch.take(self._table(x.device), hwc.long() + offsets)
         return out.permute(0, 3, 1, 2) if chw else out
-
-    def _keeps_pixels(self, state):
-        return True
 
 
 class ReplaceLabel(Transform):

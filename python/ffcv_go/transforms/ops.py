@@ -9,7 +9,7 @@ from .photometric import _pixel_mover
 class ToTensor(Transform):
     """Marks the end of the numpy (jit) part; batches are torch tensors already."""
 
-    _marker = _light = True
+    _marker = _light = _same_pixels = True
 
     def declare_state_and_memory(self, previous_state):
         dtype = previous_state.dtype
@@ -17,9 +17,6 @@ class ToTensor(Transform):
 
     def _apply(self, x, ctx):
         return x if isinstance(x, torch.Tensor) else torch.from_numpy(np.asarray(x))
-
-    def _keeps_pixels(self, state):
-        return True
 
 
 class ToDevice(Transform):
@@ -36,6 +33,7 @@ class ToDevice(Transform):
         return self.device.type == "cpu"
 
     _light = _marker
+    _same_pixels = True
 
     def __init__(self, device, non_blocking=True):
         super().__init__()
@@ -64,14 +62,11 @@ class ToDevice(Transform):
             return x.to(target, non_blocking=True)
         return x.to(target)
 
-    def _keeps_pixels(self, state):
-        return True
-
 
 class ToTorchImage(Transform):
     """(B, H, W, C) -> (B, C, H, W); a channels_last view by default."""
 
-    _marker = _light = _chw = True
+    _marker = _light = _chw = _same_pixels = True
 
     def __init__(self, channels_last=True, convert_back_int16=True):
         super().__init__()
@@ -105,14 +100,11 @@ class ToTorchImage(Transform):
             x = x.contiguous()
         return x
 
-    def _keeps_pixels(self, state):
-        return True
-
 
 class Convert(Transform):
     """Casts the batch to target_dtype (numpy or torch dtype)."""
 
-    _light = True
+    _light = _same_pixels = True
 
     def __init__(self, target_dtype):
         super().__init__()
@@ -123,9 +115,6 @@ class Convert(Transform):
 
     def _apply(self, x, ctx):
         return x.to(torch_dtype(self.target_dtype))
-
-    def _keeps_pixels(self, state):
-        return True
 
 
 class View(Convert):
@@ -145,7 +134,7 @@ class View(Convert):
 class Squeeze(Transform):
     """Removes size-1 dimensions (all of them, or the given ones)."""
 
-    _light = True
+    _light = _same_pixels = True
 
     def __init__(self, *dims):
         super().__init__()
@@ -165,9 +154,6 @@ class Squeeze(Transform):
         for d in sorted((d % x.dim() for d in self.dims), reverse=True):
             x = x.squeeze(d)
         return x
-
-    def _keeps_pixels(self, state):
-        return True
 
 
 class ModuleWrapper(Transform):

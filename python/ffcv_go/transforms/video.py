@@ -10,7 +10,7 @@ class ToTorchVideo(Transform):
     several clips) -> (B, K, C, T, H, W). A view by default (no copy);
     contiguous=True copies into that layout."""
 
-    _marker = _light = _chw = True
+    _marker = _light = _chw = _same_pixels = True
 
     def __init__(self, contiguous=False):
         super().__init__()
@@ -28,6 +28,3 @@ class ToTorchVideo(Transform):
         d = x.dim()
         x = x.permute(*range(d - 4), d - 1, d - 4, d - 3, d - 2)
         return x.contiguous() if self.contiguous else x
-
-    def _keeps_pixels(self, state):
-        return True
