@@ -428,12 +428,16 @@ def test_bad_decoders(clip_file, tmp_path):
     from ffcv_go.fields import RGBImageField
     with pytest.raises(ValueError, match="num_frames"):
         RandomClipDecoder(0)
-    with pytest.raises(ValueError, match="stride or fps"):
+    with pytest.raises(ValueError, match=r"RandomClipDecoder: give a stride >= 1 or an fps > 0, not both"):
         RandomClipDecoder(4, stride=2, fps=10)
     with pytest.raises(ValueError, match="short"):
         ClipDecoder(4, short="wrap")
-    with pytest.raises(TypeError, match="geometry"):
+    with pytest.raises(TypeError, match="geometry must be a decoder of ffcv_go"):
         RandomClipDecoder(4, geometry=RandomHorizontalFlip())
+    # Which decoders a clip's frames go through is the Go core's to say,
+    # in the words of the decoders as written.
+    with pytest.raises(ValueError, match="^ClipDecoder: geometry: IntDecoder is not an image decoder a clip's"):
+        ClipDecoder(4, geometry=IntDecoder())
     with pytest.raises(ValueError, match="no default decoder"):
         load(clip_file, pipelines={"video": [ToTensor()]})
     images = tmp_path / "images.beton"
@@ -441,11 +445,41 @@ def test_bad_decoders(clip_file, tmp_path):
         ListDataset([(counting_frames(1)[0], 0)] * 4))
     with pytest.raises(TypeError, match="RandomClipDecoder decodes a VideoField, not a RGBImageField"):
         load(images, pipelines={"image": [RandomClipDecoder(4)]})
-    with pytest.raises(Exception, match="VideoField"):
-        list(load(clip_file, pipelines={"video": [SimpleRGBImageDecoder()]}))
-    fps_less = write_clips(tmp_path / "nofps.beton", [(counting_frames(6), 0)] * 4)
-    with pytest.raises(Exception, match="no stored frame rate"):
-        list(load(fps_less, pipelines=clip_pipelines(RandomClipDecoder(3, fps=5))))
+
+
+
+@pytest.mark.parametrize("decoder", [SimpleRGBImageDecoder(), RandomResizedCropRGBImageDecoder((32, 32)),
+                                     CenterCropRGBImageDecoder((32, 32), ratio=1)])
+def test_image_decoder_on_a_video_field(tmp_path, decoder):
+    path = write_clips(tmp_path / "v.beton", [(counting_frames(4), 0)] * 2)
+    name = type(decoder).__name__
+    with pytest.raises(TypeError, match=rf'output "video": {name} decodes images, not the clips of a VideoField: '
+                                        rf"start the pipeline with RandomClipDecoder\(num_frames, geometry={name}"):
+        load(path, pipelines={"video": [decoder]})
+
+
+def test_fps_without_stored_rates_fails_at_build(tmp_path):
+    """Clips sampled at an fps need each video's stored rate: a file with a
+    video without one is refused when the Loader is built, not mid-epoch."""
+    items = [(Frames(counting_frames(6), 25.0), 0)] * 3 + [(counting_frames(6), 1)]
+    path = write_clips(tmp_path / "nofps.beton", items)
+    for decoder in (RandomClipDecoder(3, fps=5), ClipDecoder(3, fps=5)):
+        with pytest.raises(ValueError, match=rf'field "video": {type(decoder).__name__}: fps 5 samples at the '
+                                             r"videos' stored frame rate, and sample 3 has none"):
+            load(path, pipelines=clip_pipelines(decoder))
+    x, _ = next(iter(load(path, pipelines=clip_pipelines(RandomClipDecoder(3, stride=2)))))  # a stride needs none
+    assert x.shape == (4, 3, 16, 16, 3)
+
+
+def test_whole_frames_of_different_sizes_fail_at_build(tmp_path):
+    items = [(counting_frames(4), 0), (np.zeros((4, 8, 16, 3), np.uint8), 1)]
+    path = write_clips(tmp_path / "sizes.beton", items)
+    with pytest.raises(ValueError, match=r'field "video": RandomClipDecoder: geometry: videos have different '
+                                         r"frame sizes \(16x16, then 16x8 at sample 1\): give a crop geometry"):
+        load(path, batch_size=2, pipelines=clip_pipelines(RandomClipDecoder(3)))
+    x, _ = next(iter(load(path, batch_size=2, pipelines=clip_pipelines(
+        RandomClipDecoder(3, CenterCropRGBImageDecoder((8, 8), ratio=1))))))
+    assert x.shape == (2, 3, 8, 8, 3)
 
 
 def test_doctor_measures_a_clip_pipeline(clip_file):

@@ -53,6 +53,7 @@ class VideoField(Field):
     field (type id 103).
     """
     TYPE_ID = 103
+    _clips = True  # image decoders refuse it, naming the clip decoders
 
     def __init__(self, max_resolution=None, jpeg_quality=90, fps=None, frame_step=1):
         if max_resolution is not None and int(max_resolution) < 1:
