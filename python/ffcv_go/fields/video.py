@@ -231,7 +231,7 @@ def _decode(path, max_resolution, fps, frame_step):
         container = av.open(path)
     except av.error.FFmpegError as e:
         raise ValueError(f"VideoField: {path} is not a video file FFmpeg can read ({_reason(e)})") from None
-    frames, times = [], []
+    frames, times, last = [], [], None
     with container:
         if not container.streams.video:
             raise ValueError(f"VideoField: {path} has no video stream")
@@ -250,10 +250,11 @@ def _decode(path, max_resolution, fps, frame_step):
                     frames.append(frame.to_ndarray(format="rgb24", width=size[0], height=size[1],
                                                    interpolation="AREA"))
                     times.append(frame.time if frame.time is not None else len(times) / (rate or 1.0))
+                    last = frame
         except av.error.FFmpegError as e:
             raise ValueError(f"VideoField: {path} is corrupt: {_frame_at(rate, len(frames))} "
                              f"does not decode ({_reason(e)})") from None
-        _check_whole(path, container, stream, times, rate)
+        _check_whole(path, container, stream, times, rate, last)
     keep = _resample(times, fps) if fps is not None else np.arange(len(frames))
     keep = keep[::frame_step]
     out_fps = fps if fps is not None else rate
@@ -272,7 +273,7 @@ def _reason(e):
     return text[:1].lower() + text[1:]
 
 
-def _check_whole(path, container, stream, times, rate):
+def _check_whole(path, container, stream, times, rate, last):
     """Refuses a video whose frames stop short of what its container says:
     fewer frames than it lists (mp4), or the last frame's time short of its
     stream's duration (a webm or mkv cut off; their headers keep the whole
@@ -287,7 +288,11 @@ def _check_whole(path, container, stream, times, rate):
     if duration is None or not rate:
         return
     start = float(stream.start_time * stream.time_base) if stream.start_time is not None else 0.0
-    end = times[-1] - start + 1.0 / rate  # the end of the last frame
+    # The end of the last frame: its own duration when the stream gives it
+    # (a variable rate), else the average frame's.
+    d = getattr(last, "duration", None)  # PyAV 13 and later
+    shown = float(d * last.time_base) if d and last.time_base else 1.0 / rate
+    end = times[-1] - start + shown
     if end < duration - 2.0 / rate - 1e-3:  # a frame's jitter is no cut
         raise ValueError(f"VideoField: {path} is truncated: its frames stop at frame {len(times)} "
                          f"({end:.3g} s) of a {duration:.3g} s video")
