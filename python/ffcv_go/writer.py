@@ -38,10 +38,9 @@ def count_samples_in_shard(shard, pipeline):
 
 @dataclass
 class WriteReport:
-    """What a one-pass conversion (``from_webdataset`` without a pipeline,
-    ``from_parquet``, ``from_huggingface``) wrote and what it left out;
-
-    ``from_indexed_dataset`` gives one too.
+    """What a write wrote and what it left out: the one-pass conversions'
+    (``from_webdataset`` without a pipeline, ``from_parquet``,
+    ``from_huggingface``) and ``from_indexed_dataset``'s.
 
     files: the .beton files written, in order (a Loader reads them as one
     dataset); counts: the samples in each; samples: in all; skipped: the
@@ -125,9 +124,12 @@ class DatasetWriter:
         max_resolution is at least 2x smaller than a JPEG).
 
         errors: 'raise' (default) fails the write at the first item a field
-        refuses (a corrupt or truncated video, a missing file, a bad array);
-        'skip' leaves such items out, warns, and lists them in the returned
-        WriteReport (the file then has fewer samples than items).
+        refuses as it is fetched (a corrupt or truncated video, a missing
+        video file, an array of the wrong type or shape); 'skip' leaves such
+        items out, warns, and lists them in the returned WriteReport (the
+        file then has fewer samples than items, in their order). Files the
+        Go encoder reads itself (ImageFolder images, frame files) are not
+        fetched in Python: a bad one fails the write either way.
         """
         from . import _ingest
         _ingest.check_errors(errors)
