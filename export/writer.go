@@ -69,6 +69,8 @@ type writerSpec struct {
 	NumWorkers int         `json:"num_workers"`
 	Seed       uint64      `json:"seed"`
 	Fields     []fieldSpec `json:"fields"`
+	// AtMost: num_samples is a bound, the writer skips bad samples.
+	AtMost bool `json:"at_most"`
 }
 
 // fileWriter is a beton.Writer with the field types the C side needs, and
@@ -106,7 +108,7 @@ func ffcv_writer_create(path, specJSON *C.char, err **C.char) (ret C.int64_t) {
 		return fail(err, e)
 	}
 	w, e := beton.Create(dest.Path(), descs, encs, spec.NumSamples,
-		beton.WriterOptions{PageSize: spec.PageSize, Workers: spec.NumWorkers, Custom: custom})
+		beton.WriterOptions{PageSize: spec.PageSize, Workers: spec.NumWorkers, Custom: custom, AtMost: spec.AtMost})
 	if e != nil {
 		dest.Abort()
 		return fail(err, e)

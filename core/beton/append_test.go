@@ -2,8 +2,10 @@ package beton
 
 import (
 	"bytes"
+	"encoding/binary"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ffcv-go/ffcv-go/core/field"
@@ -107,5 +109,77 @@ func TestAppenderMisuse(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 0 {
 		t.Fatalf("aborted appender left %v", left)
+	}
+}
+
+// A writer created for at most n samples (a writer that skips bad input)
+// writes the samples put, with their values; one created for exactly n
+// refuses to close short.
+func TestAtMost(t *testing.T) {
+	encs := make([]field.Encoder, len(shardFields))
+	for k, d := range shardFields {
+		var err error
+		if encs[k], err = field.NewEncoder(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		atMost bool
+		put    int
+		want   string
+	}{
+		{"exact", false, 10, ""},
+		{"short", false, 7, "only 7 of 10 samples"},
+		{"bound, short", true, 7, ""},
+		{"bound, none", true, 0, ""},
+		{"bound, full", true, 10, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "a.beton")
+			w, err := Create(path, shardFields, encs, 10, WriterOptions{PageSize: MinPageSize, Workers: 2, AtMost: tc.atMost})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < tc.put; i++ {
+				if err := w.Put(uint64(i), rowOf(3*i, 5000)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err = w.Close()
+			if tc.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("Close() = %v, want %q", err, tc.want)
+				}
+				if _, err := os.Stat(path); !os.IsNotExist(err) {
+					t.Fatalf("a failed Close left %s", path)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := Open(path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			if r.NumSamples() != uint64(tc.put) {
+				t.Fatalf("%d samples, want %d", r.NumSamples(), tc.put)
+			}
+			for i := 0; i < tc.put; i++ {
+				col, err := r.Column(uint64(i), 0) // a bytes field: ptr, size
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := r.Heap(binary.LittleEndian.Uint64(col), binary.LittleEndian.Uint64(col[8:]))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := rowOf(3*i, 5000)[0].Data; !bytes.Equal(got, want) {
+					t.Fatalf("sample %d: %d bytes, want %d", i, len(got), len(want))
+				}
+			}
+		})
 	}
 }

@@ -57,6 +57,8 @@ type Writer struct {
 	// moved with the pages at Close when the rows need more room.
 	appending bool
 	ptrs      []int
+
+	atMost bool // numSamples is a bound (WriterOptions.AtMost)
 }
 
 type job struct {
@@ -77,6 +79,10 @@ type WriterOptions struct {
 	Workers  int    // < 1: number of CPUs
 	// Custom gives the metadata column of each custom (type 255) field, by name.
 	Custom map[string]field.Column
+	// AtMost makes numSamples a bound: Close writes the samples put, fewer
+	// when the caller left some out (a writer skipping bad input). Their
+	// metadata rows keep the room reserved for the bound.
+	AtMost bool
 }
 
 // Create starts writing numSamples samples with the given fields to path.
@@ -161,6 +167,7 @@ func create(path string, fields []field.Desc, numSamples uint64, opts WriterOpti
 		firstPage:  (heapOff + opts.PageSize - 1) / opts.PageSize,
 		placerDone: make(chan struct{}),
 		rowsAt:     metaOff,
+		atMost:     opts.AtMost,
 	}
 	if _, err := f.WriteAt(descs, HeaderSize); err != nil {
 		f.Close()
@@ -446,7 +453,11 @@ func (w *Writer) Close() error {
 	w.stop()
 	err := w.Err()
 	if err == nil && w.next != w.n {
-		err = fmt.Errorf("only %d of %d samples were written", w.next, w.n)
+		if w.atMost {
+			w.n = w.next
+		} else {
+			err = fmt.Errorf("only %d of %d samples were written", w.next, w.n)
+		}
 	}
 	if err == nil {
 		err = w.finish()

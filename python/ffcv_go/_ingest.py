@@ -151,9 +151,13 @@ def _tokenized(writer):
     return found[0] if found else None
 
 
-def base_spec(writer, errors, output_shards):
+def check_errors(errors):
     if errors not in ("raise", "skip"):
         raise ValueError(f"errors {errors!r} must be 'raise' or 'skip'")
+
+
+def base_spec(writer, errors, output_shards):
+    check_errors(errors)
     out, split, target = _output(writer.fname, output_shards)
     _make_dirs(out)
     tok = _tokenized(writer)
@@ -219,13 +223,21 @@ def run(writer, handle, pusher=None):
         if bar is not None:
             bar.close()
     report["problems"] = report["problems"] or []
+    warn_problems(writer.fname, report)
+    return report
+
+
+def warn_problems(fname, report, stacklevel=4):
+    """Warns of a write's problems (the fields of a WriteReport), if any."""
     if report["num_problems"]:
         p = report["problems"][0]
-        where = p["shard"] + (f": sample {p['key']!r}" if p.get("key") else "") + \
-            (f", member {p['member']!r}" if p.get("member") else "")
-        warnings.warn(f"{writer.fname}: {report['num_problems']} problems, {report['skipped']} samples skipped; "
-                      f"the first: {where}: {p['reason']} (see the returned report's problems)", stacklevel=3)
-    return report
+        where = p["shard"]
+        if p.get("key") not in (None, ""):
+            where += (": " if where else "") + f"sample {p['key']!r}"
+        if p.get("member"):
+            where += f", member {p['member']!r}"
+        warnings.warn(f"{fname}: {report['num_problems']} problems, {report['skipped']} samples skipped; "
+                      f"the first: {where}: {p['reason']} (see the returned report's problems)", stacklevel=stacklevel)
 
 
 # ---- Arrow --------------------------------------------------------------------

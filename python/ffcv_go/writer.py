@@ -38,13 +38,16 @@ def count_samples_in_shard(shard, pipeline):
 
 @dataclass
 class WriteReport:
-    """What a one-pass conversion (``from_webdataset`` without a pipeline,
-    ``from_parquet``, ``from_huggingface``) wrote and what it left out.
+    """What a write wrote and what it left out: the one-pass conversions'
+    (``from_webdataset`` without a pipeline, ``from_parquet``,
+    ``from_huggingface``) and ``from_indexed_dataset``'s.
 
     files: the .beton files written, in order (a Loader reads them as one
     dataset); counts: the samples in each; samples: in all; skipped: the
     samples left out; problems: the first 1000 problems, each a dict
-    {shard, key, member, reason, sample_skipped}; num_problems: all of them."""
+    {shard, key, member, reason, sample_skipped} (from_indexed_dataset: shard
+    the value's file, '' for other values, key the dataset index, member the
+    field); num_problems: all of them."""
     files: List[str]
     counts: List[int]
     samples: int
@@ -100,7 +103,7 @@ class DatasetWriter:
         return False
 
     def from_indexed_dataset(self, dataset, indices=None, chunksize=100, shuffle_indices=False,
-                             pool="auto", pool_workers=None):
+                             pool="auto", pool_workers=None, errors="raise"):
         """Writes dataset[i] for i in indices (all by default) as samples 0, 1, ...
 
         Each item must be a tuple with one value per field. Items are fetched
@@ -119,7 +122,17 @@ class DatasetWriter:
         entirely: its file paths go to the Go encoder, which reads and
         decodes the images in its own threads (DCT-scaled when
         max_resolution is at least 2x smaller than a JPEG).
+
+        errors: 'raise' (default) fails the write at the first item a field
+        refuses as it is fetched (a corrupt or truncated video, a missing
+        video file, an array of the wrong type or shape); 'skip' leaves such
+        items out, warns, and lists them in the returned WriteReport (the
+        file then has fewer samples than items, in their order). Files the
+        Go encoder reads itself (ImageFolder images, frame files) are not
+        fetched in Python: a bad one fails the write either way.
         """
+        from . import _ingest
+        _ingest.check_errors(errors)
         if indices is None:
             indices = np.arange(len(dataset))
         indices = np.asarray(indices, dtype=np.int64).reshape(-1)
@@ -131,7 +144,7 @@ class DatasetWriter:
             workers = int(pool_workers) if pool_workers else _cpu_count()
             items = _fetch(dataset, indices, chunksize, pool, workers, self._portable)
         try:
-            self._write(len(indices), items, indices)
+            return self._write(len(indices), items, indices, skip=errors == "skip")
         finally:
             items.close()  # stops the pool now, also on errors
 
@@ -276,7 +289,8 @@ class DatasetWriter:
         every write; from_* methods call it). The file appears only at
         finalize()."""
         spec = {"num_samples": int(self.num_samples), "page_size": self.page_size,
-                "num_workers": self.num_workers, "fields": self._specs}
+                "num_workers": self.num_workers, "fields": self._specs,
+                "at_most": bool(getattr(self, "_at_most", False))}
         self._handle = _lib.call("ffcv_writer_create", self.fname.encode(), json.dumps(spec).encode(),
                                  context=self.fname)
 
@@ -289,32 +303,52 @@ class DatasetWriter:
             raise ValueError(f"{self.fname}: finalize() without prepare()")
         _lib.call("ffcv_writer_finish", handle, context=self.fname)
 
-    def _write(self, n, items, source_ids):
+    def _write(self, n, items, source_ids, skip=False):
+        """Writes the n items; with skip, an item a field refuses is left
+        out (the file has the samples written) and reported. Returns the
+        WriteReport."""
+        from . import _ingest
         self.num_samples = int(n)
+        self._at_most = skip
         self.prepare()
         handle = self._handle
         bar = _progress(n, self.progress)
         nf = len(self._specs)
         fields = list(self.fields.items())
         done = False
+        problems, num_problems = [], 0
         try:
-            pos = 0
+            got, pos = 0, 0  # items taken, samples written
             chunk, keep = [], []
             for item in items:
                 if not isinstance(item, (tuple, list)):
                     item = (item,)
                 if len(item) != nf:
-                    raise ValueError(f"dataset item {source_ids[pos]} has {len(item)} values; "
+                    raise ValueError(f"dataset item {source_ids[got]} has {len(item)} values; "
                                      f"the writer has {nf} fields ({', '.join(self.fields)})")
                 vals = _lib.values(nf)
-                for k, ((name, f), value) in enumerate(zip(fields, item)):
-                    try:
-                        if self._python_encoded[k]:
-                            _encode_custom(f, value, vals[k], keep)
-                        else:
-                            f._value(value, vals[k], keep)
-                    except (TypeError, ValueError, OverflowError) as e:
-                        raise type(e)(f"dataset item {source_ids[pos]}, field {name!r}: {e}") from None
+                got += 1
+                try:
+                    for k, ((name, f), value) in enumerate(zip(fields, item)):
+                        try:
+                            if isinstance(value, _Refused):
+                                raise value.error
+                            if self._python_encoded[k]:
+                                _encode_custom(f, value, vals[k], keep)
+                            else:
+                                f._value(value, vals[k], keep)
+                        except (TypeError, ValueError, OverflowError) as e:
+                            raise type(e)(f"dataset item {source_ids[got - 1]}, field {name!r}: {e}") from None
+                except (TypeError, ValueError, OverflowError, OSError) as e:
+                    if not skip:
+                        raise
+                    num_problems += 1
+                    if len(problems) < 1000:
+                        problems.append({"shard": _source_file(value), "key": int(source_ids[got - 1]),
+                                         "member": name, "reason": str(e), "sample_skipped": True})
+                    if bar is not None:
+                        bar.update(1)
+                    continue
                 chunk.append(vals)
                 pos += 1
                 if len(chunk) >= 64:
@@ -322,8 +356,8 @@ class DatasetWriter:
                     chunk, keep = [], []
                     if bar is not None:
                         bar.update(64)
-            if pos != n:
-                raise ValueError(f"dataset gave {pos} items, expected {n}")
+            if got != n:
+                raise ValueError(f"dataset gave {got} items, expected {n}")
             if chunk:
                 self._put(handle, pos - len(chunk), chunk)
                 if bar is not None:
@@ -338,6 +372,10 @@ class DatasetWriter:
         finally:
             if bar is not None:
                 bar.close()
+        report = {"files": [self.fname], "counts": [pos], "samples": pos, "skipped": num_problems,
+                  "problems": problems, "num_problems": num_problems}
+        _ingest.warn_problems(self.fname, report, stacklevel=4)
+        return _report(report)
 
     def _portable(self, item):
         """item with each built-in field's value in the form that a fetch
@@ -349,11 +387,17 @@ class DatasetWriter:
         vals = (item,) if single else item
         if len(vals) != len(fields):
             return item
-        try:
-            out = tuple(v if own else f._portable(v) for f, v, own in zip(fields, vals, self._python_encoded))
-        except Exception:  # noqa: BLE001 - _write raises the error with the item's index
-            return item
-        return out[0] if single else out
+        out = []
+        for f, v, own in zip(fields, vals, self._python_encoded):
+            try:
+                out.append(v if own else f._portable(v))
+            except (TypeError, ValueError, OverflowError, OSError) as e:
+                # A value the field refuses (a corrupt video): _write reports
+                # it with the item's index, without decoding it again.
+                out.append(_Refused(e, v))
+            except Exception:  # noqa: BLE001 - _write raises the error with the item's index
+                return item
+        return out[0] if single else tuple(out)
 
     def _put(self, handle, first, chunk):
         nf = len(self._specs)
@@ -362,6 +406,32 @@ class DatasetWriter:
             for j in range(nf):
                 flat[k * nf + j] = vals[j]
         _lib.call("ffcv_writer_put", handle, first, len(chunk), flat, context=self.fname)
+
+
+class _Refused:
+    """A value its field refused in a fetch worker: the error, and the
+    value's file (for the report)."""
+    __slots__ = ("error", "file")
+
+    def __init__(self, error, value):
+        self.error = error
+        self.file = _source_file(value)
+
+    def __reduce__(self):
+        return _Refused._make, (self.error, self.file)
+
+    @staticmethod
+    def _make(error, file):
+        r = _Refused(error, None)
+        r.file = file
+        return r
+
+
+def _source_file(value):
+    """The file a value names ('' for other values), for a WriteReport."""
+    if isinstance(value, _Refused):
+        return value.file
+    return os.fspath(value) if isinstance(value, (str, os.PathLike)) else ""
 
 
 def _builtin_base(f):

@@ -57,7 +57,7 @@ func newDecoder(random bool) pipeline.Factory {
 			return nil, fmt.Errorf("num_frames %d must be at least 1", a.NumFrames)
 		}
 		if (a.Stride > 0) == (a.FPS > 0) {
-			return nil, fmt.Errorf("give a stride >= 1 or an fps > 0 (stride %d, fps %g)", a.Stride, a.FPS)
+			return nil, fmt.Errorf("give a stride >= 1 or an fps > 0, not both (stride %d, fps %g)", a.Stride, a.FPS)
 		}
 		short, err := ParseShort(a.Short)
 		if err != nil {
@@ -85,6 +85,11 @@ func newDecoder(random bool) pipeline.Factory {
 		if err := d.geometry(env, a.Geometry); err != nil {
 			return nil, fmt.Errorf("geometry: %w", err)
 		}
+		if d.fps > 0 {
+			if err := needRates(env, d.fps); err != nil {
+				return nil, err
+			}
+		}
 		return d, nil
 	}
 }
@@ -104,6 +109,24 @@ func checkGeometry(raw json.RawMessage) error {
 	}
 	if err := pipeline.Check(raw); err != nil {
 		return fmt.Errorf("%s: %w", head.Op, err)
+	}
+	return nil
+}
+
+// needRates checks, in the videos' metadata, that every video has the
+// stored frame rate that sampling at fps needs, so that a file without
+// one fails when the loader is built rather than mid-epoch.
+func needRates(env pipeline.Env, fps float64) error {
+	for i := uint64(0); i < env.Reader.NumSamples(); i++ {
+		col, err := env.Reader.Column(i, env.Field)
+		if err != nil {
+			return err
+		}
+		if m := field.ParseVideoMeta(col); !(m.FPS > 0) {
+			return fmt.Errorf("fps %g samples at the videos' stored frame rate, and sample %d has none "+
+				"(written from frames without one): give a stride, or write the videos with their rate "+
+				"(Frames(frames, fps))", fps, i)
+		}
 	}
 	return nil
 }

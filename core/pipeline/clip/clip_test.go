@@ -31,6 +31,12 @@ var lengths = []int{24, 9, 5}
 // a real photo (Debian's mate-backgrounds), at 25 fps.
 func videoFile(t *testing.T) *beton.Reader {
 	t.Helper()
+	return videoFileAt(t, func(int) float64 { return 25 })
+}
+
+// videoFileAt is videoFile with video i stored at rate fps(i) (0: none).
+func videoFileAt(t *testing.T, fps func(i int) float64) *beton.Reader {
+	t.Helper()
 	photo, pw, _ := testphoto.Scaled(t, 8, testphoto.Garden)
 	descs := []field.Desc{{Type: field.Video, Name: "video"}, {Type: field.Int, Name: "label"}}
 	venc, err := videoenc.NewEncoder(descs[0], videoenc.Options{JPEGQuality: 90})
@@ -47,7 +53,7 @@ func videoFile(t *testing.T) *beton.Reader {
 					pix = append(pix, photo[at:at+fw*3]...)
 				}
 			}
-			return []field.Value{{Data: pix, Width: fw, Height: fh, Channels: 3, Float: 25}, {Int: int64(i)}}
+			return []field.Value{{Data: pix, Width: fw, Height: fh, Channels: 3, Float: fps(i)}, {Int: int64(i)}}
 		})
 }
 
@@ -267,5 +273,29 @@ func TestBadClipDecoders(t *testing.T) {
 				t.Fatalf("err = %v, want one about %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// Sampling at an fps needs every video's stored rate: a file with a video
+// without one is refused when the program is built, not mid-epoch; a
+// stride needs none.
+func TestFPSNeedsStoredRates(t *testing.T) {
+	r := videoFileAt(t, func(i int) float64 {
+		if i == 1 {
+			return 0 // written from frames without a rate
+		}
+		return 25
+	})
+	for _, tc := range []struct {
+		op, want string
+	}{
+		{`{"op": "clip_random", "num_frames": 4, "fps": 5}`, "sample 1 has none"},
+		{`{"op": "clip_eval", "num_frames": 4, "fps": 5, "num_clips": 2}`, "sample 1 has none"},
+		{`{"op": "clip_random", "num_frames": 4, "stride": 2}`, ""},
+	} {
+		_, err := pipeline.Build(r, 0, specs(tc.op))
+		if (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want %q", tc.op, err, tc.want)
+		}
 	}
 }

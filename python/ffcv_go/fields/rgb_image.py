@@ -178,6 +178,14 @@ def get_center_crop(height, width, _, ratio):
 class _ImageDecoder(Operation):
     _builtin = _decoder = True
 
+    def accept_field(self, field):
+        if getattr(field, "_clips", False):  # a VideoField: its frames go through a clip decoder
+            name = type(self).__name__
+            raise TypeError(f"{name} decodes images, not the clips of a {type(field).__name__}: start the "
+                            f"pipeline with RandomClipDecoder(num_frames, geometry={name}(...)) or "
+                            f"ClipDecoder(num_frames, geometry={name}(...))")
+        super().accept_field(field)
+
     def generate_code(self):
         raise NotImplementedError(f"{type(self).__name__} runs in the Go core only")
 

@@ -53,6 +53,7 @@ class VideoField(Field):
     field (type id 103).
     """
     TYPE_ID = 103
+    _clips = True  # image decoders refuse it, naming the clip decoders
 
     def __init__(self, max_resolution=None, jpeg_quality=90, fps=None, frame_step=1):
         if max_resolution is not None and int(max_resolution) < 1:
@@ -215,40 +216,101 @@ def _stored_size(width, height, max_resolution):
 
 def _decode(path, max_resolution, fps, frame_step):
     """The frames of a video file, decoded with PyAV at the stored size,
-    resampled to fps and thinned to every frame_step-th."""
+    resampled to fps and thinned to every frame_step-th. A file that does
+    not decode whole -- a frame with a decode error, or frames missing
+    from its end -- is refused (ValueError naming the file and the frame)."""
     try:
         import av
     except ImportError:
         raise ImportError("VideoField decodes video files with PyAV: pip install av") from None
     if not os.path.exists(path):
         raise FileNotFoundError(f"VideoField: no such video file: {path}")
-    frames, times = [], []
+    if os.path.isfile(path) and os.path.getsize(path) == 0:
+        raise ValueError(f"VideoField: {path} is empty (0 bytes)")
     try:
-        with av.open(path) as container:
-            if not container.streams.video:
-                raise ValueError(f"VideoField: {path} has no video stream")
-            stream = container.streams.video[0]
-            stream.thread_type = "AUTO"
-            listed = int(stream.frames or 0)
-            size = None
-            for frame in container.decode(stream):
-                if size is None:
-                    size = _stored_size(frame.width, frame.height, max_resolution)
-                frames.append(frame.to_ndarray(format="rgb24", width=size[0], height=size[1],
-                                               interpolation="AREA"))
-                times.append(frame.time if frame.time is not None else len(times) / float(stream.average_rate or 1))
-            rate = float(stream.average_rate) if stream.average_rate else None
+        container = av.open(path)
     except av.error.FFmpegError as e:
-        raise ValueError(f"VideoField: cannot decode {path}: {e}") from None
-    if not frames:
-        raise ValueError(f"VideoField: {path} has no frames")
-    if listed and len(frames) < listed:
-        raise ValueError(f"VideoField: {path} is truncated or corrupt: its container lists {listed} frames, "
-                         f"{len(frames)} decode")
+        raise ValueError(f"VideoField: {path} is not a video file FFmpeg can read ({_reason(e)})") from None
+    frames, times, last = [], [], None
+    with container:
+        if not container.streams.video:
+            raise ValueError(f"VideoField: {path} has no video stream")
+        stream = container.streams.video[0]
+        stream.thread_type = "AUTO"
+        # Without this FFmpeg conceals a damaged slice (it logs "error while
+        # decoding MB") and hands out the frame as if whole.
+        stream.codec_context.options = {"err_detect": "explode"}
+        rate = float(stream.average_rate) if stream.average_rate else None
+        size = None
+        try:
+            for packet in container.demux(stream):
+                for frame in packet.decode():
+                    if size is None:
+                        size = _stored_size(frame.width, frame.height, max_resolution)
+                    frames.append(frame.to_ndarray(format="rgb24", width=size[0], height=size[1],
+                                                   interpolation="AREA"))
+                    times.append(frame.time if frame.time is not None else len(times) / (rate or 1.0))
+                    last = frame
+        except av.error.FFmpegError as e:
+            raise ValueError(f"VideoField: {path} is corrupt: {_frame_at(rate, len(frames))} "
+                             f"does not decode ({_reason(e)})") from None
+        _check_whole(path, container, stream, times, rate, last)
     keep = _resample(times, fps) if fps is not None else np.arange(len(frames))
     keep = keep[::frame_step]
     out_fps = fps if fps is not None else rate
     return Frames(np.stack([frames[k] for k in keep]), None if out_fps is None else out_fps / frame_step)
+
+
+def _frame_at(rate, decoded):
+    """Names the frame that failed: frames come out in order (frame
+    threading delays the error, not the order), so it is the next one."""
+    return f"frame {decoded}" + (f" (at {decoded / rate:.3g} s)" if rate else "")
+
+
+def _reason(e):
+    """FFmpeg's words for error e, without its errno and the file name."""
+    text = getattr(e, "strerror", None) or str(e)
+    return text[:1].lower() + text[1:]
+
+
+def _check_whole(path, container, stream, times, rate, last):
+    """Refuses a video whose frames stop short of what its container says:
+    fewer frames than it lists (mp4), or the last frame's time short of its
+    stream's duration (a webm or mkv cut off; their headers keep the whole
+    duration)."""
+    if not times:
+        raise ValueError(f"VideoField: {path} is truncated or corrupt: no frame decodes")
+    listed = int(stream.frames or 0)
+    if listed and len(times) < listed:
+        raise ValueError(f"VideoField: {path} is truncated: its container lists {listed} frames, "
+                         f"{len(times)} decode")
+    duration = _stream_duration(container, stream)
+    if duration is None or not rate:
+        return
+    start = float(stream.start_time * stream.time_base) if stream.start_time is not None else 0.0
+    # The end of the last frame: its own duration when the stream gives it
+    # (a variable rate), else the average frame's.
+    d = getattr(last, "duration", None)  # PyAV 13 and later
+    shown = float(d * last.time_base) if d and last.time_base else 1.0 / rate
+    end = times[-1] - start + shown
+    if end < duration - 2.0 / rate - 1e-3:  # a frame's jitter is no cut
+        raise ValueError(f"VideoField: {path} is truncated: its frames stop at frame {len(times)} "
+                         f"({end:.3g} s) of a {duration:.3g} s video")
+
+
+def _stream_duration(container, stream):
+    """The duration (s) the container gives the video stream: its own, its
+    DURATION tag (Matroska), or the file's when it holds this stream only;
+    None when unknown."""
+    if stream.duration and stream.time_base:
+        return float(stream.duration * stream.time_base)
+    tag = (stream.metadata or {}).get("DURATION") or (stream.metadata or {}).get("duration")
+    m = re.fullmatch(r"(\d+):(\d+):(\d+(?:\.\d*)?)", tag.strip()) if tag else None
+    if m:
+        return int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3))
+    if container.duration and len(container.streams) == 1:
+        return container.duration / 1e6  # AV_TIME_BASE
+    return None
 
 
 class _NoClipDecoder(_Decoder):

@@ -5,15 +5,11 @@ region-decoded. Run in Go."""
 import numpy as np
 
 from .base import _Decoder
-from .rgb_image import (SimpleRGBImageDecoder, RandomResizedCropRGBImageDecoder, CenterCropRGBImageDecoder,
-                        ResizePadRGBImageDecoder)
+from .rgb_image import SimpleRGBImageDecoder
 from .video import VideoField
 from ..pipeline.allocation_query import AllocationQuery
 from ..pipeline.operation import _check_spec, _seed_arg
 from ..pipeline.state import State
-
-_GEOMETRIES = (SimpleRGBImageDecoder, RandomResizedCropRGBImageDecoder, CenterCropRGBImageDecoder,
-               ResizePadRGBImageDecoder)
 
 
 class _ClipDecoder(_Decoder):
@@ -25,12 +21,10 @@ class _ClipDecoder(_Decoder):
         for name, v in (("num_frames", num_frames), ("stride", stride)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):
                 raise TypeError(f"{type(self).__name__}: {name} {v!r} must be an integer")
-        if stride is not None and fps is not None:
-            raise ValueError(f"{type(self).__name__}: give stride or fps, not both")
         geometry = self._default_geometry() if geometry is None else geometry
-        if type(geometry) not in _GEOMETRIES:
-            raise TypeError(f"{type(self).__name__}: geometry must be one of "
-                            f"{', '.join(g.__name__ for g in _GEOMETRIES)}, got {type(geometry).__name__}")
+        if not (getattr(geometry, "_decoder", False) and getattr(geometry, "_builtin", False)):
+            raise TypeError(f"{type(self).__name__}: geometry must be a decoder of ffcv_go "
+                            f"(RandomResizedCropRGBImageDecoder, ...), got {type(geometry).__name__}")
         self.num_frames = int(num_frames)
         self.geometry = geometry
         self.stride = 1 if stride is None and fps is None else (None if stride is None else int(stride))
@@ -48,10 +42,9 @@ class _ClipDecoder(_Decoder):
     def _frame_shape(self):
         g = self.geometry
         if isinstance(g, SimpleRGBImageDecoder):
+            # Whole frames: the first video's size (the Go core checks, when
+            # the loader is built, that every video has it).
             widths, heights = self.metadata["width"], self.metadata["height"]
-            if len(widths) and (widths.min() != widths.max() or heights.min() != heights.max()):
-                raise TypeError(f"{type(self).__name__} with SimpleRGBImageDecoder needs videos of one frame "
-                                f"size; give geometry=CenterCropRGBImageDecoder(...) or another crop")
             return (int(heights[0]), int(widths[0]), 3) if len(widths) else (0, 0, 3)
         return (*g.output_size, 3)
 
@@ -68,9 +61,20 @@ class _ClipDecoder(_Decoder):
                 "geometry": self.geometry._go_spec()}
         if self.fps is not None:
             spec["fps"] = self.fps
-        else:
+        if self.stride is not None:
             spec["stride"] = self.stride
         return spec
+
+    def _check(self):
+        """Checks the arguments in the Go core (which geometries a clip
+        takes included), naming the geometry as written, not by its op."""
+        spec = self._go_spec()
+        try:
+            _check_spec(self, spec)
+        except ValueError as e:
+            op, name = spec["geometry"]["op"], type(self.geometry).__name__
+            raise ValueError(str(e).replace(f'"{op}"', name).replace(f"geometry: {op}:", f"geometry: {name}:")) \
+                from None
 
     def generate_code(self):
         raise NotImplementedError(f"{type(self).__name__} runs in the Go core only")
@@ -105,7 +109,7 @@ class RandomClipDecoder(_ClipDecoder):
     def __init__(self, num_frames, geometry=None, stride=None, fps=None, short="repeat", seed=None):
         super().__init__(num_frames, geometry, stride, fps, short)
         self.seed = _seed_arg(seed)
-        _check_spec(self, self._go_spec())
+        self._check()
 
     def _go_spec(self, previous_state=None):
         spec = self._clip_spec("clip_random")
@@ -128,7 +132,7 @@ class ClipDecoder(_ClipDecoder):
         if isinstance(num_clips, bool) or not isinstance(num_clips, (int, np.integer)):
             raise TypeError(f"ClipDecoder: num_clips {num_clips!r} must be an integer")
         self.num_clips = int(num_clips)
-        _check_spec(self, self._go_spec())
+        self._check()
 
     def _shape(self):
         clip = super()._shape()
