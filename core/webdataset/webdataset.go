@@ -9,6 +9,7 @@ package webdataset
 import (
 	"archive/tar"
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -166,8 +167,8 @@ func (r *Reader) advance() error {
 		if h.Size < 0 || h.Size > MaxMember {
 			return r.fail(fmt.Errorf("%w: member of %d bytes", ErrFormat, h.Size), h.Name)
 		}
-		data := make([]byte, h.Size)
-		if _, err := io.ReadFull(r.tr, data); err != nil {
+		data, err := readMember(r.tr, h.Size)
+		if err != nil {
 			return r.fail(err, h.Name)
 		}
 		r.errKey = ""
@@ -175,6 +176,25 @@ func (r *Reader) advance() error {
 		return nil
 	}
 	return nil
+}
+
+// firstChunk is the most a member's buffer starts with: it grows as the
+// bytes arrive, so a header's size is never allocated before the bytes
+// are there.
+const firstChunk = 64 << 10
+
+// readMember reads a member of size bytes; io.ErrUnexpectedEOF when the
+// shard ends before them.
+func readMember(r io.Reader, size int64) ([]byte, error) {
+	buf := bytes.NewBuffer(make([]byte, 0, min(size, firstChunk)))
+	n, err := buf.ReadFrom(io.LimitReader(r, size))
+	if err == nil && n < size {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		return nil, fmt.Errorf("member of %d bytes, %d there: %w", size, n, err)
+	}
+	return buf.Bytes(), nil
 }
 
 func (r *Reader) fail(err error, member string) error {
