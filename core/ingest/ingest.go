@@ -95,6 +95,10 @@ type Options struct {
 	PageSize uint64
 	Workers  int // encoders; < 1: every CPU
 	Readers  int // sources read ahead at once; < 1: min(Workers, 4)
+	// QueueBytes bounds the samples a source is read ahead by their bytes
+	// (and by queueSamples); a larger sample still passes alone. < 1:
+	// DefaultQueueBytes.
+	QueueBytes int64
 	// Name gives output file k: a path or an s3:// URL.
 	Name   func(k int) string
 	Split  Split
@@ -119,6 +123,12 @@ type Report struct {
 	Problems []Problem `json:"problems"` // the first MaxProblems
 	NumProbs uint64    `json:"num_problems"`
 }
+
+// DefaultQueueBytes is a source's read-ahead budget unless Options say.
+const DefaultQueueBytes = 64 << 20
+
+// queueSamples bounds a source's read-ahead in samples.
+const queueSamples = 32
 
 // MaxProblems bounds the problems a report lists; it counts them all.
 const MaxProblems = 1000
@@ -160,6 +170,7 @@ type work struct {
 	source  int
 	ordinal uint64
 	item    *Item
+	size    int64 // the item's bytes, held in its source's queue
 	end     error
 	enc     []field.Encoded
 	err     error // encoding's
@@ -201,6 +212,9 @@ func Run(sources []Source, opts Options) (*Job, error) {
 	}
 	if opts.TextBatch < 1 {
 		opts.TextBatch = 64
+	}
+	if opts.QueueBytes < 1 {
+		opts.QueueBytes = DefaultQueueBytes
 	}
 	// The placer waits for samples in order while the feeder fills a
 	// batch of texts behind them: room for two batches keeps both going.
@@ -255,10 +269,10 @@ func (j *Job) fail(err error) {
 // read starts the sources' readers, Readers at a time in source order:
 // source k's items come on feeds[k], then an item-less work with end set
 // (io.EOF at a clean end).
-func (j *Job) read(sources []Source) []chan *work {
-	feeds := make([]chan *work, len(sources))
+func (j *Job) read(sources []Source) []*queue {
+	feeds := make([]*queue, len(sources))
 	for k := range feeds {
-		feeds[k] = make(chan *work, 32)
+		feeds[k] = &queue{items: make(chan *work, queueSamples), room: make(chan struct{}, 1), budget: j.opts.QueueBytes}
 	}
 	slots := make(chan struct{}, j.opts.Readers)
 	j.go1(func() {
@@ -278,9 +292,7 @@ func (j *Job) read(sources []Source) []chan *work {
 					if err != nil {
 						it = nil
 					}
-					select {
-					case feeds[k] <- &work{source: k, item: it, end: err}:
-					case <-j.ctx.Done():
+					if !feeds[k].put(j.ctx, &work{source: k, item: it, end: err}) {
 						return
 					}
 					if err != nil {
@@ -293,10 +305,81 @@ func (j *Job) read(sources []Source) []chan *work {
 	return feeds
 }
 
+// queue is a source's read-ahead: at most queueSamples samples, and
+// budget bytes of them unless it holds none (so a larger sample passes
+// alone). One reader puts, the feeder takes.
+type queue struct {
+	items  chan *work
+	room   chan struct{} // a token after a take: the reader looks again
+	budget int64
+
+	mu   sync.Mutex
+	held int64
+}
+
+func (q *queue) put(ctx context.Context, w *work) bool {
+	if w.item != nil {
+		w.size = w.item.bytes()
+	}
+	for {
+		q.mu.Lock()
+		fits := q.held == 0 || q.held+w.size <= q.budget
+		if fits {
+			q.held += w.size
+		}
+		q.mu.Unlock()
+		if fits {
+			break
+		}
+		select {
+		case <-q.room:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	select {
+	case q.items <- w:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (q *queue) take(ctx context.Context) (*work, bool) {
+	select {
+	case w := <-q.items:
+		q.mu.Lock()
+		q.held -= w.size
+		q.mu.Unlock()
+		select {
+		case q.room <- struct{}{}:
+		default:
+		}
+		return w, true
+	case <-ctx.Done():
+		return nil, false
+	}
+}
+
+// bytes is what the item's values hold.
+func (it *Item) bytes() int64 {
+	n := int64(0)
+	for _, v := range it.Values {
+		n += int64(len(v.Data))
+		for _, t := range v.Texts {
+			n += int64(len(t))
+		}
+		for _, t := range v.Tokens {
+			n += 4 * int64(len(t))
+		}
+	}
+	return n
+}
+
 // feed takes the sources' items in order, numbers them, and sends them on
 // to the encoders, through the caller's tokenizer when it has texts to
 // tokenize.
-func (j *Job) feed(sources []Source, feeds []chan *work) {
+func (j *Job) feed(sources []Source, feeds []*queue) {
 	defer close(j.placed)
 	tokenize := len(j.opts.Tokenize) > 0
 	var ordinal, ids uint64
@@ -338,10 +421,8 @@ func (j *Job) feed(sources []Source, feeds []chan *work) {
 	}
 	for k := range sources {
 		for {
-			var w *work
-			select {
-			case w = <-feeds[k]:
-			case <-j.ctx.Done():
+			w, ok := feeds[k].take(j.ctx)
+			if !ok {
 				return
 			}
 			end := w.end
