@@ -100,7 +100,11 @@ func (d *maskDecoder) Run(c *pipeline.Ctx, _ int, _, out []byte) error {
 
 // decode decompresses a stored mask into buf.b.
 func (d *maskDecoder) decode(m field.MaskMeta, heap []byte, buf *maskBuf) error {
-	buf.b = pipeline.Grow(buf.b, m.Width*m.Height*d.item)
+	n, err := m.Pixels(d.item, len(heap))
+	if err != nil {
+		return err
+	}
+	buf.b = pipeline.Grow(buf.b, n)
 	return field.DecodeMask(m, heap, buf.b)
 }
 
@@ -121,8 +125,12 @@ func (d *maskDecoder) renumber(c *pipeline.Ctx, a pipeline.Affine, buf *maskBuf)
 }
 
 // instanceTable is the table from stored instance ids (k+1 for row k) to
-// the kept rows' (0 for background and dropped rows), in dst's memory.
+// the kept rows' (0 for background and dropped rows), in dst's memory. A
+// uint16 map numbers at most 65535 instances: more rows are an error.
 func instanceTable(dst []uint16, keep []bool) ([]uint16, error) {
+	if len(keep) > math.MaxUint16 {
+		return dst, fmt.Errorf("%w: %d rows of instances, more than a mask numbers (65535)", field.ErrData, len(keep))
+	}
 	dst = append(dst[:0], 0)
 	n := uint16(0)
 	for _, k := range keep {
