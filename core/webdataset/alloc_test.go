@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -43,5 +44,41 @@ func TestMemberAllocatedAsRead(t *testing.T) {
 		if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
 			t.Errorf("claim of %d bytes over 10: %d bytes allocated", size, got)
 		}
+	}
+}
+
+// Damage names the sample it cost and the member it is in (or, between
+// members, the last member read before it); damage before any sample
+// costs none.
+func TestDamageNamesSampleAndMember(t *testing.T) {
+	good := makeTar(t, []entry{{"000.jpg", strings.Repeat("a", 3000), 0}, {"000.txt", "T0", 0},
+		{"001.jpg", strings.Repeat("b", 3000), 0}, {"001.txt", "T1", 0}})
+	at := bytes.Index(good, []byte("001.jpg"))
+	corrupt := bytes.Clone(good)
+	copy(corrupt[at+148:], "zzzzzzzz")
+	for _, tc := range []struct {
+		name        string
+		shard       []byte
+		key, member string
+	}{
+		{"truncated in a member", good[:at+512+1000], "001", "001.jpg"},
+		{"truncated in a header", good[:at+100], "000", "000.txt"},
+		{"truncated between members", good[:at], "000", "000.txt"},
+		{"corrupt header", corrupt, "000", "000.txt"},
+		{"not a tar", bytes.Repeat([]byte("hello world "), 100), "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := summary(t, tc.shard)
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("err = %v, want an *Error", err)
+			}
+			if e.Key != tc.key || e.Member != tc.member {
+				t.Fatalf("damage in sample %q, member %q; want %q, %q (%v)", e.Key, e.Member, tc.key, tc.member, err)
+			}
+			if !errors.Is(err, ErrFormat) {
+				t.Fatalf("err = %v, want ErrFormat", err)
+			}
+		})
 	}
 }
