@@ -14,6 +14,7 @@ package ingest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -36,16 +37,41 @@ type Item struct {
 	Problems []Problem
 }
 
-// Problem is something wrong with a sample. Dropped problems cost the
-// sample (a missing caption, an image that does not decode); others cost
-// one of its parts (a member no field takes).
+// Problem is something wrong with a sample or a shard. Dropped problems
+// cost the sample (a missing caption, an image that does not decode, a
+// shard cut in it); others cost one of its parts (a member no field
+// takes). A shard problem (Shard: missing, refused, not a tar) costs no
+// sample of its own: it has no Key. Member is the member the problem is
+// in ("" where none is: a missing member, an Arrow row, a shard problem).
 type Problem struct {
-	Source  string `json:"shard"`
-	Key     string `json:"key"`
-	Member  string `json:"member,omitempty"`
-	Reason  string `json:"reason"`
-	Dropped bool   `json:"sample_skipped"`
-	Err     error  `json:"-"` // the error behind Reason, if any
+	Source  string
+	Key     string
+	Member  string
+	Reason  string
+	Dropped bool
+	Shard   bool
+	Err     error // the error behind Reason, if any
+}
+
+// problemJSON is a Problem in reports: key and member are null where
+// they do not apply.
+type problemJSON struct {
+	Source  string  `json:"shard"`
+	Key     *string `json:"key"`
+	Member  *string `json:"member"`
+	Reason  string  `json:"reason"`
+	Dropped bool    `json:"sample_skipped"`
+}
+
+func orNull(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func (p Problem) MarshalJSON() ([]byte, error) {
+	return json.Marshal(problemJSON{Source: p.Source, Key: orNull(p.Key), Member: orNull(p.Member), Reason: p.Reason, Dropped: p.Dropped})
 }
 
 // Unwrap lets errors.Is see the error behind the problem (a missing
@@ -67,8 +93,13 @@ func (p Problem) Error() string {
 // the policy that fails it.
 var ErrBad = errors.New("bad sample")
 
+// ErrShard is wrapped by the error of a write that met a shard it could
+// not read at all (missing, refused) under the policy that fails it.
+var ErrShard = errors.New("bad shard")
+
 // Source is one input shard. Next returns its samples in order, then
-// io.EOF; any other error ends the source.
+// io.EOF; any other error ends the source. An error that is a Problem
+// (errors.As) says what it cost; any other is a shard problem.
 type Source interface {
 	Name() string
 	Next() (*Item, error)
@@ -665,9 +696,14 @@ func (j *Job) place(sources []Source) {
 		}
 		name := sources[w.source].Name()
 		if w.item == nil { // the source ended in an error
-			p := Problem{Source: name, Reason: w.end.Error(), Dropped: true, Err: w.end}
+			p := Problem{Reason: w.end.Error(), Shard: true, Err: w.end}
+			errors.As(w.end, &p) // a source's Problem says what the error cost
+			p.Source = name
 			if !j.problem(p) {
 				return
+			}
+			if p.Dropped {
+				j.skipped()
 			}
 			continue
 		}
@@ -713,7 +749,11 @@ func (j *Job) place(sources []Source) {
 // problem records p; false when it fails the write.
 func (j *Job) problem(p Problem) bool {
 	if !j.opts.Skip {
-		j.fail(fmt.Errorf("%w: %w", ErrBad, p))
+		if p.Shard {
+			j.fail(fmt.Errorf("%w: %w", ErrShard, p))
+		} else {
+			j.fail(fmt.Errorf("%w: %w", ErrBad, p))
+		}
 		return false
 	}
 	j.mu.Lock()
