@@ -19,6 +19,8 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -153,6 +155,37 @@ type Report struct {
 	Skipped  uint64    `json:"skipped"`
 	Problems []Problem `json:"problems"` // the first MaxProblems
 	NumProbs uint64    `json:"num_problems"`
+	// Groups are the problems by reason (the same in many samples: one
+	// group), in order of their first sample; the first MaxGroups reasons.
+	Groups []ProblemGroup `json:"problem_groups"`
+}
+
+// ProblemGroup is the problems of one reason: how many, and the first few.
+// Reasons that differ only by the sample's key or member are one.
+type ProblemGroup struct {
+	Reason   string    `json:"reason"`
+	Count    uint64    `json:"count"`
+	Dropped  bool      `json:"sample_skipped"`
+	Examples []Problem `json:"examples"` // the first MaxExamples
+}
+
+// MaxExamples bounds the problems a group lists; MaxGroups the groups.
+const (
+	MaxExamples = 3
+	MaxGroups   = 1000
+)
+
+// groupKey is what problems of one group share: their reason with their
+// own key and member taken out, and what they cost.
+func (p Problem) groupKey() string {
+	r := p.Reason
+	if p.Member != "" {
+		r = strings.ReplaceAll(r, strconv.Quote(p.Member), `"<member>"`)
+	}
+	if p.Key != "" {
+		r = strings.ReplaceAll(r, strconv.Quote(p.Key), `"<key>"`)
+	}
+	return fmt.Sprintf("%t %t %s", p.Dropped, p.Shard, r)
 }
 
 // DefaultQueueBytes is a source's read-ahead budget unless Options say.
@@ -182,6 +215,7 @@ type Job struct {
 	mu     sync.Mutex
 	err    error
 	report Report
+	groups map[string]int // groupKey -> index in report.Groups
 
 	progress atomic.Int64 // samples placed or skipped
 
@@ -760,6 +794,20 @@ func (j *Job) problem(p Problem) bool {
 	j.report.NumProbs++
 	if len(j.report.Problems) < MaxProblems {
 		j.report.Problems = append(j.report.Problems, p)
+	}
+	k := p.groupKey()
+	if g, ok := j.groups[k]; ok {
+		grp := &j.report.Groups[g]
+		grp.Count++
+		if len(grp.Examples) < MaxExamples {
+			grp.Examples = append(grp.Examples, p)
+		}
+	} else if len(j.report.Groups) < MaxGroups {
+		if j.groups == nil {
+			j.groups = map[string]int{}
+		}
+		j.groups[k] = len(j.report.Groups)
+		j.report.Groups = append(j.report.Groups, ProblemGroup{Reason: p.Reason, Count: 1, Dropped: p.Dropped, Examples: []Problem{p}})
 	}
 	j.mu.Unlock()
 	return true

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -89,5 +90,41 @@ func TestShardProblems(t *testing.T) {
 				t.Fatalf("JSON %s: want key null", b)
 			}
 		})
+	}
+}
+
+// The same problem in many samples is one group with a count and a few
+// example samples, beside the problems listed one by one.
+func TestProblemsGrouped(t *testing.T) {
+	dir := t.TempDir()
+	var ms []member
+	for g := 0; g < 12; g++ {
+		ms = append(ms, sample(t, g)...)
+		if g%4 == 0 {
+			ms = append(ms, member{fmt.Sprintf("%06d.json", g), []byte(`{"caption": "x"}`)})
+		}
+	}
+	path := filepath.Join(dir, "s.tar")
+	os.WriteFile(path, tarOf(t, ms), 0o644)
+	// The captions come from JSON: every .txt member is left over, and
+	// three samples have no JSON member.
+	wds := &WebDataset{Fields: fields(), Take: []Take{{Exts: []string{"jpg"}}, {Exts: []string{"json"}, JSONKey: "caption"}, {Exts: []string{"cls"}}}}
+	rep, _, err := convert(t, t.TempDir(), run{shards: []string{path}, wds: wds, opts: Options{Skip: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.NumProbs != 12+9 || len(rep.Problems) != 21 {
+		t.Fatalf("%d problems, want 21", rep.NumProbs)
+	}
+	if len(rep.Groups) != 2 {
+		t.Fatalf("groups %+v, want 2", rep.Groups)
+	}
+	txt, missing := rep.Groups[0], rep.Groups[1]
+	if txt.Count != 12 || txt.Dropped || !strings.Contains(txt.Reason, `no field takes extension "txt"`) ||
+		len(txt.Examples) != MaxExamples || txt.Examples[0].Key != "000000" || txt.Examples[0].Member != "000000.txt" {
+		t.Fatalf("group %+v", txt)
+	}
+	if missing.Count != 9 || !missing.Dropped || !strings.Contains(missing.Reason, "no json member") || missing.Examples[0].Key != "000001" {
+		t.Fatalf("group %+v", missing)
 	}
 }
