@@ -219,12 +219,15 @@ def run(writer, handle, pusher=None):
         if bar is not None:
             bar.close()
     report["problems"] = report["problems"] or []
+    report["problem_groups"] = report.get("problem_groups") or []
     if report["num_problems"]:
-        p = report["problems"][0]
-        where = p["shard"] + (f": sample {p['key']!r}" if p.get("key") else "") + \
-            (f", member {p['member']!r}" if p.get("member") else "")
-        warnings.warn(f"{writer.fname}: {report['num_problems']} problems, {report['skipped']} samples skipped; "
-                      f"the first: {where}: {p['reason']} (see the returned report's problems)", stacklevel=3)
+        from .writer import _problem_lines
+        groups = report["problem_groups"]
+        lines = _problem_lines(groups[:3])
+        if len(groups) > 3:
+            lines.append(f"and {len(groups) - 3} more kinds")
+        warnings.warn(f"{writer.fname}: {report['num_problems']} problems, {report['skipped']} samples skipped "
+                      f"(see the returned report's problems): " + "; ".join(lines), stacklevel=3)
     return report
 
 
