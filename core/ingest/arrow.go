@@ -158,7 +158,7 @@ func (a *ArrowColumn) fixed(r int, size int64) ([]byte, bool, error) {
 	if !ok || err != nil {
 		return nil, false, err
 	}
-	if lo > (int64(len(a.Data))-size)/size {
+	if lo < 0 || lo >= int64(len(a.Data))/size {
 		return nil, false, fmt.Errorf("value %d past the %d bytes of data", lo, len(a.Data))
 	}
 	return a.Data[lo*size : (lo+1)*size], true, nil

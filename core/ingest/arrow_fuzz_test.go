@@ -24,6 +24,7 @@ func FuzzArrowItems(f *testing.F) {
 	f.Add(uint8(3), uint8(0), uint8(0), uint8(ArrowBinary), uint8(field.Text), []byte{0b011}, []byte(nil), le32(0, 1, 3, 3), []byte("abb"), []byte(nil))
 	f.Add(uint8(2), uint8(0), uint8(32), uint8(ArrowBinary), uint8(field.Text), []byte(nil), le32(0, 2, 2), le32(0, 1, 2), []byte("xy"), []byte{0b11})
 	f.Add(uint8(2), uint8(1), uint8(0), uint8(ArrowInt64), uint8(field.Int), []byte(nil), []byte(nil), []byte(nil), make([]byte, 24), []byte(nil))
+	f.Add(uint8(1), uint8(0), uint8(0), uint8(ArrowInt64), uint8(field.Int), []byte(nil), []byte(nil), []byte(nil), make([]byte, 5), []byte(nil))
 	f.Add(uint8(1), uint8(0), uint8(0), uint8(ArrowLargeBinary), uint8(field.JSON), []byte(nil), []byte(nil), make([]byte, 16), []byte("{}"), []byte(nil))
 	f.Fuzz(func(t *testing.T, rows, offset, list, kind, typ uint8, validity, listOffsets, offsets, data, valuesValidity []byte) {
 		d := field.Desc{Name: "f", Type: field.Type(typ)}
