@@ -325,6 +325,10 @@ def test_shard_problems_name_the_url_once(data, tmp_path):
     finally:
         stop(ranged)
         stop(plain)
+    not_tar = tmp_path / "not-a.tar"
+    not_tar.write_bytes(b"hello world " * 100)
+    with pytest.raises(SampleError, match=r"^bad shard: .*not-a\.tar: at the start|^bad shard: .*not-a\.tar: not a readable tar"):
+        DatasetWriter(str(tmp_path / "n.beton"), fields(), progress=False).from_webdataset([str(not_tar)], ignore=["json"])
 
 
 def test_same_problem_grouped(data, tmp_path):
