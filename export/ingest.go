@@ -8,10 +8,8 @@ package main
 import "C"
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"math"
 	"time"
 	"unsafe"
 
@@ -328,234 +326,89 @@ func ffcv_ingest_wait(h, timeoutMS C.int64_t, progress *C.int64_t, report **C.ch
 // arrowItems makes the samples of rows rows of Arrow columns, one per
 // field; first is the number of rows the source had before (for keys).
 func arrowItems(fields []field.Desc, cols []C.ffcv_column, keys *C.ffcv_column, rows int, first uint64) ([]*ingest.Item, error) {
-	items := make([]*ingest.Item, rows)
-	for r := range items {
-		items[r] = &ingest.Item{Key: fmt.Sprintf("row %d", first+uint64(r)), Values: make([]field.Value, len(fields))}
+	gcols := make([]ingest.ArrowColumn, len(cols))
+	for f := range cols {
+		var err error
+		if gcols[f], err = goColumn(&cols[f], rows); err != nil {
+			return nil, fmt.Errorf("%w: field %q: %v", errArgument, fields[f].Name, err)
+		}
 	}
+	var gkeys *ingest.ArrowColumn
 	if keys != nil {
-		kc := arrowColumn{c: keys}
-		for r := range items {
-			if b, ok, err := kc.one(r); err != nil {
-				return nil, fmt.Errorf("keys: %w", err)
-			} else if ok {
-				items[r].Key = string(b)
-			}
+		k, err := goColumn(keys, rows)
+		if err != nil {
+			return nil, fmt.Errorf("%w: keys: %v", errArgument, err)
 		}
+		gkeys = &k
 	}
-	for f, d := range fields {
-		c := arrowColumn{c: &cols[f]}
-		if err := c.fill(d, items, f); err != nil {
-			return nil, fmt.Errorf("%w: field %q: %v", errArgument, d.Name, err)
-		}
+	items, err := ingest.ArrowItems(fields, gcols, gkeys, rows, first)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errArgument, err)
 	}
 	return items, nil
 }
 
-// arrowColumn reads an ffcv_column.
-type arrowColumn struct{ c *C.ffcv_column }
-
-func bit(bitmap *C.uint8_t, i int64) bool {
-	if bitmap == nil {
-		return true
+// goColumn is c's buffers as slices of the lengths its first rows rows
+// take (Arrow's layout gives them; only the data's is passed).
+func goColumn(c *C.ffcv_column, rows int) (ingest.ArrowColumn, error) {
+	a := ingest.ArrowColumn{Kind: int(c.kind), List: int(c.list), Offset: int64(c.offset), ValuesOffset: int64(c.values_offset)}
+	if a.Offset < 0 || a.Offset > maxElems || a.ValuesOffset < 0 || a.ValuesOffset > maxElems {
+		return a, fmt.Errorf("offsets %d and %d", a.Offset, a.ValuesOffset)
 	}
-	b := *(*byte)(unsafe.Add(unsafe.Pointer(bitmap), i/8))
-	return b&(1<<(i%8)) != 0
+	end := uint64(a.Offset) + uint64(rows)
+	var err error
+	if a.Validity, err = cBuffer(unsafe.Pointer(c.validity), (end+7)/8, "validity"); err != nil {
+		return a, err
+	}
+	if a.List != 0 {
+		if a.ListOffsets, err = cBuffer(unsafe.Pointer(c.list_offsets), (end+1)*uint64(a.List/8), "list_offsets"); err != nil {
+			return a, err
+		}
+	}
+	n, err := a.Elements(rows)
+	if err != nil {
+		return a, err
+	}
+	if n > maxElems {
+		return a, fmt.Errorf("%d value elements", n)
+	}
+	if a.List != 0 {
+		if a.ValuesValidity, err = cBuffer(unsafe.Pointer(c.values_validity), (uint64(n)+7)/8, "values_validity"); err != nil {
+			return a, err
+		}
+	}
+	switch a.Kind {
+	case ingest.ArrowBinary, ingest.ArrowLargeBinary:
+		w := uint64(4)
+		if a.Kind == ingest.ArrowLargeBinary {
+			w = 8
+		}
+		if a.Offsets, err = cBuffer(unsafe.Pointer(c.offsets), (uint64(n)+1)*w, "offsets"); err != nil {
+			return a, err
+		}
+	}
+	if a.Data, err = cBuffer(unsafe.Pointer(c.data), uint64(c.data_len), "data"); err != nil {
+		return a, err
+	}
+	if c.token_offsets != nil {
+		k, err := a.Captions(rows)
+		if err != nil {
+			return a, err
+		}
+		if a.TokenOffsets, err = cArray((*uint64)(unsafe.Pointer(c.token_offsets)), uint64(k)+1, "token_offsets"); err != nil {
+			return a, err
+		}
+		if a.Tokens, err = cArray((*uint32)(unsafe.Pointer(c.tokens)), uint64(c.n_tokens), "tokens"); err != nil {
+			return a, err
+		}
+	}
+	return a, nil
 }
 
-// offsetAt is element i of an int32 (width 32) or int64 offsets buffer.
-func offsetAt(p unsafe.Pointer, wide bool, i int64) int64 {
-	if wide {
-		return int64(binary.LittleEndian.Uint64(unsafe.Slice((*byte)(unsafe.Add(p, 8*i)), 8)))
+// cBuffer is n bytes at p; nil for a nil p (an absent buffer).
+func cBuffer(p unsafe.Pointer, n uint64, what string) ([]byte, error) {
+	if p == nil || n == 0 {
+		return nil, nil
 	}
-	return int64(int32(binary.LittleEndian.Uint32(unsafe.Slice((*byte)(unsafe.Add(p, 4*i)), 4))))
-}
-
-// span is the range of value elements of row r, and whether r is valid.
-func (a arrowColumn) span(r int) (lo, hi int64, ok bool) {
-	c := a.c
-	i := int64(c.offset) + int64(r)
-	if !bit(c.validity, i) {
-		return 0, 0, false
-	}
-	if c.list == 0 {
-		return i, i + 1, true
-	}
-	if c.list_offsets == nil {
-		panic("list column without list offsets")
-	}
-	wide := c.list == 64
-	lo, hi = offsetAt(c.list_offsets, wide, i), offsetAt(c.list_offsets, wide, i+1)
-	return lo + int64(c.values_offset), hi + int64(c.values_offset), true
-}
-
-// binaryAt is value element i of a binary column, and whether it is valid.
-func (a arrowColumn) binaryAt(i int64) ([]byte, bool, error) {
-	c := a.c
-	if c.list != 0 && !bit(c.values_validity, i) {
-		return nil, false, nil
-	}
-	if c.offsets == nil || (c.data == nil && c.data_len > 0) {
-		return nil, false, fmt.Errorf("a binary column without offsets or data")
-	}
-	wide := c.kind == C.FFCV_COLUMN_LARGE_BINARY
-	lo, hi := offsetAt(c.offsets, wide, i), offsetAt(c.offsets, wide, i+1)
-	if lo < 0 || hi < lo || uint64(hi) > uint64(c.data_len) {
-		return nil, false, fmt.Errorf("value %d spans bytes [%d, %d) of %d", i, lo, hi, c.data_len)
-	}
-	if hi == lo {
-		return []byte{}, true, nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Add(c.data, lo)), hi-lo), true, nil
-}
-
-// one is row r's single binary value (copied), and whether it is valid.
-func (a arrowColumn) one(r int) ([]byte, bool, error) {
-	if a.c.kind != C.FFCV_COLUMN_BINARY && a.c.kind != C.FFCV_COLUMN_LARGE_BINARY || a.c.list != 0 {
-		return nil, false, fmt.Errorf("the column holds no single bytes or string per row")
-	}
-	lo, _, ok := a.span(r)
-	if !ok {
-		return nil, false, nil
-	}
-	b, ok, err := a.binaryAt(lo)
-	return append([]byte(nil), b...), ok, err
-}
-
-func (a arrowColumn) fixed(r int, size int64) ([]byte, bool, error) {
-	lo, _, ok := a.span(r)
-	if !ok {
-		return nil, false, nil
-	}
-	if a.c.data == nil || uint64((lo+1)*size) > uint64(a.c.data_len) {
-		return nil, false, fmt.Errorf("value %d past the %d bytes of data", lo, a.c.data_len)
-	}
-	return unsafe.Slice((*byte)(unsafe.Add(a.c.data, lo*size)), size), true, nil
-}
-
-// fill sets field f of every item from the column; a missing value is a
-// problem that drops its sample.
-func (a arrowColumn) fill(d field.Desc, items []*ingest.Item, f int) error {
-	c := a.c
-	binaryKind := c.kind == C.FFCV_COLUMN_BINARY || c.kind == C.FFCV_COLUMN_LARGE_BINARY
-	missing := func(it *ingest.Item, what string) {
-		it.Problems = append(it.Problems, ingest.Problem{Reason: fmt.Sprintf("field %q: %s", d.Name, what), Dropped: true})
-	}
-	switch d.Type {
-	case field.Text:
-		if !binaryKind {
-			return fmt.Errorf("a TextField takes a string column or a list of strings")
-		}
-		// Tokens come for the captions that are there: every non-null value
-		// of every non-null row, in order.
-		var toks []uint64
-		var ids []uint32
-		if c.token_offsets != nil {
-			n := uint64(0)
-			for r := range items {
-				lo, hi, ok := a.span(r)
-				for i := lo; ok && i < hi; i++ {
-					if c.list == 0 || bit(c.values_validity, i) {
-						n++
-					}
-				}
-			}
-			var err error
-			if toks, err = cArray((*uint64)(unsafe.Pointer(c.token_offsets)), n+1, "token_offsets"); err != nil {
-				return err
-			}
-			if ids, err = cArray((*uint32)(unsafe.Pointer(c.tokens)), uint64(c.n_tokens), "tokens"); err != nil {
-				return err
-			}
-		}
-		caption := 0
-		for r, it := range items {
-			lo, hi, ok := a.span(r)
-			if !ok {
-				missing(it, "no caption (null)")
-				continue
-			}
-			v := field.Value{}
-			null := false
-			for i := lo; i < hi; i++ {
-				b, ok, err := a.binaryAt(i)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					null = true
-					continue
-				}
-				v.Texts = append(v.Texts, append([]byte(nil), b...))
-				if toks != nil {
-					t0, t1 := toks[caption], toks[caption+1]
-					if t0 > t1 || t1 > uint64(len(ids)) {
-						return fmt.Errorf("caption %d's tokens [%d, %d) outside the %d given", caption, t0, t1, len(ids))
-					}
-					v.Tokens = append(v.Tokens, append([]uint32(nil), ids[t0:t1]...))
-				}
-				caption++
-			}
-			switch {
-			case null:
-				missing(it, "a null caption in the list")
-			case len(v.Texts) == 0:
-				missing(it, "an empty list of captions")
-			}
-			it.Values[f] = v
-		}
-		return nil
-	case field.RGBImage, field.JSON, field.Bytes:
-		if !binaryKind || c.list != 0 {
-			return fmt.Errorf("a %v takes a binary or string column", d.Type)
-		}
-		for r, it := range items {
-			b, ok, err := a.one(r)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				missing(it, "null")
-				continue
-			}
-			switch d.Type {
-			case field.RGBImage:
-				it.Values[f] = field.Value{Data: b, Encoded: true}
-			case field.JSON:
-				if !json.Valid(b) {
-					missing(it, "not valid JSON")
-					continue
-				}
-				it.Values[f] = field.Value{Data: b}
-			default:
-				it.Values[f] = field.Value{Data: b}
-			}
-		}
-		return nil
-	case field.Int, field.Float:
-		want := C.int32_t(C.FFCV_COLUMN_INT64)
-		if d.Type == field.Float {
-			want = C.FFCV_COLUMN_FLOAT64
-		}
-		if c.kind != want || c.list != 0 {
-			return fmt.Errorf("a %v takes an int64 or float64 column (cast it)", d.Type)
-		}
-		for r, it := range items {
-			b, ok, err := a.fixed(r, 8)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				missing(it, "null")
-				continue
-			}
-			x := binary.LittleEndian.Uint64(b)
-			if d.Type == field.Int {
-				it.Values[f] = field.Value{Int: int64(x)}
-			} else {
-				it.Values[f] = field.Value{Float: math.Float64frombits(x)}
-			}
-		}
-		return nil
-	}
-	return fmt.Errorf("a %v cannot come from an Arrow column", d.Type)
+	return cArray((*byte)(p), n, what)
 }

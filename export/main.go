@@ -82,7 +82,7 @@ func fail(err **C.char, e error) C.int64_t {
 		return codeArgument
 	case errors.As(e, &pe):
 		return codeIO
-	case errors.Is(e, field.ErrData), errors.Is(e, ingest.ErrBad):
+	case errors.Is(e, field.ErrData), errors.Is(e, ingest.ErrBad), errors.Is(e, ingest.ErrShard):
 		return codeData
 	}
 	return codeInternal

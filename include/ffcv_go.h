@@ -290,7 +290,9 @@ int64_t ffcv_ingest_tokens(int64_t job, uint64_t batch, const uint64_t *offsets,
 /* Waits up to timeout_ms for the job to end; progress, if not NULL, gets the number
  * of samples written or skipped so far. Returns 0 while it runs; 1 at its end, with
  * *report (freed with ffcv_free) JSON {"files", "counts", "samples", "skipped",
- * "problems": [{"shard", "key", "member", "reason", "sample_skipped"}], "num_problems"};
+ * "problems": [{"shard", "key", "member", "reason", "sample_skipped"}] (key null for a
+ * shard problem, member null where no member is at fault), "num_problems",
+ * "problem_groups": [{"reason", "count", "sample_skipped", "examples": [problem]}]};
  * a failed job's error is returned instead. The handle stays open until ffcv_close. */
 int64_t ffcv_ingest_wait(int64_t job, int64_t timeout_ms, volatile int64_t *progress, char **report,
                          char **err);

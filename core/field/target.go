@@ -183,8 +183,43 @@ func ParseMaskMeta(col []byte) MaskMeta {
 	}
 }
 
+// maxLZ4Ratio bounds the bytes an LZ4 block decodes to per stored byte:
+// a match grows by at most 255 bytes per byte of its length.
+const maxLZ4Ratio = 255
+
+// Pixels checks a stored mask's metadata against its heap bytes (heap)
+// and the field's item size, and returns the bytes its pixels take: a
+// mask its stored bytes cannot hold is an error before anything is
+// allocated for it.
+func (m MaskMeta) Pixels(item, heap int) (int, error) {
+	if m.Width < 1 || m.Height < 1 {
+		return 0, fmt.Errorf("%w: mask of %dx%d", ErrData, m.Width, m.Height)
+	}
+	if m.Size != uint64(heap) {
+		return 0, fmt.Errorf("%w: mask of %d stored bytes, %d in the heap", ErrData, m.Size, heap)
+	}
+	// Width and height are u32s: their product times 2 fits a uint64.
+	n := uint64(m.Width) * uint64(m.Height) * uint64(item)
+	switch m.Encoding {
+	case MaskRaw:
+		if n != uint64(heap) {
+			return 0, fmt.Errorf("%w: raw mask has %d bytes, %dx%d needs %d", ErrData, heap, m.Width, m.Height, n)
+		}
+	case MaskLZ4:
+		if n > maxLZ4Ratio*uint64(heap) {
+			return 0, fmt.Errorf("%w: LZ4 mask of %dx%d (%d bytes) cannot come from %d bytes", ErrData, m.Width, m.Height, n, heap)
+		}
+	default:
+		return 0, fmt.Errorf("%w: unknown mask encoding %d", ErrData, m.Encoding)
+	}
+	if n > math.MaxInt {
+		return 0, fmt.Errorf("%w: mask of %dx%d", ErrData, m.Width, m.Height)
+	}
+	return int(n), nil
+}
+
 // DecodeMask writes the (H, W) pixels of a stored mask into out
-// (H·W·itemsize bytes).
+// (H·W·itemsize bytes: the size Pixels gives).
 func DecodeMask(m MaskMeta, heap, out []byte) error {
 	switch m.Encoding {
 	case MaskRaw:

@@ -160,30 +160,41 @@ func TextCaption(m TextMeta, heap []byte, i int) (Caption, error) {
 	}, nil
 }
 
-// CheckText checks a whole stored Text sample: at least one caption, the
-// lengths adding up to the heap bytes exactly, every caption valid UTF-8.
+// CheckText checks a whole stored Text sample in one pass: at least one
+// caption, the lengths adding up to the heap bytes exactly, the column's
+// longest-caption lengths the heap's, every caption valid UTF-8.
 func CheckText(m TextMeta, heap []byte) error {
-	if m.Captions < 1 {
+	n := m.Captions
+	if n < 1 {
 		return fmt.Errorf("%w: no caption", ErrData)
 	}
-	if uint64(m.Captions) > uint64(len(heap))/textEntry {
-		return fmt.Errorf("%w: %d captions in %d heap bytes", ErrData, m.Captions, len(heap))
+	if uint64(n) > uint64(len(heap))/textEntry {
+		return fmt.Errorf("%w: %d captions in %d heap bytes", ErrData, n, len(heap))
 	}
-	total := uint64(m.Captions) * textEntry
-	for k := 0; k < m.Captions; k++ {
-		total += uint64(binary.LittleEndian.Uint32(heap[k*textEntry:])) + 4*uint64(binary.LittleEndian.Uint32(heap[k*textEntry+4:]))
+	base := uint64(n) * textEntry
+	total, tokTotal := base, uint64(0)
+	maxBytes, maxTokens := uint64(0), uint64(0)
+	for k := 0; k < n; k++ {
+		tl := uint64(binary.LittleEndian.Uint32(heap[k*textEntry:]))
+		nt := uint64(binary.LittleEndian.Uint32(heap[k*textEntry+4:]))
+		total += tl + 4*nt
+		tokTotal += nt
+		maxBytes, maxTokens = max(maxBytes, tl), max(maxTokens, nt)
 	}
 	if total != uint64(len(heap)) {
 		return fmt.Errorf("%w: the captions' lengths add up to %d bytes, the sample has %d", ErrData, total, len(heap))
 	}
-	for k := 0; k < m.Captions; k++ {
-		c, err := TextCaption(m, heap, k)
-		if err != nil {
-			return err
-		}
-		if !utf8.Valid(c.Text) {
+	if maxBytes != uint64(m.MaxBytes) || maxTokens != uint64(m.MaxTokens) {
+		return fmt.Errorf("%w: the longest caption has %d bytes and %d tokens, the column says %d and %d",
+			ErrData, maxBytes, maxTokens, m.MaxBytes, m.MaxTokens)
+	}
+	text := base + 4*tokTotal // total == len(heap) bounds every caption below
+	for k := 0; k < n; k++ {
+		tl := uint64(binary.LittleEndian.Uint32(heap[k*textEntry:]))
+		if !utf8.Valid(heap[text : text+tl]) {
 			return fmt.Errorf("%w: caption %d is not valid UTF-8", ErrData, k)
 		}
+		text += tl
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+	"time"
 )
 
 func u32(x uint32) *uint32 { return &x }
@@ -200,5 +201,41 @@ func TestTextCaptionCorrupt(t *testing.T) {
 				t.Fatalf("err = %v, want ErrData", err)
 			}
 		})
+	}
+}
+
+// CheckText is linear in the captions: a sample of a quarter million
+// empty captions is checked in well under a second, not in minutes.
+func TestCheckTextLinear(t *testing.T) {
+	const n = 1 << 18
+	heap := make([]byte, n*textEntry)
+	m := TextMeta{Size: uint64(len(heap)), Captions: n}
+	start := time.Now()
+	if err := CheckText(m, heap); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("%d captions checked in %v", n, d)
+	}
+}
+
+// The column's longest-caption lengths, which readers size outputs by,
+// must be the heap's.
+func TestCheckTextMaxima(t *testing.T) {
+	enc, _ := NewEncoder(Desc{Type: Text, Name: "caption", Text: &TextArgs{Tokens: true}})
+	e, err := enc.Encode(Value{Texts: [][]byte{[]byte("hello"), []byte("hi")}, Tokens: [][]uint32{{1, 2}, {3}}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := ParseTextMeta(e.Column)
+	if err := CheckText(m, e.Heap); err != nil {
+		t.Fatal(err)
+	}
+	short, few := m, m
+	short.MaxBytes, few.MaxTokens = 4, 1
+	for _, bad := range []TextMeta{short, few} {
+		if err := CheckText(bad, e.Heap); !errors.Is(err, ErrData) {
+			t.Errorf("max bytes %d, tokens %d: CheckText = %v, want ErrData", bad.MaxBytes, bad.MaxTokens, err)
+		}
 	}
 }

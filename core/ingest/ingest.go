@@ -14,10 +14,13 @@ package ingest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,16 +39,41 @@ type Item struct {
 	Problems []Problem
 }
 
-// Problem is something wrong with a sample. Dropped problems cost the
-// sample (a missing caption, an image that does not decode); others cost
-// one of its parts (a member no field takes).
+// Problem is something wrong with a sample or a shard. Dropped problems
+// cost the sample (a missing caption, an image that does not decode, a
+// shard cut in it); others cost one of its parts (a member no field
+// takes). A shard problem (Shard: missing, refused, not a tar) costs no
+// sample of its own: it has no Key. Member is the member the problem is
+// in ("" where none is: a missing member, an Arrow row, a shard problem).
 type Problem struct {
-	Source  string `json:"shard"`
-	Key     string `json:"key"`
-	Member  string `json:"member,omitempty"`
-	Reason  string `json:"reason"`
-	Dropped bool   `json:"sample_skipped"`
-	Err     error  `json:"-"` // the error behind Reason, if any
+	Source  string
+	Key     string
+	Member  string
+	Reason  string
+	Dropped bool
+	Shard   bool
+	Err     error // the error behind Reason, if any
+}
+
+// problemJSON is a Problem in reports: key and member are null where
+// they do not apply.
+type problemJSON struct {
+	Source  string  `json:"shard"`
+	Key     *string `json:"key"`
+	Member  *string `json:"member"`
+	Reason  string  `json:"reason"`
+	Dropped bool    `json:"sample_skipped"`
+}
+
+func orNull(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func (p Problem) MarshalJSON() ([]byte, error) {
+	return json.Marshal(problemJSON{Source: p.Source, Key: orNull(p.Key), Member: orNull(p.Member), Reason: p.Reason, Dropped: p.Dropped})
 }
 
 // Unwrap lets errors.Is see the error behind the problem (a missing
@@ -67,8 +95,13 @@ func (p Problem) Error() string {
 // the policy that fails it.
 var ErrBad = errors.New("bad sample")
 
+// ErrShard is wrapped by the error of a write that met a shard it could
+// not read at all (missing, refused) under the policy that fails it.
+var ErrShard = errors.New("bad shard")
+
 // Source is one input shard. Next returns its samples in order, then
-// io.EOF; any other error ends the source.
+// io.EOF; any other error ends the source. An error that is a Problem
+// (errors.As) says what it cost; any other is a shard problem.
 type Source interface {
 	Name() string
 	Next() (*Item, error)
@@ -95,6 +128,10 @@ type Options struct {
 	PageSize uint64
 	Workers  int // encoders; < 1: every CPU
 	Readers  int // sources read ahead at once; < 1: min(Workers, 4)
+	// QueueBytes bounds the samples a source is read ahead by their bytes
+	// (and by queueSamples); a larger sample still passes alone. < 1:
+	// DefaultQueueBytes.
+	QueueBytes int64
 	// Name gives output file k: a path or an s3:// URL.
 	Name   func(k int) string
 	Split  Split
@@ -118,7 +155,44 @@ type Report struct {
 	Skipped  uint64    `json:"skipped"`
 	Problems []Problem `json:"problems"` // the first MaxProblems
 	NumProbs uint64    `json:"num_problems"`
+	// Groups are the problems by reason (the same in many samples: one
+	// group), in order of their first sample; the first MaxGroups reasons.
+	Groups []ProblemGroup `json:"problem_groups"`
 }
+
+// ProblemGroup is the problems of one reason: how many, and the first few.
+// Reasons that differ only by the sample's key or member are one.
+type ProblemGroup struct {
+	Reason   string    `json:"reason"`
+	Count    uint64    `json:"count"`
+	Dropped  bool      `json:"sample_skipped"`
+	Examples []Problem `json:"examples"` // the first MaxExamples
+}
+
+// MaxExamples bounds the problems a group lists; MaxGroups the groups.
+const (
+	MaxExamples = 3
+	MaxGroups   = 1000
+)
+
+// groupKey is what problems of one group share: their reason with their
+// own key and member taken out, and what they cost.
+func (p Problem) groupKey() string {
+	r := p.Reason
+	if p.Member != "" {
+		r = strings.ReplaceAll(r, strconv.Quote(p.Member), `"<member>"`)
+	}
+	if p.Key != "" {
+		r = strings.ReplaceAll(r, strconv.Quote(p.Key), `"<key>"`)
+	}
+	return fmt.Sprintf("%t %t %s", p.Dropped, p.Shard, r)
+}
+
+// DefaultQueueBytes is a source's read-ahead budget unless Options say.
+const DefaultQueueBytes = 64 << 20
+
+// queueSamples bounds a source's read-ahead in samples.
+const queueSamples = 32
 
 // MaxProblems bounds the problems a report lists; it counts them all.
 const MaxProblems = 1000
@@ -141,6 +215,7 @@ type Job struct {
 	mu     sync.Mutex
 	err    error
 	report Report
+	groups map[string]int // groupKey -> index in report.Groups
 
 	progress atomic.Int64 // samples placed or skipped
 
@@ -160,6 +235,7 @@ type work struct {
 	source  int
 	ordinal uint64
 	item    *Item
+	size    int64 // the item's bytes, held in its source's queue
 	end     error
 	enc     []field.Encoded
 	err     error // encoding's
@@ -201,6 +277,9 @@ func Run(sources []Source, opts Options) (*Job, error) {
 	}
 	if opts.TextBatch < 1 {
 		opts.TextBatch = 64
+	}
+	if opts.QueueBytes < 1 {
+		opts.QueueBytes = DefaultQueueBytes
 	}
 	// The placer waits for samples in order while the feeder fills a
 	// batch of texts behind them: room for two batches keeps both going.
@@ -255,10 +334,10 @@ func (j *Job) fail(err error) {
 // read starts the sources' readers, Readers at a time in source order:
 // source k's items come on feeds[k], then an item-less work with end set
 // (io.EOF at a clean end).
-func (j *Job) read(sources []Source) []chan *work {
-	feeds := make([]chan *work, len(sources))
+func (j *Job) read(sources []Source) []*queue {
+	feeds := make([]*queue, len(sources))
 	for k := range feeds {
-		feeds[k] = make(chan *work, 32)
+		feeds[k] = &queue{items: make(chan *work, queueSamples), room: make(chan struct{}, 1), budget: j.opts.QueueBytes}
 	}
 	slots := make(chan struct{}, j.opts.Readers)
 	j.go1(func() {
@@ -278,9 +357,7 @@ func (j *Job) read(sources []Source) []chan *work {
 					if err != nil {
 						it = nil
 					}
-					select {
-					case feeds[k] <- &work{source: k, item: it, end: err}:
-					case <-j.ctx.Done():
+					if !feeds[k].put(j.ctx, &work{source: k, item: it, end: err}) {
 						return
 					}
 					if err != nil {
@@ -293,10 +370,81 @@ func (j *Job) read(sources []Source) []chan *work {
 	return feeds
 }
 
+// queue is a source's read-ahead: at most queueSamples samples, and
+// budget bytes of them unless it holds none (so a larger sample passes
+// alone). One reader puts, the feeder takes.
+type queue struct {
+	items  chan *work
+	room   chan struct{} // a token after a take: the reader looks again
+	budget int64
+
+	mu   sync.Mutex
+	held int64
+}
+
+func (q *queue) put(ctx context.Context, w *work) bool {
+	if w.item != nil {
+		w.size = w.item.bytes()
+	}
+	for {
+		q.mu.Lock()
+		fits := q.held == 0 || q.held+w.size <= q.budget
+		if fits {
+			q.held += w.size
+		}
+		q.mu.Unlock()
+		if fits {
+			break
+		}
+		select {
+		case <-q.room:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	select {
+	case q.items <- w:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (q *queue) take(ctx context.Context) (*work, bool) {
+	select {
+	case w := <-q.items:
+		q.mu.Lock()
+		q.held -= w.size
+		q.mu.Unlock()
+		select {
+		case q.room <- struct{}{}:
+		default:
+		}
+		return w, true
+	case <-ctx.Done():
+		return nil, false
+	}
+}
+
+// bytes is what the item's values hold.
+func (it *Item) bytes() int64 {
+	n := int64(0)
+	for _, v := range it.Values {
+		n += int64(len(v.Data))
+		for _, t := range v.Texts {
+			n += int64(len(t))
+		}
+		for _, t := range v.Tokens {
+			n += 4 * int64(len(t))
+		}
+	}
+	return n
+}
+
 // feed takes the sources' items in order, numbers them, and sends them on
 // to the encoders, through the caller's tokenizer when it has texts to
 // tokenize.
-func (j *Job) feed(sources []Source, feeds []chan *work) {
+func (j *Job) feed(sources []Source, feeds []*queue) {
 	defer close(j.placed)
 	tokenize := len(j.opts.Tokenize) > 0
 	var ordinal, ids uint64
@@ -338,10 +486,8 @@ func (j *Job) feed(sources []Source, feeds []chan *work) {
 	}
 	for k := range sources {
 		for {
-			var w *work
-			select {
-			case w = <-feeds[k]:
-			case <-j.ctx.Done():
+			w, ok := feeds[k].take(j.ctx)
+			if !ok {
 				return
 			}
 			end := w.end
@@ -584,9 +730,14 @@ func (j *Job) place(sources []Source) {
 		}
 		name := sources[w.source].Name()
 		if w.item == nil { // the source ended in an error
-			p := Problem{Source: name, Reason: w.end.Error(), Dropped: true, Err: w.end}
+			p := Problem{Reason: w.end.Error(), Shard: true, Err: w.end}
+			errors.As(w.end, &p) // a source's Problem says what the error cost
+			p.Source = name
 			if !j.problem(p) {
 				return
+			}
+			if p.Dropped {
+				j.skipped()
 			}
 			continue
 		}
@@ -632,13 +783,31 @@ func (j *Job) place(sources []Source) {
 // problem records p; false when it fails the write.
 func (j *Job) problem(p Problem) bool {
 	if !j.opts.Skip {
-		j.fail(fmt.Errorf("%w: %w", ErrBad, p))
+		if p.Shard {
+			j.fail(fmt.Errorf("%w: %w", ErrShard, p))
+		} else {
+			j.fail(fmt.Errorf("%w: %w", ErrBad, p))
+		}
 		return false
 	}
 	j.mu.Lock()
 	j.report.NumProbs++
 	if len(j.report.Problems) < MaxProblems {
 		j.report.Problems = append(j.report.Problems, p)
+	}
+	k := p.groupKey()
+	if g, ok := j.groups[k]; ok {
+		grp := &j.report.Groups[g]
+		grp.Count++
+		if len(grp.Examples) < MaxExamples {
+			grp.Examples = append(grp.Examples, p)
+		}
+	} else if len(j.report.Groups) < MaxGroups {
+		if j.groups == nil {
+			j.groups = map[string]int{}
+		}
+		j.groups[k] = len(j.report.Groups)
+		j.report.Groups = append(j.report.Groups, ProblemGroup{Reason: p.Reason, Count: 1, Dropped: p.Dropped, Examples: []Problem{p}})
 	}
 	j.mu.Unlock()
 	return true

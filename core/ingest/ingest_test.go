@@ -383,7 +383,7 @@ func TestBadMembers(t *testing.T) {
 		{"bad label", tarOf(t, append(good(0), badLabel...)), nil, 1, true, `member "000001.cls": field "label": not an integer`},
 		{"unknown extension", tarOf(t, append(good(0), member{"000000.json", []byte("{}")})), nil, 1, false, `member "000000.json": no field takes extension "json"`},
 		{"duplicate", tarOf(t, append(good(0), member{"000000.JPG", tile(t, 5)})), nil, 0, true, `member "000000.JPG": a second "jpg" member`},
-		{"truncated shard", truncated, nil, 1, true, `after a member of sample "000001"`},
+		{"truncated shard", truncated, nil, 1, true, `sample "000001", member "000001.txt": after this member: not a readable tar file`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".tar")

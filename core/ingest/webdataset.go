@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"slices"
 	"strconv"
 	"strings"
@@ -92,7 +94,7 @@ func (s *wdsSource) Next() (*Item, error) {
 	if s.r == nil {
 		rc, err := webdataset.Open(context.Background(), s.name, s.spec.Remote)
 		if err != nil {
-			return nil, err
+			return nil, s.shardProblem(err)
 		}
 		s.mu.Lock()
 		if s.closed {
@@ -103,14 +105,38 @@ func (s *wdsSource) Next() (*Item, error) {
 		s.rc = rc
 		s.mu.Unlock()
 		if s.r, err = webdataset.NewReader(rc); err != nil {
-			return nil, err
+			return nil, s.shardProblem(err)
 		}
 	}
 	sample, err := s.r.Next()
-	if err != nil {
+	var damage *webdataset.Error
+	switch {
+	case err == io.EOF:
 		return nil, err
+	case errors.As(err, &damage) && damage.Key != "":
+		reason := damage.Err.Error()
+		if damage.After {
+			reason = "after this member: " + reason
+		}
+		return nil, Problem{Key: damage.Key, Member: damage.Member, Reason: reason, Dropped: true, Err: err}
+	case errors.As(err, &damage):
+		return nil, s.shardProblem(damage.Err)
+	case err != nil:
+		return nil, s.shardProblem(err)
 	}
 	return s.spec.item(sample), nil
+}
+
+// shardProblem is err, which costs the whole shard, saying what without
+// naming the shard again (a report's problem and its error name it once).
+func (s *wdsSource) shardProblem(err error) Problem {
+	reason := err.Error()
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		reason = pe.Op + ": " + pe.Err.Error()
+	}
+	reason = strings.TrimPrefix(reason, s.Name()+": ")
+	return Problem{Reason: reason, Shard: true, Err: err}
 }
 
 func (s *wdsSource) Close() error {

@@ -78,10 +78,11 @@ func check(r *beton.Reader, d *jpeg.Decoder, buf *[]byte, i uint64, f int) (err 
 	if err == nil && r.Fields[f].Type == field.Mask {
 		m := field.ParseMaskMeta(col)
 		item, _ := r.Fields[f].ItemSize()
-		if n := m.Width * m.Height * item; n > 0 && n <= 1<<30 {
-			return field.DecodeMask(m, heap, make([]byte, n))
+		n, err := m.Pixels(item, len(heap))
+		if err != nil {
+			return err
 		}
-		return fmt.Errorf("mask of %dx%d", m.Width, m.Height)
+		return field.DecodeMask(m, heap, make([]byte, n))
 	}
 	if err == nil && r.Fields[f].Type == field.Text {
 		return field.CheckText(field.ParseTextMeta(col), heap)

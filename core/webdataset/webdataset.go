@@ -9,6 +9,7 @@ package webdataset
 import (
 	"archive/tar"
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -61,7 +62,30 @@ type Reader struct {
 	err     error  // met while reading ahead: returned after the sample before it
 	errKey  string // the key of the member the error is in; "" if unknown
 	last    string // the key of the last member read, for errors
+	lastOf  string // the name of the last member read
 }
+
+// Error is damage in a shard: Key is the sample it cost ("" when it cost
+// none, as damage before the first member), Member the member it is in or,
+// for damage between members (a cut, a corrupt header), the last member
+// read before it ("" when none was).
+type Error struct {
+	Key, Member string
+	After       bool // the damage lies after Member, not in it
+	Err         error
+}
+
+func (e *Error) Error() string {
+	switch {
+	case e.Key == "":
+		return "at the start: " + e.Err.Error()
+	case e.After:
+		return fmt.Sprintf("sample %q, after member %q: %v", e.Key, e.Member, e.Err)
+	}
+	return fmt.Sprintf("sample %q, member %q: %v", e.Key, e.Member, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
 
 // zeros counts the bytes read and the zero bytes that end them: a tar
 // ends with two zero blocks, which tell a complete shard from one cut
@@ -166,17 +190,38 @@ func (r *Reader) advance() error {
 		if h.Size < 0 || h.Size > MaxMember {
 			return r.fail(fmt.Errorf("%w: member of %d bytes", ErrFormat, h.Size), h.Name)
 		}
-		data := make([]byte, h.Size)
-		if _, err := io.ReadFull(r.tr, data); err != nil {
+		data, err := readMember(r.tr, h.Size)
+		if err != nil {
 			return r.fail(err, h.Name)
 		}
 		r.errKey = ""
-		r.next, r.nextKey, r.last = &Member{Name: h.Name, Ext: ext, Data: data}, key, key
+		r.next, r.nextKey, r.last, r.lastOf = &Member{Name: h.Name, Ext: ext, Data: data}, key, key, h.Name
 		return nil
 	}
 	return nil
 }
 
+// firstChunk is the most a member's buffer starts with: it grows as the
+// bytes arrive, so a header's size is never allocated before the bytes
+// are there.
+const firstChunk = 64 << 10
+
+// readMember reads a member of size bytes; io.ErrUnexpectedEOF when the
+// shard ends before them.
+func readMember(r io.Reader, size int64) ([]byte, error) {
+	buf := bytes.NewBuffer(make([]byte, 0, min(size, firstChunk)))
+	n, err := buf.ReadFrom(io.LimitReader(r, size))
+	if err == nil && n < size {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		return nil, fmt.Errorf("member of %d bytes, %d there: %w", size, n, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// fail ends the shard with err, met in member (its name) or, when member
+// is "", between members: the sample it costs is the one being read.
 func (r *Reader) fail(err error, member string) error {
 	r.done = true
 	switch {
@@ -185,14 +230,10 @@ func (r *Reader) fail(err error, member string) error {
 	case errors.Is(err, tar.ErrHeader), errors.Is(err, gzip.ErrChecksum), errors.Is(err, gzip.ErrHeader):
 		err = fmt.Errorf("%w: %v", ErrFormat, err)
 	}
-	where := "at the start"
-	if r.last != "" {
-		where = fmt.Sprintf("after a member of sample %q", r.last)
-	}
 	if member != "" {
-		where += fmt.Sprintf(", member %q", member)
+		return &Error{Key: r.errKey, Member: member, Err: err}
 	}
-	return fmt.Errorf("%s: %w", where, err)
+	return &Error{Key: r.last, Member: r.lastOf, After: r.last != "", Err: err}
 }
 
 // Split splits a member's name into its sample key and extension as the

@@ -139,12 +139,12 @@ func TestDamagedShards(t *testing.T) {
 		samples int
 		want    string
 	}{
-		{"truncated in a member", good[:at+512+1000], 1, `after a member of sample "000", member "001.jpg"`},
-		{"truncated in a header", good[:at+100], 0, `after a member of sample "000"`},
+		{"truncated in a member", good[:at+512+1000], 1, `sample "001", member "001.jpg": not a readable tar file`},
+		{"truncated in a header", good[:at+100], 0, `sample "000", after member "000.txt"`},
 		// Cut at a member's boundary: the sample being read may have lost members.
-		{"truncated between members", good[:at], 0, `sample "000": not a readable tar file: no end-of-archive`},
-		{"truncated after the last member", good[:end], 1, `sample "001": not a readable tar file: no end-of-archive`},
-		{"corrupt header", corrupt, 0, `after a member of sample "000"`},
+		{"truncated between members", good[:at], 0, `sample "000", after member "000.txt": not a readable tar file: no end-of-archive`},
+		{"truncated after the last member", good[:end], 1, `sample "001", after member "001.txt": not a readable tar file: no end-of-archive`},
+		{"corrupt header", corrupt, 0, `sample "000", after member "000.txt"`},
 		{"truncated gzip", gzipped[:len(gzipped)/2], 0, "at the start"},
 		{"not a tar", bytes.Repeat([]byte("hello world "), 100), 0, "at the start"},
 		{"empty file", nil, 0, "empty file"},

@@ -228,16 +228,20 @@ def run(writer, handle, pusher=None):
 
 
 def warn_problems(fname, report, stacklevel=4):
-    """Warns of a write's problems (the fields of a WriteReport), if any."""
+    """Warns of a write's problems (the fields of a WriteReport), if any,
+    a line per group of problems. A report without groups (the Python
+    write path, whose reasons name each file) has a group per problem."""
+    if not report.get("problem_groups"):
+        report["problem_groups"] = [{"reason": p["reason"], "count": 1, "sample_skipped": p["sample_skipped"],
+                                     "examples": [p]} for p in report["problems"]]
     if report["num_problems"]:
-        p = report["problems"][0]
-        where = p["shard"]
-        if p.get("key") not in (None, ""):
-            where += (": " if where else "") + f"sample {p['key']!r}"
-        if p.get("member"):
-            where += f", member {p['member']!r}"
-        warnings.warn(f"{fname}: {report['num_problems']} problems, {report['skipped']} samples skipped; "
-                      f"the first: {where}: {p['reason']} (see the returned report's problems)", stacklevel=stacklevel)
+        from .writer import _problem_lines
+        groups = report["problem_groups"]
+        lines = _problem_lines(groups[:3])
+        if len(groups) > 3:
+            lines.append(f"and {len(groups) - 3} more kinds")
+        warnings.warn(f"{fname}: {report['num_problems']} problems, {report['skipped']} samples skipped "
+                      f"(see the returned report's problems): " + "; ".join(lines), stacklevel=stacklevel)
 
 
 # ---- Arrow --------------------------------------------------------------------

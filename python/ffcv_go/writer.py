@@ -45,21 +45,50 @@ class WriteReport:
     files: the .beton files written, in order (a Loader reads them as one
     dataset); counts: the samples in each; samples: in all; skipped: the
     samples left out; problems: the first 1000 problems, each a dict
-    {shard, key, member, reason, sample_skipped} (from_indexed_dataset: shard
-    the value's file, '' for other values, key the dataset index, member the
-    field); num_problems: all of them."""
+    {shard, key, member, reason, sample_skipped} (key None for a shard
+    problem, member None where no member is at fault: a missing one, an
+    Arrow row, a shard problem; from_indexed_dataset: shard the value's
+    file, '' for other values, key the dataset index, member the field);
+    num_problems: all of them; problem_groups: the problems by reason (the
+    same in many samples is one group), each a dict {reason, count,
+    sample_skipped, examples: the first 3 problems}. str(report)
+    summarizes it."""
     files: List[str]
     counts: List[int]
     samples: int
     skipped: int = 0
     problems: List[dict] = _dc_field(default_factory=list)
     num_problems: int = 0
+    problem_groups: List[dict] = _dc_field(default_factory=list)
+
+    def __str__(self):
+        head = (f"{self.samples} samples in {len(self.files)} file{'s' if len(self.files) != 1 else ''}, "
+                f"{self.skipped} skipped, {self.num_problems} problems")
+        return "\n  ".join([head] + _problem_lines(self.problem_groups))
+
+
+def _where(p):
+    """Where problem p is: its shard, sample and member."""
+    return p["shard"] + (f": sample {p['key']!r}" if p.get("key") is not None else "") + \
+        (f", member {p['member']!r}" if p.get("member") is not None else "")
+
+
+def _problem_lines(groups):
+    """A line per group of problems: count, reason, where the first ones are."""
+    out = []
+    for g in groups:
+        shard = all(x.get("key") is None and x.get("member") is None for x in g["examples"])
+        label = "shard problem: " if shard else ""
+        where = "; ".join(_where(x) for x in g["examples"])
+        out.append(f"{g['count']} x {label}{g['reason']} ({'e.g. ' if g['count'] > 1 else ''}{where})")
+    return out
 
 
 def _report(r):
     """The WriteReport of a one-pass job's report."""
     return WriteReport(files=r["files"], counts=r["counts"], samples=r["samples"], skipped=r["skipped"],
-                       problems=r["problems"], num_problems=r["num_problems"])
+                       problems=r["problems"], num_problems=r["num_problems"],
+                       problem_groups=r.get("problem_groups") or [])
 
 
 class DatasetWriter:

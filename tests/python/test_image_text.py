@@ -280,6 +280,86 @@ def test_bad_members_name_shard_and_key(data, tmp_path):
         DatasetWriter(str(tmp_path / "y.beton"), fields(), progress=False).from_webdataset([str(bad)], ignore=["json"])
 
 
+def test_cut_shard_reports_the_lost_sample(data, tmp_path):
+    samples, shards = data
+    whole = Path(shards[1]).read_bytes()
+    at = whole.index(b"000010.jpg") + 512 + 100  # into sample 10's image: 8 and 9 are whole
+    bad = tmp_path / "cut.tar"
+    bad.write_bytes(whole[:at])
+    with pytest.warns(UserWarning, match=r"1 problems, 1 samples skipped.*sample '000010', member '000010\.jpg'"):
+        rep = DatasetWriter(str(tmp_path / "c.beton"), fields(), progress=False).from_webdataset(
+            [str(bad)], ignore=["json"], errors="skip")
+    assert rep.samples == 2 and rep.skipped == 1, rep
+    p = rep.problems[0]
+    assert p["shard"] == str(bad) and p["key"] == "000010" and p["member"] == "000010.jpg", p
+    assert p["sample_skipped"] and "truncated" in p["reason"] and "000010" not in p["reason"], p
+    assert set(p) == {"shard", "key", "member", "reason", "sample_skipped"}
+
+
+def test_shard_problems_name_the_url_once(data, tmp_path):
+    import http.server
+    from test_remote import RangeHandler, serve, stop
+    samples, shards = data
+    root = str(Path(shards[0]).parent)
+
+    class NoRange(http.server.BaseHTTPRequestHandler):
+        """Answers every GET with the whole file: no byte ranges."""
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            b = (Path(root) / self.path.lstrip("/")).read_bytes()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(b)))
+            self.end_headers()
+            try:
+                self.wfile.write(b)
+            except ConnectionError:
+                pass  # the client hangs up once it sees the 200
+
+    ranged, url = serve(type("Handler", (RangeHandler,), {"root": root}))
+    plain, plain_url = serve(NoRange)
+    try:
+        for bad, exc, want in [(f"{url}/missing.tar", FileNotFoundError, "HTTP 404"),
+                               (f"{plain_url}/{Path(shards[0]).name}", OSError, "byte ranges")]:
+            w = DatasetWriter(str(tmp_path / "s.beton"), fields(), progress=False)
+            with pytest.raises(exc, match=want) as e:
+                w.from_webdataset([f"{url}/{Path(shards[1]).name}", bad], ignore=["json"])
+            msg = str(e.value)
+            assert msg.startswith("bad shard: ") and msg.count(bad) == 1, msg
+            with pytest.warns(UserWarning, match=r"shard problem"):
+                rep = w.from_webdataset([f"{url}/{Path(shards[1]).name}", bad], ignore=["json"], errors="skip")
+            assert rep.samples == PER_SHARD and rep.skipped == 0 and rep.num_problems == 1, rep
+            p = rep.problems[0]
+            assert p["shard"] == bad and p["key"] is None and p["member"] is None and not p["sample_skipped"], p
+            assert want in p["reason"] and bad not in p["reason"], p
+    finally:
+        stop(ranged)
+        stop(plain)
+    not_tar = tmp_path / "not-a.tar"
+    not_tar.write_bytes(b"hello world " * 100)
+    with pytest.raises(SampleError, match=r"^bad shard: .*not-a\.tar: at the start|^bad shard: .*not-a\.tar: not a readable tar"):
+        DatasetWriter(str(tmp_path / "n.beton"), fields(), progress=False).from_webdataset([str(not_tar)], ignore=["json"])
+
+
+def test_same_problem_grouped(data, tmp_path):
+    samples, shards = data
+    # Captions from JSON while the shards also carry .txt: one problem per sample, one group.
+    w = DatasetWriter(str(tmp_path / "g.beton"), {"image": RGBImageField(write_mode="jpg", max_resolution=96),
+                                                 "caption": TextField(), "label": IntField()}, progress=False)
+    with pytest.warns(UserWarning) as warned:
+        rep = w.from_webdataset(shards, extensions={"caption": "json:captions"}, errors="skip")
+    assert rep.samples == N and rep.num_problems == N and len(rep.problems) == N
+    assert len(rep.problem_groups) == 1, rep.problem_groups
+    g = rep.problem_groups[0]
+    assert g["count"] == N and not g["sample_skipped"] and 'extension "txt"' in g["reason"], g
+    assert [x["key"] for x in g["examples"]] == ["000000", "000001", "000002"], g
+    assert [x["member"] for x in g["examples"]] == ["000000.txt", "000001.txt", "000002.txt"], g
+    msg = str(warned[0].message)
+    assert f'{N} x ' in msg and "000000" in msg and msg.count("extension") == 1, msg
+    assert f"{N} x " in str(rep) and "000001" in str(rep), str(rep)
+
+
 def test_bad_arguments(data, tmp_path):
     samples, shards = data
     w = DatasetWriter(str(tmp_path / "z.beton"), fields(), progress=False)

@@ -86,8 +86,7 @@ func (d *maskDecoder) Run(c *pipeline.Ctx, _ int, _, out []byte) error {
 		return fmt.Errorf("%w: mask is %dx%d, its image %dx%d", field.ErrData, m.Width, m.Height, im.Width, im.Height)
 	}
 	buf := c.State("mask", func() any { return &maskBuf{} }).(*maskBuf)
-	buf.b = pipeline.Grow(buf.b, m.Width*m.Height*d.item)
-	if err := field.DecodeMask(m, c.Heap, buf.b); err != nil {
+	if err := d.decode(m, c.Heap, buf); err != nil {
 		return err
 	}
 	var ids []uint16
@@ -97,6 +96,16 @@ func (d *maskDecoder) Run(c *pipeline.Ctx, _ int, _, out []byte) error {
 		}
 	}
 	return d.sample(a, buf.b, m.Width, m.Height, out, ids)
+}
+
+// decode decompresses a stored mask into buf.b.
+func (d *maskDecoder) decode(m field.MaskMeta, heap []byte, buf *maskBuf) error {
+	n, err := m.Pixels(d.item, len(heap))
+	if err != nil {
+		return err
+	}
+	buf.b = pipeline.Grow(buf.b, n)
+	return field.DecodeMask(m, heap, buf.b)
 }
 
 // renumber is the table from stored instance ids to the kept rows' (0 for
@@ -111,17 +120,28 @@ func (d *maskDecoder) renumber(c *pipeline.Ctx, a pipeline.Affine, buf *maskBuf)
 	if err != nil {
 		return nil, err
 	}
-	buf.id = append(buf.id[:0], 0)
+	buf.id, err = instanceTable(buf.id, keep)
+	return buf.id, err
+}
+
+// instanceTable is the table from stored instance ids (k+1 for row k) to
+// the kept rows' (0 for background and dropped rows), in dst's memory. A
+// uint16 map numbers at most 65535 instances: more rows are an error.
+func instanceTable(dst []uint16, keep []bool) ([]uint16, error) {
+	if len(keep) > math.MaxUint16 {
+		return dst, fmt.Errorf("%w: %d rows of instances, more than a mask numbers (65535)", field.ErrData, len(keep))
+	}
+	dst = append(dst[:0], 0)
 	n := uint16(0)
 	for _, k := range keep {
 		if k {
 			n++
-			buf.id = append(buf.id, n)
+			dst = append(dst, n)
 		} else {
-			buf.id = append(buf.id, 0)
+			dst = append(dst, 0)
 		}
 	}
-	return buf.id, nil
+	return dst, nil
 }
 
 // sample fills out (the W×H output) from src (the stored sw×sh mask),
