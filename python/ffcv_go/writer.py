@@ -15,7 +15,7 @@ import numpy as np
 from . import _forked, _lib
 from .fields.base import Field, _set_data
 from .types import CURRENT_VERSION, TYPE_ID_HANDLER  # noqa: F401 - FFCV's module path
-from .utils import _cpu_count, _progress
+from .utils import _cpu_count, _get_item, _progress
 
 MiB = 1 << 20
 MIN_PAGE_SIZE = 1 << 21  # 2 MiB
@@ -471,8 +471,8 @@ class _ImagePath(os.PathLike):
 
 def _get_chunk(dataset, idx, prepare=None):
     if prepare is None:
-        return [dataset[i] for i in idx]
-    return [prepare(dataset[i]) for i in idx]
+        return [_get_item(dataset, i) for i in idx]
+    return [prepare(_get_item(dataset, i)) for i in idx]
 
 
 def _fetch(dataset, indices, chunksize, pool, workers, portable=None):
@@ -489,7 +489,7 @@ def _fetch(dataset, indices, chunksize, pool, workers, portable=None):
         import time
         t0 = time.perf_counter()
         while start < len(indices) and start < 32 and time.perf_counter() - t0 < 0.2:
-            item = dataset[indices[start]]
+            item = _get_item(dataset, indices[start])
             yield item if portable is None else portable(item)
             start += 1
         per_item = (time.perf_counter() - t0) / max(start, 1)
@@ -500,7 +500,7 @@ def _fetch(dataset, indices, chunksize, pool, workers, portable=None):
             pool = "process" if "fork" in multiprocessing.get_all_start_methods() else "thread"
     if pool is None:
         for i in indices[start:]:
-            yield dataset[i]
+            yield _get_item(dataset, i)
         return
     chunksize = max(1, int(chunksize))
     if pool == "thread":
