@@ -6,6 +6,7 @@ is the same whatever the number of workers, and it appears atomically.
 """
 import json
 import os
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field as _dc_field
 from typing import List
@@ -103,7 +104,12 @@ class DatasetWriter:
                              pool="auto", pool_workers=None):
         """Writes dataset[i] for i in indices (all by default) as samples 0, 1, ...
 
-        Each item must be a tuple with one value per field. Items are fetched
+        Each item is a tuple with one value per field, in the fields' order,
+        or a dict of field name -> value (as MosaicML Streaming, litdata and
+        Hugging Face datasets yield): it must have every field's key, and
+        its other keys are ignored (a dataset's extra columns). (A writer of
+        one field takes a dict without that key as the field's value, e.g. a
+        JSONField's document.) Items are fetched
         in parallel (pool_workers of them, default: every CPU) and written in
         index order, so the file is the same for any pool and worker count:
 
@@ -301,7 +307,9 @@ class DatasetWriter:
             pos = 0
             chunk, keep = [], []
             for item in items:
-                if not isinstance(item, (tuple, list)):
+                if self._by_name(item):
+                    item = self._from_dict(item, source_ids[pos])
+                elif not isinstance(item, (tuple, list)):
                     item = (item,)
                 if len(item) != nf:
                     raise ValueError(f"dataset item {source_ids[pos]} has {len(item)} values; "
@@ -339,12 +347,29 @@ class DatasetWriter:
             if bar is not None:
                 bar.close()
 
+    def _by_name(self, item):
+        """Whether item is a dict of values by field name: a dict, but for a
+        one-field writer's dict without that key (a JSONField's document)."""
+        return isinstance(item, Mapping) and (len(self.fields) > 1 or next(iter(self.fields)) in item)
+
+    def _from_dict(self, item, index):
+        """A dict item's values in field order; its other keys are ignored."""
+        missing = [name for name in self.fields if name not in item]
+        if missing:
+            raise KeyError(f"dataset item {index} has no key {', '.join(map(repr, missing))} (a dict item needs one "
+                           f"per field: {', '.join(self.fields)}; its keys: {', '.join(map(repr, item))})")
+        return tuple(item[name] for name in self.fields)
+
     def _portable(self, item):
         """item with each built-in field's value in the form that a fetch
         process sends back fastest (a PIL image as its pixel array), taken
         by _write exactly as the original; anything it cannot convert is
         left for _write to report."""
         fields = list(self.fields.values())
+        if self._by_name(item):
+            if any(name not in item for name in self.fields):
+                return item
+            item = tuple(item[name] for name in self.fields)
         single = not isinstance(item, (tuple, list))
         vals = (item,) if single else item
         if len(vals) != len(fields):

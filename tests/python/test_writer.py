@@ -458,3 +458,28 @@ def test_image_and_mask_files_as_str_pathlike_or_bytes(tmp_path):
                        ((png, 3.5), "MaskField takes .* bytes or path \\(str or os.PathLike\\), got float")]:
         with pytest.raises(TypeError, match=f"dataset item 1, field '(image|mask)': {words}"):
             write(tmp_path / "bad.beton", fields, ListDataset([items[0], bad]))
+
+
+@pytest.mark.parametrize("pool", [None, "thread", "process"])
+def test_dict_items(tmp_path, pool):
+    """Dict items (field name -> value, as Streaming, litdata and Hugging
+    Face datasets yield) are written as the tuples of their fields' values,
+    whatever their key order; other keys are ignored. A missing key fails
+    the write, naming the item and the key."""
+    fields = {"label": IntField(), "blob": BytesField()}
+    as_dicts = FnDataset(200, lambda i: {"extra": "x", "blob": np.full(i % 5 + 1, i % 256, np.uint8), "label": i})
+    as_tuples = FnDataset(200, lambda i: (i, np.full(i % 5 + 1, i % 256, np.uint8)))
+    a = tmp_path / "dicts.beton"
+    DatasetWriter(str(a), fields, page_size=2 * MiB, progress=False).from_indexed_dataset(
+        as_dicts, pool=pool, pool_workers=2, chunksize=16)
+    b = write(tmp_path / "tuples.beton", fields, as_tuples)
+    assert a.read_bytes() == b.read_bytes()
+    broken = FnDataset(200, lambda i: {"label": i} if i == 123 else as_dicts[i])
+    with pytest.raises(KeyError, match=r"dataset item 123 has no key 'blob' \(a dict item needs one per field: "
+                                       r"label, blob; its keys: 'label'\)"):
+        DatasetWriter(str(tmp_path / "c.beton"), fields, progress=False).from_indexed_dataset(
+            broken, pool=pool, pool_workers=2, chunksize=16)
+    # One JSONField: a dict without the field's key is the document itself.
+    docs = [{"a": 1}, {"doc": 2, "b": [1]}]
+    r = Reader(str(write(tmp_path / "json.beton", {"doc": JSONField()}, ListDataset(docs))))
+    assert [JSONField.unpack(np.asarray(r.read(k, "doc"))) for k in range(2)] == [{"a": 1}, 2]
