@@ -208,6 +208,54 @@ class DatasetWriter:
         handle = _lib.call("ffcv_ingest_webdataset", json.dumps(spec).encode(), context=self.fname)
         return _report(_ingest.run(self, handle))
 
+    def from_streaming(self, path, columns=None, *, errors="raise", output_shards=None, readers=None):
+        """Writes the samples of a MosaicML Streaming (MDS) dataset, in order,
+        read in one pass by the Go core: path is its directory (where
+        ``MDSWriter(out=...)`` wrote index.json and the shards), local or an
+        ``s3://`` or ``http(s)://`` prefix (a split is a subdirectory:
+        ``path/train``). Shards compressed with zstd, gz, bz2 or snappy are
+        read; brotli is refused.
+
+        columns maps field names to column names (default: the same name).
+        An RGBImageField takes a jpeg, png, pil (L, RGB, RGBA) or bytes
+        column; image files go to the encoder as they are, so with
+        ``keep_source_jpeg=True`` a JPEG within ``max_resolution`` is stored
+        byte for byte. An IntField takes integer columns (int, int8 ...
+        uint64, str_int); a FloatField those and float16/32/64, str_float,
+        str_decimal; a TextField str, or json holding a string or a list of
+        strings; a JSONField json (or str holding JSON); a BytesField any
+        column's bytes. Columns no field takes are left out. errors,
+        output_shards ('input': one .beton per MDS shard) and readers are
+        as for from_webdataset. Returns a WriteReport."""
+        return self._from_columns("mds", path, columns, errors, output_shards, readers)
+
+    def from_litdata(self, path, columns=None, *, errors="raise", output_shards=None, readers=None):
+        """Writes the items of a litdata dataset (``litdata.optimize``'s
+        output), in order, read in one pass by the Go core: path is its
+        directory (index.json and the chunk .bin files), local or an
+        ``s3://`` or ``http(s)://`` prefix. Chunks compressed whole with zstd
+        are read; per-batch or per-sample compression and encryption are
+        refused.
+
+        An item's columns are its leaves: a dict's keys ("image"), a tuple's
+        indices ("0"), joined by dots for nested items ("meta.caption");
+        columns maps field names to them (default: the same name). Fields
+        take litdata's serializers as from_streaming takes MDS encodings:
+        jpeg, image, pil or bytes for an RGBImageField, int or bool for an
+        IntField, those and float for a FloatField, str for a TextField or a
+        JSONField, anything for a BytesField. errors, output_shards
+        ('input': one .beton per chunk) and readers are as for
+        from_webdataset. Returns a WriteReport."""
+        return self._from_columns("litdata", path, columns, errors, output_shards, readers)
+
+    def _from_columns(self, fmt, path, columns, errors, output_shards, readers):
+        from . import _ingest
+        spec = _ingest.base_spec(self, errors, output_shards)
+        spec.update(format=fmt, root=os.fspath(path), columns=_ingest.table_columns(self, columns),
+                    readers=int(readers or 0))
+        handle = _lib.call("ffcv_ingest_columns", json.dumps(spec).encode(), context=os.fspath(path))
+        return _report(_ingest.run(self, handle))
+
     def from_parquet(self, files, columns=None, *, key=None, batch_size=1024, errors="raise", output_shards=None):
         """Writes the rows of Parquet files, in order, read with pyarrow in
         record batches whose buffers go to the Go core as they are: no
