@@ -318,7 +318,8 @@ def test_skip_bad_samples_of_one_source(sources, tmp_path):
     raw[ptr + size // 3:ptr + size] = bytes(size - size // 3)  # the scan data zeroed: no image
     bad.write_bytes(bytes(raw))
     m = Mixture([Source(sources["a"], name="a"), src_b(str(bad))])
-    with pytest.raises(ValueError, match=r"sample 44 \(sample 4 of shard .*b\.beton\), field \"image\""):
+    with pytest.raises(ValueError, match=r"^source 1 \(b\): .*b\.beton: sample 4 \(sample 44 of the mixture of 2 "
+                                         r"sources\), field \"image\""):
         list(make(m, order=OrderOption.SEQUENTIAL, drop_last=False))
     loader = make(m, order=OrderOption.SEQUENTIAL, drop_last=False, on_error="skip")
     got = epoch_ids(loader)
