@@ -2,9 +2,10 @@
 // BinaryWriter): a directory (local or remote) holding index.json, which
 // lists the chunk files and how an item is serialized (its pytree of
 // leaves, each with a serializer name: "jpeg", "int", "str", ...), and the
-// chunks, each a table of items. Chunks compressed whole with zstd are
-// read; litdata's per-batch and per-sample compression and encryption are
-// refused by name. The package hands out each item's raw leaf bytes.
+// chunks, each a table of items. Chunks compressed with zstd are read at
+// each of litdata's compression levels (chunk: the whole file; batch:
+// frames of items; sample: each item); encryption is refused by name. The
+// package hands out each item's raw leaf bytes.
 package litdata
 
 import (
@@ -30,7 +31,7 @@ type Index struct {
 	Chunks []Chunk
 	Leaves []string // "image", "meta.caption", "0" (a tuple's first)
 	Format []string // each leaf's serializer: "jpeg", "int", "no_header_numpy:10", ...
-	zstd   bool     // chunks are zstd-compressed whole
+	level  string   // zstd compression: "" (none), "chunk", "batch" or "sample"
 }
 
 type indexJSON struct {
@@ -67,10 +68,13 @@ func ParseIndex(b []byte) (*Index, error) {
 		if algo != "zstd" {
 			return nil, fmt.Errorf("index.json: compression %q is not read (zstd is)", *c.Compression)
 		}
-		if c.CompressionLevel != nil && *c.CompressionLevel != "" && *c.CompressionLevel != "chunk" {
-			return nil, fmt.Errorf("index.json: compression_level %q is not read: write the dataset with compression_level='chunk' or no compression", *c.CompressionLevel)
+		out.level = "chunk" // litdata's before compression levels
+		if c.CompressionLevel != nil && *c.CompressionLevel != "" {
+			out.level = *c.CompressionLevel
 		}
-		out.zstd = true
+		if out.level != "chunk" && out.level != "batch" && out.level != "sample" {
+			return nil, fmt.Errorf("index.json: unknown compression_level %q", out.level)
+		}
 	}
 	var spec []json.RawMessage
 	if err := json.Unmarshal([]byte(c.DataSpec), &spec); err != nil || len(spec) != 2 {
@@ -141,9 +145,9 @@ func (n *treeSpec) leaves(prefix string, out *[]string) error {
 	return nil
 }
 
-// Decompress returns a chunk file's bytes as written.
+// Decompress returns a chunk file's bytes as an uncompressed chunk.
 func (ix *Index) Decompress(b []byte) ([]byte, error) {
-	if !ix.zstd {
+	if ix.level == "" {
 		return b, nil
 	}
 	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
@@ -151,11 +155,106 @@ func (ix *Index) Decompress(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	defer d.Close()
-	out, err := d.DecodeAll(b, nil)
+	var out []byte
+	switch ix.level {
+	case "chunk":
+		out, err = d.DecodeAll(b, nil)
+	case "batch":
+		out, err = unframe(d, b)
+	case "sample":
+		out, err = unpackItems(d, b)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("zstd: %w", err)
+		return nil, fmt.Errorf("zstd (compression_level %s): %w", ix.level, err)
 	}
 	return out, nil
+}
+
+// classic lays items out as an uncompressed chunk: their count, their
+// offsets in the chunk, their bytes.
+func classic(items [][]byte) []byte {
+	n := len(items)
+	head := 4 + 4*(n+1)
+	size := head
+	for _, it := range items {
+		size += len(it)
+	}
+	out := make([]byte, head, size)
+	binary.LittleEndian.PutUint32(out, uint32(n))
+	at := head
+	for i, it := range items {
+		binary.LittleEndian.PutUint32(out[4+4*i:], uint32(at))
+		at += len(it)
+		out = append(out, it...)
+	}
+	binary.LittleEndian.PutUint32(out[4+4*n:], uint32(at))
+	return out
+}
+
+// unpackItems reads compression_level "sample": an uncompressed chunk
+// whose every item is a zstd frame.
+func unpackItems(d *zstd.Decoder, b []byte) ([]byte, error) {
+	n, err := Items(b)
+	if err != nil {
+		return nil, err
+	}
+	if 4+4*(n+1) > len(b) {
+		return nil, fmt.Errorf("%d items: the offset table runs past the chunk's end", n)
+	}
+	items := make([][]byte, n)
+	for i := range items {
+		begin, end := binary.LittleEndian.Uint32(b[4+4*i:]), binary.LittleEndian.Uint32(b[4+4*(i+1):])
+		if begin > end || int(end) > len(b) {
+			return nil, fmt.Errorf("item %d: bytes [%d, %d) of a %d-byte chunk", i, begin, end, len(b))
+		}
+		if items[i], err = d.DecodeAll(b[begin:end], nil); err != nil {
+			return nil, fmt.Errorf("item %d: %w", i, err)
+		}
+	}
+	return classic(items), nil
+}
+
+// framedMagic starts a chunk of compression_level "batch": a header, the
+// items' offsets in their concatenated bytes, a table of zstd frames each
+// holding the bytes of consecutive items, and the frames.
+var framedMagic = []byte("LDFZ01\x00\x00")
+
+func unframe(d *zstd.Decoder, b []byte) ([]byte, error) {
+	const prefix, frameRow = 24, 24
+	if len(b) < prefix || string(b[:8]) != string(framedMagic) {
+		return nil, fmt.Errorf("not a framed chunk (no LDFZ01 magic)")
+	}
+	if v := binary.LittleEndian.Uint16(b[8:]); v != 1 {
+		return nil, fmt.Errorf("framed chunk version %d", v)
+	}
+	n, frames := int(binary.LittleEndian.Uint32(b[12:])), int(binary.LittleEndian.Uint32(b[20:]))
+	offEnd := prefix + 4*(n+1)
+	tableEnd := offEnd + frameRow*frames
+	if n <= 0 || frames <= 0 || tableEnd > len(b) {
+		return nil, fmt.Errorf("a framed chunk of %d items in %d frames cut short", n, frames)
+	}
+	var body []byte
+	for k := range frames {
+		row := b[offEnd+frameRow*k:]
+		off, clen := binary.LittleEndian.Uint64(row[8:]), uint64(binary.LittleEndian.Uint32(row[16:]))
+		if off+clen > uint64(len(b)) {
+			return nil, fmt.Errorf("frame %d runs past the chunk's end", k)
+		}
+		var err error
+		if body, err = d.DecodeAll(b[off:off+clen], body); err != nil {
+			return nil, fmt.Errorf("frame %d: %w", k, err)
+		}
+	}
+	items := make([][]byte, n)
+	for i := range items {
+		begin := binary.LittleEndian.Uint32(b[prefix+4*i:])
+		end := binary.LittleEndian.Uint32(b[prefix+4*(i+1):])
+		if begin > end || int(end) > len(body) {
+			return nil, fmt.Errorf("item %d: bytes [%d, %d) of %d decompressed bytes", i, begin, end, len(body))
+		}
+		items[i] = body[begin:end]
+	}
+	return classic(items), nil
 }
 
 // Items returns the number of items of a chunk's (decompressed) bytes.
