@@ -140,7 +140,7 @@ func (c *Columns) columns(cols []Col) ([]int, error) {
 			return nil, fmt.Errorf("field %q: no column %q (columns: %s)", d.Name, c.Take[f], strings.Join(names, ", "))
 		}
 		if enc := cols[pick[f]].Encoding; !canTake(d.Type, enc) {
-			return nil, fmt.Errorf("field %q: column %q holds %s, which a %v cannot take", d.Name, c.Take[f], enc, d.Type)
+			return nil, fmt.Errorf("field %q: column %q holds %s, which an %v cannot take", d.Name, c.Take[f], enc, d.Type)
 		}
 	}
 	return pick, nil

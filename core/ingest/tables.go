@@ -28,6 +28,13 @@ func (c *Columns) MDSSources(root string) ([]Source, error) {
 	for k := range shards {
 		sh := &shards[k]
 		name := inDir(root, sh.File())
+		var cols []Col
+		for _, col := range sh.Columns {
+			cols = append(cols, Col{Name: col.Name, Encoding: mdsEncoding(col.Encoding)})
+		}
+		if _, err := c.columns(cols); err != nil { // a mapping that cannot work fails before any sample
+			return nil, fmt.Errorf("%s: %w", remote.Redact(name), err)
+		}
 		out[k] = c.Source(name, func() (*Table, error) {
 			raw, err := readFile(name, c.Remote)
 			if err != nil {
@@ -37,11 +44,7 @@ func (c *Columns) MDSSources(root string) ([]Source, error) {
 			if err != nil {
 				return nil, err
 			}
-			t := &Table{Rows: sh.Samples, Row: func(i int) ([][]byte, error) { return sh.Sample(data, i) }}
-			for _, col := range sh.Columns {
-				t.Cols = append(t.Cols, Col{Name: col.Name, Encoding: mdsEncoding(col.Encoding)})
-			}
-			return t, nil
+			return &Table{Cols: cols, Rows: sh.Samples, Row: func(i int) ([][]byte, error) { return sh.Sample(data, i) }}, nil
 		})
 	}
 	return out, nil
@@ -75,6 +78,9 @@ func (c *Columns) LitdataSources(root string) ([]Source, error) {
 	cols := make([]Col, len(ix.Leaves))
 	for k, leaf := range ix.Leaves {
 		cols[k] = Col{Name: leaf, Encoding: litdataEncoding(ix.Format[k])}
+	}
+	if _, err := c.columns(cols); err != nil { // a mapping that cannot work fails before any sample
+		return nil, fmt.Errorf("%s: %w", remote.Redact(root), err)
 	}
 	out := make([]Source, len(ix.Chunks))
 	for k := range ix.Chunks {

@@ -166,7 +166,7 @@ func TestTablesRefuse(t *testing.T) {
 		{"no such column", "mds", []field.Desc{label}, []string{"target"}, nil,
 			`field "label": no column "target" (columns: caption, image, label, png, raw, score)`, false},
 		{"a column of another kind", "litdata", []field.Desc{label}, []string{"caption"}, nil,
-			`field "label": column "caption" holds str, which a IntField cannot take`, false},
+			`field "label": column "caption" holds str, which an IntField cannot take`, false},
 		{"no index", "mds", []field.Desc{image}, []string{"image"},
 			func(t *testing.T, d string) { os.Remove(filepath.Join(d, "index.json")) }, "an MDS dataset's index", true},
 		{"brotli", "mds", []field.Desc{image}, []string{"image"},
