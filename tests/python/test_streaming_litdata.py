@@ -159,3 +159,26 @@ def test_fixtures_are_what_the_tools_write(tmp_path):
     for name, fmt in DATASETS:
         convert(tmp_path / "fresh" / name, fmt, tmp_path / f"{name}.beton")
         check(tmp_path / f"{name}.beton")
+
+
+def _doc_block(marker):
+    """The python block after marker in docs/guides/mixtures.md."""
+    text = (ROOT / "docs" / "guides" / "mixtures.md").read_text()
+    after = text[text.index(marker):]
+    return after[after.index("```python\n") + len("```python\n"):after.index("\n```", after.index("```python"))]
+
+
+@pytest.mark.parametrize("marker,dataset,url,out", [
+    ("runs this block on tests/fixtures/peers/mds", "mds", "s3://bucket/web", "s3://bucket/converted/web-{:05d}.beton"),
+    ("runs this block on tests/fixtures/peers/litdata", "litdata", "s3://bucket/a", "/data/a.beton"),
+])
+def test_the_guides_conversions_run(tmp_path, capsys, marker, dataset, url, out):
+    """The guide's conversions as written, on the fixtures instead of its URLs."""
+    code = _doc_block(marker)
+    assert url in code and out in code
+    dest = tmp_path / ("out-{:05d}.beton" if "{" in out else "a.beton")
+    exec(code.replace(url, str(PEERS / dataset)).replace(out, str(dest)), {})
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"{len(TRUTH)} samples")
+    files = sorted(tmp_path.glob("*.beton"))
+    assert sum(Reader(str(f)).num_samples for f in files) == len(TRUTH)
