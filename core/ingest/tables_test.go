@@ -70,6 +70,7 @@ func TestTables(t *testing.T) {
 		{Type: field.Text, Name: "caption"}, {Type: field.Bytes, Name: "raw"}, {Type: field.Float, Name: "label_f"}}
 	for _, c := range []struct{ dir, format string }{
 		{"mds", "mds"}, {"mds-zstd", "mds"}, {"mds-gz", "mds"}, {"litdata", "litdata"}, {"litdata-zstd", "litdata"},
+		{"litdata-zstd-chunk", "litdata"}, {"litdata-zstd-sample", "litdata"},
 	} {
 		t.Run(c.dir, func(t *testing.T) {
 			cols := &Columns{Fields: fields, Take: []string{"image", "label", "caption", "raw", "label"}}

@@ -24,7 +24,7 @@ PEERS = ROOT / "tests" / "fixtures" / "peers"
 PEERS_PYTHON = ROOT / "build" / "peers-venv" / "bin" / "python"
 TRUTH = json.loads((PEERS / "truth.json").read_text())
 DATASETS = [("mds", "mds"), ("mds-zstd", "mds"), ("mds-gz", "mds"), ("litdata", "litdata"),
-            ("litdata-zstd", "litdata")]
+            ("litdata-zstd", "litdata"), ("litdata-zstd-chunk", "litdata"), ("litdata-zstd-sample", "litdata")]
 
 
 def fields(**image):
@@ -83,7 +83,7 @@ def test_per_shard_files_resizes_and_other_columns(tmp_path):
     for i, w in enumerate(TRUTH):
         assert max(int(r.metadata["f0"][i]["height"]), int(r.metadata["f0"][i]["width"])) == 24
         assert hashlib.sha256(bytes(r.read(i, "image"))).hexdigest() != w["jpeg_sha256"]
-        assert [int(r.metadata["f1"][i]["height"]), int(r.metadata["f1"][i]["width"])] == w["size"]
+        assert [int(r.metadata["f1"][i]["height"]), int(r.metadata["f1"][i]["width"])] == w["png_size"]
     assert r.metadata["f2"].tolist() == [w["score"] for w in TRUTH]
 
 
