@@ -13,7 +13,7 @@ import numpy as np
 
 from .fields.mask import MaskDecoder, MaskField
 from .fields.ragged import Ragged, RaggedArrayField, RaggedDecoder
-from .utils import _at_item
+from .utils import _raise_at_item
 
 __all__ = ["Ragged", "to_torchvision_targets", "CocoDetection", "TargetDataset", "COCO_PERSON_KEYPOINT_FLIP"]
 
@@ -221,7 +221,7 @@ class TargetDataset:
         try:
             return self._item(i)
         except Exception as e:  # noqa: BLE001 - re-raised, naming the item
-            raise _at_item(e, i) from None
+            _raise_at_item(e, i)
 
     def _item(self, i):
         image, target = self.dataset[i]

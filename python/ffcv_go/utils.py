@@ -107,7 +107,15 @@ def _get_item(dataset, i):
     try:
         return dataset[i]
     except Exception as e:  # noqa: BLE001 - re-raised, naming the item
-        raise _at_item(e, i) from None
+        _raise_at_item(e, i)
+
+
+def _raise_at_item(e, i):
+    """Raises e (being handled) as _at_item makes it, keeping its cause."""
+    new = _at_item(e, i)
+    if new is e:
+        raise e
+    raise new from e.__cause__
 
 
 def _at_item(e, i):
