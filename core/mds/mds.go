@@ -88,7 +88,7 @@ func ParseIndex(b []byte) ([]Shard, error) {
 			return nil, fmt.Errorf("%s: no raw_data file", where)
 		}
 		if !plainName(s.RawData.Basename) || s.ZipData != nil && !plainName(s.ZipData.Basename) {
-			return nil, fmt.Errorf("%s: a file name that is not a plain name in the dataset's directory", where)
+			return nil, fmt.Errorf("%s: a file name that leaves the dataset's directory", where)
 		}
 		sh := Shard{Samples: s.Samples, Raw: *s.RawData}
 		if s.Compression != nil && *s.Compression != "" {
@@ -116,9 +116,19 @@ func ParseIndex(b []byte) ([]Shard, error) {
 	return out, nil
 }
 
-// plainName refuses names that would leave the dataset's directory.
+// plainName accepts a file name in the dataset's directory or below it
+// (Streaming's merge_index names shards "part/shard.00000.mds"), and
+// refuses names that would leave it.
 func plainName(n string) bool {
-	return n != "" && n != "." && n != ".." && !strings.ContainsAny(n, `/\`)
+	if n == "" || strings.HasPrefix(n, "/") || strings.Contains(n, `\`) {
+		return false
+	}
+	for _, part := range strings.Split(n, "/") {
+		if part == "" || part == "." || part == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 func algo(compression string) string {

@@ -20,7 +20,8 @@ func TestParseIndexRefuses(t *testing.T) {
 		{"version", `{"version": 1, "shards": []}`, "version 1, not MDS version 2"},
 		{"csv shards", strings.Replace(shardJSON(""), `"format": "mds"`, `"format": "csv"`, 1), `format "csv"`},
 		{"columns", strings.Replace(shardJSON(""), `[8, null]`, `[8]`, 1), "2 column names, 2 encodings, 1 sizes"},
-		{"a path out of the directory", strings.Replace(shardJSON(""), `"shard.00000.mds"`, `"../x.mds"`, 1), "not a plain name"},
+		{"a path out of the directory", strings.Replace(shardJSON(""), `"shard.00000.mds"`, `"../x.mds"`, 1), "a file name that leaves the dataset's directory"},
+		{"an absolute path", strings.Replace(shardJSON(""), `"shard.00000.mds"`, `"/etc/x.mds"`, 1), "leaves the dataset's directory"},
 		{"brotli", shardJSON(`, "compression": "br:5", "zip_data": {"basename": "s.mds.br", "bytes": 3}`), "brotli-compressed shards (br:5) are not read"},
 		{"unknown compression", shardJSON(`, "compression": "lzma", "zip_data": {"basename": "s.mds.xz", "bytes": 3}`), `unknown compression "lzma"`},
 		{"compressed without its file", shardJSON(`, "compression": "zstd"`), "compressed with zstd but no zip_data file"},
@@ -54,6 +55,15 @@ func shard(values ...string) []byte {
 		out = binary.LittleEndian.AppendUint32(out, o)
 	}
 	return append(out, body...)
+}
+
+// TestMergedIndex: Streaming's merge_index names shards below the
+// dataset's directory.
+func TestMergedIndex(t *testing.T) {
+	ix, err := ParseIndex([]byte(strings.Replace(shardJSON(""), `"shard.00000.mds"`, `"part-1/shard.00000.mds"`, 1)))
+	if err != nil || ix[0].File() != "part-1/shard.00000.mds" {
+		t.Fatalf("%v, %v", ix, err)
+	}
 }
 
 func TestSample(t *testing.T) {
