@@ -4,6 +4,8 @@
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
+# MosaicML Streaming and litdata, in a venv of their own (see requirements-mixture-peers.txt).
+PEERS_VENV := build/peers-venv
 PY := $(VENV)/bin/python
 LIB := python/ffcv_go/_ffcv_go.so
 GO_SOURCES := $(shell find core export include -name '*.go' -o -name '*.h' -o -name '*.c' 2>/dev/null) go.mod
@@ -148,7 +150,7 @@ fuzz: deps
 # The suite on PYTEST_WORKERS processes (pytest-xdist), then the tests
 # marked serial (the doctor's verdicts come from measured rates) alone,
 # collected from the files that mark any.
-test-python: deps venv build wheel
+test-python: deps venv build wheel $(PEERS_VENV)/.installed
 	PYTHONPATH=python $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal -m "not serial" tests/python $(PYTEST_ARGS)
 	PYTHONPATH=python $(PY) -m pytest -q -m serial $$(grep -l 'pytest.mark.serial' tests/python/test_*.py) $(PYTEST_ARGS)
 
@@ -342,7 +344,6 @@ bench-ray: deps venv build
 # .venv's interpreter; a .pth file lends it .venv's torch and torchvision,
 # after its own packages.
 # BENCH_ARGS=--quick proves it runs (a few minutes: the peers' start-up).
-PEERS_VENV := build/peers-venv
 $(PEERS_VENV)/.installed: requirements-mixture-peers.txt $(VENV)/.installed
 	test -x $(PEERS_VENV)/bin/python || "$$($(PY) -c 'import os, sys; print(os.path.join(sys.base_prefix, "bin", "python3"))')" -m venv $(PEERS_VENV)
 	echo "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" > \

@@ -7,6 +7,8 @@ require (
 	github.com/aws/aws-sdk-go-v2/config v1.33.15
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.8
 	github.com/aws/smithy-go v1.28.8
+	github.com/klauspost/compress v1.18.0
+	github.com/pierrec/lz4/v4 v4.1.33
 	golang.org/x/image v0.47.0
 	golang.org/x/sys v0.49.0
 )
@@ -26,5 +28,4 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sso v1.39.3 // indirect
 	github.com/aws/aws-sdk-go-v2/service/ssooidc v1.44.3 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sts v1.51.8 // indirect
-	github.com/pierrec/lz4/v4 v4.1.33 // indirect
 )

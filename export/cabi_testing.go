@@ -361,6 +361,12 @@ func testIngest(spec string, webdataset bool) cResult {
 	return cCall(func(e **C.char) C.int64_t { return ffcv_ingest_arrow(s, e) })
 }
 
+func testIngestColumns(spec string) cResult {
+	s, free := cStr(spec)
+	defer free()
+	return cCall(func(e **C.char) C.int64_t { return ffcv_ingest_columns(s, e) })
+}
+
 func testPush(h int64, source int64, rows uint64, cols []testColumn, keys *testColumn) cResult {
 	var free []unsafe.Pointer
 	defer func() {

@@ -9,7 +9,10 @@ import "C"
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"math"
 	"time"
 	"unsafe"
 
@@ -46,6 +49,11 @@ type ingestSpec struct {
 	NumWorkers int         `json:"num_workers"`
 	Readers    int         `json:"readers"`
 	Seed       uint64      `json:"seed"`
+	// ffcv_ingest_columns: the dataset's format ("mds", "litdata"), its
+	// directory and each field's column.
+	Format  string   `json:"format"`
+	Root    string   `json:"root"`
+	Columns []string `json:"columns"`
 }
 
 // ingestJob is a running conversion; push is set for one whose samples the
@@ -115,6 +123,50 @@ func ffcv_ingest_webdataset(specJSON *C.char, err **C.char) (ret C.int64_t) {
 		return fail(err, fmt.Errorf("%w: %v", errArgument, e))
 	}
 	j, e := ingest.Run(w.Sources(spec.Shards), o)
+	if e != nil {
+		return fail(err, fmt.Errorf("%w: %v", errArgument, e))
+	}
+	return C.int64_t(handles.add(&ingestJob{Job: j, fields: o.Fields}))
+}
+
+//export ffcv_ingest_columns
+func ffcv_ingest_columns(specJSON *C.char, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	var spec ingestSpec
+	if e := parseSpec(specJSON, &spec); e != nil {
+		return fail(err, e)
+	}
+	if len(spec.Shards) > 0 || len(spec.Take) > 0 || len(spec.Ignore) > 0 || len(spec.Sources) > 0 {
+		return fail(err, fmt.Errorf("%w: a dataset of columns is read from \"root\", not shards or sources", errArgument))
+	}
+	o, e := spec.options()
+	if e != nil {
+		return fail(err, e)
+	}
+	ro, e := remote.OptionsFromEnv()
+	if e != nil {
+		return fail(err, e)
+	}
+	c := &ingest.Columns{Fields: o.Fields, Take: spec.Columns, Remote: ro}
+	if e := c.Check(); e != nil {
+		return fail(err, fmt.Errorf("%w: %v", errArgument, e))
+	}
+	var sources []ingest.Source
+	switch spec.Format {
+	case "mds":
+		sources, e = c.MDSSources(spec.Root)
+	case "litdata":
+		sources, e = c.LitdataSources(spec.Root)
+	default:
+		return fail(err, fmt.Errorf("%w: format %q must be 'mds' or 'litdata'", errArgument, spec.Format))
+	}
+	if e != nil {
+		if !errors.Is(e, fs.ErrNotExist) {
+			e = fmt.Errorf("%w: %v", errArgument, e) // an index that cannot be read
+		}
+		return fail(err, e)
+	}
+	j, e := ingest.Run(sources, o)
 	if e != nil {
 		return fail(err, fmt.Errorf("%w: %v", errArgument, e))
 	}

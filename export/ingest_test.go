@@ -174,6 +174,47 @@ func TestIngestArrowRefuses(t *testing.T) {
 	}
 }
 
+// TestIngestColumns converts the MDS fixture that MosaicML Streaming wrote
+// and refuses specs that cannot work, as argument errors, or a missing
+// dataset as a missing file.
+func TestIngestColumns(t *testing.T) {
+	root, _ := filepath.Abs(filepath.Join("..", "tests", "fixtures", "peers"))
+	out := filepath.Join(t.TempDir(), "out.beton")
+	spec := func(format, dir, extra string) string {
+		return fmt.Sprintf(`{"format": %q, "root": %q, "columns": ["label"], "fields": [{"name": "y", "type_id": 1}],
+			"output": {"prefix": %q, "width": -1}%s}`, format, filepath.Join(root, dir), out, extra)
+	}
+	h := testIngestColumns(spec("mds", "mds-zstd", ""))
+	if h.ret <= 0 {
+		t.Fatalf("%d %q", h.ret, h.msg)
+	}
+	defer testClose(h.ret)
+	rep, _, r := testIngestWait(h.ret, 10_000)
+	if r.ret != 1 || !strings.Contains(rep, `"samples":7`) {
+		t.Fatalf("wait: %d %v, report %s", r.ret, r.err(), rep)
+	}
+	for _, tc := range []struct {
+		name, spec string
+		code       int64
+		want       string
+	}{
+		{"format", spec("tfrecord", "mds", ""), codeArgument, `format "tfrecord" must be 'mds' or 'litdata'`},
+		{"shards", spec("mds", "mds", `, "shards": ["a.tar"]`), codeArgument, `read from "root"`},
+		{"columns", spec("mds", "mds", `, "columns": []`), codeArgument, "0 columns for 1 fields"},
+		{"an index of the other format", spec("litdata", "mds", ""), codeArgument, "not a litdata index"},
+		{"no dataset", spec("mds", "nothing", ""), codeNotFound, "an MDS dataset's index"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if r := testIngestColumns(tc.spec); r.ret != tc.code || !strings.Contains(r.msg, tc.want) {
+				if r.ret > 0 {
+					testClose(r.ret)
+				}
+				t.Fatalf("%d %q, want %d with %q", r.ret, r.msg, tc.code, tc.want)
+			}
+		})
+	}
+}
+
 // Pushes and ends name one of the sources of a job that takes pushed
 // samples: a webdataset job reads its shards itself.
 func TestIngestPushRefuses(t *testing.T) {

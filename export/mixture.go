@@ -38,8 +38,9 @@ func ffcv_mixture_open(specJSON *C.char, out **C.char, err **C.char) (ret C.int6
 	}
 	r := m.Reader
 	info := struct {
+		Name    string       `json:"name"` // how the reader's errors call the mixture
 		Sources []sourceInfo `json:"sources"`
-	}{}
+	}{Name: r.Path}
 	file := 0
 	for _, p := range m.Parts {
 		s := sourceInfo{Name: p.Name, Files: p.Files, Start: p.Start, Size: p.Size, Take: p.Take}

@@ -264,6 +264,12 @@ int64_t ffcv_write_image_folder(const char *root, const char *path, const char *
  * The files do not depend on the number of workers or readers. Returns a job handle:
  * ffcv_ingest_wait for its end; ffcv_close aborts it, removing the file being written. */
 int64_t ffcv_ingest_webdataset(const char *spec_json, char **err);
+/* The same for a MosaicML Streaming (MDS) or litdata dataset read in Go: spec_json has
+ * "format": "mds" or "litdata", "root": its directory (a path, or an s3:// or http(s)://
+ * prefix) holding index.json, and "columns": [the column each field is read from]
+ * instead of "shards", "take" and "ignore"; "split": "shard" writes a file per MDS shard
+ * or litdata chunk. */
+int64_t ffcv_ingest_columns(const char *spec_json, char **err);
 /* The same for samples the caller pushes (ffcv_ingest_push): spec_json has "sources"
  * (one name per input, e.g. Parquet file, for reports and "split": "shard") instead
  * of "shards", "take" and "ignore". */

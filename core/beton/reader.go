@@ -46,6 +46,7 @@ type Reader struct {
 	spans   []span       // where each file's heap lies, by base; one for a single file
 	shards  []*Reader    // Join's shards, owned
 	starts  []uint64     // Join: the first sample of each shard
+	labels  []string     // Join: whose each shard is, for errors (JoinOptions.Labels)
 	release func() error // frees data, the tables and src
 
 	allocOnce  sync.Once

@@ -57,12 +57,18 @@ type JoinOptions struct {
 	// largest: page sizes are powers of two and shards start at multiples
 	// of it, so every page of a shard lies within one joined page.
 	MixedPageSizes bool
+	// Labels, if not nil, say whose each shard is in errors about its
+	// samples ("source 1 (web)"): Labels[k] is shard k's.
+	Labels []string
 }
 
 // JoinWith is Join shaped by opts (see JoinOptions).
 func JoinWith(name string, shards []*Reader, opts JoinOptions) (*Reader, error) {
 	if len(shards) == 0 {
 		return nil, fmt.Errorf("%s: %w: no shards", name, ErrShards)
+	}
+	if opts.Labels != nil && len(opts.Labels) != len(shards) {
+		return nil, fmt.Errorf("%s: %w: %d labels for %d shards", name, ErrShards, len(opts.Labels), len(shards))
 	}
 	first := shards[0]
 	fields, layout, err := joinedFields(name, shards, opts)
@@ -119,7 +125,7 @@ func JoinWith(name string, shards []*Reader, opts JoinOptions) (*Reader, error) 
 		freeMem(r.allocs)
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	r.shards, r.src = shards, joined{r}
+	r.shards, r.src, r.labels = shards, joined{r}, opts.Labels
 	r.release = func() error {
 		if r.data != nil {
 			unix.MunmapPtr(unsafe.Pointer(unsafe.SliceData(r.data)), uintptr(len(r.data)))
@@ -407,5 +413,8 @@ func (r *Reader) where(i uint64) string {
 		return fmt.Sprintf("%s: sample %d", r.Path, i)
 	}
 	k, local := r.ShardOf(i)
+	if r.labels != nil {
+		return fmt.Sprintf("%s: %s: sample %d (sample %d of the %s)", r.labels[k], r.shards[k].Path, local, i, r.Path)
+	}
 	return fmt.Sprintf("%s: sample %d (sample %d of shard %s)", r.Path, i, local, r.shards[k].Path)
 }

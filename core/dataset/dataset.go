@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -68,6 +69,19 @@ func expand(s string, opts Options) ([]string, error) {
 		}
 		return remote.Glob(context.Background(), s, ro)
 	}
+	if looksLikeS3Dir(s) {
+		// s3://bucket/prefix, as Streaming and litdata users write a
+		// directory: its .beton files if it holds any, else an object.
+		ro, err := opts.remoteOptions()
+		if err != nil {
+			return nil, err
+		}
+		if m, err := remote.Glob(context.Background(), s+"/", ro); err == nil {
+			return m, nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
 	if strings.Contains(s, "://") {
 		return []string{s}, nil // a URL: '?' and '*' are its own (a presigned query)
 	}
@@ -87,6 +101,16 @@ func expand(s string, opts Options) ([]string, error) {
 		return m, nil
 	}
 	return []string{s}, nil
+}
+
+// looksLikeS3Dir tells whether s is an s3:// URL whose last part has no
+// extension (s3://bucket/data/train): a directory more often than an object.
+func looksLikeS3Dir(s string) bool {
+	if !strings.HasPrefix(s, "s3://") || remote.IsS3Pattern(s) {
+		return false
+	}
+	_, key, _ := strings.Cut(s[len("s3://"):], "/")
+	return key != "" && !strings.Contains(path.Base(key), ".")
 }
 
 // shardsIn lists the *.beton files in dir, sorted. (Listing rather than

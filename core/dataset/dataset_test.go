@@ -111,6 +111,8 @@ func TestExpandS3(t *testing.T) {
 		err   error
 	}{
 		{"prefix", []string{"s3://expand/shards/"}, "", fast, "a-0 a-1 b-0", nil},
+		{"prefix without its slash", []string{"s3://expand/shards"}, "", fast, "a-0 a-1 b-0", nil},
+		{"extensionless object", []string{"s3://expand/shards/notes"}, "", fast, "notes", nil},
 		{"pattern", []string{"s3://expand/shards/a-*.beton"}, "", fast, "a-0 a-1", nil},
 		{"settings from the environment", []string{"s3://expand/shards/b-*"}, "3", nil, "b-0", nil},
 		{"bad setting in the environment", []string{"s3://expand/shards/"}, "x", nil, "", remote.ErrBadEnv},

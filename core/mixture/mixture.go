@@ -157,16 +157,20 @@ func Open(spec Spec, opts dataset.Options) (*Mixture, error) {
 	}
 	var start uint64
 	tags := make([]int64, len(files))
+	labels := make([]string, len(files))
 	for k := range parts {
 		parts[k].Start, parts[k].Take = start, takes[k]
 		start += parts[k].Size
 		for f := first[k]; f < first[k+1]; f++ {
-			tags[f] = int64(k)
+			tags[f], labels[f] = int64(k), fmt.Sprintf("source %d", k)
+			if n := spec.Sources[k].Name; n != "" { // else the file's path, which follows, says it
+				labels[f] += fmt.Sprintf(" (%s)", n)
+			}
 		}
 	}
 	name := fmt.Sprintf("mixture of %d sources", len(parts))
 	r, err := beton.JoinWith(name, files, beton.JoinOptions{Fields: pick, Names: names, Tag: spec.SourceField,
-		Tags: tags, MixedPageSizes: true})
+		Tags: tags, MixedPageSizes: true, Labels: labels})
 	if err != nil {
 		closeAll()
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -208,19 +212,19 @@ func fitFields(spec Spec, files []*beton.Reader, first []int) ([][]int, []string
 		for _, n := range names {
 			f, ok := views[k][n]
 			if !ok {
-				return nil, nil, fmt.Errorf("%w: %s has no field %q, which %s has (fields: %s): rename one of its fields to %q or drop %q from the other sources",
-					ErrMixture, s.name(k), n, spec.Sources[0].name(0), fieldList(views[k]), n, n)
+				return nil, nil, fmt.Errorf("%w: %s has no field %q (its fields: %s), which %s has: rename one of its fields to %q or drop %q from the other sources",
+					ErrMixture, s.name(k), n, fieldList(views[k]), spec.Sources[0].name(0), n, n)
 			}
 			x, y := ref.Fields[views[0][n]], r.Fields[f]
 			if !beton.SameKind(&x, &y) {
 				x.Name, y.Name = n, n
-				return nil, nil, fmt.Errorf("%w: %s: field %q is %s, %s has %s", ErrMixture, s.name(k), n,
-					kindOf(&y, r.Fields[f].Name), spec.Sources[0].name(0), kindOf(&x, ref.Fields[views[0][n]].Name))
+				return nil, nil, fmt.Errorf("%w: field %q is %s in %s, %s in %s", ErrMixture, n,
+					kindOf(&y, r.Fields[f].Name), s.name(k), kindOf(&x, ref.Fields[views[0][n]].Name), spec.Sources[0].name(0))
 			}
 		}
 		for n := range views[k] {
 			if !slices.Contains(names, n) {
-				return nil, nil, fmt.Errorf("%w: %s has a field %q, which %s does not have (fields: %s): drop it or rename it",
+				return nil, nil, fmt.Errorf("%w: %s has a field %q, which %s does not have (its fields: %s): drop it or rename it",
 					ErrMixture, s.name(k), n, spec.Sources[0].name(0), strings.Join(names, ", "))
 			}
 		}
@@ -291,8 +295,17 @@ func sameFields(a, b *beton.Reader) error {
 	return nil
 }
 
+// kindOf says what a field is, without its name (the message names it):
+// "IntField", "NDArrayField <f4 [2]", and the name it is stored under when
+// a rename gave it another.
 func kindOf(d *field.Desc, stored string) string {
-	s := beton.Describe(d)
+	s := d.Type.String()
+	if d.Arrays() {
+		s += fmt.Sprintf(" %s %v", d.DType, d.Shape)
+	}
+	if len(d.Args) > 0 {
+		s += " with other arguments"
+	}
 	if stored != d.Name {
 		s += fmt.Sprintf(" (stored as %q)", stored)
 	}

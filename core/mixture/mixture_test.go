@@ -153,12 +153,15 @@ func TestOpenRefuses(t *testing.T) {
 		notFind bool
 	}{
 		{"missing field", Spec{Sources: []Source{src("a", a), src("b", other)}},
-			`source 1 (b) has no field "label", which source 0 (a) has (fields: blob, target, arr): rename one of its fields to "label"`, false},
+			`source 1 (b) has no field "label" (its fields: blob, target, arr), which source 0 (a) has: rename one of its fields to "label"`, false},
 		{"extra field", Spec{Sources: []Source{src("a", a), src("x", extra)}},
 			`source 1 (x) has a field "score", which source 0 (a) does not have`, false},
 		{"kind", Spec{Sources: []Source{src("a", a), src("f", float)}},
-			`source 1 (f): field "label" is "label" (FloatField), source 0 (a) has "label" (IntField)`, false},
+			`field "label" is FloatField in source 1 (f), IntField in source 0 (a)`, false},
 		{"renamed kind", Spec{Sources: []Source{src("a", a), {Name: "f", Paths: []string{float}, Rename: map[string]string{"label": "lbl"}}}}, `source 1 (f) has no field "label"`, false},
+		{"kind of a renamed array", Spec{Sources: []Source{{Name: "a", Paths: []string{a}, Drop: []string{"arr"}},
+			{Name: "f", Paths: []string{float}, Rename: map[string]string{"arr": "label"}, Drop: []string{"label"}}}},
+			`field "label" is NDArrayField <f4 [2] (stored as "arr") in source 1 (f), IntField in source 0 (a)`, false},
 		{"rename unknown", Spec{Sources: []Source{src("a", a), {Name: "b", Paths: []string{other}, Rename: map[string]string{"labl": "label"}}}},
 			`source 1 (b): rename names "labl", which is not one of its fields (blob, target, arr)`, false},
 		{"drop unknown", Spec{Sources: []Source{{Name: "a", Paths: []string{a}, Drop: []string{"x"}}}},

@@ -388,6 +388,7 @@ func TestS3(t *testing.T) {
 		for _, c := range []struct{ url, want string }{
 			{"s3://remote-test/missing.beton", "s3://remote-test/missing.beton: open: HTTP 404 NoSuchKey"},
 			{"s3://no-such-bucket/data.beton", "s3://no-such-bucket/data.beton: open: HTTP 404 NoSuchBucket"},
+			{"s3://remote-test/dir", "(objects exist under s3://remote-test/dir/: a directory is named with its trailing slash)"},
 		} {
 			_, err := Open(ctx, c.url, fast)
 			checkErr(t, err, c.want, fs.ErrNotExist)

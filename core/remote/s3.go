@@ -155,10 +155,22 @@ func openS3(ctx context.Context, o *Object, rawURL string) (getter, int64, error
 		return &Error{URL: o.url, Op: "open", Status: status, Code: code, Attempts: attempts, Err: err}
 	})
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) && key != "" && hasObjectsUnder(ctx, client, bucket, key) {
+			// s3://bucket/prefix as Streaming and litdata users write a directory.
+			err = fmt.Errorf("%w (objects exist under %s/: a directory is named with its trailing slash)", err, o.url)
+		}
 		g.close()
 		return nil, 0, err
 	}
 	return g, size, nil
+}
+
+// hasObjectsUnder tells whether objects exist under key + "/": whether
+// s3://bucket/key names a directory rather than an object.
+func hasObjectsUnder(ctx context.Context, client *s3.Client, bucket, key string) bool {
+	prefix := strings.TrimSuffix(key, "/") + "/"
+	out, err := client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix, MaxKeys: aws.Int32(1)})
+	return err == nil && len(out.Contents) > 0
 }
 
 func (g *s3Getter) get(ctx context.Context, p []byte, off int64) (int, string, bool, error) {

@@ -25,6 +25,8 @@ from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
 
+from .utils import _get_item
+
 
 class _RemoteTraceback(Exception):
     """The traceback of an exception raised in a fetch process."""
@@ -80,7 +82,7 @@ def _serve(conn, sock, dataset, chunks, prepare):
         if k is None:
             return
         try:
-            out = ("ok", [prepare(dataset[i]) for i in chunks[k]])
+            out = ("ok", [prepare(_get_item(dataset, i)) for i in chunks[k]])
         except BaseException as e:
             out = ("error", e, traceback.format_exc())
         try:

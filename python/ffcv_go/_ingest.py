@@ -1,5 +1,5 @@
-"""DatasetWriter's one-pass conversions (webdataset shards, Parquet files,
-Hugging Face datasets): the Go core reads, encodes and places the samples;
+"""DatasetWriter's one-pass conversions (webdataset shards, MDS and litdata
+datasets, Parquet files, Hugging Face datasets): the Go core reads, encodes and places the samples;
 Python names the inputs, hands over Arrow buffers as they are, and runs the
 user's tokenizer on the captions Go passes it."""
 import glob
@@ -260,6 +260,21 @@ def arrow_columns(writer, names):
             raise ValueError(f"field {name!r}: a {type(f).__name__} cannot come from an Arrow column "
                              f"(fields: {', '.join(kinds)})")
     return [names.get(name, name) for name in writer.fields]
+
+
+def table_columns(writer, names):
+    """The column of each field of an MDS or litdata dataset: names maps
+    field names to column names (default: the field's own name)."""
+    names = dict(names or {})
+    unknown = set(names) - set(writer.fields)
+    if unknown:
+        raise ValueError(f"columns names {', '.join(sorted(unknown))}, not fields of this writer "
+                         f"({', '.join(writer.fields)})")
+    for name, f in writer.fields.items():
+        if type(f).__name__ not in _WDS_KINDS:
+            raise ValueError(f"field {name!r}: a {type(f).__name__} cannot come from a column "
+                             f"(fields: {', '.join(_WDS_KINDS)})")
+    return [str(names.get(name, name)) for name in writer.fields]
 
 
 def _address(buf):

@@ -166,6 +166,7 @@ def _signatures():
         "ffcv_scan_image_folder": (i64, [cp, out_str, err]),
         "ffcv_write_image_folder": (i64, [cp, cp, cp, ctypes.POINTER(i64), err]),
         "ffcv_ingest_webdataset": (i64, [cp, err]),
+        "ffcv_ingest_columns": (i64, [cp, err]),
         "ffcv_ingest_arrow": (i64, [cp, err]),
         "ffcv_ingest_push": (i64, [i64, i64, u64, ctypes.POINTER(Column), i32, ctypes.POINTER(Column), err]),
         "ffcv_ingest_end": (i64, [i64, i64, err]),

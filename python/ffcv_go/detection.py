@@ -14,6 +14,7 @@ import numpy as np
 
 from .fields.mask import MaskDecoder, MaskField
 from .fields.ragged import Ragged, RaggedArrayField, RaggedDecoder
+from .utils import _raise_at_item
 
 __all__ = ["Ragged", "to_torchvision_targets", "CocoDetection", "TargetDataset", "COCO_PERSON_KEYPOINT_FLIP"]
 
@@ -227,7 +228,9 @@ class TargetDataset:
     to a uint16 ``MaskField`` and decode with ``MaskDecoder(instances=)``),
     otherwise a class map (each object painted with its label). Values are
     never wrapped: a map that does not fit the MaskField's dtype is refused
-    when it is written."""
+    when it is written. An item without boxes, labels or masks (torchvision's
+    COCO wrapper gives an image without annotations none) has no objects:
+    an empty map. Errors name the item's index."""
 
     def __init__(self, dataset, boxes_key="boxes", labels_key="labels", mask_key=None, box_format="xyxy",
                  instance_masks=False):
@@ -241,6 +244,12 @@ class TargetDataset:
         return len(self.dataset)
 
     def __getitem__(self, i):
+        try:
+            return self._item(i)
+        except Exception as e:  # noqa: BLE001 - re-raised, naming the item
+            _raise_at_item(e, i)
+
+    def _item(self, i):
         image, target = self.dataset[i]
         if not isinstance(target, dict):
             raise TypeError(f"item {i}: the target is a {type(target).__name__}, not a dict")
@@ -257,6 +266,9 @@ class TargetDataset:
             raise ValueError(f"item {i}: {len(boxes)} boxes and {len(labels)} labels")
         out = (image, boxes.astype(np.float32), labels)
         if self.mask_key is not None:
+            if self.mask_key not in target:
+                # torchvision's COCO wrapper gives an image without objects no masks: no object masks.
+                target = {**target, self.mask_key: np.zeros((0, h, w), bool)}
             mask = np.asarray(_numpy(target[self.mask_key]))
             if mask.ndim == 3:
                 if len(mask) != len(boxes):

@@ -60,9 +60,9 @@ class Reader:
         sample ids source by source. ``sources`` describes them: name, files,
         start (first sample id), samples, take (samples per epoch)."""
         self = cls.__new__(cls)
-        self.file_name = repr(mixture)
         self.custom_handlers = {}
-        handle, info = _lib.mixture_open(mixture._spec(), context=self.file_name)
+        handle, info = _lib.mixture_open(mixture._spec())  # its errors name the source
+        self.file_name = info["name"]  # as the Go reader's errors call it: "mixture of 3 sources"
         self.sources = info["sources"]
         self.file_names = [f for s in self.sources for f in s["files"]]
         self._setup(handle)

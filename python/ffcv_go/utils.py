@@ -1,5 +1,6 @@
 """Small helpers of FFCV's ffcv.utils."""
 import os
+import re
 from threading import Lock
 
 import numpy as np
@@ -98,3 +99,43 @@ def _progress(total, enabled=True):
     if tqdm is None or not enabled:
         return None
     return tqdm(total=total, unit="sample", smoothing=0.1)
+
+
+def _get_item(dataset, i):
+    """dataset[i]; an error it raises names the item (a bare KeyError: 'masks'
+    says nothing of where)."""
+    try:
+        return dataset[i]
+    except Exception as e:  # noqa: BLE001 - re-raised, naming the item
+        _raise_at_item(e, i)
+
+
+def _raise_at_item(e, i):
+    """Raises e (being handled) as _at_item makes it, keeping its cause."""
+    new = _at_item(e, i)
+    if new is e:
+        raise e
+    raise new from e.__cause__
+
+
+def _at_item(e, i):
+    """e, saying that it is about dataset item i: a built-in exception as
+    the same type with the index in its message, any other with a note."""
+    where = f"dataset item {i}"
+    if re.search(rf"\bitem {i}\b", str(e)):
+        return e
+    if type(e).__module__ == "builtins":
+        try:
+            if isinstance(e, OSError) and e.strerror is not None:
+                new = type(e)(e.errno, f"{where}: {e.strerror}", *([e.filename] if e.filename else []))
+            elif len(e.args) <= 1:
+                new = type(e)(f"{where}: no key {e.args[0]!r}" if isinstance(e, KeyError) and e.args
+                              else f"{where}: {e}")
+            else:
+                new = None
+        except Exception:  # noqa: BLE001 - a type that takes other arguments
+            new = None
+        if new is not None:
+            return new.with_traceback(e.__traceback__)
+    e.add_note(where)
+    return e

@@ -6,6 +6,7 @@ is the same whatever the number of workers, and it appears atomically.
 """
 import json
 import os
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field as _dc_field
 from typing import List
@@ -15,7 +16,7 @@ import numpy as np
 from . import _forked, _lib
 from .fields.base import Field, _set_data
 from .types import CURRENT_VERSION, TYPE_ID_HANDLER  # noqa: F401 - FFCV's module path
-from .utils import _cpu_count, _progress
+from .utils import _cpu_count, _get_item, _progress
 
 MiB = 1 << 20
 MIN_PAGE_SIZE = 1 << 21  # 2 MiB
@@ -135,7 +136,12 @@ class DatasetWriter:
                              pool="auto", pool_workers=None, errors="raise"):
         """Writes dataset[i] for i in indices (all by default) as samples 0, 1, ...
 
-        Each item must be a tuple with one value per field. Items are fetched
+        Each item is a tuple with one value per field, in the fields' order,
+        or a dict of field name -> value (as MosaicML Streaming, litdata and
+        Hugging Face datasets yield): it must have every field's key, and
+        its other keys are ignored (a dataset's extra columns). (A writer of
+        one field takes a dict without that key as the field's value, e.g. a
+        JSONField's document.) Items are fetched
         in parallel (pool_workers of them, default: every CPU) and written in
         index order, so the file is the same for any pool and worker count:
 
@@ -244,6 +250,54 @@ class DatasetWriter:
         handle = _lib.call("ffcv_ingest_webdataset", json.dumps(spec).encode(), context=self.fname)
         return _report(_ingest.run(self, handle))
 
+    def from_streaming(self, path, columns=None, *, errors="raise", output_shards=None, readers=None):
+        """Writes the samples of a MosaicML Streaming (MDS) dataset, in order,
+        read in one pass by the Go core: path is its directory (where
+        ``MDSWriter(out=...)`` wrote index.json and the shards), local or an
+        ``s3://`` or ``http(s)://`` prefix (a split is a subdirectory:
+        ``path/train``). Shards compressed with zstd, gz, bz2 or snappy are
+        read; brotli is refused.
+
+        columns maps field names to column names (default: the same name).
+        An RGBImageField takes a jpeg, png, pil (L, RGB, RGBA) or bytes
+        column; image files go to the encoder as they are, so with
+        ``keep_source_jpeg=True`` a JPEG within ``max_resolution`` is stored
+        byte for byte. An IntField takes integer columns (int, int8 ...
+        uint64, str_int); a FloatField those and float16/32/64, str_float,
+        str_decimal; a TextField str, or json holding a string or a list of
+        strings; a JSONField json (or str holding JSON); a BytesField any
+        column's bytes. Columns no field takes are left out. errors,
+        output_shards ('input': one .beton per MDS shard) and readers are
+        as for from_webdataset. Returns a WriteReport."""
+        return self._from_columns("mds", path, columns, errors, output_shards, readers)
+
+    def from_litdata(self, path, columns=None, *, errors="raise", output_shards=None, readers=None):
+        """Writes the items of a litdata dataset (``litdata.optimize``'s
+        output), in order, read in one pass by the Go core: path is its
+        directory (index.json and the chunk .bin files), local or an
+        ``s3://`` or ``http(s)://`` prefix. Chunks compressed whole with zstd
+        are read; per-batch or per-sample compression and encryption are
+        refused.
+
+        An item's columns are its leaves: a dict's keys ("image"), a tuple's
+        indices ("0"), joined by dots for nested items ("meta.caption");
+        columns maps field names to them (default: the same name). Fields
+        take litdata's serializers as from_streaming takes MDS encodings:
+        jpeg, image, pil or bytes for an RGBImageField, int or bool for an
+        IntField, those and float for a FloatField, str for a TextField or a
+        JSONField, anything for a BytesField. errors, output_shards
+        ('input': one .beton per chunk) and readers are as for
+        from_webdataset. Returns a WriteReport."""
+        return self._from_columns("litdata", path, columns, errors, output_shards, readers)
+
+    def _from_columns(self, fmt, path, columns, errors, output_shards, readers):
+        from . import _ingest
+        spec = _ingest.base_spec(self, errors, output_shards)
+        spec.update(format=fmt, root=os.fspath(path), columns=_ingest.table_columns(self, columns),
+                    readers=int(readers or 0))
+        handle = _lib.call("ffcv_ingest_columns", json.dumps(spec).encode(), context=os.fspath(path))
+        return _report(_ingest.run(self, handle))
+
     def from_parquet(self, files, columns=None, *, key=None, batch_size=1024, errors="raise", output_shards=None):
         """Writes the rows of Parquet files, in order, read with pyarrow in
         record batches whose buffers go to the Go core as they are: no
@@ -350,7 +404,9 @@ class DatasetWriter:
             got, pos = 0, 0  # items taken, samples written
             chunk, keep = [], []
             for item in items:
-                if not isinstance(item, (tuple, list)):
+                if self._by_name(item):
+                    item = self._from_dict(item, source_ids[pos])
+                elif not isinstance(item, (tuple, list)):
                     item = (item,)
                 if len(item) != nf:
                     raise ValueError(f"dataset item {source_ids[got]} has {len(item)} values; "
@@ -406,12 +462,29 @@ class DatasetWriter:
         _ingest.warn_problems(self.fname, report, stacklevel=4)
         return _report(report)
 
+    def _by_name(self, item):
+        """Whether item is a dict of values by field name: a dict, but for a
+        one-field writer's dict without that key (a JSONField's document)."""
+        return isinstance(item, Mapping) and (len(self.fields) > 1 or next(iter(self.fields)) in item)
+
+    def _from_dict(self, item, index):
+        """A dict item's values in field order; its other keys are ignored."""
+        missing = [name for name in self.fields if name not in item]
+        if missing:
+            raise KeyError(f"dataset item {index} has no key {', '.join(map(repr, missing))} (a dict item needs one "
+                           f"per field: {', '.join(self.fields)}; its keys: {', '.join(map(repr, item))})")
+        return tuple(item[name] for name in self.fields)
+
     def _portable(self, item):
         """item with each built-in field's value in the form that a fetch
         process sends back fastest (a PIL image as its pixel array), taken
         by _write exactly as the original; anything it cannot convert is
         left for _write to report."""
         fields = list(self.fields.values())
+        if self._by_name(item):
+            if any(name not in item for name in self.fields):
+                return item
+            item = tuple(item[name] for name in self.fields)
         single = not isinstance(item, (tuple, list))
         vals = (item,) if single else item
         if len(vals) != len(fields):
@@ -570,8 +643,8 @@ class _ImagePath(os.PathLike):
 
 def _get_chunk(dataset, idx, prepare=None):
     if prepare is None:
-        return [dataset[i] for i in idx]
-    return [prepare(dataset[i]) for i in idx]
+        return [_get_item(dataset, i) for i in idx]
+    return [prepare(_get_item(dataset, i)) for i in idx]
 
 
 def _fetch(dataset, indices, chunksize, pool, workers, portable=None):
@@ -588,7 +661,7 @@ def _fetch(dataset, indices, chunksize, pool, workers, portable=None):
         import time
         t0 = time.perf_counter()
         while start < len(indices) and start < 32 and time.perf_counter() - t0 < 0.2:
-            item = dataset[indices[start]]
+            item = _get_item(dataset, indices[start])
             yield item if portable is None else portable(item)
             start += 1
         per_item = (time.perf_counter() - t0) / max(start, 1)
@@ -599,7 +672,7 @@ def _fetch(dataset, indices, chunksize, pool, workers, portable=None):
             pool = "process" if "fork" in multiprocessing.get_all_start_methods() else "thread"
     if pool is None:
         for i in indices[start:]:
-            yield dataset[i]
+            yield _get_item(dataset, i)
         return
     chunksize = max(1, int(chunksize))
     if pool == "thread":

@@ -14,11 +14,11 @@ sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
 import make_dataset  # noqa: E402
 import scenes  # noqa: E402
 
-from conftest import write  # noqa: E402
+from conftest import FnDataset, write  # noqa: E402
 from ffcv_go import DatasetWriter, Loader  # noqa: E402
 from ffcv_go.loader import OrderOption  # noqa: E402
 from ffcv_go.detection import CocoDetection, Ragged, TargetDataset, to_torchvision_targets  # noqa: E402
-from ffcv_go.fields import MaskField, RaggedArrayField, RGBImageField  # noqa: E402
+from ffcv_go.fields import IntField, MaskField, RaggedArrayField, RGBImageField  # noqa: E402
 from ffcv_go.fields.decoders import (CenterCropRGBImageDecoder, MaskDecoder, RaggedDecoder,  # noqa: E402
                                      RandomResizedCropRGBImageDecoder, ResizePadRGBImageDecoder,
                                      SimpleRGBImageDecoder)
@@ -701,3 +701,53 @@ def test_photometric_refuses_what_it_cannot_mark():
         Photometric(RandomHorizontalFlip())
     with pytest.raises(TypeError, match="wraps a callable or an Operation"):
         Photometric(3)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # pycocotools' numpy 2 copy= warning
+def test_target_dataset_through_torchvisions_coco_wrapper(tmp_path):
+    """torchvision's CocoDetection through its real v2 wrapper, masks asked
+    for: an image without annotations (COCO has about a thousand) comes
+    with no boxes, labels or masks at all; it is written with an empty map.
+    A dataset's own errors name the item."""
+    import json
+    from PIL import Image
+    from torchvision.datasets import CocoDetection as TVCoco, wrap_dataset_for_transforms_v2
+    ds = scenes.SceneDataset(4, [], height=60, width=80)
+    ann = _coco(tmp_path, ds, 4)
+    doc = json.loads(ann.read_text())
+    Image.fromarray(np.full((60, 80, 3), 128, np.uint8)).save(tmp_path / "img" / "empty.png")
+    for x in doc["images"]:  # the image without annotations comes third (torchvision sorts by id)
+        x["id"] += x["id"] >= 102
+    for a in doc["annotations"]:
+        a["image_id"] += a["image_id"] >= 102
+    doc["images"].insert(2, {"id": 102, "file_name": "empty.png", "width": 80, "height": 60})
+    ann.write_text(json.dumps(doc))
+    tv = wrap_dataset_for_transforms_v2(TVCoco(str(tmp_path / "img"), str(ann)),
+                                        target_keys={"boxes", "labels", "masks"})
+    assert "masks" not in tv[2][1]  # what the wrapper gives an image without annotations
+    items = TargetDataset(tv, mask_key="masks")
+    fields = {**_fields(), "mask": MaskField("image")}
+    path = write(tmp_path / "coco.beton", fields, items)
+    loader = Loader(path, batch_size=5, num_workers=1, order=OrderOption.SEQUENTIAL, pipelines={
+        "image": [SimpleRGBImageDecoder()], **targets()})
+    _, boxes, labels, mask = next(iter(loader))
+    assert int(boxes.counts[2]) == int(labels.counts[2]) == 0
+    assert not mask[2].numpy().any()
+    for i, k in ((0, 0), (1, 1), (3, 2), (4, 3)):
+        assert int(boxes.counts[i]) == len(ds[k][1])
+        np.testing.assert_array_equal(mask[i].numpy(), items[i][3])
+    assert sum(mask[i].numpy().any() for i in range(5)) > 1
+
+    class Broken:
+        def __len__(self):
+            return 3
+
+        def __getitem__(self, i):
+            if i == 2:
+                return {}["masks"]
+            return tv[i]
+    with pytest.raises(KeyError, match="dataset item 2: no key 'masks'"):
+        write(tmp_path / "broken.beton", fields, TargetDataset(Broken(), mask_key="masks"))
+    with pytest.raises(KeyError, match="dataset item 2: no key 'masks'"):
+        DatasetWriter(str(tmp_path / "b2.beton"), {"x": IntField()}, progress=False).from_indexed_dataset(
+            FnDataset(3, lambda i: i if i < 2 else {}["masks"]), pool=None)

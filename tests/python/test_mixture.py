@@ -318,7 +318,8 @@ def test_skip_bad_samples_of_one_source(sources, tmp_path):
     raw[ptr + size // 3:ptr + size] = bytes(size - size // 3)  # the scan data zeroed: no image
     bad.write_bytes(bytes(raw))
     m = Mixture([Source(sources["a"], name="a"), src_b(str(bad))])
-    with pytest.raises(ValueError, match=r"sample 44 \(sample 4 of shard .*b\.beton\), field \"image\""):
+    with pytest.raises(ValueError, match=r"^source 1 \(b\): .*b\.beton: sample 4 \(sample 44 of the mixture of 2 "
+                                         r"sources\), field \"image\""):
         list(make(m, order=OrderOption.SEQUENTIAL, drop_last=False))
     loader = make(m, order=OrderOption.SEQUENTIAL, drop_last=False, on_error="skip")
     got = epoch_ids(loader)
@@ -399,6 +400,9 @@ def test_pipeline_of_one_source_rule(sources, ops, words):
 
 @pytest.mark.parametrize("make_source,error,words", [
     (lambda s: Source(s["a"], proportion=-0.5), ValueError, "proportion -0.5 must be a positive number"),
+    (lambda s: Source(s["a"], repeat=-1, name="curated"), ValueError, "^Source 'curated': repeat -1 must be"),
+    (lambda s: Mixture([s["a"], Source(s["b"], name="web")], weights=[1, -2]), ValueError,
+     "^Source 'web': weight -2 must be"),
     (lambda s: Source(s["a"], repeat=0), ValueError, "repeat 0 must be a positive number"),
     (lambda s: Source(s["a"], proportion=float("nan")), ValueError, "proportion nan"),
     (lambda s: Source(s["a"], choose=2.5), ValueError, "choose 2.5"),
@@ -416,7 +420,12 @@ def test_bad_weights_fail_where_given(sources, make_source, error, words):
     (lambda s: mixture(s, wa={"proportion": 0.6}, wb={"proportion": 0.3}, wc={"proportion": 0.2}), ValueError,
      r"the proportions sum to 1.1, not 1"),
     (lambda s: Mixture([Source(s["a"], name="a"), Source(s["b"], name="b")]), ValueError,
-     r"source 1 \(b\) has no field \"image\", which source 0 \(a\) has \(fields: img, target, id, caption\)"),
+     r"source 1 \(b\) has no field \"image\" \(its fields: img, target, id, caption\), which source 0 \(a\) "
+     r"has: rename"),
+    (lambda s: Mixture([Source(s["a"], name="a"), Source(s["b"], name="b", rename={"img": "image", "caption": "label"},
+                                                         drop=["target"])]), ValueError,
+     r"^invalid mixture: field \"label\" is BytesField \(stored as \"caption\"\) in source 1 \(b\), IntField in "
+     r"source 0 \(a\)$"),
     (lambda s: Mixture([Source(s["a"], name="a"), Source(s["b"], name="b", rename={"img": "image", "target": "label"})]),
      ValueError, r"source 1 \(b\) has a field \"caption\", which source 0 \(a\) does not have"),
     (lambda s: Mixture([Source(s["a"], name="a", rename={"label": "target"}), src_b(s["b"])]), ValueError,
@@ -472,3 +481,25 @@ def test_state_from_another_mixture_is_refused_and_loses_nothing(sources):
     fresh = make(mixture(sources, **PROPORTIONS), order=OrderOption.RANDOM)
     assert np.array_equal(epoch_ids(fresh), first)
     assert np.array_equal(epoch_ids(mine), epoch_ids(fresh))
+
+
+def test_errors_while_loading_name_the_source(sources, tmp_path):
+    """A sample that fails to decode is named by its source, its file and
+    its place there, not by the whole Mixture([...])."""
+    from ffcv_go import SampleError
+    bad = tmp_path / "b.beton"
+    raw = bytearray(Path(sources["b"]).read_bytes())
+    r = Reader(sources["b"])
+    for i in range(SIZES["b"]):  # every JPEG's scan cut short by end-of-image markers
+        ptr = int(r.metadata["f0"][i]["data_ptr"])
+        raw[ptr + 400:ptr + 600] = b"\xff\xd9" * 100
+    bad.write_bytes(raw)
+    loader = make(Mixture([Source(sources["a"], name="a"), src_b(str(bad))]), order=OrderOption.SEQUENTIAL,
+                  num_workers=1)
+    assert loader.fname == "mixture of 2 sources"
+    with pytest.raises(SampleError) as e:
+        for _ in loader:
+            pass
+    msg = str(e.value)
+    assert msg.startswith(f"source 1 (b): {bad}: sample 0 (sample 40 of the mixture of 2 sources), field "), msg
+    assert "Mixture(" not in msg and "Source(" not in msg

@@ -157,6 +157,22 @@ def test_frame_folders_lists_and_arrays(clips, tmp_path):
     assert np.abs(grey - src[..., :1].astype(np.int16)).mean() < 4
 
 
+def test_video_files_as_str_pathlike_or_bytes(clips, tmp_path):
+    """A video file by its path (str or os.PathLike) or as its bytes: the
+    same frames each way; a value of another type is refused, saying what
+    is taken."""
+    p = clips[3][0]
+    items = [(str(p), 0), (Path(p), 1), (Path(p).read_bytes(), 2)]
+    path = write_clips(tmp_path / "v.beton", items, pool=None)
+    meta = Reader(str(path)).metadata["f0"]
+    assert list(meta["frames"]) == [T] * 3 and list(meta["fps"]) == [FPS] * 3
+    a, b, c = (stored_frames(path, i)[3] for i in range(3))
+    assert np.array_equal(a, b) and np.array_equal(a, c)
+    with pytest.raises(TypeError, match=r"dataset item 1, field 'video': VideoField takes a video file's path "
+                                        r"\(str or os.PathLike\) or bytes, .* got int"):
+        write_clips(tmp_path / "bad.beton", [items[0], (7, 1)], pool=None)
+
+
 # ---- bad input: a clear error naming the file, and nothing lost ----------------------------------
 
 # Every container and codec the tests write: a healthy file of each must pass.

@@ -417,3 +417,69 @@ def test_empty_samples_before_the_first_page_follow_ffcv(tmp_path):
     for os_cache in (True, False):
         (b, i), = list(Loader(path, batch_size=4, num_workers=1, os_cache=os_cache))
         assert b.shape == (4, 0) and i[:, 0].tolist() == [0, 1, 2, 3]
+
+
+# ---- files as values: paths (str or os.PathLike) and encoded bytes -------------------
+
+def test_image_and_mask_files_as_str_pathlike_or_bytes(tmp_path):
+    """An image file is taken by its path (str or os.PathLike) or as its
+    bytes (JPEG or PNG), the same pixels each way; a mask file (a palette
+    PNG) likewise. A value of another type is refused, saying what is taken
+    and naming the item."""
+    from pathlib import Path
+    from PIL import Image
+    from ffcv_go.fields import MaskField
+    from ffcv_go.fields.decoders import MaskDecoder, SimpleRGBImageDecoder
+    rng = np.random.default_rng(0)
+    pix = rng.integers(0, 256, (24, 32, 3), dtype=np.uint8)
+    labels = (np.arange(24 * 32).reshape(24, 32) % 7).astype(np.uint8)
+    Image.fromarray(pix).save(tmp_path / "a.png")
+    Image.fromarray(pix).save(tmp_path / "a.jpg", quality=95)
+    m = Image.fromarray(labels)
+    m.putpalette([v for k in range(256) for v in (k * 30 % 256, k * 60 % 256, k * 90 % 256)])
+    assert m.mode == "P"
+    m.save(tmp_path / "m.png")
+    png, jpg, mask = (tmp_path / "a.png").read_bytes(), (tmp_path / "a.jpg").read_bytes(), (tmp_path / "m.png")
+    items = [(str(tmp_path / "a.png"), str(mask)), (Path(tmp_path / "a.png"), Path(mask)), (png, mask.read_bytes()),
+             (str(tmp_path / "a.jpg"), labels), (jpg, labels)]
+    fields = {"image": RGBImageField(write_mode="raw"), "mask": MaskField("image")}
+    path = write(tmp_path / "files.beton", fields, ListDataset(items))
+    loader = Loader(str(path), batch_size=5, num_workers=1,
+                    pipelines={"image": [SimpleRGBImageDecoder()], "mask": [MaskDecoder()]})
+    img, got = (x.numpy() for x in next(iter(loader)))
+    for k in range(3):
+        np.testing.assert_array_equal(img[k], pix)
+    np.testing.assert_array_equal(img[3], img[4])
+    assert np.abs(img[3].astype(int) - np.asarray(Image.open(tmp_path / "a.jpg"))).mean() < 2
+    for k in range(5):
+        np.testing.assert_array_equal(got[k], labels)
+    for bad, words in [((3, labels), "RGBImageField takes a PIL image, a uint8 array, an image file's bytes or "
+                        "its path \\(str or os.PathLike\\), got int"),
+                       ((png, 3.5), "MaskField takes .* bytes or path \\(str or os.PathLike\\), got float")]:
+        with pytest.raises(TypeError, match=f"dataset item 1, field '(image|mask)': {words}"):
+            write(tmp_path / "bad.beton", fields, ListDataset([items[0], bad]))
+
+
+@pytest.mark.parametrize("pool", [None, "thread", "process"])
+def test_dict_items(tmp_path, pool):
+    """Dict items (field name -> value, as Streaming, litdata and Hugging
+    Face datasets yield) are written as the tuples of their fields' values,
+    whatever their key order; other keys are ignored. A missing key fails
+    the write, naming the item and the key."""
+    fields = {"label": IntField(), "blob": BytesField()}
+    as_dicts = FnDataset(200, lambda i: {"extra": "x", "blob": np.full(i % 5 + 1, i % 256, np.uint8), "label": i})
+    as_tuples = FnDataset(200, lambda i: (i, np.full(i % 5 + 1, i % 256, np.uint8)))
+    a = tmp_path / "dicts.beton"
+    DatasetWriter(str(a), fields, page_size=2 * MiB, progress=False).from_indexed_dataset(
+        as_dicts, pool=pool, pool_workers=2, chunksize=16)
+    b = write(tmp_path / "tuples.beton", fields, as_tuples)
+    assert a.read_bytes() == b.read_bytes()
+    broken = FnDataset(200, lambda i: {"label": i} if i == 123 else as_dicts[i])
+    with pytest.raises(KeyError, match=r"dataset item 123 has no key 'blob' \(a dict item needs one per field: "
+                                       r"label, blob; its keys: 'label'\)"):
+        DatasetWriter(str(tmp_path / "c.beton"), fields, progress=False).from_indexed_dataset(
+            broken, pool=pool, pool_workers=2, chunksize=16)
+    # One JSONField: a dict without the field's key is the document itself.
+    docs = [{"a": 1}, {"doc": 2, "b": [1]}]
+    r = Reader(str(write(tmp_path / "json.beton", {"doc": JSONField()}, ListDataset(docs))))
+    assert [JSONField.unpack(np.asarray(r.read(k, "doc"))) for k in range(2)] == [{"a": 1}, 2]

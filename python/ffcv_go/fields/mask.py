@@ -1,5 +1,8 @@
 """MaskField: a lossless (H, W) class or instance map per sample, at its
 image's stored size, and its decoder, which follows the image's geometry."""
+import io
+import os
+
 import numpy as np
 
 from .base import Field, _set_data, _Decoder
@@ -13,8 +16,10 @@ class MaskField(Field):
     """An (H, W) uint8 or uint16 label map per sample, the size of the image
     in field ``follows`` as handed to the writer. It is stored at that
     image's stored size (the image's max_resolution, resized
-    nearest-neighbour) and compressed losslessly (LZ4). FFCV cannot read
-    files with this field (type id 101)."""
+    nearest-neighbour) and compressed losslessly (LZ4). A value is an
+    integer array, a PIL image, or a label map file (a PNG: a palette PNG's
+    indices are the labels) as bytes or a path (str or os.PathLike). FFCV
+    cannot read files with this field (type id 101)."""
     TYPE_ID = 101
 
     def __init__(self, follows, dtype=np.uint8):
@@ -82,10 +87,27 @@ def _pixels(value, dtype):
         from PIL import Image
     except ImportError:
         Image = None
+    if isinstance(value, (str, os.PathLike, bytes, bytearray, memoryview)):
+        # A label map file (a PNG; a palette PNG's indices are the labels).
+        if Image is None:
+            raise ImportError("MaskField reads label map files with Pillow: pip install pillow")
+        src = io.BytesIO(value) if isinstance(value, (bytes, bytearray, memoryview)) else os.fspath(value)
+        what = src if isinstance(src, str) else "given as bytes"
+        try:
+            with Image.open(src) as im:
+                im.load()
+                if im.mode not in ("L", "P", "I;16", "I"):
+                    raise ValueError(f"MaskField: the label map {what} is a {im.mode} image; a label map has one "
+                                     "channel (modes L, P, I;16)")
+                value = np.asarray(im)
+        except OSError as e:
+            raise ValueError(f"MaskField: cannot read the label map {what}: {e}") from None
+        return value
     if Image is not None and isinstance(value, Image.Image):
         arr = np.asarray(value)
         return arr.astype(dtype) if arr.dtype != dtype and arr.max(initial=0) <= np.iinfo(dtype).max else arr
-    raise TypeError(f"MaskField needs a numpy array or a PIL image, got {type(value).__name__}")
+    raise TypeError(f"MaskField takes a numpy array, a PIL image, or a label map file's bytes or path "
+                    f"(str or os.PathLike), got {type(value).__name__}")
 
 
 class MaskDecoder(_Decoder):

@@ -45,8 +45,8 @@ class RGBImageField(Field):
     'proportion' (JPEG with probability compress_probability). max_resolution
     downscales (area) so the longer side fits. Accepts PIL images, uint8
     arrays (H, W), (H, W, 1), (H, W, 3) or (H, W, 4) (grayscale becomes RGB),
-    image files as bytes, and paths (os.PathLike) of image files, which the
-    Go encoder reads and decodes in its own threads.
+    image files as bytes (JPEG, PNG, ...), and paths (str or os.PathLike) of
+    image files, which the Go encoder reads and decodes in its own threads.
 
     keep_source_jpeg (not in FFCV, off by default): a JPEG file given as
     bytes or by path that needs no resize and is to be stored as JPEG is
@@ -127,7 +127,7 @@ class RGBImageField(Field):
         return value if pix is None else pix
 
     def _value(self, value, v, keep):
-        if isinstance(value, os.PathLike):
+        if isinstance(value, (str, os.PathLike)):
             v.encoded = 2  # a file the Go encoder reads itself
             _set_data(v, os.fsencode(value), keep)
             return
@@ -138,7 +138,8 @@ class RGBImageField(Field):
         if not isinstance(value, np.ndarray):
             pix = _pil_pixels(value)
             if pix is None:
-                raise TypeError(f"RGBImageField needs a PIL image or a uint8 array, got {type(value).__name__}")
+                raise TypeError(f"RGBImageField takes a PIL image, a uint8 array, an image file's bytes or its "
+                                f"path (str or os.PathLike), got {type(value).__name__}")
             value = pix
         if value.dtype != np.uint8:
             raise TypeError(f"RGBImageField needs uint8 pixels, got {value.dtype}")

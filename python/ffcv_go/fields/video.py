@@ -7,6 +7,7 @@ Video files (mp4, webm, mkv, anything FFmpeg reads) are decoded with PyAV
 frame folders and arrays are taken as they are. The clip decoders live in
 ``ffcv_go.fields.decoders`` (RandomClipDecoder, ClipDecoder).
 """
+import io
 import json
 import os
 import re
@@ -32,8 +33,8 @@ class VideoField(Field):
     (RGBImageField's ``write_mode='jpg'``), all frames of a clip one size,
     with the frame count, frame rate and size in the metadata.
 
-    A value is a video file (a path: mp4, webm, mkv, ... decoded with PyAV),
-    a folder of frame images (sorted by name, numbers in it compared as
+    A value is a video file (mp4, webm, mkv, ... decoded with PyAV) by its
+    path (str or os.PathLike) or as bytes, a folder of frame images (sorted by name, numbers in it compared as
     numbers), an (T, H, W, C) uint8 array, a list of image files, or
     ``Frames(frames, fps)`` for arrays and lists with a known frame rate.
 
@@ -123,6 +124,8 @@ class VideoField(Field):
             else:
                 clip = _decode(where, self.max_resolution, self.fps, self.frame_step)
                 return _ready(clip)
+        elif isinstance(value, (bytes, bytearray, memoryview)):
+            return _ready(_decode(bytes(value), self.max_resolution, self.fps, self.frame_step))
         elif isinstance(value, Frames):
             value = Frames(value.frames, value.fps)
         else:
@@ -173,8 +176,8 @@ def _array(frames):
     if hasattr(frames, "detach") and hasattr(frames, "numpy"):
         frames = frames.detach().cpu().numpy()
     if not isinstance(frames, np.ndarray):
-        raise TypeError(f"VideoField needs a video file, a folder of frames, an (T, H, W, C) uint8 array or a "
-                        f"list of image files, got {type(frames).__name__}")
+        raise TypeError(f"VideoField takes a video file's path (str or os.PathLike) or bytes, a folder of frames, "
+                        f"an (T, H, W, C) uint8 array or a list of image file paths, got {type(frames).__name__}")
     if frames.dtype != np.uint8:
         raise TypeError(f"VideoField needs uint8 frames, got {frames.dtype}")
     if frames.ndim == 3:
@@ -223,12 +226,16 @@ def _decode(path, max_resolution, fps, frame_step):
         import av
     except ImportError:
         raise ImportError("VideoField decodes video files with PyAV: pip install av") from None
-    if not os.path.exists(path):
+    if isinstance(path, bytes):  # the file's bytes
+        src, path = io.BytesIO(path), "the video given as bytes"
+    elif not os.path.exists(path):
         raise FileNotFoundError(f"VideoField: no such video file: {path}")
-    if os.path.isfile(path) and os.path.getsize(path) == 0:
+    else:
+        src = path
+    if (src.getbuffer().nbytes if isinstance(src, io.BytesIO) else os.path.getsize(src)) == 0:
         raise ValueError(f"VideoField: {path} is empty (0 bytes)")
     try:
-        container = av.open(path)
+        container = av.open(src)
     except av.error.FFmpegError as e:
         raise ValueError(f"VideoField: {path} is not a video file FFmpeg can read ({_reason(e)})") from None
     frames, times, last = [], [], None

@@ -153,6 +153,8 @@ class Loader:
         if self.mixture is not None:
             self.reader = Reader._of_mixture(self.mixture)
             self._tracer.sources = self.reader.sources
+            # Errors say "mixture of 3 sources" and name the source at fault, not the whole Mixture(...).
+            self.fname = self.path = self.reader.file_name
         else:
             self.reader = Reader(self.fname, custom_handlers=self.custom_fields)
         if not self.reader._info["mapped"]:

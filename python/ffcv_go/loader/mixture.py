@@ -52,30 +52,30 @@ class Source:
             self.paths = [os.fspath(p) for p in path]
         else:
             self.paths = [os.fspath(path)]
+        self.name = str(name) if name is not None else ", ".join(self.paths)
         given = [k for k, v in (("proportion", proportion), ("repeat", repeat), ("choose", choose)) if v is not None]
         if len(given) > 1:
-            raise ValueError(f"Source {self.paths[0]!r}: give at most one of proportion, repeat and choose "
+            raise ValueError(f"Source {self.name!r}: give at most one of proportion, repeat and choose "
                              f"(got {' and '.join(given)})")
-        self.proportion = _positive(proportion, "proportion", self.paths[0])
-        self.repeat = _positive(repeat, "repeat", self.paths[0])
+        self.proportion = _positive(proportion, "proportion", self.name)
+        self.repeat = _positive(repeat, "repeat", self.name)
         if choose is not None and (isinstance(choose, bool) or not isinstance(choose, numbers.Integral) or choose < 1):
-            raise ValueError(f"Source {self.paths[0]!r}: choose {choose!r} must be a positive number of samples")
+            raise ValueError(f"Source {self.name!r}: choose {choose!r} must be a positive number of samples")
         self.choose = None if choose is None else int(choose)
         self.rename = dict(rename or {})
         for k, v in self.rename.items():
             if not isinstance(k, str) or not isinstance(v, str):
-                raise TypeError(f"Source {self.paths[0]!r}: rename maps field names to names, got {k!r}: {v!r}")
+                raise TypeError(f"Source {self.name!r}: rename maps field names to names, got {k!r}: {v!r}")
         if isinstance(drop, str):
             drop = [drop]
         self.drop = list(drop or [])
         if not all(isinstance(n, str) for n in self.drop):
-            raise TypeError(f"Source {self.paths[0]!r}: drop lists field names, got {self.drop!r}")
+            raise TypeError(f"Source {self.name!r}: drop lists field names, got {self.drop!r}")
         self.pipelines = dict(pipelines or {})
         for k, v in self.pipelines.items():
             if not isinstance(k, str) or not isinstance(v, (list, tuple)) or not v:
-                raise TypeError(f"Source {self.paths[0]!r}: pipelines maps field names to lists of operations, "
+                raise TypeError(f"Source {self.name!r}: pipelines maps field names to lists of operations, "
                                 f"got {k!r}: {v!r}")
-        self.name = str(name) if name is not None else ", ".join(self.paths)
 
     def _spec(self):
         return {"name": self.name, "paths": self.paths, "proportion": self.proportion, "repeat": self.repeat,
