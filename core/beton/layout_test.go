@@ -28,6 +28,9 @@ func TestFileEndsAtItsData(t *testing.T) {
 		{"many pages", 60, 150_000, MinPageSize, false, 6},
 		// 32-byte rows: 70,000 of them leave the heap no room in the first page.
 		{"rows fill the page", 70_000, 3, MinPageSize, false, 1},
+		// 1.28 MB of rows, held while the heap might fit beside them, written
+		// once it needs more pages.
+		{"rows held, then written", 40_000, 100, MinPageSize, false, 4},
 		// A heap just over one page: it starts at the page after the tables.
 		{"heap just over one page", 8, 261_500, MinPageSize, false, 2},
 	} {

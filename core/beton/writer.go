@@ -395,6 +395,10 @@ func (w *Writer) place(sample uint64, enc []field.Encoded) error {
 		if err := w.flushPage(); err != nil {
 			return err
 		}
+		if w.written > 0 && !w.appending {
+			// The heap needs more than one page: its pointers stay put.
+			w.keepRows, w.ptrs = false, nil
+		}
 		if w.pageNum == 0 {
 			w.pageNum = w.firstPage
 		} else {
