@@ -53,10 +53,13 @@ type Writer struct {
 
 	// Appending (CreateAppender): the number of samples is known only at
 	// Close, so the heap starts at a provisional page and rows stay in
-	// memory; ptrs are the offsets in rows of every heap pointer placed,
-	// moved with the pages at Close when the rows need more room.
+	// memory, moved with the pages at Close when the rows need more room.
 	appending bool
-	ptrs      []int
+	// keepRows: the rows stay in memory until Close (appending, or tables
+	// that leave room in their page for a heap), and ptrs are the offsets
+	// in rows of every heap pointer placed, for Close to move.
+	keepRows bool
+	ptrs     []int
 
 	atMost bool // numSamples is a bound (WriterOptions.AtMost)
 }
@@ -121,7 +124,7 @@ func CreateAppender(path string, fields []field.Desc, opts WriterOptions) (*Writ
 	if err != nil {
 		return nil, err
 	}
-	w.appending = true
+	w.appending, w.keepRows = true, true
 	w.release = func() {}
 	close(w.placerDone)
 	return w, nil
@@ -167,6 +170,7 @@ func create(path string, fields []field.Desc, numSamples uint64, opts WriterOpti
 		firstPage:  (heapOff + opts.PageSize - 1) / opts.PageSize,
 		placerDone: make(chan struct{}),
 		rowsAt:     metaOff,
+		keepRows:   heapOff < opts.PageSize,
 		atMost:     opts.AtMost,
 	}
 	if _, err := f.WriteAt(descs, HeaderSize); err != nil {
@@ -318,15 +322,31 @@ func (w *Writer) Append(enc []field.Encoded) error {
 // Samples is the number of samples put or appended so far.
 func (w *Writer) Samples() uint64 { return w.next }
 
-// Size is about the size of the file if it were closed now: its tables and
-// the heap pages started.
+// Size is about the size of the file if it were closed now: its tables,
+// the heap and the allocation table (see heapEnd).
 func (w *Writer) Size() uint64 {
-	tables := w.metaOff + w.next*uint64(w.layout.RowSize) + uint64(len(w.allocs))
-	if w.pageNum == 0 {
-		return tables
+	tables := w.metaOff + w.next*uint64(w.layout.RowSize)
+	end, _ := w.heapEnd(tables)
+	return end + uint64(len(w.allocs))
+}
+
+// heapEnd is where the heap ends, and so the allocation table starts, for
+// tables ending at byte tables; onePage says the heap follows the tables in
+// their page. The heap's pages are the file's page_size-aligned pages, so
+// that FFCV's process cache, which reads page p at p * page_size, finds each
+// allocation in one page. The heap starts at the page after the tables, as
+// FFCV's writer puts it, unless all of it fits after the tables in their
+// page: then a small dataset is one page, with no padding before its heap.
+// The last page ends at its last byte, not padded to a whole page.
+func (w *Writer) heapEnd(tables uint64) (end uint64, onePage bool) {
+	switch {
+	case w.pageNum == 0:
+		return tables, false
+	case w.keepRows && w.written == 0 && tables+w.pageUsed <= w.pageSize:
+		return tables + w.pageUsed, true
 	}
-	heap := (w.metaOff + w.next*uint64(w.layout.RowSize) + w.pageSize - 1) / w.pageSize * w.pageSize
-	return heap + (w.pageNum-w.firstPage+1)*w.pageSize + uint64(len(w.allocs))
+	first := (tables + w.pageSize - 1) / w.pageSize
+	return (first+w.pageNum-w.firstPage)*w.pageSize + w.pageUsed, false
 }
 
 // followed resolves the image field each Follower encoder names.
@@ -382,6 +402,10 @@ func (w *Writer) place(sample uint64, enc []field.Encoded) error {
 		if err := w.flushPage(); err != nil {
 			return err
 		}
+		if w.written > 0 && !w.appending {
+			// The heap needs more than one page: its pointers stay put.
+			w.keepRows, w.ptrs = false, nil
+		}
 		if w.pageNum == 0 {
 			w.pageNum = w.firstPage
 		} else {
@@ -408,7 +432,7 @@ func (w *Writer) place(sample uint64, enc []field.Encoded) error {
 		copy(w.page[w.pageUsed:], e.Heap)
 		w.pageUsed += uint64(len(e.Heap))
 		binary.LittleEndian.PutUint64(col[e.PtrOffset:], ptr)
-		if w.appending {
+		if w.keepRows {
 			w.ptrs = append(w.ptrs, len(w.rows)+w.layout.Offsets[i]+e.PtrOffset)
 		}
 		w.allocs = binary.LittleEndian.AppendUint64(w.allocs, sample)
@@ -417,7 +441,7 @@ func (w *Writer) place(sample uint64, enc []field.Encoded) error {
 	}
 	w.rows = append(w.rows, row...)
 	w.placedN.Add(1)
-	if len(w.rows) >= 1<<20 && !w.appending {
+	if len(w.rows) >= 1<<20 && !w.keepRows {
 		return w.flushRows()
 	}
 	return nil
@@ -492,23 +516,27 @@ func (w *Writer) stop() {
 }
 
 func (w *Writer) finish() error {
-	if w.pageNum != 0 {
+	tables := w.metaOff + w.n*uint64(w.layout.RowSize)
+	allocPtr, onePage := w.heapEnd(tables)
+	if onePage {
+		if err := w.onePage(tables); err != nil {
+			return err
+		}
+	} else if w.pageNum != 0 {
 		if err := w.flushPage(); err != nil {
 			return err
 		}
-	}
-	if w.appending {
-		if err := w.settle(); err != nil {
-			return err
+		if w.appending {
+			if err := w.settle(); err != nil {
+				return err
+			}
 		}
 	}
 	if err := w.flushRows(); err != nil {
 		return err
 	}
-	allocPtr := w.metaOff + w.n*uint64(w.layout.RowSize)
-	if w.pageNum != 0 {
-		allocPtr = (w.pageNum + 1) * w.pageSize
-	}
+	// The allocation table overwrites the last page's unused bytes, and
+	// the file ends with it.
 	if _, err := w.f.WriteAt(w.allocs, int64(allocPtr)); err != nil {
 		return fmt.Errorf("write allocation table: %w", err)
 	}
@@ -530,6 +558,29 @@ func (w *Writer) finish() error {
 	}
 	if err := os.Rename(w.tmp, w.path); err != nil {
 		return fmt.Errorf("rename %s to %s: %w", w.tmp, w.path, err)
+	}
+	return nil
+}
+
+// onePage writes the heap, all of it on the first page and still in
+// memory, right after the tables, which end at byte tables, and moves its
+// pointers there. Empty allocations placed before the page opened keep
+// their pointer, which lies before the heap.
+func (w *Writer) onePage(tables uint64) error {
+	if _, err := w.f.WriteAt(w.page[:w.pageUsed], int64(tables)); err != nil {
+		return fmt.Errorf("write the heap: %w", err)
+	}
+	from := w.firstPage * w.pageSize
+	move := func(b []byte) {
+		if p := binary.LittleEndian.Uint64(b); p >= from {
+			binary.LittleEndian.PutUint64(b, p-from+tables)
+		}
+	}
+	for _, at := range w.ptrs {
+		move(w.rows[at:])
+	}
+	for e := 8; e < len(w.allocs); e += AllocEntrySize {
+		move(w.allocs[e:])
 	}
 	return nil
 }

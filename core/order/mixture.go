@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+
+	"github.com/ffcv-go/ffcv-go/core/internal/rng"
 )
 
 // Part is one source of a mixture: the samples [Start, Start+Size) of the
@@ -149,14 +151,5 @@ func (p Part) pass(k int, pass uint64, name string, pageOf func(uint64) uint32, 
 
 // passSeed keys the permutation of pass number pass of part k.
 func passSeed(seed uint64, k int, pass uint64) uint64 {
-	return splitmix64(splitmix64(seed^0x6d69787475726573+uint64(k)) + pass)
-}
-
-// splitmix64 is SplitMix64's output function: a bijection that spreads
-// nearby inputs over the whole range.
-func splitmix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
-	x = (x ^ x>>27) * 0x94d049bb133111eb
-	return x ^ x>>31
+	return rng.SplitMix64(rng.SplitMix64(seed^0x6d69787475726573+uint64(k)) + pass)
 }

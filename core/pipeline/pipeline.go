@@ -52,6 +52,7 @@ import (
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/internal/rng"
 	"github.com/ffcv-go/ffcv-go/core/trace"
 )
 
@@ -115,7 +116,7 @@ func NewCtx() *Ctx {
 // pure function of (seed, epoch, position, op), so results do not depend on
 // which worker runs the sample or when.
 func (c *Ctx) Rand(op int) *rand.Rand {
-	c.pcg.Seed(mix(c.Seed, c.Epoch), mix(c.Pos, uint64(op)+0x9e3779b97f4a7c15))
+	c.pcg.Seed(mix(c.Seed, c.Epoch), mix(c.Pos, uint64(op)+rng.Golden))
 	return c.rng
 }
 
@@ -176,10 +177,7 @@ func (h Head) KeyAt(pos int) int {
 
 // mix is SplitMix64's finaliser over a pair, to derive independent seeds.
 func mix(a, b uint64) uint64 {
-	z := a*0x9e3779b97f4a7c15 + b + 0x632be59bd9b4e019
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
+	return rng.Mix(a*rng.Golden + b + 0x632be59bd9b4e019)
 }
 
 // Op is one built-in operation. Out infers its output from its input (the

@@ -95,7 +95,10 @@ def _report(r):
 class DatasetWriter:
     """Writes samples with the given fields (name -> Field, in order) to fname.
 
-    page_size: heap page size (a power of two, 2 MiB to < 4 GiB).
+    page_size: heap page size (a power of two, 2 MiB to < 4 GiB). Each
+    sample must fit in one page; the process cache and remote reads fetch
+    whole pages. A dataset whose tables and samples fit in one page is
+    written as that page alone, unpadded (docs/design/format.md).
     num_workers: Go encoder threads (< 1: every CPU).
     """
 

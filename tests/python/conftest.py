@@ -39,6 +39,42 @@ def fixture_file(name):
     return beton, content
 
 
+def ffcv_relaid(path):
+    """The bytes of FFCV's file at path in the layout ffcv_go's writer gives
+    the same content (docs/design/format.md, "Heap pages"): FFCV's pages up
+    to the last heap byte, not padded to a whole page; and a heap that fits
+    after the tables in their page moved there, every pointer into it with it."""
+    from ffcv_go.reader import Reader
+    data = Path(path).read_bytes()
+    r = Reader(str(path))
+    ps, dtype, n, allocs = r.page_size, r.metadata.dtype, r.num_samples, r.alloc_table.copy()
+    r.close()
+    meta_off = 24 + 1041 * len(dtype.names)
+    tables = meta_off + n * dtype.itemsize
+    rows = bytearray(data[meta_off:tables])  # its padding bytes as they are
+    meta = np.frombuffer(rows, dtype=dtype)
+    first = -(-tables // ps) * ps  # FFCV's heap: the page after the tables
+    used = allocs[allocs["size"] > 0]
+    end = max([tables] + (used["ptr"] + used["size"]).tolist())
+    out = data[:end]
+    if first < end and tables + end - first <= ps:
+        def move(ptrs):
+            moved = ptrs >= first
+            ptrs[moved] = ptrs[moved] - np.uint64(first) + np.uint64(tables)
+        for name in meta.dtype.names:
+            col = meta[name]
+            if col.dtype.names:
+                for sub in ("ptr", "data_ptr"):
+                    if sub in col.dtype.names:
+                        move(col[sub])
+            elif col.dtype == np.dtype("<u8"):  # NDArray, TorchTensor: the pointer alone
+                move(col)
+        move(allocs["ptr"])
+        out = data[:meta_off] + bytes(rows) + data[first:end]
+        end = tables + end - first
+    return out[:16] + np.uint64(end).tobytes() + out[24:] + allocs.tobytes()
+
+
 def split_concat(concat, lengths):
     """Splits the end-to-end concatenation of blobs into a list of arrays."""
     ends = np.cumsum(lengths)

@@ -68,13 +68,14 @@ def jpeg_corruptions(info):
     k, j = 13, 30
     mid = int(ptrs[j] + sizes[j] // 2)
     page = int(ptrs[40] // info["page"] * info["page"])
+    heap_end = struct.unpack("<Q", data[16:24])[0]  # the last page ends with the heap
     on_page = [i for i in range(N_JPEG) if ptrs[i] // info["page"] == ptrs[40] // info["page"]]
     return {
         "flipped SOI": ([(int(ptrs[k]), flipped(data, int(ptrs[k]), 2))], [k]),
         "flipped scan bytes": ([(mid, flipped(data, mid, 16))], [j]),
         "pointer past EOF": ([(image_col(info, k) + 5, struct.pack("<Q", len(data) + 4096))], [k]),
         "pointer into the table": ([(image_col(info, k) + 5, struct.pack("<Q", info["meta"]))], [k]),
-        "zeroed page": ([(page, bytes(info["page"]))], on_page),
+        "zeroed page": ([(page, bytes(min(info["page"], heap_end - page)))], on_page),
         "65535x65535 image": ([(image_col(info, j) + 1, struct.pack("<HH", 0xFFFF, 0xFFFF))], [j]),
     }
 

@@ -201,3 +201,23 @@ def test_subclass_crop_generator_is_respected(name):
                 assert np.array_equal(got[i], want), i
             else:  # JPEG: the decode may differ from the stored pixels by a little
                 assert np.abs(got[i].astype(int) - want.astype(int)).mean() < 8, i
+
+
+def test_signature_is_ffcv_form():
+    """help(), inspect.signature and IDEs show FFCV 1.0's form, its
+    parameters in order with their defaults, then ffcv_go's; the docstring
+    gives FFCV-SSL's."""
+    import inspect
+    import pydoc
+    from ffcv_go.loader.loader import DEFAULT_OS_CACHE
+    params = list(inspect.signature(Loader).parameters.values())
+    ffcv = [("fname", inspect.Parameter.empty), ("batch_size", inspect.Parameter.empty), ("num_workers", -1),
+            ("os_cache", DEFAULT_OS_CACHE), ("order", OrderOption.SEQUENTIAL), ("distributed", False),
+            ("seed", None), ("indices", None), ("pipelines", {}), ("custom_fields", {}), ("drop_last", True),
+            ("batches_ahead", 3), ("recompile", False), ("order_kwargs", {})]
+    assert [(p.name, p.default) for p in params[:len(ffcv)]] == ffcv
+    assert all(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params)
+    assert {"on_error", "max_resident_pages", "max_batch_memory", "trace", "custom_field_mapper"} <= \
+        {p.name for p in params[len(ffcv):]}
+    assert "Loader(path, batch_size, order, num_workers=-1" in Loader.__doc__
+    assert "Loader(fname, batch_size, num_workers=-1, os_cache=" in pydoc.render_doc(Loader)

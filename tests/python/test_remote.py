@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import FnDataset, check_paged_batch, collect, paged_blob, same_batches, sample_pages, write
+from conftest import FnDataset, check_paged_batch, collect, ids, paged_blob, same_batches, sample_pages, write
 
 from ffcv_go import DatasetWriter, Loader
 from ffcv_go.fields import BytesField, IntField, RGBImageField
@@ -416,6 +416,52 @@ def test_reader_needs_map_for_python_reads(s3, remote_paged):
     r.close()
 
 
+def test_small_file_fetches_its_data(tmp_path):
+    """Reading a small file (40 photos, the default 8 MiB pages) over HTTP
+    fetches, counted at the server, its photos' bytes and little more: the
+    opening reads (at most 64 KiB of header and tables), the tables again
+    with the page they share with the heap; not whole pages of padding."""
+    from conftest import fixture_file, fixture_images
+    from ffcv_go.fields.decoders import CenterCropRGBImageDecoder, IntDecoder
+    images = fixture_images(fixture_file("images_raw_var")[1])
+    path = tmp_path / "small.beton"
+    DatasetWriter(str(path), {"image": RGBImageField(write_mode="jpg", jpeg_quality=90), "label": IntField()},
+                  num_workers=2, progress=False).from_indexed_dataset([(images[i % len(images)], i) for i in range(40)])
+    r = Reader(str(path))
+    data, page_size = int(r.alloc_table["size"].sum()), r.page_size
+    r.close()
+    assert page_size == 8 << 20
+    served = []
+
+    class Counting(RangeHandler):
+        root = str(tmp_path)
+
+        def do_GET(self):
+            wfile = self.wfile
+
+            class Count:
+                def write(_, b):
+                    served.append(len(b))
+                    return wfile.write(b)
+
+                def __getattr__(_, name):
+                    return getattr(wfile, name)
+            self.wfile = Count()
+            super().do_GET()
+
+    srv, url = serve(Counting)
+    try:
+        for os_cache in (False, True):  # a remote file is read through the process cache either way
+            served.clear()
+            ld = Loader(f"{url}/small.beton", batch_size=8, order=OrderOption.SEQUENTIAL, os_cache=os_cache,
+                        pipelines={"image": [CenterCropRGBImageDecoder((16, 16), 1.0)], "label": [IntDecoder()]})
+            assert list(ids(collect(ld), 1)) == list(range(40))
+            del ld
+            assert data <= sum(served) <= data + (128 << 10), (sum(served), data)
+    finally:
+        stop(srv)
+
+
 # ---- writing -------------------------------------------------------------------
 
 def rows(n, fail_at=None):
@@ -497,6 +543,7 @@ def test_image_folder_to_s3(s3, tmp_path):
     """from_image_folder (Go reads the files) uploads the same bytes it writes locally."""
     from PIL import Image
     from conftest import fixture_file, fixture_images
+    from ffcv_go.fields.decoders import CenterCropRGBImageDecoder, IntDecoder
     _, content = fixture_file("images_raw_var")
     for k, img in enumerate(fixture_images(content)[:6]):
         d = tmp_path / "folder" / f"class{k % 2}"

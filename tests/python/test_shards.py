@@ -167,3 +167,26 @@ def test_python_decoder_reads_shards(dataset):
     kw = dict(batch_size=8, drop_last=False, pipelines={"image": [TopLeft((12, 12))], "label": None})
     want, got = collect(Loader(whole, **kw)), collect(Loader(parts_dir, **kw))
     assert len(want) == 8 and same_batches(want, got)
+
+
+def test_small_shard_is_its_data(photos, dataset, tmp_path):
+    """A shard of 50 photos written with the default page size (8 MiB) takes
+    its photos' bytes and its tables, a few KiB more, not two whole pages;
+    it reads back alone, and joined with the next shard as the rows written
+    as one file."""
+    from ffcv_go import DatasetWriter
+    paths = [tmp_path / "train-00.beton", tmp_path / "train-01.beton"]
+    for path, rows in zip(paths, (photos[:50], photos[50:])):
+        DatasetWriter(str(path), fields(), num_workers=2, progress=False).from_indexed_dataset(rows)
+    r = Reader(str(paths[0]))
+    data, page_size = int(r.alloc_table["size"].sum()), r.page_size
+    r.close()
+    assert page_size == 8 << 20
+    size = paths[0].stat().st_size
+    assert data <= size <= data + (8 << 10), (size, data)
+    whole = dataset[0]
+    for os_cache in (True, False):
+        got = collect(loader(str(paths[0]), order=OrderOption.SEQUENTIAL, os_cache=os_cache))
+        assert list(ids(got, 1)) == list(range(50))
+        got = collect(loader([str(p) for p in paths], order=OrderOption.SEQUENTIAL, os_cache=os_cache))
+        assert same_batches(got, collect(loader(whole, order=OrderOption.SEQUENTIAL, os_cache=os_cache)))

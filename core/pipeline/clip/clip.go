@@ -12,6 +12,7 @@ import (
 	"fmt"
 
 	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/internal/rng"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 	"github.com/ffcv-go/ffcv-go/core/pipeline/rgb"
 )
@@ -196,10 +197,7 @@ func (d *decoder) Fuse(next pipeline.Op, key int) bool {
 // its geometry (the decoder's own, which the frames' image decoder draws
 // under, so a seed pairs it with the Label ops as for images).
 func StartKey(key int) int {
-	z := uint64(key) + 0x9e3779b97f4a7c15
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return int(z ^ (z >> 31))
+	return int(rng.SplitMix64(uint64(key)))
 }
 
 // scratch is a worker's per-clip buffers: the frames' RGBImage column and

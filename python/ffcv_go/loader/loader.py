@@ -98,6 +98,7 @@ class Loader:
     FFCV-SSL's form is taken when ``path=`` is given or the third positional
     argument is an order (an OrderOption or a TraversalOrder subclass), FFCV
     1.0's otherwise; ``fname=`` and ``path=`` together are a TypeError.
+    ``help()``, ``inspect.signature`` and IDEs show FFCV 1.0's form.
 
     Batches stay valid as long as you hold them. Arguments of ffcv_go's own:
     on_error ('raise' or 'skip' bad samples), max_resident_pages (process
@@ -566,6 +567,11 @@ def _ffcv_ssl_form(path, batch_size, order, num_workers=-1, os_cache=DEFAULT_OS_
                    recompile=False, custom_field_mapper=None, order_kwargs={}, on_error="raise",
                    max_resident_pages=0, max_batch_memory=0, trace=None):
     """FFCV-SSL's Loader signature, then ffcv_go's arguments."""
+
+
+# help(), inspect.signature and IDEs show FFCV 1.0's form; FFCV-SSL's is in
+# the docstring (one signature per callable).
+Loader.__signature__ = inspect.signature(_ffcv_form)
 
 
 def _is_order(value):
