@@ -176,7 +176,10 @@ def test_a_failing_model_leaves_the_report(photo_beton):
                       progress=False)
     assert report.model["error"].startswith("OutOfMemoryError") and report.model["out_of_memory"]
     assert report.together is None and report.loader["scan"] and report.storage
-    assert report.bottleneck in ("cpu", "none"), report.format()
+    # 24 photos decode in well under a second: the loader's verdict alone is
+    # "none", whatever the failed model, and nothing is to be rewritten.
+    assert report.bottleneck == "none", report.format()
+    assert not [r for r in report.recommendations if r.target in LOADER_TARGETS], report.format()
     text = report.format()
     assert "could not train" in text and "--batch-size 4" in text
     json.loads(report.to_json())

@@ -229,7 +229,7 @@ def measure_alone(step, batch_size, size, seconds):
 
 
 def measure_together(data, make, step, *, workers, batch_size, order, os_cache, indices, seconds,
-                     loader_kwargs=None):
+                     loader_kwargs=None, cut_at=None):
     """The loader feeding the model for about `seconds`, as a training loop
     does. After warm-up steps (the first batch, and the batches the loader
     made ahead meanwhile, which come at once), it counts the time the loop
@@ -247,19 +247,35 @@ def measure_together(data, make, step, *, workers, batch_size, order, os_cache, 
     warm = images = steps = 0
     step_s = 0.0
     t_begin = time.perf_counter()
+    cut = None
     try:
         it = iter(loader)
+        cut = Cut(it, cut_at)
         empty = 0
         while True:
             try:
                 batch = next(it)
                 empty = 0
             except StopIteration:
+                if cut.fired:  # closed at the deadline between two batches
+                    if window is None or steps < 2:
+                        raise TimeoutError(f"the loader fed the model {warm + steps} batch(es) in "
+                                           f"{time.perf_counter() - t_begin:.1f} s, before the time was up") from None
+                    break
                 empty += 1
                 if empty > 1:
                     raise RuntimeError("the loader's epochs are empty") from None
+                cut.cancel()
                 it = iter(loader)  # the next epoch
+                cut = Cut(it, cut_at)
                 continue
+            except RuntimeError:
+                if not cut.fired:
+                    raise
+                if window is None or steps < 2:
+                    raise TimeoutError(f"the loader fed the model {warm + steps} batch(es) in "
+                                       f"{time.perf_counter() - t_begin:.1f} s, before the time was up") from None
+                break  # cut at the deadline, waiting for a batch
             # The window opens after the warm-up steps, or a quarter of the
             # time, whichever first; this batch's wait came before it.
             if window is None and warm >= 1 and (warm >= ahead or time.perf_counter() - t_begin >= seconds / 4):
@@ -275,6 +291,7 @@ def measure_together(data, make, step, *, workers, batch_size, order, os_cache, 
             x, labels = step.inputs(batch)
             step(x, labels)
             del batch
+            after = time.perf_counter()
             if not timed:
                 warm += 1
                 continue
@@ -286,11 +303,17 @@ def measure_together(data, make, step, *, workers, batch_size, order, os_cache, 
             images += len(x)
             if time.perf_counter() - window["t"] >= seconds and steps >= 2:
                 break
+        cut.cancel()
         step.sync()
         t_end, c_end = time.perf_counter(), time.process_time()
         st = loader.stats
+        if cut.fired:
+            # The wait the cut ended brought no batch: it counts as waited all the same.
+            st = dict(st, wait_seconds=st["wait_seconds"] + max(0.0, t_end - after))
     finally:
-        loader.close()
+        if cut is not None:
+            cut.cancel()
+        close_loader(loader, cut)
     wall = t_end - window["t"]
     wait = st["wait_seconds"] - window["wait"]
     busy = sum(s.elapsed_time(e) for s, e in events) / 1000 if cuda else step_s
@@ -300,7 +323,7 @@ def measure_together(data, make, step, *, workers, batch_size, order, os_cache, 
             "wait_share": min(1.0, wait / wall), "step_s": step_s, "device_busy_share": min(1.0, busy / wall),
             "device_busy_from": "CUDA events" if cuda else "the training steps' time",
             "cores_busy": (c_end - window["cpu"]) / wall, "warmup_steps": warm, "warmup_s": window["t"] - t_begin,
-            "torch_threads": None if cuda else torch.get_num_threads()}
+            "torch_threads": None if cuda else torch.get_num_threads(), "cut": cut.fired}
 
 
 def failure(name, e, batch_size, device):
