@@ -146,6 +146,10 @@ def decide(report):
     elif failed:
         notes.append(f"the model {model.get('name')} could not train ({model['error']}): the verdict is the "
                      f"loader's alone" + (f"; {model['advice']}" if model.get("advice") else ""))
+    if tg is not None and (tg.get("targets") or "").startswith("made-up"):
+        notes.append("the detection model trained on made-up targets, one box per image (its centre half): the "
+                     "pipeline decodes no boxes. With the dataset's boxes (RaggedDecoder outputs in the pipeline) "
+                     "it trains on those, and its steps cost what they cost in training")
     if tg is not None and tg["device"] == "cpu":
         threads = tg.get("torch_threads")
         notes.append(f"the model trained on the CPU beside the loader's {workers(tg['workers'])}"
@@ -193,7 +197,7 @@ def _overrun(report):
                          f"{p['phase']} {p['seconds']:.1f} s" + (f" of its {p['budget_s']:.1f} s" if p.get("budget_s")
                                                                  else "") for p in over))
     if cut:
-        parts.append("cut at their deadline, waiting for storage (their rates are from what came in time): "
+        parts.append("cut at their deadline (their rates are from what came in time): "
                      + ", ".join(cut))
     if skipped:
         parts.append("skipped: " + ", ".join(skipped))

@@ -30,6 +30,9 @@ REMOTE_STORAGE_SHARE = 0.2
 # A run from a cold cache ends at the first batch after its time; it is
 # cut (closed while it waits for pages) this much later, or half its time.
 COLD_GRACE_S = 1.0
+# The loader feeding the model runs at least this many of the model's
+# steps (at its rate alone) before it is cut: a warm-up step and two timed.
+TOGETHER_MIN_STEPS = 3.5
 # A phase that would get less than this (max_seconds is spent) is skipped.
 MIN_PHASE_S = 0.5
 
@@ -431,7 +434,8 @@ def _model_phase(report, resolved, make, one, indices, facts, res, device, amp, 
         report.together = _model.measure_together(one, make, step, workers=current, batch_size=batch_size,
                                                   order=order, os_cache=os_cache, indices=indices,
                                                   seconds=seconds, loader_kwargs=kwargs,
-                                                  cut_at=max(deadline, time.perf_counter() + seconds))
+                                                  cut_at=max(deadline, time.perf_counter() + seconds,
+                                                             time.perf_counter() + TOGETHER_MIN_STEPS / alone["steps_s"]))
         ended(p, report.together["cut"])
         bar.done()
     except Exception as e:  # noqa: BLE001 - any failure of the user's model is reported, not raised

@@ -301,6 +301,8 @@ def _model_lines(r):
                      f"the training loop waited in next() {tg['wait_s']:.2f} s of {tg['seconds']:.2f} s "
                      f"({pct(tg['wait_share'])}); {dev} busy {pct(tg['device_busy_share'])}, idle "
                      f"{pct(1 - tg['device_busy_share'])}")
+        if tg.get("targets"):
+            lines.append(f"  detection targets: {tg['targets']}")
     return lines
 
 
