@@ -97,7 +97,10 @@ def diagnose(data, pipeline="train", *, res=224, batch_size=256, num_workers=Non
             the rest of the report stands.
         device: where the model trains (and where "train" and "val" normalise).
         amp: train the model with mixed precision.
-        max_seconds: the time the measurements may take, about.
+        max_seconds: the deadline of the measurements: each phase gets a
+            share of it, runs that wait on storage are cut at theirs, phases
+            whose turn comes after it are skipped; the report's ``phases``
+            (and a note, when it went over) say where the time went.
         progress: a progress bar on stderr.
         evict: drop the file from the page cache to read it cold: "auto"
             (only when no other process has it open or mapped), True or
@@ -434,8 +437,9 @@ def _model_phase(report, resolved, make, one, indices, facts, res, device, amp, 
         report.together = _model.measure_together(one, make, step, workers=current, batch_size=batch_size,
                                                   order=order, os_cache=os_cache, indices=indices,
                                                   seconds=seconds, loader_kwargs=kwargs,
-                                                  cut_at=max(deadline, time.perf_counter() + seconds,
-                                                             time.perf_counter() + TOGETHER_MIN_STEPS / alone["steps_s"]))
+                                                  cut_at=time.perf_counter() + max(
+                                                      deadline - time.perf_counter(), seconds,
+                                                      TOGETHER_MIN_STEPS / alone["steps_s"]))
         ended(p, report.together["cut"])
         bar.done()
     except Exception as e:  # noqa: BLE001 - any failure of the user's model is reported, not raised

@@ -183,7 +183,8 @@ def _fetch(data, names, kinds, light, idx, seconds):
     if not cut.fired:
         it.close()
     close_loader(loader, cut)
-    return {"fetch_bytes": fetched, "fetch_s": dt, "fetch_mb_s": fetched / dt / 1e6 if dt and fetched else None, "cut": cut.fired}
+    return {"fetch_bytes": fetched, "fetch_s": dt, "fetch_mb_s": fetched / dt / 1e6 if dt and fetched else None,
+            "cut": cut.fired}
 
 
 # ---- the pipeline ----------------------------------------------------------------
