@@ -284,7 +284,8 @@ def parse_args(argv=None):
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--workers", type=int, default=cpu_count())
     p.add_argument("--epochs", type=int, default=2)
-    p.add_argument("--rounds", type=int, default=3, help="alternating rounds of the ffcv_go rows")
+    p.add_argument("--rounds", type=int, default=None,
+                   help="alternating rounds, every system in each (default 3; 1 with --quick)")
     p.add_argument("--peers", default="streaming,litdata")
     p.add_argument("--peers-python", default="", help="the python of the peers' venv (none: no peer rows)")
     p.add_argument("--quick", action="store_true", help="48 photos at 64 px, 2 epochs, 1 round: proves it runs")
@@ -295,8 +296,10 @@ def parse_args(argv=None):
     p.add_argument("--parts", help=argparse.SUPPRESS)
     p.add_argument("--work", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
+    a.rounds = a.rounds or (None if a.quick else 3)
     if a.quick:
-        a.photos, a.res, a.epochs, a.rounds, a.batch_size = 48, 64, 2, 1, 8
+        a.photos, a.res, a.epochs, a.batch_size = 48, 64, 2, 8
+        a.rounds = a.rounds or 1
         a.data = a.data if a.data != str(HERE / "data" / "imagenet-like") else None
     return a
 
