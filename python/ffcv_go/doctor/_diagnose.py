@@ -239,6 +239,7 @@ def diagnose(data, pipeline="train", *, res=224, batch_size=256, num_workers=Non
         p = phase("loader: worker scan", per_point * len(counts))
         for w in counts:
             if w != current and time.perf_counter() + per_point > deadline:
+                bar.done()
                 continue  # the time is up: the setting diagnosed only
             bar.phase(f"loader: {w} worker{'s' if w != 1 else ''}")
             scan.append(measure.run_loader(one, make, workers=w, batch_size=batch_size, order=order,
