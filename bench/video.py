@@ -14,7 +14,12 @@ batches of 16 and int64 labels, RANDOM order, every core.
                the clip's last frame, then torchvision's RandomResizedCrop and
                RandomHorizontalFlip (v2) on the clip tensor.
   torchcodec   the same, frames from torchcodec's VideoDecoder.get_frames_at
-               (torchvision.io.read_video when torchcodec is missing).
+               with seek_mode="approximate" (its fast mode: the stream's
+               metadata, no scan of the file at open); torchvision.io.read_video
+               when torchcodec is missing.
+  torchcodec-exact
+               the same with seek_mode="exact" (the default: each open scans
+               the file to index its frames).
   decord       the same, frames from decord's VideoReader.get_batch.
 
 The data are bench/motion_clips.py's: a camera panning or zooming over
@@ -47,8 +52,10 @@ if os.path.join(REPO, "python") not in sys.path:
 import harness  # noqa: E402
 import motion_clips  # noqa: E402
 
-SYSTEMS = ("ffcv_go", "pyav", "torchcodec", "decord")
-NAMES = {"ffcv_go": "ffcv_go", "pyav": "DataLoader + PyAV", "torchcodec": "DataLoader + torchcodec",
+SYSTEMS = ("ffcv_go", "pyav", "torchcodec", "torchcodec-exact", "decord")
+NAMES = {"ffcv_go": "ffcv_go", "pyav": "DataLoader + PyAV",
+         "torchcodec": "DataLoader + torchcodec (seek_mode approximate)",
+         "torchcodec_exact": "DataLoader + torchcodec (seek_mode exact)",
          "torchvision": "DataLoader + torchvision.io", "decord": "DataLoader + decord"}
 
 
@@ -102,9 +109,13 @@ class ClipDataset:
         return torch.stack([out[k] for k in idx]).permute(0, 3, 1, 2)
 
     @staticmethod
-    def _torchcodec(path, idx):
+    def _torchcodec(path, idx, seek_mode="approximate"):
         from torchcodec.decoders import VideoDecoder
-        return VideoDecoder(path, num_ffmpeg_threads=1, seek_mode="exact").get_frames_at(idx).data
+        return VideoDecoder(path, num_ffmpeg_threads=1, seek_mode=seek_mode).get_frames_at(idx).data
+
+    @staticmethod
+    def _torchcodec_exact(path, idx):
+        return ClipDataset._torchcodec(path, idx, seek_mode="exact")
 
     @staticmethod
     def _torchvision(path, idx):
@@ -134,6 +145,12 @@ def peer_backend(name):
             import av  # noqa: F401 - torchvision.io reads video through PyAV
             import torchvision.io  # noqa: F401
             return "torchvision"
+    if name == "torchcodec-exact":
+        try:
+            from torchcodec.decoders import VideoDecoder  # noqa: F401
+        except Exception as e:  # noqa: BLE001 - as above; torchvision.io is the other row's fallback
+            raise ImportError(f"torchcodec: {e}") from e
+        return "torchcodec_exact"
     if name == "decord":
         import decord  # noqa: F401
         return "decord"

@@ -164,7 +164,9 @@ def main(argv=None):
     d.add_argument("--workers", type=int, default=None, help="the num_workers to diagnose (default: all usable cores)")
     d.add_argument("--order", default="random", choices=["sequential", "random", "quasi_random"])
     d.add_argument("--no-os-cache", action="store_true", help="diagnose os_cache=False")
-    d.add_argument("--max-seconds", type=float, default=40.0, help="about how long measuring may take")
+    d.add_argument("--max-seconds", type=float, default=40.0,
+                   help="the deadline for measuring: runs waiting on storage are cut at it, and the report says "
+                        "where any extra time went")
     d.add_argument("--evict", default="auto", choices=["auto", "always", "never"],
                    help="drop the file from the page cache to read it cold (for every process on the machine): "
                         "auto (default) only when no other process has it open")

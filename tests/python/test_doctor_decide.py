@@ -68,6 +68,11 @@ CASES = [
      {"model": {"name": "m", "device": "cuda:0", "error": "OutOfMemoryError: CUDA out of memory",
                 "out_of_memory": True, "advice": "try --batch-size 128"}, "together": None}, "cpu", [], []),
     ("an epoch under a second", {"dataset__samples": 500}, "none", [], ["num_workers", "os_cache"]),
+    # The verdict is the loader's alone: a model that failed does not block "none".
+    ("an epoch under a second, the model failed",
+     {"dataset__samples": 64, "dataset__images": BIG, "together": None,
+      "model": {"name": "m", "device": "cpu", "error": "RuntimeError: forward failed", "out_of_memory": False}},
+     "none", [], ["num_workers", "os_cache", "max_resolution"]),
 ]
 
 
@@ -273,7 +278,7 @@ def test_remote_source_with_many_pages_gets_more_requests_in_flight():
     assert r.bottleneck == "storage" and r.storage["limiting_source"] == "web"
     rec = next(x for x in r.recommendations if "FFCV_GO_REMOTE_IN_FLIGHT" in x.setting)
     assert f"={2 * REMOTE_IN_FLIGHT_DEFAULT}" in rec.setting and "0.80 s on average" in rec.why
-    assert "From a cold cache the loader delivers 90 img/s" in r.summary
+    assert "From a cold cache the loader delivered 90 img/s" in r.summary
     # QUASI_RANDOM measured no faster from a cold cache (95 against 90 img/s): not recommended.
     assert not any("QUASI_RANDOM" in x.setting for x in r.recommendations)
 
@@ -325,4 +330,44 @@ def test_mixture_source_rates_decide_over_the_cold_runs():
     del unmeasured["fetch_mb_s"]
     r = decide(mixture([local("a", 0.8), unmeasured], loader__cold=slow_runs))
     assert r.bottleneck == "storage" and r.storage["limiting_source"] is None
-    assert "no source's storage rate was measured" in r.summary and "delivers 500 img/s" in r.summary
+    assert "no source's storage rate was measured" in r.summary and "delivered 500 img/s" in r.summary
+
+
+def test_mixture_cold_start_is_told_apart_from_the_epoch_rate():
+    """A short cold run whose first batch waited for a slow source's first
+    pages delivers far less than the epoch rate that source allows: the
+    summary says it is a cold start's rate, with the relation between the
+    source's own rate and the epoch's."""
+    runs = cold(5.0, 15.0)
+    for c in runs:
+        c.update(images=32, seconds=6.5, run_s=6.5, first_batch_s=6.0)
+    r = decide(mixture([local("a", 0.75), web(0.25, 142.0)], loader__cold=runs))
+    assert r.bottleneck == "storage" and r.storage["limiting_source"] == "web", r.summary
+    assert "delivered 5 img/s" in r.summary and "first batch came after 6.0 s" in r.summary, r.summary
+    assert "a cold start's rate, not an epoch's" in r.summary
+    assert "once its pages stream is 568 img/s (its own 142 img/s over its 25% of the epoch)" in r.summary
+
+
+def test_a_source_with_no_page_in_time_limits_at_its_bound():
+    """No page of a remote source arrived in its time: its rate is at most
+    a page over that time, and it limits at that bound."""
+    slow = web(0.25, 1.0)
+    del slow["fetch_mb_s"]
+    slow.update(fetch_mb_s=None, fetch_mb_s_at_most=2.0, note="no 8 MiB page arrived in 4.2 s")
+    r = decide(mixture([local("a", 0.75), slow]))
+    assert r.bottleneck == "storage" and r.storage["limiting_source"] == "web", r.summary
+    assert "delivers at most 50 img/s" in r.summary and "an upper bound" in r.summary, r.summary
+
+
+def test_time_over_max_seconds_is_accounted_for():
+    """Measuring took longer than max_seconds: a note names the phases
+    that took longest against their budgets, and those cut or skipped."""
+    phases = [{"phase": "storage", "budget_s": 2.0, "seconds": 2.1, "cut": False},
+              {"phase": "loader from cold: RANDOM, os_cache=True", "budget_s": 3.0, "seconds": 9.5, "cut": True},
+              {"phase": "model", "budget_s": 0.0, "seconds": 0.0, "cut": False, "skipped": "max_seconds was spent"}]
+    r = decide(measured(settings__max_seconds=10, elapsed_s=16.0, phases=phases))
+    note = next(n for n in r.notes if "measuring took" in n)
+    assert note.startswith("measuring took 16 s, 6 s over max_seconds (10 s): loader from cold: RANDOM, "
+                           "os_cache=True 9.5 s of its 3.0 s"), note
+    assert "cut at their deadline" in note and "skipped: model (max_seconds was spent)" in note
+    assert not any("measuring took" in n for n in decide(measured(settings__max_seconds=10, elapsed_s=11.0)).notes)

@@ -129,7 +129,10 @@ def test_slow_http_source_is_named(photo_sources, tmp_path):
     # The loader runs read the Mixture: the last epoch's counters by source.
     assert report.settings["os_cache"] is False  # a remote source: the process cache reads every source
     assert report.loader["scan_sources"] == ["a", "b", "c"] and report.loader["in_memory_share"] == 1.0
-    for run in report.loader["cold"]:
+    # A run cut at max_seconds has no epoch's counters; the first one ends in its time.
+    whole = [run for run in report.loader["cold"] if not run["cut"]]
+    assert whole and report.loader["cold"][0] is whole[0], text
+    for run in whole:
         by = {x["name"]: x for x in run["sources"]}
         assert by["web"]["requests"] > 0 and by["web"]["bytes_fetched"] > 0, run
         assert by["a"]["requests"] == 0 and by["a"]["pages_read"] > 0
@@ -185,3 +188,32 @@ def test_bad_mixture_file(tmp_path, text, match):
     f.write_text(text)
     with pytest.raises(ValueError, match=match):
         diagnose(f, progress=False)
+
+
+SLOW_BYTES_PER_S = 1e6  # a 1 MB/s link: a 2 MiB page takes 2 s, four in flight together 8 s
+MAX_SECONDS = 8
+# What the doctor may take beyond max_seconds: opening the files, the last
+# batch in flight, closing the loaders and the report.
+OVER_S = 3.0
+
+
+def test_slow_source_stays_within_max_seconds(photo_sources, tmp_path):
+    """A mixture with a source behind a 1 MB/s link whose pages take longer
+    to fetch than the whole budget: the doctor cuts every phase at its
+    deadline (warm-up and the first pages included) and still names the
+    slow source, within OVER_S of max_seconds."""
+    from doctor_storage import write_photos
+    write_photos(tmp_path / "slow.beton", 1200, side=160, seed=7, distinct=6)  # 4 pages of 2 MiB
+    srv, url = served(tmp_path, bytes_per_s=SLOW_BYTES_PER_S, latency=LINK_LATENCY_S)
+    mix = Mixture([Source(str(photo_sources / "a.beton"), name="a", proportion=0.75),
+                   Source(f"{url}/slow.beton", name="slow", proportion=0.25)])
+    t0 = time.perf_counter()
+    try:
+        report = diagnose(mix, res=64, batch_size=32, max_seconds=MAX_SECONDS, progress=False)
+    finally:
+        wall = time.perf_counter() - t0
+        stop(srv)
+    text = report.format()
+    assert wall <= MAX_SECONDS + OVER_S, (wall, text)
+    assert report.elapsed_s <= MAX_SECONDS + OVER_S, text
+    assert report.bottleneck == "storage" and report.storage["limiting_source"] == "slow", text

@@ -59,6 +59,10 @@ RECIPE_TRAIN_RES = 192
 # max_resolution is recommended when the rewritten images would keep at
 # most this share of the stored pixels.
 MAX_RES_KEEP_PIXELS = 0.5
+# Measuring may take this much longer than max_seconds (opening the files,
+# the batch in flight at a deadline, closing the loaders) before the report
+# says where the extra time went.
+OVERRUN_NOTE_S = 2.0
 
 
 def fits_in_memory(nbytes, usable):
@@ -103,8 +107,8 @@ def decide(report):
         waited = tg["wait_share"] >= LOADER_BOUND_WAIT_SHARE
         storage_short = limit == "storage" and loader_rate < STORAGE_BOUND_SHARE * tg["img_s"]
         verdict = limit if waited or storage_short else "model"
-    elif not failed and not model and fits and not ds["remote"] and epoch_s < TRIVIAL_EPOCH_S:
-        verdict = "none"
+    elif (failed or not model) and fits and not ds["remote"] and epoch_s < TRIVIAL_EPOCH_S:
+        verdict = "none"  # a model that could not train leaves the loader's verdict
     else:
         verdict = limit
     report.bottleneck = verdict
@@ -136,9 +140,16 @@ def decide(report):
         report.summary += (f" Training with the model, the loop waited in next() {pct(tg['wait_share'])} of the "
                            f"time ({tg['wait_s']:.2f} s of {tg['seconds']:.2f} s) and {dev} was busy "
                            f"{pct(tg['device_busy_share'])}: {rate(tg['img_s'])} img/s.")
-    if failed:
+    if failed and model.get("skipped"):
+        notes.append(f"the model {model.get('name')} was not measured: max_seconds ({s.get('max_seconds')} s) was "
+                     f"spent before its turn (give more with --max-seconds); the verdict is the loader's alone")
+    elif failed:
         notes.append(f"the model {model.get('name')} could not train ({model['error']}): the verdict is the "
                      f"loader's alone" + (f"; {model['advice']}" if model.get("advice") else ""))
+    if tg is not None and (tg.get("targets") or "").startswith("made-up"):
+        notes.append("the detection model trained on made-up targets, one box per image (its centre half): the "
+                     "pipeline decodes no boxes. With the dataset's boxes (RaggedDecoder outputs in the pipeline) "
+                     "it trains on those, and its steps cost what they cost in training")
     if tg is not None and tg["device"] == "cpu":
         threads = tg.get("torch_threads")
         notes.append(f"the model trained on the CPU beside the loader's {workers(tg['workers'])}"
@@ -158,12 +169,39 @@ def decide(report):
                       if inmem is None else
                       f"{pct(inmem)} of the local sources' bytes fit in the memory the worker scan reads them into "
                       f"first: its rates may include reads from storage") + ", a lower bound of the decoding rate")
+    over = _overrun(report)
+    if over:
+        notes.append(over)
     load = report.machine.get("load_average")
     if load and load[0] > BUSY_LOAD_SHARE * report.machine["cores"]:
         notes.append(f"other processes were using the CPU (load average {load[0]:.1f} on {report.machine['cores']} "
                      f"cores when measuring started): the rates are lower and noisier than on an idle machine")
     report.recommendations, report.notes = recs, notes
     return report
+
+
+def _overrun(report):
+    """Where the time went when measuring took more than OVERRUN_NOTE_S
+    beyond max_seconds, and which measurements were cut or skipped at the
+    deadline; None when neither."""
+    limit = report.settings.get("max_seconds")
+    phases = report.phases or []
+    cut = [p["phase"] for p in phases if p.get("cut")]
+    skipped = [f"{p['phase']} ({p['skipped']})" for p in phases if p.get("skipped")]
+    parts = []
+    if limit and report.elapsed_s > limit + OVERRUN_NOTE_S:
+        over = sorted((p for p in phases if p.get("seconds") is not None),
+                      key=lambda p: -(p["seconds"] - (p.get("budget_s") or 0)))[:3]
+        parts.append(f"measuring took {report.elapsed_s:.0f} s, {report.elapsed_s - limit:.0f} s over max_seconds "
+                     f"({limit:g} s): " + ", ".join(
+                         f"{p['phase']} {p['seconds']:.1f} s" + (f" of its {p['budget_s']:.1f} s" if p.get("budget_s")
+                                                                 else "") for p in over))
+    if cut:
+        parts.append("cut at their deadline (their rates are from what came in time): "
+                     + ", ".join(cut))
+    if skipped:
+        parts.append("skipped: " + ", ".join(skipped))
+    return "; ".join(parts) if parts else None
 
 
 def _model_summary(tg):
@@ -331,6 +369,10 @@ def source_rates(report):
     for x in report.storage["sources"]:
         if x["remote"]:
             mb_s, how = x.get("fetch_mb_s"), "pages fetched"
+            if not mb_s and x.get("fetch_mb_s_at_most"):
+                # No page arrived in its time: its rate is at most this, and
+                # may limit at that bound already.
+                mb_s, how = x["fetch_mb_s_at_most"], "pages fetched; an upper bound: no page arrived in time"
         else:
             pre, when = ("cold_", " cold") if x.get("evicted") else ("", ", as found in the page cache")
             kind = "sample" if samples_via_os and x.get(f"{pre}sample_mb_s") else "page"
@@ -340,8 +382,32 @@ def source_rates(report):
             x["mean_sample_bytes"]
         img = mb_s * 1e6 / max(per, 1.0) if mb_s else None
         x.update(mb_s=mb_s, read_as=how, img_s=img, epoch_img_s=img / x["share"] if img and x["share"] else None,
-                 every_epoch=bool(x["remote"] or not fits))
+                 every_epoch=bool(x["remote"] or not fits), at_most="upper bound" in how)
     return report.storage["sources"]
+
+
+def cold_words(c, s, slow=None):
+    """The cold run of the setting diagnosed, in words that relate it to
+    the storage rates beside it: a short run from a cold cache starts with
+    whole pages read (or fetched) before any of their samples, so its rate
+    is mostly that wait, not the epoch's steady rate."""
+    if c is None:
+        return ""
+    how = f"order={s['order'].upper()}, os_cache={s['os_cache']}"
+    run = c.get("run_s") or c.get("seconds") or 0.0
+    if not c.get("img_s"):
+        return (f" From a cold cache ({how}) no batch came in the {run:.1f} s the run had: its first pages had not "
+                f"arrived.")
+    text = f" From a cold cache the loader delivered {rate(c['img_s'])} img/s with {how}"
+    first = c.get("first_batch_s")
+    if first is not None and run and first >= 0.25 * run:
+        text += (f", in a run of {run:.1f} s whose first batch came after {first:.1f} s: a short run from a cold "
+                 f"cache is mostly the wait for the first pages (read or fetched whole before any of their samples), "
+                 f"so this is a cold start's rate, not an epoch's")
+    if slow is not None and slow.get("epoch_img_s"):
+        text += (f"; the epoch rate {slow['name']!r} allows once its pages stream is {rate(slow['epoch_img_s'])} img/s "
+                 f"(its own {rate(slow['img_s'])} img/s over its {pct(slow['share'])} of the epoch)")
+    return text + "."
 
 
 def _source_where(x):
@@ -355,8 +421,7 @@ def _mixture_storage_recs(report, recs, notes, slow, cold, cold_cur, cpu_rate):
     """The storage verdict of a Mixture: the source that limits it (slow,
     the lowest epoch_img_s of the sources read every epoch) and its fix."""
     s, ds = report.settings, report.dataset
-    now = (f" From a cold cache the loader delivers {rate(cold_cur['img_s'])} img/s with "
-           f"order={s['order'].upper()}, os_cache={s['os_cache']}." if cold_cur is not None else "")
+    now = cold_words(cold_cur, s, slow)
     quasi_cold = cold.get(("QUASI_RANDOM", False))
     quasi = _quasi_rec(report, quasi_cold, cold_cur, [])
     if quasi_cold is not None and cold_cur is not None and quasi_cold["img_s"] < QUASI_RANDOM_GAIN * cold_cur["img_s"]:
@@ -371,7 +436,8 @@ def _mixture_storage_recs(report, recs, notes, slow, cold, cold_cur, cpu_rate):
             recs.append(quasi)
         return
     report.summary = (f"source {slow['name']!r} limits the mixture: it makes {pct(slow['share'])} of every epoch, and "
-                      f"its storage ({_source_where(slow)}) delivers {rate(slow['img_s'])} img/s of its samples "
+                      f"its storage ({_source_where(slow)}) delivers {'at most ' if slow.get('at_most') else ''}"
+                      f"{rate(slow['img_s'])} img/s of its samples "
                       f"({slow['mb_s']:,.1f} MB/s, {slow['read_as']}), so an epoch can go no faster than "
                       f"{rate(slow['epoch_img_s'])} img/s, against {rate(cpu_rate)} img/s decoding from memory.{now}")
     per_sample = slow["mb_s"] * 1e6 / slow["img_s"]

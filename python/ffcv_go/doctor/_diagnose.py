@@ -23,8 +23,18 @@ COLD_SHARE = 0.15  # each of the (at most two) runs from a cold cache
 MODEL_ALONE_SHARE = 0.08
 TOGETHER_SHARE = 0.22
 # A Mixture's sources share the storage phase by their share of the epoch,
-# each getting at least this many seconds.
+# each getting at least this many seconds; a remote source at least this
+# share of max_seconds (its first page must arrive to give a rate).
 SOURCE_STORAGE_MIN_S = 0.25
+REMOTE_STORAGE_SHARE = 0.2
+# A run from a cold cache ends at the first batch after its time; it is
+# cut (closed while it waits for pages) this much later, or half its time.
+COLD_GRACE_S = 1.0
+# The loader feeding the model runs at least this many of the model's
+# steps (at its rate alone) before it is cut: a warm-up step and two timed.
+TOGETHER_MIN_STEPS = 3.5
+# A phase that would get less than this (max_seconds is spent) is skipped.
+MIN_PHASE_S = 0.5
 
 
 class _Progress:
@@ -87,7 +97,10 @@ def diagnose(data, pipeline="train", *, res=224, batch_size=256, num_workers=Non
             the rest of the report stands.
         device: where the model trains (and where "train" and "val" normalise).
         amp: train the model with mixed precision.
-        max_seconds: the time the measurements may take, about.
+        max_seconds: the deadline of the measurements: each phase gets a
+            share of it, runs that wait on storage are cut at theirs, phases
+            whose turn comes after it are skipped; the report's ``phases``
+            (and a note, when it went over) say where the time went.
         progress: a progress bar on stderr.
         evict: drop the file from the page cache to read it cold: "auto"
             (only when no other process has it open or mapped), True or
@@ -129,7 +142,17 @@ def diagnose(data, pipeline="train", *, res=224, batch_size=256, num_workers=Non
     resolved = _model.resolve_model(model) if model is not None else None  # a bad name fails before measuring
 
     def left(share):
-        return max(0.5, min(share * max_seconds, deadline - time.perf_counter()))
+        return max(MIN_PHASE_S, min(share * max_seconds, deadline - time.perf_counter()))
+
+    def phase(name, budget):
+        """Records a phase's time against its budget (for the report's
+        account of where the time went)."""
+        report.phases.append({"phase": name, "budget_s": budget, "start_s": time.perf_counter() - t_start})
+        return report.phases[-1]
+
+    def ended(entry, cut=False):
+        entry["seconds"] = time.perf_counter() - t_start - entry["start_s"]
+        entry["cut"] = bool(entry.get("cut") or cut)
 
     spec, pipe_desc, file_kwargs = measure.pipeline_source(pipeline)
     kwargs = {**measure.check_loader_kwargs(file_kwargs), **extra}
@@ -172,10 +195,14 @@ def diagnose(data, pipeline="train", *, res=224, batch_size=256, num_workers=Non
                 "evict": evict, "epochs": epochs, "loader_kwargs": _plain(kwargs)}
     report = Report(data=str(data), settings=settings, machine=machine, dataset=ds, storage={},
                     loader={"pipeline_facts": {k: (list(v) if isinstance(v, tuple) else v) for k, v in facts.items()}})
+    # Opening the files and the pipeline's first build (remote headers included).
+    report.phases.append({"phase": "opening the dataset", "budget_s": None, "start_s": 0.0,
+                          "seconds": time.perf_counter() - t_start, "cut": False})
     try:
         bar.phase("storage: reads")
+        p = phase("storage", left(STORAGE_SHARE))
         if mixture is not None:
-            report.storage, evict_files = _mixture_storage(sources, left(STORAGE_SHARE), rng, evict)
+            report.storage, evict_files = _mixture_storage(sources, p["budget_s"], rng, evict, max_seconds)
         else:
             # The decoding scan and the storage reads use one file: the
             # dataset's, or its first shard (shards share their fields and
@@ -187,35 +214,47 @@ def diagnose(data, pipeline="train", *, res=224, batch_size=256, num_workers=Non
             evicting = not ds["remote"] and (evict is True or (evict == "auto" and not held["pids"]))
             evict_files = reader.file_names if evicting else []
             if ds["remote"]:
-                report.storage = measure.storage_remote(one, one_reader, lay, left(STORAGE_SHARE), rng)
+                budget = max(p["budget_s"], REMOTE_STORAGE_SHARE * max_seconds)
+                report.storage = measure.storage_remote(one, one_reader, lay, budget, rng)
             else:
-                report.storage = measure.storage_local(one, one_reader, lay, left(STORAGE_SHARE), rng, evicting)
+                report.storage = measure.storage_local(one, one_reader, lay, p["budget_s"], rng, evicting)
                 report.storage.update(evict=evict, holders=held)
+        ended(p)
         bar.done()
 
         bar.phase("loader: reading samples into memory")
+        p = phase("reading the scan's samples into memory", None)
         if mixture is not None:
             one, indices = _scan_mixture(report, mixture, [i for i, _ in sources], usable), None
         else:
-            indices = measure.warm_subset(one, one_reader, ds, lay, usable, rng)
+            indices = measure.warm_subset(one, one_reader, ds, lay, usable, rng,
+                                          budget=max(MIN_PHASE_S, deadline - time.perf_counter()))
             report.loader["subset_samples"] = one_reader.num_samples if indices is None else int(len(indices))
+        ended(p)
         bar.done()
 
         scan = []
         scan_share = SCAN_SHARE - (0.1 if cold_needed else 0) - (0.15 if model is not None else 0)
         per_point = left(scan_share) / len(counts)
+        p = phase("loader: worker scan", per_point * len(counts))
         for w in counts:
+            if w != current and time.perf_counter() + per_point > deadline:
+                bar.done()
+                continue  # the time is up: the setting diagnosed only
             bar.phase(f"loader: {w} worker{'s' if w != 1 else ''}")
             scan.append(measure.run_loader(one, make, workers=w, batch_size=batch_size, order=order,
                                            os_cache=os_cache, indices=indices, seconds=max(1.0, per_point),
-                                           loader_kwargs=kwargs))
+                                           loader_kwargs=kwargs,
+                                           cut_at=max(deadline, time.perf_counter() + max(1.0, per_point))))
+            p["cut"] = p.get("cut") or scan[-1]["cut"]
             bar.done()
+        ended(p)
         report.loader["scan"] = scan
         cur = next(p for p in scan if p["workers"] == current)
         best = max(scan, key=lambda p: p["img_s"])
         if not best["img_s"]:
             raise RuntimeError(f"{data}: the loader delivered no batches in {max(1.0, per_point):.0f} s with "
-                               f"this pipeline")
+                               f"this pipeline" + (" (cut at max_seconds)" if cur["cut"] else ""))
         report.loader["current"] = {k: v for k, v in cur.items() if k not in ("stages", "ops")}
         report.loader["best"] = {k: v for k, v in best.items() if k not in ("stages", "ops")}
         report.loader["first_batch_s"] = cur["first_batch_s"]
@@ -224,13 +263,13 @@ def diagnose(data, pipeline="train", *, res=224, batch_size=256, num_workers=Non
 
         if cold_needed:
             _cold_runs(report, data, make, ds, usable, batch_size, order, os_cache, current, evict_files,
-                       kwargs, left, bar)
+                       kwargs, left, bar, deadline, phase, ended)
 
         if resolved is not None:
             # A Mixture is trained on whole, remote sources included.
             fed, fed_indices = (mixture, None) if mixture is not None else (one, indices)
             _model_phase(report, resolved, make, fed, fed_indices, facts, res, device, amp, batch_size, order,
-                         os_cache, current, kwargs, left, bar)
+                         os_cache, current, kwargs, left, bar, deadline, phase, ended)
     finally:
         bar.close()
     report.elapsed_s = time.perf_counter() - t_start
@@ -277,7 +316,7 @@ SOURCE_KEYS = ("name", "share", "per_epoch", "samples", "files", "file_names", "
                "mean_sample_bytes", "remote", "filesystem", "fits_in_memory")
 
 
-def _mixture_storage(sources, budget, rng, evict):
+def _mixture_storage(sources, budget, rng, evict, max_seconds):
     """Each source's storage read on its own files (local or remote, as one
     dataset's), its time a share of budget by its share of the epoch; local
     sources dropped from the page cache by the evict policy, each on its
@@ -292,7 +331,7 @@ def _mixture_storage(sources, budget, rng, evict):
         lay = Layout(one_reader)
         seconds = max(SOURCE_STORAGE_MIN_S, budget * info["share"])
         if info["remote"]:
-            st = measure.storage_remote(one, one_reader, lay, seconds, rng)
+            st = measure.storage_remote(one, one_reader, lay, max(seconds, REMOTE_STORAGE_SHARE * max_seconds), rng)
         else:
             held = holders(files)
             evicting = evict is True or (evict == "auto" and not held["pids"])
@@ -329,7 +368,7 @@ def _scan_mixture(report, mixture, infos, usable):
 
 
 def _cold_runs(report, data, make, ds, usable, batch_size, order, os_cache, current, evict_files, kwargs,
-               left, bar):
+               left, bar, deadline, phase, ended):
     """The loader from a cold cache (the whole file, or Mixture, from its
     start) with the order and cache to diagnose, and with QUASI_RANDOM and
     the process cache sized to the memory left. evict_files: the local files
@@ -342,7 +381,17 @@ def _cold_runs(report, data, make, ds, usable, batch_size, order, os_cache, curr
         configs.append(("quasi_random", False))
     cold = []
     for o, c in configs:
+        if deadline - time.perf_counter() < MIN_PHASE_S or (cold and not cold[0]["images"]):
+            # The time is up, or the first run got no batch before its
+            # deadline: the pages it asked for still hold the storage.
+            why = ("max_seconds was spent" if not cold else
+                   "the run before it got no batch in its time, and the pages it asked for still hold the storage")
+            report.phases.append({"phase": f"loader from cold: {o.upper()}, os_cache={c}", "budget_s": 0.0,
+                                  "skipped": why, "seconds": 0.0, "cut": False})
+            continue  # the time is up
         bar.phase(f"loader from cold: {o.upper()}, os_cache={c}")
+        seconds = min(max(2.0, left(COLD_SHARE)), deadline - time.perf_counter())
+        p = phase(f"loader from cold: {o.upper()}, os_cache={c}", seconds)
         if evict_files:
             measure.drop_from_page_cache(evict_files)
         kw = {}
@@ -350,33 +399,53 @@ def _cold_runs(report, data, make, ds, usable, batch_size, order, os_cache, curr
         if o == "quasi_random" and not c and q:
             kw = {"order_kwargs": {"window_pages": q["window_pages"]}, "max_resident_pages": q["max_resident_pages"]}
         cold.append(measure.run_loader(data, make, workers=current, batch_size=batch_size, order=o, os_cache=c,
-                                       indices=None, seconds=max(2.0, left(COLD_SHARE)), trace=False,
-                                       from_start=True, loader_kwargs=kwargs, **kw))
+                                       indices=None, seconds=seconds, trace=False, from_start=True,
+                                       loader_kwargs=kwargs, cut_at=min(deadline, time.perf_counter() + seconds
+                                                                        + max(COLD_GRACE_S, seconds / 2)), **kw))
+        ended(p, cold[-1]["cut"])
         bar.done()
     bar.done(2 - len(configs))
     report.loader["cold"] = cold
 
 
 def _model_phase(report, resolved, make, one, indices, facts, res, device, amp, batch_size, order, os_cache,
-                 current, kwargs, left, bar):
+                 current, kwargs, left, bar, deadline, phase, ended):
     """The model alone, then fed by the loader. Whatever fails here (out
     of memory, a model the doctor cannot train) becomes the model entry's
     error: the rest of the report stands."""
     m, name = resolved
     alone = step = failed = None
+    if deadline - time.perf_counter() < MIN_PHASE_S:
+        report.model = {"name": name, "device": str(device), "skipped": True,
+                        "error": "not measured: max_seconds was spent before the model's turn"}
+        report.phases.append({"phase": "model", "budget_s": 0.0, "skipped": "max_seconds was spent", "seconds": 0.0,
+                              "cut": False})
+        bar.done(2)
+        return
+    p = None
     try:
         bar.phase("model: training steps")
+        p = phase("model alone", max(1.0, left(MODEL_ALONE_SHARE)))
         step = _model.TrainStep(m, name, device, amp)
         size = facts["output_size"] or (res, res)
-        alone = _model.measure_alone(step, batch_size, size, max(1.0, left(MODEL_ALONE_SHARE)))
+        alone = _model.measure_alone(step, batch_size, size, p["budget_s"])
         report.model = alone
+        ended(p)
         bar.done()
         bar.phase("model fed by the loader")
+        seconds = max(1.0, left(TOGETHER_SHARE))
+        p = phase("model fed by the loader", seconds)
         report.together = _model.measure_together(one, make, step, workers=current, batch_size=batch_size,
                                                   order=order, os_cache=os_cache, indices=indices,
-                                                  seconds=max(1.0, left(TOGETHER_SHARE)), loader_kwargs=kwargs)
+                                                  seconds=seconds, loader_kwargs=kwargs,
+                                                  cut_at=time.perf_counter() + max(
+                                                      deadline - time.perf_counter(), seconds,
+                                                      TOGETHER_MIN_STEPS / alone["steps_s"]))
+        ended(p, report.together["cut"])
         bar.done()
     except Exception as e:  # noqa: BLE001 - any failure of the user's model is reported, not raised
+        if p is not None and "seconds" not in p:
+            ended(p, isinstance(e, TimeoutError))
         failed = _model.failure(name, e, batch_size, device)
     if failed is not None:  # out of the except block: its traceback no longer holds the step's tensors
         report.model = {**(alone or {}), **failed}

@@ -7,9 +7,10 @@ A training step is forward, a loss fitting whatever the model returns,
 backward and an SGD step. Classifiers' logits get cross-entropy with the
 batch's labels (random ones when the batch has none that fit);
 segmentation outputs (``{"out": (N, C, H, W)}``) get cross-entropy with
-random label maps; torchvision's detection models get one box per image
-(with a mask and keypoints where their heads want them) and return their
-losses."""
+random label maps; torchvision's detection models train on the batch's
+boxes and labels where the pipeline decodes them (``RaggedDecoder``
+outputs), otherwise on one made-up box per image, and return their losses;
+``targets`` in the model's entries says which."""
 import inspect
 import sys
 import time
@@ -79,6 +80,8 @@ class TrainStep:
         self.amp_dtype = torch.float16 if self.dev.type == "cuda" else torch.bfloat16
         self.detection = _is_detection(self.m)
         self.kind = "detection" if self.detection else None  # else set by the first output
+        # What a detection model trained on: the dataset's boxes or the doctor's own.
+        self.targets = None
         self._targets = {}
 
     def sync(self):
@@ -88,9 +91,12 @@ class TrainStep:
 
     def inputs(self, batch):
         """(images (N, C, H, W) float on the device, labels or None) of a
-        loader batch."""
+        loader batch; for a detection model whose batch has boxes (a
+        ``Ragged`` of (x0, y0, x1, y1) rows), the labels are torchvision's
+        target dicts of those boxes."""
         import torch
-        items = batch if isinstance(batch, (tuple, list)) else (batch,)
+        from ..fields.ragged import Ragged
+        items = batch if isinstance(batch, (tuple, list)) and not isinstance(batch, Ragged) else (batch,)
         tensors = [t for t in items if torch.is_tensor(t)]
         x = next((t for t in tensors if t.ndim == 4), None)
         if x is None:
@@ -108,7 +114,62 @@ class TrainStep:
                        and t.shape[0] == x.shape[0] and t.numel() == x.shape[0]), None)
         if labels is not None:
             labels = labels.reshape(-1).to(self.dev, non_blocking=True).long()
+        if self.detection:
+            targets = self._dataset_targets([t for t in items if isinstance(t, Ragged)], x)
+            if targets is not None:
+                return x, targets
         return x, labels
+
+    def _dataset_targets(self, ragged, x):
+        """torchvision's targets of the batch's boxes: the first Ragged of
+        float (x0, y0, x1, y1) rows, its labels the first integer Ragged of
+        as many rows (class 1 without one), clamped to the model's classes
+        (only the cost is measured); masks (each box filled) and keypoints
+        (its centre) where the model's heads want them. None without boxes."""
+        import torch
+        from ..detection import to_torchvision_targets
+        data = [(torch.as_tensor(r.data), torch.as_tensor(r.counts)) for r in ragged]
+        boxes = next(((d, c) for d, c in data if d.ndim == 3 and d.shape[-1] == 4 and d.is_floating_point()), None)
+        if boxes is None:
+            return None
+        b, counts = boxes
+        lab = next((d for d, c in data if not d.is_floating_point() and d.shape[:2] == b.shape[:2]
+                    and d[0, :1].numel() <= 1 and torch.equal(c, counts)), None)
+        has_labels = lab is not None
+        if lab is None:
+            lab = torch.ones(b.shape[:2], dtype=torch.int64)
+        classes = self._num_classes()
+        lab = lab.reshape(b.shape[:2]).long()
+        lab = lab.clamp(1, classes - 1) if classes and classes > 1 else lab.clamp(min=1)
+        b = b.to(self.dev, non_blocking=True).float()
+        targets = to_torchvision_targets(b, lab.to(self.dev, non_blocking=True), counts=counts)
+        n, _, h, w = x.shape
+        heads = getattr(self.m, "roi_heads", None)
+        extra = []
+        for t in targets:
+            if heads is not None and heads.has_mask():
+                m = torch.zeros(len(t["boxes"]), h, w, dtype=torch.uint8, device=self.dev)
+                for k, (x0, y0, x1, y1) in enumerate(t["boxes"].round().long().tolist()):
+                    m[k, max(0, y0):max(y0 + 1, y1), max(0, x0):max(x0 + 1, x1)] = 1
+                t["masks"] = m
+                extra.append("masks")
+            if heads is not None and heads.has_keypoint():
+                k = heads.keypoint_predictor.kps_score_lowres.out_channels
+                ctr = (t["boxes"][:, :2] + t["boxes"][:, 2:]) / 2
+                t["keypoints"] = torch.cat([ctr, torch.ones(len(ctr), 1, device=self.dev)], 1)[:, None].repeat(1, k, 1)
+                extra.append("keypoints")
+        self.targets = ("the dataset's boxes" + (" and labels" if has_labels else ", class 1")
+                        + (f" ({' and '.join(dict.fromkeys(extra))} made from each box)" if extra else ""))
+        return targets
+
+    def _num_classes(self):
+        """The classes of a torchvision detection model's head, where it says."""
+        heads = getattr(self.m, "roi_heads", None)
+        pred = getattr(getattr(heads, "box_predictor", None), "cls_score", None)
+        if pred is not None:
+            return pred.out_features
+        head = getattr(getattr(self.m, "head", None), "classification_head", None)
+        return getattr(head, "num_classes", None)
 
     def __call__(self, x, labels=None):
         """Forward, loss, backward and an SGD step (asynchronous on a GPU)."""
@@ -117,7 +178,7 @@ class TrainStep:
             x = x.contiguous(memory_format=torch.channels_last)
         with torch.autocast(device_type=self.dev.type, dtype=self.amp_dtype, enabled=self.amp):
             if self.detection:
-                out = self.m(list(x), self._detection_targets(x))
+                out = self.m(list(x), labels if isinstance(labels, list) else self._detection_targets(x))
             else:
                 out = self.m(x)
         loss = self._loss(out, labels)
@@ -129,8 +190,11 @@ class TrainStep:
 
     def _detection_targets(self, x):
         """One box (the image's centre half) of class 1 per image; a mask
-        and keypoints where the model's heads predict them."""
+        and keypoints where the model's heads predict them: for the model
+        alone, and for batches without boxes."""
         import torch
+        if self.targets is None:
+            self.targets = "made-up: one box per image (its centre half); the pipeline decodes no boxes"
         n, _, h, w = x.shape
         key = ("det", n, h, w)
         if key not in self._targets:
@@ -229,37 +293,58 @@ def measure_alone(step, batch_size, size, seconds):
 
 
 def measure_together(data, make, step, *, workers, batch_size, order, os_cache, indices, seconds,
-                     loader_kwargs=None):
+                     loader_kwargs=None, cut_at=None):
     """The loader feeding the model for about `seconds`, as a training loop
     does. After warm-up steps (the first batch, and the batches the loader
     made ahead meanwhile, which come at once), it counts the time the loop
     waited in ``next()`` (the loader's own ``wait_seconds``), the time in
     the training steps, and the time the device was busy (CUDA events
-    around each step on a GPU; the steps' time on the CPU)."""
+    around each step on a GPU; the steps' time on the CPU). cut_at (a
+    time.perf_counter() value): the loader's epoch is closed then, a wait
+    for a batch included; cut before two timed steps, it raises
+    TimeoutError."""
     import torch
     from ..loader import Loader, OrderOption
+    from ._measure import Cut, close_loader
     loader = Loader(data, batch_size=batch_size, num_workers=workers, order=OrderOption[order.upper()],
                     os_cache=os_cache, indices=indices, drop_last=False, seed=1, pipelines=make(),
                     **(loader_kwargs or {}))
     cuda = step.dev.type == "cuda"
     ahead = loader.batches_ahead + 1
+    step.targets = None  # set by the batches' boxes, or the lack of them
     window, events = None, []
     warm = images = steps = 0
     step_s = 0.0
     t_begin = time.perf_counter()
+    cut = None
     try:
         it = iter(loader)
+        cut = Cut(it, cut_at)
         empty = 0
         while True:
             try:
                 batch = next(it)
                 empty = 0
             except StopIteration:
+                if cut.fired:  # closed at the deadline between two batches
+                    if window is None or steps < 2:
+                        raise TimeoutError(f"the loader fed the model {warm + steps} batch(es) in "
+                                           f"{time.perf_counter() - t_begin:.1f} s, before the time was up") from None
+                    break
                 empty += 1
                 if empty > 1:
                     raise RuntimeError("the loader's epochs are empty") from None
+                cut.cancel()
                 it = iter(loader)  # the next epoch
+                cut = Cut(it, cut_at)
                 continue
+            except RuntimeError:
+                if not cut.fired:
+                    raise
+                if window is None or steps < 2:
+                    raise TimeoutError(f"the loader fed the model {warm + steps} batch(es) in "
+                                       f"{time.perf_counter() - t_begin:.1f} s, before the time was up") from None
+                break  # cut at the deadline, waiting for a batch
             # The window opens after the warm-up steps, or a quarter of the
             # time, whichever first; this batch's wait came before it.
             if window is None and warm >= 1 and (warm >= ahead or time.perf_counter() - t_begin >= seconds / 4):
@@ -275,6 +360,7 @@ def measure_together(data, make, step, *, workers, batch_size, order, os_cache, 
             x, labels = step.inputs(batch)
             step(x, labels)
             del batch
+            after = time.perf_counter()
             if not timed:
                 warm += 1
                 continue
@@ -286,11 +372,17 @@ def measure_together(data, make, step, *, workers, batch_size, order, os_cache, 
             images += len(x)
             if time.perf_counter() - window["t"] >= seconds and steps >= 2:
                 break
+        cut.cancel()
         step.sync()
         t_end, c_end = time.perf_counter(), time.process_time()
         st = loader.stats
+        if cut.fired:
+            # The wait the cut ended brought no batch: it counts as waited all the same.
+            st = dict(st, wait_seconds=st["wait_seconds"] + max(0.0, t_end - after))
     finally:
-        loader.close()
+        if cut is not None:
+            cut.cancel()
+        close_loader(loader, cut)
     wall = t_end - window["t"]
     wait = st["wait_seconds"] - window["wait"]
     busy = sum(s.elapsed_time(e) for s, e in events) / 1000 if cuda else step_s
@@ -300,7 +392,8 @@ def measure_together(data, make, step, *, workers, batch_size, order, os_cache, 
             "wait_share": min(1.0, wait / wall), "step_s": step_s, "device_busy_share": min(1.0, busy / wall),
             "device_busy_from": "CUDA events" if cuda else "the training steps' time",
             "cores_busy": (c_end - window["cpu"]) / wall, "warmup_steps": warm, "warmup_s": window["t"] - t_begin,
-            "torch_threads": None if cuda else torch.get_num_threads()}
+            "torch_threads": None if cuda else torch.get_num_threads(), "cut": cut.fired,
+            "targets": step.targets}
 
 
 def failure(name, e, batch_size, device):

@@ -49,6 +49,7 @@ class Report:
     recommendations: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     elapsed_s: float = 0.0
+    phases: list = field(default_factory=list)
 
     def to_dict(self):
         return asdict(self)
@@ -259,8 +260,13 @@ def _loader_lines(r):
                  f" {o['ms_per_image']:.2f} ms ({pct(o['share'])})" for o in ops[:6]]
         lines.append("  operations per image: " + ", ".join(parts) + (", ..." if len(ops) > 6 else ""))
     for c in ld.get("cold", []):
+        run = c.get("run_s")
+        first = (f", first batch after {c['first_batch_s']:.1f} s" if c.get("first_batch_s") is not None else
+                 ", no batch" if c.get("cut") else "")
         lines.append(f"  from a cold cache, {c['order']}, os_cache={c['os_cache']}: {c['img_s']:,.0f} img/s "
-                     f"({c['pages_read'] or 0} pages read by the process cache)")
+                     f"({c['pages_read'] or 0} pages read by the process cache"
+                     + (f"; a run of {run:.1f} s{first}" if run else "")
+                     + ("; cut at its deadline" if c.get("cut") else "") + ")")
         if c.get("sources"):
             lines.append("    by source (its last epoch): " + "; ".join(_source_run(x) for x in c["sources"]))
     return lines
@@ -295,6 +301,8 @@ def _model_lines(r):
                      f"the training loop waited in next() {tg['wait_s']:.2f} s of {tg['seconds']:.2f} s "
                      f"({pct(tg['wait_share'])}); {dev} busy {pct(tg['device_busy_share'])}, idle "
                      f"{pct(1 - tg['device_busy_share'])}")
+        if tg.get("targets"):
+            lines.append(f"  detection targets: {tg['targets']}")
     return lines
 
 
