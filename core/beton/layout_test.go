@@ -85,3 +85,31 @@ func TestFileEndsAtItsData(t *testing.T) {
 		})
 	}
 }
+
+// A file rewritten in place under an open reader (same inode, other bytes)
+// leaves the reader's metadata table as it was opened: labels and heap
+// pointers cannot silently become the new bytes'.
+func TestMetadataKeptWhenRewrittenInPlace(t *testing.T) {
+	path := writeRows(t, filepath.Join(t.TempDir(), "d.beton"), shardFields, 0, 50, 2_000, DefaultPageSize)
+	r, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	before := bytes.Clone(r.Metadata())
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(0); err != nil {
+		t.Fatal(err)
+	}
+	junk := bytes.Repeat([]byte{0xA5}, len(before)+4096)
+	if _, err := f.WriteAt(junk, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if !bytes.Equal(r.Metadata(), before) {
+		t.Fatal("the metadata table changed with the file under the reader")
+	}
+}

@@ -98,13 +98,40 @@ func openFile(path string, f *os.File, custom map[string]field.Column) (*Reader,
 		unix.Munmap(data)
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	// The metadata table is read for every sample of every epoch: a copy,
+	// as FFCV keeps one, so that a file rewritten in place under the
+	// loader cannot hand out another file's labels or pointers as this
+	// one's (heap bytes then fail to decode, naming the sample). Outside
+	// the Go heap, since C callers hold it (ffcv_reader_tables).
+	meta, err := copyOffHeap(r.meta)
+	if err != nil {
+		unix.Munmap(data)
+		return nil, &fs.PathError{Op: "mmap", Path: path, Err: err}
+	}
+	r.meta = meta
 	r.src, r.file = f, f
 	r.release = func() error {
 		err := unix.Munmap(data)
+		if meta != nil {
+			unix.Munmap(meta)
+		}
 		f.Close()
 		return err
 	}
 	return r, nil
+}
+
+// copyOffHeap copies b into an anonymous private map (nil for no bytes).
+func copyOffHeap(b []byte) ([]byte, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	m, err := unix.Mmap(-1, 0, len(b), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		return nil, err
+	}
+	copy(m, b)
+	return m[:len(b):len(b)], nil
 }
 
 // newReader validates data as a whole .beton image, which the reader then
