@@ -269,8 +269,8 @@ def test_errors_skip_reports_bad_videos(sources, tmp_path, pool):
              (str(tmp_path / "missing.mp4"), 4), (np.zeros((2, 8, 8, 3), np.float32), 5)]
     out = tmp_path / "out.beton"
     writer = DatasetWriter(str(out), {"video": VideoField(), "label": IntField()}, progress=False, num_workers=2)
-    with pytest.warns(UserWarning, match=r"4 problems, 4 samples skipped; the first: \S*corrupt.mp4: sample 1, "
-                                         r"member 'video': .*is corrupt: frame"):
+    with pytest.warns(UserWarning, match=r"4 problems, 4 samples skipped \(see the returned report's problems\): "
+                                         r"1 x .*is corrupt: frame.* \(\S*corrupt.mp4: sample 1, member 'video'\)"):
         report = writer.from_indexed_dataset(ListDataset(items), pool=pool, pool_workers=2, errors="skip")
     assert (report.files, report.counts, report.samples, report.skipped, report.num_problems) == \
         ([str(out)], [2], 2, 4, 4)

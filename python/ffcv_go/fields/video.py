@@ -243,7 +243,11 @@ def _decode(path, max_resolution, fps, frame_step):
         if not container.streams.video:
             raise ValueError(f"VideoField: {path} has no video stream")
         stream = container.streams.video[0]
-        stream.thread_type = "AUTO"
+        # Slice threads, not frame threads: after a decode error FFmpeg's
+        # frame threads can leave avcodec_free_context waiting forever (seen
+        # under load), and an error is then reported at its own frame. The
+        # writer decodes several files at once in its fetch workers anyway.
+        stream.thread_type = "SLICE"
         # Without this FFmpeg conceals a damaged slice (it logs "error while
         # decoding MB") and hands out the frame as if whole.
         stream.codec_context.options = {"err_detect": "explode"}
