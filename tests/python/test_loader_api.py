@@ -201,3 +201,14 @@ def test_subclass_crop_generator_is_respected(name):
                 assert np.array_equal(got[i], want), i
             else:  # JPEG: the decode may differ from the stored pixels by a little
                 assert np.abs(got[i].astype(int) - want.astype(int)).mean() < 8, i
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_to_cuda_without_cuda_is_refused_when_the_loader_is_built():
+    """Not torch's "invalid argument to exchangeDevice" at the first batch."""
+    from ffcv_go.transforms import ToDevice
+    path = "tests/fixtures/ffcv-1.0/scalars.beton"
+    for device in ("cuda", "cuda:0", torch.device("cuda", 1)):
+        with pytest.raises(ValueError, match=r'output "label": ToDevice: device .*cuda.*: CUDA is not available here'):
+            Loader(path, batch_size=4, pipelines={"label": [IntDecoder(), ToTensor(), ToDevice(device)]})
+    Loader(path, batch_size=4, pipelines={"label": [IntDecoder(), ToTensor(), ToDevice("cpu")]})
