@@ -231,7 +231,10 @@ type Program struct {
 	direct int // first op writing straight into the output, computed by Build
 	batch  []BatchOp
 	bspecs []Spec
-	bnames []string
+	bnames []string // the batch ops as the user wrote them, for messages
+	// labels are the per-sample ops as the user wrote them (names has the
+	// core's), for messages.
+	labels []string
 	// opTimes sums each per-sample op's time when workers time them.
 	opTimes *trace.OpTotals
 }
@@ -303,7 +306,7 @@ func build(r *beton.Reader, f int, in Spec, ops []json.RawMessage) (*Program, er
 			if err != nil {
 				return nil, fmt.Errorf("field %q, %s: %w", env.Desc.Name, head.Name(), err)
 			}
-			p.batch, p.bspecs, p.bnames = append(p.batch, op), append(p.bspecs, out), append(p.bnames, head.Op)
+			p.batch, p.bspecs, p.bnames = append(p.batch, op), append(p.bspecs, out), append(p.bnames, head.Name())
 			in = out
 			continue
 		}
@@ -332,6 +335,7 @@ func build(r *beton.Reader, f int, in Spec, ops []json.RawMessage) (*Program, er
 			return nil, fmt.Errorf("field %q: %s needs a decoder before it", env.Desc.Name, head.Name())
 		}
 		p.ops, p.specs, p.names = append(p.ops, op), append(p.specs, out), append(p.names, head.Op)
+		p.labels = append(p.labels, head.Name())
 		p.keys = append(p.keys, key)
 		in = out
 	}
@@ -396,7 +400,7 @@ func (p *Program) Run(c *Ctx, s *Scratch, in, out []byte) error {
 			err = p.runTimed(c, i, in, dst)
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %w", p.names[i], err)
+			return fmt.Errorf("%s: %w", p.labels[i], err)
 		}
 		in = dst
 	}

@@ -378,7 +378,7 @@ def test_verify_decodes_masks(scene_file):
 
 def test_unfollowable_pipelines_are_refused(scene_file):
     from ffcv_go.transforms import ImageMixup
-    with pytest.raises(ValueError, match="image_mixup"):
+    with pytest.raises(ValueError, match="operation ImageMixup: it mixes images"):
         Loader(scene_file, batch_size=4, num_workers=1, pipelines={
             "image": [RandomResizedCropRGBImageDecoder((64, 64)), ImageMixup(0.2, True)], **targets()})
     with pytest.raises(ValueError, match='follows "photo", which is not an output'):
