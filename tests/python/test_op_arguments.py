@@ -207,3 +207,20 @@ def test_build_errors_name_what_the_user_wrote(path, pipelines, want, internal):
     msg = str(info.value)
     assert want in msg, msg
     assert internal not in msg and not DTYPE_CODE.search(msg), msg
+
+
+def test_a_sample_error_names_the_operation_as_written(tmp_path):
+    """At run time too: "RandomResizedCropRGBImageDecoder: bad sample data", not "rgb_rrc: ..."."""
+    import shutil
+    from ffcv_go import Loader, SampleError
+    from ffcv_go.reader import Reader
+    path = tmp_path / "c.beton"
+    shutil.copy(IMAGES, path)
+    ptr = int(Reader(path).metadata["f0"]["data_ptr"][2])
+    data = bytearray(path.read_bytes())
+    data[ptr:ptr + 16] = bytes(16)  # no JPEG marker
+    path.write_bytes(bytes(data))
+    loader = Loader(path, batch_size=4, num_workers=1, pipelines={"image": [D.RandomResizedCropRGBImageDecoder((16, 16))]})
+    with pytest.raises(SampleError, match='sample 2, field "image": RandomResizedCropRGBImageDecoder: bad sample data'):
+        for _ in loader:
+            pass
