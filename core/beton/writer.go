@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -148,8 +149,13 @@ func create(path string, fields []field.Desc, numSamples uint64, opts WriterOpti
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
+		if _, serr := os.Stat(dir); errors.Is(serr, fs.ErrNotExist) {
+			// Said of the folder: the temporary file's name is ours, not the user's.
+			return nil, fmt.Errorf("write %s: its folder %s does not exist: %w", path, dir, fs.ErrNotExist)
+		}
 		return nil, fmt.Errorf("create temporary file for %s: %w", path, err)
 	}
 	metaOff := uint64(HeaderSize + len(descs))
