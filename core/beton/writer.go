@@ -154,7 +154,7 @@ func create(path string, fields []field.Desc, numSamples uint64, opts WriterOpti
 	if err != nil {
 		if _, serr := os.Stat(dir); errors.Is(serr, fs.ErrNotExist) {
 			// Said of the folder: the temporary file's name is ours, not the user's.
-			return nil, fmt.Errorf("write %s: its folder %s does not exist: %w", path, dir, fs.ErrNotExist)
+			return nil, missingFolder{path, dir}
 		}
 		return nil, fmt.Errorf("create temporary file for %s: %w", path, err)
 	}
@@ -575,3 +575,13 @@ func (w *Writer) PagesWritten() uint64 { return w.written }
 
 // Placed is the number of samples packed into the file so far.
 func (w *Writer) Placed() uint64 { return w.placedN.Load() }
+
+// missingFolder is the error of a file to write in a folder that does not
+// exist; it is an fs.ErrNotExist.
+type missingFolder struct{ path, dir string }
+
+func (e missingFolder) Error() string {
+	return fmt.Sprintf("write %s: its folder %s does not exist", e.path, e.dir)
+}
+
+func (e missingFolder) Is(target error) bool { return target == fs.ErrNotExist }
