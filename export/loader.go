@@ -23,10 +23,19 @@ import (
 
 type outputSpec struct {
 	Field int               `json:"field"`
+	Name  string            `json:"name"` // the user's name of the output, for messages
 	Ops   []json.RawMessage `json:"ops"`
 	// Sources, for a mixture, has a program for some sources' samples
 	// (null for the others): see loader.Config.SourcePrograms.
 	Sources [][]json.RawMessage `json:"sources"`
+}
+
+// label names output k in messages: by the user's name where it has one.
+func (o *outputSpec) label(k int) string {
+	if o.Name != "" {
+		return fmt.Sprintf("output %q", o.Name)
+	}
+	return fmt.Sprintf("output %d", k)
 }
 
 type loaderSpec struct {
@@ -116,10 +125,10 @@ func buildLoader(r *beton.Reader, parts []order.Part, spec *loaderSpec, indices 
 	for k, o := range spec.Outputs {
 		p, err := pipeline.Build(r, o.Field, o.Ops)
 		if err != nil {
-			return nil, fmt.Errorf("%w: output %d: %v", errArgument, k, err)
+			return nil, fmt.Errorf("%w: %s: %v", errArgument, o.label(k), err)
 		}
 		if _, _, _, err := dlType(p.Out.DType); err != nil {
-			return nil, fmt.Errorf("%w: output %d: %v", errArgument, k, err)
+			return nil, fmt.Errorf("%w: %s: %v", errArgument, o.label(k), err)
 		}
 		progs[k] = p
 		for s, ops := range o.Sources {
@@ -133,7 +142,7 @@ func buildLoader(r *beton.Reader, parts []order.Part, spec *loaderSpec, indices 
 				bySource[k] = make([]*pipeline.Program, len(o.Sources))
 			}
 			if bySource[k][s], err = pipeline.Build(r, o.Field, ops); err != nil {
-				return nil, fmt.Errorf("%w: output %d, source %d: %v", errArgument, k, s, err)
+				return nil, fmt.Errorf("%w: %s, source %d: %v", errArgument, o.label(k), s, err)
 			}
 		}
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/cache"
 	"github.com/ffcv-go/ffcv-go/core/dataset"
 	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/imagefolder"
 	"github.com/ffcv-go/ffcv-go/core/ingest"
 	"github.com/ffcv-go/ffcv-go/core/loader"
 	"github.com/ffcv-go/ffcv-go/core/mixture"
@@ -78,7 +79,8 @@ func fail(err **C.char, e error) C.int64_t {
 		return codeFormat
 	case errors.Is(e, errArgument), errors.Is(e, errNil), errors.Is(e, field.ErrNoHandler),
 		errors.Is(e, beton.ErrShards), errors.Is(e, beton.ErrNotMapped), errors.Is(e, dataset.ErrArgument),
-		errors.Is(e, remote.ErrBadURL), errors.Is(e, remote.ErrBadEnv), errors.Is(e, mixture.ErrMixture):
+		errors.Is(e, remote.ErrBadURL), errors.Is(e, remote.ErrBadEnv), errors.Is(e, mixture.ErrMixture),
+		errors.Is(e, imagefolder.ErrLayout):
 		return codeArgument
 	case errors.As(e, &pe):
 		return codeIO

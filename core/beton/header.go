@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Format constants.
@@ -54,12 +55,43 @@ func parseHeader(b []byte) (Header, error) {
 		AllocTablePtr: binary.LittleEndian.Uint64(b[16:]),
 	}
 	if h.Version != Version {
+		if kind := looksLike(b); kind != "" || h.Version > maxPlausibleVersion {
+			return h, fmt.Errorf("%w: it does not begin with a .beton header%s", ErrFormat, kind)
+		}
 		return h, fmt.Errorf("%w: version %d, only version %d is supported", ErrFormat, h.Version, Version)
 	}
 	if err := CheckPageSize(uint64(h.PageSize)); err != nil {
 		return h, fmt.Errorf("%w: %v", ErrFormat, err)
 	}
 	return h, nil
+}
+
+// maxPlausibleVersion bounds the versions reported as such: a larger first
+// uint16 is another kind of file (a JPEG's begins 0xFFD8, "version 55551").
+const maxPlausibleVersion = 16
+
+// magics are the first bytes of files people mistake for a .beton.
+var magics = []struct{ prefix, name string }{
+	{"\xff\xd8\xff", "a JPEG image"},
+	{"\x89PNG", "a PNG image"},
+	{"PAR1", "a Parquet file"},
+	{"PK\x03\x04", "a zip archive"},
+	{"\x1f\x8b", "a gzip file"},
+	{"RIFF", "a RIFF file (WebP, WAV, AVI)"},
+	{"\x1a\x45\xdf\xa3", "a Matroska/WebM video"},
+}
+
+// looksLike names the kind of file b begins like, as ": it is ..." (or "").
+func looksLike(b []byte) string {
+	for _, m := range magics {
+		if strings.HasPrefix(string(b), m.prefix) {
+			return ": it is " + m.name
+		}
+	}
+	if len(b) >= 8 && string(b[4:8]) == "ftyp" {
+		return ": it is an MP4/MOV video"
+	}
+	return ""
 }
 
 // CheckPageSize reports whether ps is a page size the format allows.

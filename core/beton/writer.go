@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -157,8 +158,13 @@ func create(path string, fields []field.Desc, numSamples uint64, opts WriterOpti
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
+		if _, serr := os.Stat(dir); errors.Is(serr, fs.ErrNotExist) {
+			// Said of the folder: the temporary file's name is ours, not the user's.
+			return nil, missingFolder{path, dir}
+		}
 		return nil, fmt.Errorf("create temporary file for %s: %w", path, err)
 	}
 	metaOff := uint64(HeaderSize + len(descs))
@@ -631,3 +637,13 @@ func (w *Writer) PagesWritten() uint64 { return w.written }
 
 // Placed is the number of samples packed into the file so far.
 func (w *Writer) Placed() uint64 { return w.placedN.Load() }
+
+// missingFolder is the error of a file to write in a folder that does not
+// exist; it is an fs.ErrNotExist.
+type missingFolder struct{ path, dir string }
+
+func (e missingFolder) Error() string {
+	return fmt.Sprintf("write %s: its folder %s does not exist", e.path, e.dir)
+}
+
+func (e missingFolder) Is(target error) bool { return target == fs.ErrNotExist }

@@ -105,6 +105,34 @@ func (d *Desc) ItemSize() (int, error) {
 	return n, nil
 }
 
+// DTypeName is a numpy type string as users write the type: "|u1" is
+// uint8, "<f2" float16; one it does not know comes back as it is.
+func DTypeName(s string) string {
+	m := dtypeParts.FindStringSubmatch(s)
+	if m == nil {
+		return s
+	}
+	n, _ := strconv.Atoi(m[3])
+	name := map[string]string{"b": "bool", "i": "int", "u": "uint", "f": "float", "c": "complex",
+		"S": "bytes", "V": "void", "?": "bool"}[m[2]]
+	switch m[2] {
+	case "b", "?":
+		if n != 1 {
+			return s
+		}
+	case "S", "V":
+		name += strconv.Itoa(n)
+	default:
+		name += strconv.Itoa(8 * n)
+	}
+	if m[1] == ">" && n > 1 {
+		name += " (big-endian)"
+	}
+	return name
+}
+
+var dtypeParts = regexp.MustCompile(`^([<>|=]?)([biufcSV?])([0-9]+)$`)
+
 // dtypePattern matches the numpy type strings an array field may hold:
 // booleans, integers, floats, complex numbers and fixed-size void/bytes.
 var dtypePattern = regexp.MustCompile(`^[<>|=]?[biufcSV?]([0-9]+)$`)

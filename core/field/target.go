@@ -86,7 +86,7 @@ func (d *Desc) checkTarget() error {
 	}
 	if d.Type == Mask {
 		if a.DType != "|u1" && a.DType != "<u2" {
-			return fmt.Errorf("field %q: mask dtype %q must be uint8 or uint16", d.Name, a.DType)
+			return fmt.Errorf("field %q: mask dtype %s must be uint8 or uint16", d.Name, DTypeName(a.DType))
 		}
 		if a.Follows == "" {
 			return fmt.Errorf("field %q: a mask must follow an image field", d.Name)
@@ -120,7 +120,7 @@ func (d *Desc) checkTarget() error {
 			return fmt.Errorf("field %q: coords %q do not fit row shape %v", d.Name, a.Coords, a.RowShape)
 		}
 		if a.DType != "<f4" && a.DType != "<f8" {
-			return fmt.Errorf("field %q: coordinates need float32 or float64, not %q", d.Name, a.DType)
+			return fmt.Errorf("field %q: coordinates need float32 or float64, not %s", d.Name, DTypeName(a.DType))
 		}
 	default:
 		return fmt.Errorf("field %q: coords %q must be 'xyxy', 'xy' or empty", d.Name, a.Coords)

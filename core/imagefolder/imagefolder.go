@@ -4,6 +4,7 @@
 package imagefolder
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +19,9 @@ import (
 
 // Extensions are the image file suffixes taken, as torchvision's IMG_EXTENSIONS.
 var Extensions = []string{".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp", ".gif"}
+
+// ErrLayout marks a folder that is not in ImageFolder's layout.
+var ErrLayout = errors.New("not an ImageFolder")
 
 // Folder is a scanned ImageFolder tree.
 type Folder struct {
@@ -41,7 +45,8 @@ func Scan(root string) (*Folder, error) {
 	}
 	sort.Strings(f.Classes)
 	if len(f.Classes) == 0 {
-		return nil, fmt.Errorf("image folder %s has no class folders", root)
+		return nil, fmt.Errorf("%w: %s has no class folders: it needs one folder per class with the class's "+
+			"images inside (%s/<class>/<image>.jpg)", ErrLayout, root, filepath.Clean(root))
 	}
 	for label, class := range f.Classes {
 		var files []string
@@ -64,7 +69,8 @@ func Scan(root string) (*Folder, error) {
 		}
 	}
 	if len(f.Files) == 0 {
-		return nil, fmt.Errorf("image folder %s has no image files (%s)", root, strings.Join(Extensions, " "))
+		return nil, fmt.Errorf("%w: the class folders of %s hold no image files (%s)", ErrLayout, root,
+			strings.Join(Extensions, " "))
 	}
 	return f, nil
 }

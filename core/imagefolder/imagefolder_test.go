@@ -2,6 +2,7 @@ package imagefolder
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -81,14 +82,14 @@ func TestScan(t *testing.T) {
 			labels:  []int{1},
 		},
 		{name: "no class folders", files: map[string][]byte{"1.jpg": img}, err: "no class folders"},
-		{name: "no images", files: map[string][]byte{"a/readme.md": img}, err: "no image files"},
+		{name: "no images", files: map[string][]byte{"a/readme.md": img}, err: "hold no image files"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			root := tree(t, tc.files)
 			f, err := Scan(root)
 			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || !errors.Is(err, ErrLayout) {
 					t.Fatalf("err = %v, want %q", err, tc.err)
 				}
 				return

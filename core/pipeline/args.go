@@ -14,15 +14,16 @@ import (
 
 // Parse decodes an operation's arguments into v, rejecting keys v does not
 // declare: a misspelt argument ("prob" for "p") must not silently fall back
-// to its zero value. The head's keys ("op", "key", "seed") are Build's.
+// to its zero value. The head's keys ("op", "key", "seed", "class") are Build's.
 func Parse(raw json.RawMessage, v any) error {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return fmt.Errorf("arguments: %w", err)
 	}
 	delete(m, "op")
-	delete(m, "key")  // the randomness key, read by Build
-	delete(m, "seed") // a randomness key shared across pipelines, read by Build
+	delete(m, "key")   // the randomness key, read by Build
+	delete(m, "seed")  // a randomness key shared across pipelines, read by Build
+	delete(m, "class") // the user's name of the operation, for messages
 	args, _ := json.Marshal(m)
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.DisallowUnknownFields()
@@ -106,7 +107,7 @@ func NeedSeed(raw json.RawMessage) error {
 // NeedImage checks that in is uint8 (H, W, C) images.
 func NeedImage(in Spec) error {
 	if len(in.Shape) != 3 || in.DType != "|u1" {
-		return fmt.Errorf("needs uint8 (H, W, C) images, got %v %s", in.Shape, in.DType)
+		return fmt.Errorf("needs uint8 (H, W, C) images, got %v %s", in.Shape, field.DTypeName(in.DType))
 	}
 	return nil
 }

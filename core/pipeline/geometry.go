@@ -152,7 +152,7 @@ func NewGeometry(env Env, spec GeometrySpec) (*Geometry, error) {
 		return nil, fmt.Errorf("followed pipeline: %w", err)
 	}
 	if len(p.batch) > 0 {
-		return nil, fmt.Errorf("targets cannot follow the image operation %q: it mixes images of the batch", p.bnames[0])
+		return nil, fmt.Errorf("targets cannot follow the image operation %s: it mixes images of the batch", p.bnames[0])
 	}
 	if len(p.SampleOut.Shape) != 3 {
 		return nil, fmt.Errorf("followed pipeline gives %v, not (H, W, C) images", p.SampleOut.Shape)
@@ -164,8 +164,8 @@ func NewGeometry(env Env, spec GeometrySpec) (*Geometry, error) {
 			g.steps = append(g.steps, geoStep{o, p.keys[i]})
 		case Photometric:
 		default:
-			return nil, fmt.Errorf("targets cannot follow the image operation %q: it moves pixels in a way "+
-				"boxes, points and masks do not follow", p.names[i])
+			return nil, fmt.Errorf("targets cannot follow the image operation %s: it moves pixels in a way "+
+				"boxes, points and masks do not follow", p.labels[i])
 		}
 	}
 	return g, nil

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+
+	"github.com/ffcv-go/ffcv-go/core/field"
 )
 
 // Label ops (FFCV-SSL's Label*): an op in another pipeline (the label's)
@@ -56,11 +58,11 @@ func newLabel(env Env, raw json.RawMessage) (Op, error) {
 	}
 	op, err := mk(env, a.Of)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", head.Op, err)
+		return nil, fmt.Errorf("%s: %w", head.Name(), err)
 	}
 	r, ok := op.(Reporter)
 	if !ok || r.Reports() > maxReports {
-		return nil, fmt.Errorf("operation %q has no parameters to report", head.Op)
+		return nil, fmt.Errorf("%s has no parameters to report", head.Name())
 	}
 	return &label{of: r}, nil
 }
@@ -70,7 +72,7 @@ func (l *label) Out(in Spec) (Spec, error) {
 	switch in.DType {
 	case "<i8", "<i4", "<f4", "<f8", "|u1":
 	default:
-		return in, fmt.Errorf("needs numeric values (int64, int32, float32, float64, uint8), got %s", in.DType)
+		return in, fmt.Errorf("needs numeric values (int64, int32, float32, float64, uint8), got %s", field.DTypeName(in.DType))
 	}
 	if len(in.Shape) > 1 {
 		return in, fmt.Errorf("needs a scalar or a vector, got shape %v", in.Shape)

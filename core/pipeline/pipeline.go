@@ -152,6 +152,17 @@ type Head struct {
 	Op   string  `json:"op"`
 	Key  *int    `json:"key"`  // set by the caller: the op's place among its pipeline's built-in ops, view included
 	Seed *uint32 `json:"seed"` // the user's seed: shared with every op given the same one
+	// Class is the operation as the user wrote it (the Python class,
+	// RandomResizedCropRGBImageDecoder for "rgb_rrc"): errors name it.
+	Class string `json:"class"`
+}
+
+// Name is the operation's name for messages: the user's, else the spec's.
+func (h Head) Name() string {
+	if h.Class != "" {
+		return h.Class
+	}
+	return h.Op
 }
 
 // ParseHead reads the head of an operation spec.
@@ -218,7 +229,10 @@ type Program struct {
 	direct int // first op writing straight into the output, computed by Build
 	batch  []BatchOp
 	bspecs []Spec
-	bnames []string
+	bnames []string // the batch ops as the user wrote them, for messages
+	// labels are the per-sample ops as the user wrote them (names has the
+	// core's), for messages.
+	labels []string
 	// opTimes sums each per-sample op's time when workers time them.
 	opTimes *trace.OpTotals
 }
@@ -280,17 +294,17 @@ func build(r *beton.Reader, f int, in Spec, ops []json.RawMessage) (*Program, er
 		key := head.KeyAt(len(p.ops))
 		if mkb, ok := batchRegistry[head.Op]; ok {
 			if len(p.ops) == 0 && !tail {
-				return nil, fmt.Errorf("field %q: %s needs a decoder before it", env.Desc.Name, head.Op)
+				return nil, fmt.Errorf("field %q: %s needs a decoder before it", env.Desc.Name, head.Name())
 			}
 			op, err := mkb(raw)
 			if err != nil {
-				return nil, fmt.Errorf("field %q, %s: %w", env.Desc.Name, head.Op, err)
+				return nil, fmt.Errorf("field %q, %s: %w", env.Desc.Name, head.Name(), err)
 			}
 			out, err := op.Out(in)
 			if err != nil {
-				return nil, fmt.Errorf("field %q, %s: %w", env.Desc.Name, head.Op, err)
+				return nil, fmt.Errorf("field %q, %s: %w", env.Desc.Name, head.Name(), err)
 			}
-			p.batch, p.bspecs, p.bnames = append(p.batch, op), append(p.bspecs, out), append(p.bnames, head.Op)
+			p.batch, p.bspecs, p.bnames = append(p.batch, op), append(p.bspecs, out), append(p.bnames, head.Name())
 			in = out
 			continue
 		}
@@ -299,26 +313,27 @@ func build(r *beton.Reader, f int, in Spec, ops []json.RawMessage) (*Program, er
 			return nil, fmt.Errorf("field %q: unknown operation %q", env.Desc.Name, head.Op)
 		}
 		if len(p.batch) > 0 {
-			return nil, fmt.Errorf("field %q: per-sample operation %s after a batch operation", env.Desc.Name, head.Op)
+			return nil, fmt.Errorf("field %q: per-sample operation %s after a batch operation", env.Desc.Name, head.Name())
 		}
 		op, err := mk(env, raw)
 		if err != nil {
-			return nil, fmt.Errorf("field %q, %s: %w", env.Desc.Name, head.Op, err)
+			return nil, fmt.Errorf("field %q, %s: %w", env.Desc.Name, head.Name(), err)
 		}
 		if in.Lead > 0 && !decoders[head.Op] {
 			op = Lift(op)
 		}
 		out, err := op.Out(in)
 		if err != nil {
-			return nil, fmt.Errorf("field %q, %s: %w", env.Desc.Name, head.Op, err)
+			return nil, fmt.Errorf("field %q, %s: %w", env.Desc.Name, head.Name(), err)
 		}
 		if isDecoder := decoders[head.Op]; isDecoder == (len(p.ops) > 0 || tail) {
 			if isDecoder {
-				return nil, fmt.Errorf("field %q: decoder %s must come first", env.Desc.Name, head.Op)
+				return nil, fmt.Errorf("field %q: decoder %s must come first", env.Desc.Name, head.Name())
 			}
-			return nil, fmt.Errorf("field %q: %s needs a decoder before it", env.Desc.Name, head.Op)
+			return nil, fmt.Errorf("field %q: %s needs a decoder before it", env.Desc.Name, head.Name())
 		}
 		p.ops, p.specs, p.names = append(p.ops, op), append(p.specs, out), append(p.names, head.Op)
+		p.labels = append(p.labels, head.Name())
 		p.keys = append(p.keys, key)
 		in = out
 	}
@@ -383,7 +398,7 @@ func (p *Program) Run(c *Ctx, s *Scratch, in, out []byte) error {
 			err = p.runTimed(c, i, in, dst)
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %w", p.names[i], err)
+			return fmt.Errorf("%s: %w", p.labels[i], err)
 		}
 		in = dst
 	}

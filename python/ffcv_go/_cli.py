@@ -6,10 +6,6 @@ import time
 
 import numpy as np
 
-TYPE_NAMES = {0: "FloatField", 1: "IntField", 2: "RGBImageField", 3: "BytesField", 4: "NDArrayField",
-              5: "JSONField", 6: "TorchTensorField", 255: "custom"}
-
-
 def _size(n):
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if n < 1024 or unit == "TiB":
@@ -35,30 +31,68 @@ def cmd_convert(a):
     return 0
 
 
+def _describe(handler, column, n):
+    """The field's kind as the user wrote it and its key arguments; then
+    lines of what its metadata says about the samples."""
+    kind = type(handler).__name__
+    args, lines = [], []
+    if kind in ("NDArrayField", "TorchTensorField"):
+        args.append(f"{np.dtype(handler.dtype).name} {tuple(handler.shape)}")
+    elif kind == "RaggedArrayField":
+        args.append(f"{handler.dtype.name} rows {tuple(handler.row_shape)}")
+        args += [f"{k}={getattr(handler, k)!r}" for k in ("follows", "coords") if getattr(handler, k)]
+    elif kind == "MaskField":
+        args.append(f"{np.dtype(handler.dtype).name}, follows {handler.follows!r}")
+    elif kind == "TextField":
+        if handler.tokens:
+            args.append(f"tokenizer {handler.tokenizer_name or '(unnamed)'}, vocabulary {handler.vocab_size}")
+        else:
+            args.append("captions only (no tokens)")
+    if n and kind == "RGBImageField":
+        modes = np.bincount(column["mode"].astype(np.int64), minlength=2)
+        lines.append(f"modes: {modes[0]} JPEG, {n - modes[0]} raw")
+        longer = np.maximum(column["width"], column["height"]).astype(np.int64)
+        edges = [0, 64, 128, 256, 384, 512, 1024, 2048, 1 << 16]
+        hist, _ = np.histogram(longer, bins=edges)
+        lines.append("longer side: " + ", ".join(f"{lo}-{hi - 1}: {c}" for lo, hi, c in zip(edges, edges[1:], hist) if c))
+        lines.append(f"mean size {column['width'].mean():.0f} x {column['height'].mean():.0f} (W x H)")
+    elif n and kind == "VideoField":
+        frames, fps = column["frames"].astype(np.int64), column["fps"]
+        lines.append(f"frames: {frames.min()}-{frames.max()} (mean {frames.mean():.0f}), "
+                     f"fps: {_span(fps, '{:.3g}')}, duration {_span(frames / np.maximum(fps, 1e-9), '{:.1f}')} s")
+        lines.append(f"mean size {column['width'].mean():.0f} x {column['height'].mean():.0f} (W x H)")
+    elif n and kind == "TextField":
+        lines.append(f"captions a sample: {_span(column['captions'], '{}')}")
+        if handler.tokens:
+            lines.append(f"tokens a caption: up to {int(column['max_tokens'].max())}")
+    return " ".join([kind, *args]), lines
+
+
+def _span(values, fmt):
+    lo, hi = values.min(), values.max()
+    return fmt.format(lo) if lo == hi else f"{fmt.format(lo)}-{fmt.format(hi)}"
+
+
 def cmd_info(a):
     from .reader import Reader
     r = Reader(a.file)
     info = r._info
     pages = len(np.unique(r.alloc_table["ptr"] // r.page_size)) if len(r.alloc_table) else 0
-    print(f"file        {a.file}")
-    print(f"size        {_size(os.path.getsize(a.file))}")
+    print(f"file        {a.file}" + (" (a directory)" if os.path.isdir(a.file) else ""))
+    if len(r.shards) > 1 or os.path.isdir(a.file):
+        print(f"size        {_size(sum(os.path.getsize(p) for p, _ in r.shards))} in {len(r.shards)} .beton files")
+        for path, n in r.shards:
+            print(f"  {path}: {n} samples, {_size(os.path.getsize(path))}")
+    else:
+        print(f"size        {_size(os.path.getsize(r.shards[0][0]))}")
     print(f"samples     {r.num_samples}")
     print(f"page size   {_size(r.page_size)}, {pages} pages used")
     print("fields")
     for i, f in enumerate(info["fields"]):
-        desc = TYPE_NAMES.get(f["type_id"], f"type {f['type_id']}")
-        if f["type_id"] in (4, 6):
-            desc += f" {f['dtype']} {tuple(f['shape'])}"
+        desc, lines = _describe(r.handlers[f["name"]], r.metadata[f"f{i}"], r.num_samples)
         print(f"  {i}: {f['name']:<16} {desc}")
-        if f["type_id"] == 2 and r.num_samples:
-            col = r.metadata[f"f{i}"]
-            modes = np.bincount(col["mode"].astype(np.int64), minlength=2)
-            print(f"     modes: {modes[0]} JPEG, {r.num_samples - modes[0]} raw")
-            longer = np.maximum(col["width"], col["height"]).astype(np.int64)
-            edges = [0, 64, 128, 256, 384, 512, 1024, 2048, 1 << 16]
-            hist, _ = np.histogram(longer, bins=edges)
-            print("     longer side:", ", ".join(f"{lo}-{hi - 1}: {c}" for lo, hi, c in zip(edges, edges[1:], hist) if c))
-            print(f"     mean size {col['width'].mean():.0f} x {col['height'].mean():.0f} (W x H)")
+        for line in lines:
+            print(f"     {line}")
     return 0
 
 
@@ -68,12 +102,26 @@ def cmd_verify(a):
     t = time.perf_counter()
     problems = r.verify(a.workers)
     dt = time.perf_counter() - t
+    where = _shard_of(r.shards)
     for p in problems:
-        print(f"sample {p['sample']}, field {p['field']!r}: {p['error']}")
+        print(f"{where(p['sample'])}, field {p['field']!r}: {p['error']}")
     bad = sorted({p["sample"] for p in problems})
+    named = [where(b) if len(r.shards) > 1 else str(b) for b in bad[:20]]
     print(f"checked {r.num_samples} samples in {dt:.1f} s: {len(bad)} corrupt" +
-          (f" ({', '.join(map(str, bad[:20]))}{' ...' if len(bad) > 20 else ''})" if bad else ""))
+          (f" ({', '.join(named)}{' ...' if len(bad) > 20 else ''})" if bad else ""))
     return 1 if bad else 0
+
+
+def _shard_of(shards):
+    """sample id -> where it is: "sample 7", or "PATH sample 3" of a shard."""
+    ends = np.cumsum([n for _, n in shards])
+
+    def where(sample):
+        if len(shards) == 1:
+            return f"sample {sample}"
+        k = int(np.searchsorted(ends, sample, side="right"))
+        return f"{shards[k][0]} sample {sample - (ends[k - 1] if k else 0)}"
+    return where
 
 
 def cmd_bench(a):
@@ -178,10 +226,26 @@ def main(argv=None):
     d.set_defaults(fn=cmd_doctor)
     a = p.parse_args(argv)
     try:
-        return a.fn(a)
+        code = a.fn(a)
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at exit
+        return code
+    except BrokenPipeError:
+        # The reader of our output went away (| head): stop quietly, as Unix tools do.
+        _quiet_stdout()
+        return 0
     except (OSError, ValueError, TypeError) as e:
         print(f"ffcv-go {a.cmd}: {e}", file=sys.stderr)
         return 2
+
+
+def _quiet_stdout():
+    """Points stdout at /dev/null, so that flushing it at exit raises nothing."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from .fields.mask import MaskDecoder, MaskField
 from .fields.ragged import Ragged, RaggedArrayField, RaggedDecoder
 from .utils import _raise_at_item
 
-__all__ = ["Ragged", "to_torchvision_targets", "CocoDetection", "TargetDataset", "COCO_PERSON_KEYPOINT_FLIP"]
+__all__ = ["Ragged", "to_torchvision_images", "to_torchvision_targets", "CocoDetection", "TargetDataset", "COCO_PERSON_KEYPOINT_FLIP"]
 
 #: ``RaggedDecoder(flip_indices=)`` for COCO's 17 person keypoints (nose,
 #: eyes, ears, shoulders, elbows, wrists, hips, knees, ankles; left before
@@ -57,6 +57,40 @@ def to_torchvision_targets(boxes, labels, counts=None, masks=None, instance_mask
             t["masks"] = (masks[i][None] == t["labels"][:, None, None].to(masks.dtype)).to(_torch().uint8)
         out.append(t)
     return out
+
+
+def to_torchvision_images(images):
+    """A batch of images as torchvision's detection models
+    (``fasterrcnn_*``, ``maskrcnn_*``, ``retinanet_*``, ...) take them: a
+    list of (C, H, W) float32 tensors in [0, 1], on the batch's device.
+
+    images is the loader's (B, H, W, C) uint8 batch, or (B, C, H, W) after
+    ``ToTorchImage``; a numpy array is taken too. Float batches are taken as
+    already scaled to [0, 1] (the models normalize with ImageNet's mean and
+    std themselves: leave ``NormalizeImage`` out)."""
+    torch = _torch()
+    x = images if isinstance(images, torch.Tensor) else torch.from_numpy(np.asarray(images))
+    if x.ndim != 4:
+        raise ValueError(f"to_torchvision_images: a (B, H, W, C) or (B, C, H, W) batch, got shape {tuple(x.shape)}")
+    if not _channels_first(x):
+        x = x.permute(0, 3, 1, 2)
+    if x.dtype == torch.uint8:
+        x = x.float().div_(255)
+    elif x.is_floating_point():
+        x = x.float()
+    else:
+        raise TypeError(f"to_torchvision_images: uint8 or float images, got {x.dtype}")
+    return list(x.unbind(0))
+
+
+def _channels_first(x):
+    """Whether a 4-d image batch is (B, C, H, W): ToTorchImage's is, with
+    channels innermost in memory (channels_last); the loader's own is
+    (B, H, W, C)."""
+    c_first, c_last = x.shape[1] in (1, 3, 4), x.shape[-1] in (1, 3, 4)
+    if c_first != c_last:
+        return c_first
+    return x.stride(1) == 1 and x.stride(-1) != 1  # ToTorchImage's permuted view
 
 
 def _torch():

@@ -67,9 +67,18 @@ def test_truncated_scalars_file(tmp_path):
         assert_corrupt(corrupt_copy(tmp_path, "scalars", cut=cut), "metadata|allocation table")
 
 
-@pytest.mark.parametrize("version", [0, 1, 3, 0xFFFF])
+@pytest.mark.parametrize("version", [0, 1, 3])
 def test_wrong_version(tmp_path, version):
     assert_corrupt(corrupt_copy(tmp_path, "scalars", patch={0: struct.pack("<H", version)}), f"version {version}")
+
+
+def test_not_a_beton_is_not_read_as_a_version(tmp_path):
+    """A first uint16 no .beton version has (0xFFFF; a JPEG's 0xD8FF) is
+    another kind of file, not "version 65535"."""
+    assert_corrupt(corrupt_copy(tmp_path, "scalars", patch={0: struct.pack("<H", 0xFFFF)}),
+                   "does not begin with a .beton header$")
+    assert_corrupt(corrupt_copy(tmp_path, "scalars", patch={0: b"\xff\xd8\xff\xe0"}),
+                   "does not begin with a .beton header: it is a JPEG image")
 
 
 @pytest.mark.parametrize("page_size", [0, 1 << 20, 3 * MiB, 0xFFFFFFFF])

@@ -9,6 +9,8 @@ from PIL import Image
 
 from ffcv_go.reader import Reader
 
+from conftest import FIXTURES
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -86,3 +88,82 @@ def test_errors_are_reported_not_raised(tmp_path):
     r = cli("convert", bad, tmp_path / "o.beton", "--quiet")
     assert r.returncode == 2 and "x.jpg" in r.stderr, r.stderr
     assert not (tmp_path / "o.beton").exists()
+
+
+def test_info_names_our_fields_and_their_metadata(tmp_path):
+    """TextField and VideoField by name (not "type 102/103"), with the
+    tokenizer, frames and frame rate."""
+    from ffcv_go import DatasetWriter
+    from ffcv_go.fields import Frames, IntField, TextField, VideoField
+    tok = lambda text: [ord(c) % 50 + 1 for c in text]  # noqa: E731 - a tokenizer is any callable
+    out = tmp_path / "tv.beton"
+    g = np.random.default_rng(0)
+    items = [(["a cat", "the cat sits"], Frames(g.integers(0, 255, (n, 24, 32, 3), dtype=np.uint8), 12.5), k)
+             for k, n in enumerate([3, 5])]
+    DatasetWriter(out, {"caption": TextField(tok, sot=60, eot=61, vocab_size=64), "video": VideoField(),
+                        "label": IntField()}).from_indexed_dataset(items)
+    r = cli("info", out)
+    assert r.returncode == 0, r.stderr
+    assert "type 10" not in r.stdout
+    assert "TextField tokenizer" in r.stdout and "vocabulary 64" in r.stdout, r.stdout
+    assert "captions a sample: 2" in r.stdout
+    assert "VideoField" in r.stdout and "frames: 3-5" in r.stdout and "fps: 12.5" in r.stdout, r.stdout
+    assert "mean size 32 x 24" in r.stdout
+
+
+def test_info_on_a_directory_lists_its_files(tmp_path):
+    src = FIXTURES / "scalars.beton"
+    for k in range(2):
+        (tmp_path / f"part-{k}.beton").write_bytes(src.read_bytes())
+    r = cli("info", tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "(a directory)" in r.stdout and "in 2 .beton files" in r.stdout, r.stdout
+    assert f"{tmp_path / 'part-1.beton'}: {Reader(src).num_samples} samples" in r.stdout
+    assert "4.0 KiB" not in r.stdout
+
+
+def test_info_on_a_jpeg_says_it_is_not_a_beton(tmp_path):
+    photo = tmp_path / "photo.jpg"
+    Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(photo)
+    r = cli("info", photo)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "does not begin with a .beton header: it is a JPEG image" in r.stderr, r.stderr
+    assert "version" not in r.stderr
+
+
+def test_convert_without_class_folders_is_a_sentence(tmp_path):
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(flat / "1.jpg")
+    r = cli("convert", flat, tmp_path / "o.beton", "--quiet")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "has no class folders" in r.stderr and "<class>" in r.stderr
+
+
+def test_verify_names_the_shard_and_its_index(folder, tmp_path):
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    for k in range(2):
+        assert cli("convert", folder, shards / f"s{k}.beton", "--quiet").returncode == 0
+    bad = shards / "s1.beton"
+    reader = Reader(bad)
+    ptr = int(reader.metadata["f0"]["data_ptr"][4])
+    del reader
+    data = bytearray(bad.read_bytes())
+    data[ptr:ptr + 16] = bytes(16)
+    bad.write_bytes(bytes(data))
+    r = cli("verify", shards)
+    assert r.returncode == 1
+    assert f"{bad} sample 4, field 'image'" in r.stdout, r.stdout
+    assert f"1 corrupt ({bad} sample 4)" in r.stdout and "sample 19" not in r.stdout
+
+
+def test_a_closed_pipe_ends_quietly():
+    """`ffcv-go info x | head -1`: no "[Errno 32] Broken pipe", exit 0."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
+    p = subprocess.Popen([sys.executable, "-m", "ffcv_go", "info", str(FIXTURES / "images_jpg_var.beton")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    p.stdout.close()  # as head does after its lines: every write meets a closed pipe
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) == 0, err
+    assert "Broken pipe" not in err and "Traceback" not in err, err

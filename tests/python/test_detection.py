@@ -383,7 +383,7 @@ def test_verify_decodes_masks(scene_file):
 
 def test_unfollowable_pipelines_are_refused(scene_file):
     from ffcv_go.transforms import ImageMixup
-    with pytest.raises(ValueError, match="image_mixup"):
+    with pytest.raises(ValueError, match="operation ImageMixup: it mixes images"):
         Loader(scene_file, batch_size=4, num_workers=1, pipelines={
             "image": [RandomResizedCropRGBImageDecoder((64, 64)), ImageMixup(0.2, True)], **targets()})
     with pytest.raises(ValueError, match='follows "photo", which is not an output'):
@@ -751,3 +751,74 @@ def test_target_dataset_through_torchvisions_coco_wrapper(tmp_path):
     with pytest.raises(KeyError, match="dataset item 2: no key 'masks'"):
         DatasetWriter(str(tmp_path / "b2.beton"), {"x": IntField()}, progress=False).from_indexed_dataset(
             FnDataset(3, lambda i: i if i < 2 else {}["masks"]), pool=None)
+
+
+def _one_step(model, images, targets):
+    """One SGD step in training mode: the losses, and whether every trained
+    parameter that got a gradient moved."""
+    model.train()
+    before = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+    opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.01)
+    losses = model(images, targets)
+    loss = sum(losses.values())
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    moved = [n for n, p in model.named_parameters() if p.grad is not None and not torch.equal(p.detach(), before[n])]
+    return losses, moved
+
+
+def test_to_torchvision_images_layouts():
+    """NHWC uint8 (the loader's), ToTorchImage's NCHW view and numpy: the
+    same (3, H, W) float32 images in [0, 1]."""
+    from ffcv_go.detection import to_torchvision_images
+    nhwc = torch.randint(0, 256, (2, 5, 7, 3), dtype=torch.uint8)
+    for batch in (nhwc, nhwc.permute(0, 3, 1, 2), nhwc.numpy()):
+        out = to_torchvision_images(batch)
+        assert len(out) == 2 and all(x.shape == (3, 5, 7) and x.dtype == torch.float32 for x in out)
+        torch.testing.assert_close(out[1], nhwc[1].permute(2, 0, 1).float() / 255)
+    with pytest.raises(ValueError, match="shape"):
+        to_torchvision_images(nhwc[0])
+
+
+def test_a_torchvision_faster_rcnn_trains_on_a_batch(scene_file, dataset):
+    """The loader's batch -> to_torchvision_images + to_torchvision_targets
+    -> one training step of torchvision's Faster R-CNN: finite losses, and
+    the weights move."""
+    from torchvision.models.detection import fasterrcnn_mobilenet_v3_large_320_fpn
+    from ffcv_go.detection import to_torchvision_images
+    torch.manual_seed(0)
+    num_classes = 1 + max(int(dataset[i][2].max(initial=0)) for i in range(4))
+    model = fasterrcnn_mobilenet_v3_large_320_fpn(weights=None, weights_backbone=None, num_classes=num_classes,
+                                                  min_size=96, max_size=96)
+    loader = Loader(scene_file, batch_size=2, num_workers=1, order=OrderOption.SEQUENTIAL, pipelines={
+        "image": [ResizePadRGBImageDecoder((96, 96)), RandomHorizontalFlip()], **targets(), "mask": None})
+    images, boxes, labels = next(iter(loader))
+    assert images.shape == (2, 96, 96, 3) and images.dtype == torch.uint8
+    losses, moved = _one_step(model, to_torchvision_images(images), to_torchvision_targets(boxes, labels))
+    assert set(losses) >= {"loss_classifier", "loss_box_reg", "loss_objectness", "loss_rpn_box_reg"}
+    assert all(torch.isfinite(v) for v in losses.values()), losses
+    assert moved
+
+
+def test_a_torchvision_mask_rcnn_trains_on_a_batch(tmp_path):
+    """Mask R-CNN: per-box masks from an instance map decoded with
+    MaskDecoder(instances="boxes"), after ToTorchImage."""
+    from torchvision.models.detection import maskrcnn_resnet50_fpn
+    from ffcv_go.detection import to_torchvision_images
+    from ffcv_go.transforms import ToTensor, ToTorchImage
+    torch.manual_seed(0)
+    ann = _crowd_coco(tmp_path, n=2)
+    coco = CocoDetection(ann, tmp_path / "img", masks="instances")
+    DatasetWriter(str(tmp_path / "c.beton"), coco.fields(write_mode="raw"), progress=False).from_indexed_dataset(coco)
+    loader = Loader(tmp_path / "c.beton", batch_size=2, num_workers=1, pipelines={
+        "image": [SimpleRGBImageDecoder(), RandomHorizontalFlip(), ToTensor(), ToTorchImage()],
+        "boxes": [RaggedDecoder(min_size=1, min_area=1)], "labels": [RaggedDecoder()],
+        "mask": [MaskDecoder(instances="boxes")]})
+    images, boxes, labels, inst = next(iter(loader))
+    model = maskrcnn_resnet50_fpn(weights=None, weights_backbone=None, num_classes=5, min_size=64, max_size=96)
+    targets = to_torchvision_targets(boxes, labels, instance_masks=inst)
+    assert targets[0]["masks"].shape[1:] == (70, 90)
+    losses, moved = _one_step(model, to_torchvision_images(images), targets)
+    assert "loss_mask" in losses and all(torch.isfinite(v) for v in losses.values()), losses
+    assert moved

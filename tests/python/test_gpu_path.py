@@ -113,6 +113,9 @@ class FakeCuda:
     def is_available(self):
         return True
 
+    def device_count(self):
+        return 4
+
     def init(self):
         pass
 
@@ -159,7 +162,7 @@ class FakeCuda:
 @pytest.fixture
 def fake_cuda(monkeypatch):
     cuda = FakeCuda()
-    for name in ("is_available", "init", "current_device", "set_device", "device", "Stream", "stream",
+    for name in ("is_available", "device_count", "init", "current_device", "set_device", "device", "Stream", "stream",
                  "current_stream", "Event"):
         monkeypatch.setattr(torch.cuda, name, getattr(cuda, name))
     runtime = _Runtime(cuda)

@@ -221,3 +221,14 @@ def test_signature_is_ffcv_form():
         {p.name for p in params[len(ffcv):]}
     assert "Loader(path, batch_size, order, num_workers=-1" in Loader.__doc__
     assert "Loader(fname, batch_size, num_workers=-1, os_cache=" in pydoc.render_doc(Loader)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_to_cuda_without_cuda_is_refused_when_the_loader_is_built():
+    """Not torch's "invalid argument to exchangeDevice" at the first batch."""
+    from ffcv_go.transforms import ToDevice
+    path = "tests/fixtures/ffcv-1.0/scalars.beton"
+    for device in ("cuda", "cuda:0", torch.device("cuda", 1)):
+        with pytest.raises(ValueError, match=r'output "label": ToDevice: device .*cuda.*: CUDA is not available here'):
+            Loader(path, batch_size=4, pipelines={"label": [IntDecoder(), ToTensor(), ToDevice(device)]})
+    Loader(path, batch_size=4, pipelines={"label": [IntDecoder(), ToTensor(), ToDevice("cpu")]})

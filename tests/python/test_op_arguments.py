@@ -126,6 +126,10 @@ def test_bad_argument_fails_at_construction(cls, args, arg):
         _call(cls, args)
     msg = str(info.value)
     assert re.match(rf"{cls.__name__}: .*\b{arg}\b", msg), msg
+    assert not DTYPE_CODE.search(msg), f"a numpy type code, not the type's name: {msg}"
+
+
+DTYPE_CODE = re.compile(r"[<>|=][biufc][0-9]+")
 
 
 # Classes that take no argument Go checks: markers and tensor-level ops,
@@ -177,3 +181,47 @@ def test_augment_op_names_are_the_cores():
     assert AUGMENT_OPS == _lib.augment_ops() and len(AUGMENT_OPS) == 15
     for name in AUGMENT_OPS:
         T.AugmentOp(name, 0.0)
+
+
+# Errors of a loader's build name the output and the operation as the user
+# wrote them: the class, not the Go core's name of the op ("rgb_rrc",
+# "normalize"), and types as numpy names ("int32", not "<i4").
+IMAGES = "tests/fixtures/ffcv-1.0/images_jpg_var.beton"
+ARRAYS = "tests/fixtures/ffcv-1.0/arrays.beton"
+BUILD_ERRORS = [
+    (IMAGES, {"image": [D.RandomResizedCropRGBImageDecoder((16, 16)),
+                        T.NormalizeImage(np.zeros(4), np.ones(4), np.float16)]},
+     'output "image": field "image", NormalizeImage: mean has 4 values for 3 channels', "normalize"),
+    (ARRAYS, {"arr": [D.RandomResizedCropRGBImageDecoder((16, 16))]},
+     'output "arr": field "arr", RandomResizedCropRGBImageDecoder: cannot decode a NDArrayField', "rgb_rrc"),
+    (ARRAYS, {"arr": [D.CenterCropRGBImageDecoder((16, 16), 0.5)]},
+     'output "arr": field "arr", CenterCropRGBImageDecoder: cannot decode a NDArrayField', "rgb_center"),
+]
+
+
+@pytest.mark.parametrize("path,pipelines,want,internal", BUILD_ERRORS,
+                         ids=["NormalizeImage", "RandomResizedCrop", "CenterCrop"])
+def test_build_errors_name_what_the_user_wrote(path, pipelines, want, internal):
+    from ffcv_go import Loader
+    with pytest.raises(ValueError) as info:
+        next(iter(Loader(path, batch_size=4, pipelines=pipelines)))
+    msg = str(info.value)
+    assert want in msg, msg
+    assert internal not in msg and not DTYPE_CODE.search(msg), msg
+
+
+def test_a_sample_error_names_the_operation_as_written(tmp_path):
+    """At run time too: "RandomResizedCropRGBImageDecoder: bad sample data", not "rgb_rrc: ..."."""
+    import shutil
+    from ffcv_go import Loader, SampleError
+    from ffcv_go.reader import Reader
+    path = tmp_path / "c.beton"
+    shutil.copy(IMAGES, path)
+    ptr = int(Reader(path).metadata["f0"]["data_ptr"][2])
+    data = bytearray(path.read_bytes())
+    data[ptr:ptr + 16] = bytes(16)  # no JPEG marker
+    path.write_bytes(bytes(data))
+    loader = Loader(path, batch_size=4, num_workers=1, pipelines={"image": [D.RandomResizedCropRGBImageDecoder((16, 16))]})
+    with pytest.raises(SampleError, match='sample 2, field "image": RandomResizedCropRGBImageDecoder: bad sample data'):
+        for _ in loader:
+            pass

@@ -106,10 +106,10 @@ func checkGeometry(raw json.RawMessage) error {
 		return err
 	}
 	if !geometries[head.Op] {
-		return fmt.Errorf("%q is not an image decoder a clip's frames can go through", head.Op)
+		return fmt.Errorf("%s is not an image decoder a clip's frames can go through", head.Name())
 	}
 	if err := pipeline.Check(raw); err != nil {
-		return fmt.Errorf("%s: %w", head.Op, err)
+		return fmt.Errorf("%s: %w", head.Name(), err)
 	}
 	return nil
 }
@@ -163,11 +163,11 @@ func (d *decoder) geometry(env pipeline.Env, raw json.RawMessage) error {
 		img := env
 		img.Desc = field.Desc{Type: field.RGBImage, Name: env.Desc.Name}
 		if d.frame, err = pipeline.New(img, raw); err != nil {
-			return fmt.Errorf("%s: %w", head.Op, err)
+			return fmt.Errorf("%s: %w", head.Name(), err)
 		}
 		out, err := d.frame.Out(pipeline.Spec{})
 		if err != nil {
-			return fmt.Errorf("%s: %w", head.Op, err)
+			return fmt.Errorf("%s: %w", head.Name(), err)
 		}
 		d.h, d.w = out.Shape[0], out.Shape[1]
 	}

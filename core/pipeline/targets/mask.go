@@ -48,7 +48,7 @@ func newMaskDecoder(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error) 
 	}
 	item, _ := env.Desc.ItemSize()
 	if a.Fill < 0 || a.Fill >= 1<<(8*item) {
-		return nil, fmt.Errorf("fill %d does not fit %s", a.Fill, env.Desc.DType)
+		return nil, fmt.Errorf("fill %d does not fit %s", a.Fill, field.DTypeName(env.Desc.DType))
 	}
 	g, err := pipeline.NewGeometry(env, *a.Geometry)
 	if err != nil {

@@ -66,7 +66,7 @@ func newTokensDecoder(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error
 	case "<i4":
 		item = 4
 	default:
-		return nil, fmt.Errorf("dtype %q must be '<i8' or '<i4'", a.DType)
+		return nil, fmt.Errorf("dtype %s must be int64 or int32", field.DTypeName(a.DType))
 	}
 	switch a.Extra {
 	case "", "lengths", "mask":

@@ -205,7 +205,7 @@ func TestCaptionDraw(t *testing.T) {
 func TestBadArguments(t *testing.T) {
 	optest.CheckBadArgs(t, []optest.BadArgs{
 		{Name: "text_tokens", Args: map[string]any{"context_length": 0}, Want: "context_length 0 out of range"},
-		{Name: "text_tokens", Args: map[string]any{"context_length": 77, "dtype": "<u2"}, Want: `dtype "<u2"`},
+		{Name: "text_tokens", Args: map[string]any{"context_length": 77, "dtype": "<u2"}, Want: "dtype uint16 must be int64 or int32"},
 		{Name: "text_tokens", Args: map[string]any{"context_length": 77, "extra": "ids"}, Want: `extra "ids"`},
 		{Name: "text_tokens", Args: map[string]any{"context_length": 77, "sot": -1}, Want: "sot -1 out of range"},
 		{Name: "text_tokens", Args: map[string]any{"context_length": 77, "dtype": "<i4", "pad": 1 << 31}, Want: "pad 2147483648 out of range"},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 )
 
@@ -116,7 +117,7 @@ func newGrayscale(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 
 func (g *grayscale) Out(in pipeline.Spec) (pipeline.Spec, error) {
 	if err := pipeline.NeedImage(in); err != nil || in.Shape[2] != 3 {
-		return in, fmt.Errorf("grayscale needs RGB images, got %v %s", in.Shape, in.DType)
+		return in, fmt.Errorf("needs RGB images, got %v %s", in.Shape, field.DTypeName(in.DType))
 	}
 	return in, nil
 }

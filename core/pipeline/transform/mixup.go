@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 )
 
@@ -56,7 +57,7 @@ func (m *mixup) Out(in pipeline.Spec) (pipeline.Spec, error) {
 	m.in = in
 	if m.labels {
 		if in.DType != "<i8" || in.Bytes() != 8 {
-			return in, fmt.Errorf("label mixup needs int64 (1,) labels, got %v %s", in.Shape, in.DType)
+			return in, fmt.Errorf("needs int64 (1,) labels, got %v %s", in.Shape, field.DTypeName(in.DType))
 		}
 		return pipeline.Spec{Shape: []int{3}, DType: "<f4"}, nil
 	}

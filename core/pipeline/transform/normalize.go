@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 )
 
@@ -42,7 +43,7 @@ func newNormalize(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 	switch a.DType {
 	case "<f4", "<f2":
 	default:
-		return nil, fmt.Errorf("type %q must be float16 or float32", a.DType)
+		return nil, fmt.Errorf("type %s must be float16 or float32", field.DTypeName(a.DType))
 	}
 	n := &normalize{ch: len(a.Mean), half: a.DType == "<f2"}
 	n.f16, n.f32 = make([][256]uint16, n.ch), make([][256]uint32, n.ch)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 )
 
@@ -34,7 +35,7 @@ func newReplaceLabel(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 
 func (r *replaceLabel) Out(in pipeline.Spec) (pipeline.Spec, error) {
 	if in.DType != "<i8" || len(in.Shape) != 1 || in.Shape[0] != 1 {
-		return in, fmt.Errorf("needs int64 (1,) labels, got %v %s", in.Shape, in.DType)
+		return in, fmt.Errorf("needs int64 (1,) labels, got %v %s", in.Shape, field.DTypeName(in.DType))
 	}
 	return in, nil
 }

@@ -134,9 +134,9 @@ def diagnose(data, pipeline="train", *, res=224, batch_size=256, num_workers=Non
         raise ValueError(f"epochs {epochs!r} must be a positive integer or None")
     extra = measure.check_loader_kwargs(loader_kwargs)
     import torch
+    from ..transforms.ops import _check_device
+    _check_device(device)  # the loader's own sentence
     dev = torch.device(device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {device!r}: CUDA is not available here")
     rng = np.random.default_rng(seed)
     deadline = t_start + max_seconds
     resolved = _model.resolve_model(model) if model is not None else None  # a bad name fails before measuring

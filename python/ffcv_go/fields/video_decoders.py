@@ -58,7 +58,7 @@ class _ClipDecoder(_Decoder):
 
     def _clip_spec(self, op):
         spec = {"op": op, "num_frames": self.num_frames, "short": self.short,
-                "geometry": self.geometry._go_spec()}
+                "geometry": dict(self.geometry._go_spec(), **{"class": type(self.geometry).__name__})}
         if self.fps is not None:
             spec["fps"] = self.fps
         if self.stride is not None:

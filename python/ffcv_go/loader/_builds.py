@@ -39,7 +39,7 @@ class _Build:
 
     def __init__(self, loader, plans, signature):
         self.signature = signature
-        outputs = [{"field": p.field, "ops": p.go_ops, "sources": getattr(p, "source_ops", None)}
+        outputs = [{"field": p.field, "name": p.name, "ops": p.go_ops, "sources": getattr(p, "source_ops", None)}
                    for p in plans if p.go_ops is not None]
         spec = {
             "reader": loader.reader._mapping.handle,  # the file is opened and mapped once

@@ -193,6 +193,7 @@ class Loader:
             order_cls(self, **self.order_kwargs)
 
         self._outputs, self._field_names = self._plan_outputs(pipelines)
+        _check_devices(self._outputs)
         self._by_source = self._source_pipelines()
         # Builds still in use; closed with the loader, at close() or when the
         # loader is collected or the interpreter exits (then no new one starts).
@@ -630,3 +631,16 @@ def _close_at_exit(timeout=1.0):
     for t in list(iterating_threads):
         if t is not threading.current_thread():
             t.join(max(0.0, deadline - time.monotonic()))
+
+
+def _check_devices(outputs):
+    """A ToDevice to a device this process cannot use is refused here, when
+    the loader is built, not at the first batch."""
+    from ..transforms.ops import ToDevice, _check_device
+    for _, name, ops, _ in outputs:
+        for op in ops or ():
+            if isinstance(op, ToDevice):
+                try:
+                    _check_device(op.device)
+                except ValueError as e:
+                    raise ValueError(f'output "{name}": ToDevice: {e}') from None

@@ -265,7 +265,8 @@ def _plan(field_index, name, ops, field, metadata, memory_read, compiled_stage, 
                     tail.after = f"{name!r}, operation {index - 1} ({type(ops[index - 1]).__name__})"
                     plan.steps.append(tail)
                     segment = tail.ops
-            spec = dict(spec, key=view + key)
+            # class: Go's errors name the operation as the user wrote it.
+            spec = dict(spec, key=view + key, **{"class": type(op).__name__})
             key += 1
             segment.append(spec)
             if segment is plan.go_ops:

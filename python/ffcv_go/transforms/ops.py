@@ -19,6 +19,21 @@ class ToTensor(Transform):
         return x if isinstance(x, torch.Tensor) else torch.from_numpy(np.asarray(x))
 
 
+def _check_device(device):
+    """Refuses a CUDA device this process cannot use, in a sentence: torch
+    itself fails only at the first copy ("invalid argument to
+    exchangeDevice")."""
+    d = torch.device(device)
+    if d.type != "cuda":
+        return
+    if not torch.cuda.is_available():
+        raise ValueError(f"device {str(device)!r}: CUDA is not available here")
+    n = torch.cuda.device_count()
+    if d.index is not None and d.index >= n:
+        raise ValueError(f"device {str(device)!r}: this machine has {n} CUDA device{'s' if n != 1 else ''} "
+                         f"(cuda:0{f' to cuda:{n - 1}' if n > 1 else ''})")
+
+
 class ToDevice(Transform):
     """Moves the batch to device. ``ToDevice('cuda')`` means the device that
     is current on the training thread when the epoch starts (``iter()``), as
