@@ -50,7 +50,7 @@ func ffcv_yolo_scan(specJSON *C.char, out **C.char, err **C.char) (ret C.int64_t
 func scanYOLO(spec yoloSpec) (yoloScan, error) {
 	cfg, err := yolo.ReadConfig(spec.YAML)
 	if err != nil {
-		return yoloScan{}, err
+		return yoloScan{}, badDataset{err}
 	}
 	f := yolo.Format{Task: yolo.Task(spec.Task), NumClasses: len(cfg.Names), Keypoints: cfg.KptShape}
 	if err := f.Check(); err != nil {
@@ -58,7 +58,7 @@ func scanYOLO(spec yoloSpec) (yoloScan, error) {
 	}
 	images, err := cfg.Images(spec.Split)
 	if err != nil {
-		return yoloScan{}, fmt.Errorf("%s: %w", spec.YAML, err)
+		return yoloScan{}, badDataset{fmt.Errorf("%s: %w", spec.YAML, err)}
 	}
 	s := yoloScan{Names: cfg.Names, KptShape: cfg.KptShape, FlipIdx: cfg.FlipIdx, Orphans: []string{},
 		Images: yolo.Convert(images, f, spec.NumWorkers)}
@@ -82,3 +82,10 @@ func allFolders(cfg yolo.Config, split string) bool {
 	}
 	return true
 }
+
+// badDataset is a dataset YAML or split that cannot be read: a ValueError in
+// Python, or FileNotFoundError for a missing file.
+type badDataset struct{ error }
+
+func (e badDataset) Unwrap() error        { return e.error }
+func (e badDataset) Is(target error) bool { return target == errArgument }
