@@ -471,11 +471,12 @@ class YoloDataset:
         self.missing_labels = sum(1 for it in good if it.get("missing"))
         self.backgrounds = sum(1 for it in good if not it["classes"])
 
-    def fields(self, max_resolution=None, write_mode="jpg", jpeg_quality=90):
-        """The writer's fields for this dataset, in item order. write_mode
-        'jpg' keeps a JPEG's own bytes when it needs no resize."""
+    def fields(self, max_resolution=None, write_mode="jpg", jpeg_quality=90, keep_source_jpeg=True):
+        """The writer's fields for this dataset, in item order. A JPEG that
+        needs no resize is stored byte for byte (keep_source_jpeg)."""
         from .fields import RGBImageField
-        f = {"image": RGBImageField(write_mode=write_mode, max_resolution=max_resolution, jpeg_quality=jpeg_quality),
+        f = {"image": RGBImageField(write_mode=write_mode, max_resolution=max_resolution, jpeg_quality=jpeg_quality,
+                                    keep_source_jpeg=keep_source_jpeg),
              "boxes": RaggedArrayField(np.float32, (4,), follows="image", coords="xyxy"),
              "labels": RaggedArrayField(np.int64, (), follows="boxes")}
         if self.task == "segment":

@@ -11,6 +11,7 @@ import make_dataset  # noqa: E402
 
 from ffcv_go import DatasetWriter, Loader  # noqa: E402
 from ffcv_go.detection import YoloDataset, rasterize_polygon  # noqa: E402
+from ffcv_go.reader import Reader  # noqa: E402
 from ffcv_go.fields.decoders import MaskDecoder, RaggedDecoder, SimpleRGBImageDecoder  # noqa: E402
 
 W, H = 64, 32  # powers of two: pixel coordinates / size are exact in the label text
@@ -78,6 +79,9 @@ def test_detect(tmp_path, photos):
     img, boxes, lab = _load(out, ds.fields(), boxes=[RaggedDecoder(min_size=0, min_area=0)],
                             labels=[RaggedDecoder()])
     assert tuple(img.shape[1:3]) == (H, W)
+    r = Reader(str(out))
+    for i, it in enumerate(ds.items):  # JPEGs kept byte for byte
+        assert bytes(r.read(i, "image")) == Path(it["image"]).read_bytes()
     for i, name in enumerate("abcd"):
         objs = truth.get(name, [])
         want = np.asarray([b for _, b in objs], np.float32).reshape(-1, 4)
