@@ -52,7 +52,13 @@ func ReadConfig(file string) (Config, error) {
 	}
 	c := Config{Root: raw.Path, Splits: map[string][]string{}, FlipIdx: raw.FlipIdx}
 	if !filepath.IsAbs(c.Root) {
-		c.Root = filepath.Join(filepath.Dir(file), c.Root)
+		// Absolute, so that the /images/ folder of an image path is found
+		// when the YAML is named relative to the working directory.
+		abs, err := filepath.Abs(file)
+		if err != nil {
+			return c, err
+		}
+		c.Root = filepath.Join(filepath.Dir(abs), c.Root)
 	}
 	for name, n := range map[string]*yaml.Node{"train": &raw.Train, "val": &raw.Val, "test": &raw.Test} {
 		var one string

@@ -170,3 +170,26 @@ func FuzzParseLine(f *testing.F) {
 		}
 	})
 }
+
+// A YAML named relative to the working directory still gives absolute image
+// paths, whose /images/ folder LabelPath finds.
+func TestRelativeYAML(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "images", "train"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string]string{"d.yaml": "train: images/train\nnames: [a]\n", "images/train/x.jpg": ""} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(dir)
+	cfg, err := ReadConfig("d.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	imgs, err := cfg.Images("train")
+	if err != nil || len(imgs) != 1 || LabelPath(imgs[0]) != filepath.Join(dir, "labels", "train", "x.txt") {
+		t.Fatalf("%v, %v", imgs, err)
+	}
+}

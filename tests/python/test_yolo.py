@@ -188,3 +188,18 @@ def test_bad_yaml(tmp_path, photos):
     y.write_text("train: images/train\nnames:\n  0: a\n  2: c\n")
     with pytest.raises(ValueError, match=rf"{y}: names: class id 2"):
         YoloDataset(y)
+
+
+def test_guide_snippet_runs(tmp_path, photos, monkeypatch):
+    """The guide's snippet, on a dataset named as it names it."""
+    import re
+    guide = (Path(__file__).parents[2] / "docs/guides/detection.md").read_text()
+    section = guide[guide.index("## Converting a YOLO dataset"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    y = _dataset(tmp_path, photos, {"a": _box_line(1, (8, 4, 24, 20)), "b": None})
+    y.rename(tmp_path / "coco8.yaml")
+    monkeypatch.chdir(tmp_path)
+    env = {}
+    exec(compile(code.replace('DatasetWriter("train.beton", ds.fields())',
+                              'DatasetWriter("train.beton", ds.fields(), progress=False)'), "guide", "exec"), env)
+    assert env["report"].samples == 2 and env["ds"].missing_labels == 1
