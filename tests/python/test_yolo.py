@@ -203,3 +203,16 @@ def test_guide_snippet_runs(tmp_path, photos, monkeypatch):
     exec(compile(code.replace('DatasetWriter("train.beton", ds.fields())',
                               'DatasetWriter("train.beton", ds.fields(), progress=False)'), "guide", "exec"), env)
     assert env["report"].samples == 2 and env["ds"].missing_labels == 1
+
+
+def test_unreadable_image_is_skipped(tmp_path, photos):
+    y = _dataset(tmp_path, photos, {"a": _box_line(1, (8, 4, 24, 20)), "b": _box_line(0, (0, 0, 8, 8))})
+    broken = tmp_path / "images" / "train" / "b.jpg"
+    broken.write_bytes(b"not a JPEG")
+    ds = YoloDataset(y)
+    with pytest.raises(ValueError, match=rf"dataset item 1, field 'boxes': {broken}: not a readable image"):
+        DatasetWriter(str(tmp_path / "r.beton"), ds.fields(), progress=False).from_indexed_dataset(ds)
+    with pytest.warns(UserWarning):
+        report = DatasetWriter(str(tmp_path / "s.beton"), ds.fields(), progress=False).from_indexed_dataset(
+            ds, errors="skip")
+    assert (report.samples, report.skipped, report.problems[0]["shard"]) == (1, 1, str(broken))

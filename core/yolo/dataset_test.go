@@ -1,0 +1,81 @@
+package yolo
+
+import (
+	"image"
+	"image/png"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestConvert(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"images", "labels"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name  string
+		label *string // nil: no label file
+		task  Format
+		want  Item
+		err   string
+	}{
+		{"box", ptr("1 0.5 0.5 0.25 0.5\n"), det, Item{Classes: []int{1}, Boxes: [][4]float64{{24, 8, 40, 24}}}, ""},
+		{"missing", nil, det, Item{Missing: true, Classes: []int{}, Boxes: [][4]float64{}}, ""},
+		{"empty", ptr(""), det, Item{Classes: []int{}, Boxes: [][4]float64{}}, ""},
+		{"polygon", ptr("0 0.25 0.25 0.75 0.25 0.5 1\n"), seg,
+			Item{Classes: []int{0}, Boxes: [][4]float64{{16, 8, 48, 32}}, Polygons: [][]float64{{16, 8, 48, 8, 32, 32}}}, ""},
+		{"pose", ptr("0 0.5 0.5 0.5 0.5 0.25 0.5 2 1 1 0\n"), pose,
+			Item{Classes: []int{0}, Boxes: [][4]float64{{16, 8, 48, 24}}, Keypoints: [][]float64{{16, 16, 2, 64, 32, 0}}}, ""},
+		{"bad line", ptr("0 0.5 0.5 0.5 0.5\n5 0.5 0.5 0.5 0.5\n"), det, Item{}, "labels/bad line.txt: line 2: class id 5"},
+	}
+	var images []string
+	for _, c := range cases {
+		img := filepath.Join(dir, "images", c.name+".png")
+		f, err := os.Create(img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := png.Encode(f, image.NewRGBA(image.Rect(0, 0, 64, 32))); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if c.label != nil {
+			if err := os.WriteFile(LabelPath(img), []byte(*c.label), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		images = append(images, img)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "labels", "orphan.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for k, it := range Convert(images, det, 3) { // in order, whatever the workers
+		if it.Image != images[k] {
+			t.Fatalf("item %d is %s, want %s", k, it.Image, images[k])
+		}
+	}
+	for k, c := range cases {
+		got := Convert(images[k:k+1], c.task, 1)[0]
+		if c.err != "" {
+			if !strings.Contains(got.Error, c.err) {
+				t.Fatalf("%s: error %q, want %q", c.name, got.Error, c.err)
+			}
+			continue
+		}
+		c.want.Image, c.want.Label, c.want.Width, c.want.Height = images[k], LabelPath(images[k]), 64, 32
+		if !reflect.DeepEqual(got, c.want) {
+			t.Fatalf("%s: %+v, want %+v", c.name, got, c.want)
+		}
+	}
+	orphans, err := Orphans(images)
+	if err != nil || !reflect.DeepEqual(orphans, []string{filepath.Join(dir, "labels", "orphan.txt")}) {
+		t.Fatalf("orphans %v, %v", orphans, err)
+	}
+}
+
+func ptr(s string) *string { return &s }
