@@ -216,3 +216,19 @@ def test_unreadable_image_is_skipped(tmp_path, photos):
         report = DatasetWriter(str(tmp_path / "s.beton"), ds.fields(), progress=False).from_indexed_dataset(
             ds, errors="skip")
     assert (report.samples, report.skipped, report.problems[0]["shard"]) == (1, 1, str(broken))
+
+
+def test_pose_flip_idx_swaps_points(tmp_path, photos):
+    from ffcv_go.transforms import RandomHorizontalFlip
+    kp = [(10, 6, 2), (20, 16, 1)]
+    line = _box_line(0, (8, 4, 24, 20)) + " " + " ".join(f"{x / W!r} {y / H!r} {v}" for x, y, v in kp)
+    ds = YoloDataset(_dataset(tmp_path, photos, {"a": line}, "kpt_shape: [2, 3]\nflip_idx: [1, 0]\n"), task="pose")
+    out = tmp_path / "pose.beton"
+    DatasetWriter(str(out), ds.fields(), progress=False).from_indexed_dataset(ds)
+    loader = Loader(out, batch_size=1, num_workers=1, drop_last=False,
+                    pipelines={"image": [SimpleRGBImageDecoder(), RandomHorizontalFlip(1.0)],
+                               "boxes": [RaggedDecoder(min_size=0, min_area=0)], "labels": [RaggedDecoder()],
+                               "keypoints": [RaggedDecoder(flip_indices=ds.flip_indices)]})
+    _, boxes, _, kpts = next(iter(loader))
+    np.testing.assert_array_equal(_rows(boxes, 0), [[W - 24, 4, W - 8, 20]])
+    np.testing.assert_array_equal(_rows(kpts, 0), [[(W - 20, 16, 1), (W - 10, 6, 2)]])
