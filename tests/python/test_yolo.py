@@ -55,9 +55,10 @@ def _dataset(root, photos, labels, yaml_extra="", split_dir="train"):
     return y
 
 
-def _load(path, fields, **pipelines):
-    n = Loader(path, batch_size=16, num_workers=1, drop_last=False, pipelines={"image": [SimpleRGBImageDecoder()], **pipelines})
-    return next(iter(n))
+def _load(path, **pipelines):
+    loader = Loader(path, batch_size=16, num_workers=1, drop_last=False,
+                    pipelines={"image": [SimpleRGBImageDecoder()], **pipelines})
+    return next(iter(loader))
 
 
 def _rows(r, i):
@@ -76,7 +77,7 @@ def test_detect(tmp_path, photos):
     out = tmp_path / "det.beton"
     report = DatasetWriter(str(out), ds.fields(), num_workers=2, progress=False).from_indexed_dataset(ds)
     assert report.samples == 4 and report.skipped == 0
-    img, boxes, lab = _load(out, ds.fields(), boxes=[RaggedDecoder(min_size=0, min_area=0)],
+    img, boxes, lab = _load(out, boxes=[RaggedDecoder(min_size=0, min_area=0)],
                             labels=[RaggedDecoder()])
     assert tuple(img.shape[1:3]) == (H, W)
     r = Reader(str(out))
@@ -97,7 +98,7 @@ def test_segment(tmp_path, photos):
     ds = YoloDataset(_dataset(tmp_path, photos, labels), split="val", task="segment")
     out = tmp_path / "seg.beton"
     DatasetWriter(str(out), ds.fields(), num_workers=2, progress=False).from_indexed_dataset(ds)
-    _, boxes, lab, mask = _load(out, ds.fields(), boxes=[RaggedDecoder(min_size=0, min_area=0)],
+    _, boxes, lab, mask = _load(out, boxes=[RaggedDecoder(min_size=0, min_area=0)],
                                 labels=[RaggedDecoder()], mask=[MaskDecoder()])
     for i, name in enumerate("abc"):
         objs = polys.get(name, [])
@@ -121,7 +122,7 @@ def test_pose(tmp_path, photos):
     assert ds.flip_indices == (1, 0)
     out = tmp_path / "pose.beton"
     DatasetWriter(str(out), ds.fields(), num_workers=2, progress=False).from_indexed_dataset(ds)
-    _, boxes, lab, kpts = _load(out, ds.fields(), boxes=[RaggedDecoder(min_size=0, min_area=0)],
+    _, boxes, lab, kpts = _load(out, boxes=[RaggedDecoder(min_size=0, min_area=0)],
                                 labels=[RaggedDecoder()], keypoints=[RaggedDecoder(flip_indices=ds.flip_indices)])
     np.testing.assert_array_equal(_rows(boxes, 0), np.asarray([b for _, b, _ in objs], np.float32))
     np.testing.assert_array_equal(_rows(kpts, 0), np.asarray([k for _, _, k in objs], np.float32))
@@ -166,7 +167,7 @@ def test_bad_label_names_file_and_line(tmp_path, photos, case):
         assert (report.samples, report.skipped) == (2, 1)
         (p,) = report.problems
         assert p["shard"] == str(bad) and p["key"] == 1 and f"{bad}: line 3: " in p["reason"] and what in p["reason"]
-    out = _load(tmp_path / "skip.beton", fields, boxes=[RaggedDecoder(min_size=0, min_area=0)],
+    out = _load(tmp_path / "skip.beton", boxes=[RaggedDecoder(min_size=0, min_area=0)],
                 **{name: [RaggedDecoder() if name == "labels" else MaskDecoder()] for name in list(fields)[2:]})
     assert out[1].counts.tolist() == [1, 1]
 
