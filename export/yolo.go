@@ -48,6 +48,9 @@ func ffcv_yolo_scan(specJSON *C.char, out **C.char, err **C.char) (ret C.int64_t
 }
 
 func scanYOLO(spec yoloSpec) (yoloScan, error) {
+	if spec.YAML == "" {
+		return yoloScan{}, fmt.Errorf("%w: spec: no yaml (the dataset YAML's path)", errArgument)
+	}
 	cfg, err := yolo.ReadConfig(spec.YAML)
 	if err != nil {
 		return yoloScan{}, badDataset{err}
