@@ -21,9 +21,9 @@ const (
 )
 
 // Tolerance is how far outside [0, 1] a normalized coordinate may lie
-// (then clipped): Ultralytics accepts coordinates down to -0.01 and refuses
-// any above 1; this accepts both sides by 0.01 so that every dataset
-// Ultralytics accepts, and rounding just above 1, is read.
+// (then clipped to it). Ultralytics refuses any coordinate above 1 or below
+// 0; this reads every file it reads, and also those whose exporter rounded
+// a coordinate just past the edge (a box touching it).
 const Tolerance = 0.01
 
 // Format says how label lines are read.
