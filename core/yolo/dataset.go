@@ -7,6 +7,7 @@ import (
 	"image"
 	_ "image/jpeg" // image sizes
 	_ "image/png"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -225,9 +226,18 @@ func convert(img string, f Format) Item {
 		return fail(err)
 	}
 	cfg, _, err := image.DecodeConfig(file)
+	if err == nil {
+		_, err = file.Seek(0, io.SeekStart)
+	}
+	o := orientation(bufio.NewReader(file))
 	file.Close()
 	if err != nil {
 		return fail(fmt.Errorf("%s: not a readable image: %w", img, err))
+	}
+	if o > 1 {
+		// Refused rather than written with labels in another frame than its pixels.
+		return fail(fmt.Errorf("%s: EXIF orientation %d: Ultralytics reads its labels on the image turned upright, "+
+			"which the writer does not do; store it upright (e.g. PIL.ImageOps.exif_transpose)", img, o))
 	}
 	it.Width, it.Height = cfg.Width, cfg.Height
 	data, err := os.ReadFile(it.Label)

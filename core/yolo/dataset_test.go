@@ -79,3 +79,51 @@ func TestConvert(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+func TestOrientation(t *testing.T) {
+	exif := func(order string, tag uint16, value uint16) string {
+		le := order == "II"
+		u16 := func(v uint16) string {
+			if le {
+				return string([]byte{byte(v), byte(v >> 8)})
+			}
+			return string([]byte{byte(v >> 8), byte(v)})
+		}
+		u32 := func(v uint32) string {
+			if le {
+				return string([]byte{byte(v), byte(v >> 8), byte(v >> 16), byte(v >> 24)})
+			}
+			return string([]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+		}
+		tiff := order + u16(42) + u32(8) + u16(1) + u16(tag) + u16(3) + u32(1) + u16(value) + u16(0) + u32(0)
+		seg := "Exif\x00\x00" + tiff
+		n := len(seg) + 2
+		return "\xff\xe1" + string([]byte{byte(n >> 8), byte(n)}) + seg
+	}
+	cases := []struct {
+		name, data string
+		want       int
+	}{
+		{"little endian", "\xff\xd8" + exif("II", 0x0112, 6) + "\xff\xda\x00\x02", 6},
+		{"big endian", "\xff\xd8\xff\xe0\x00\x04ab" + exif("MM", 0x0112, 8), 8},
+		{"upright", "\xff\xd8" + exif("II", 0x0112, 1), 1},
+		{"other tag", "\xff\xd8" + exif("II", 0x0110, 6), 0},
+		{"after the scan", "\xff\xd8\xff\xda\x00\x02" + exif("II", 0x0112, 6), 0},
+		{"png", "\x89PNG\r\n\x1a\n", 0},
+		{"truncated", "\xff\xd8" + exif("II", 0x0112, 6)[:20], 0},
+	}
+	for _, c := range cases {
+		if got := orientation(strings.NewReader(c.data)); got != c.want {
+			t.Errorf("%s: orientation %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+func FuzzOrientation(f *testing.F) {
+	f.Add([]byte("\xff\xd8\xff\xe1\x00\x10Exif\x00\x00II*\x00\x08\x00\x00\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if o := orientation(strings.NewReader(string(b))); o < 0 || o > 0xFFFF {
+			t.Fatalf("orientation %d", o)
+		}
+	})
+}

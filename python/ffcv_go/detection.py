@@ -442,8 +442,10 @@ class YoloDataset:
     background image, as in Ultralytics): ``missing_labels`` and
     ``backgrounds`` count them. A bad label file (wrong number of columns,
     a class id outside ``names``, a coordinate outside [0, 1] by more than
-    0.01, a polygon of fewer than 3 points) or an unreadable image makes
-    its item a value the writer refuses, with the label file and line:
+    0.01, a polygon of fewer than 3 points), an unreadable image or a JPEG
+    whose EXIF orientation turns it (Ultralytics reads its labels on the
+    turned image; the writer stores pixels as they are) makes its item a
+    value the writer refuses, naming the label file and line or the image:
     ``errors='skip'`` in ``from_indexed_dataset`` leaves it out and lists it
     in the WriteReport, ``errors='raise'`` (its default) fails the write.
     Label files in a split folder's label folders without their image are

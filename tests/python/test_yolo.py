@@ -233,3 +233,21 @@ def test_pose_flip_idx_swaps_points(tmp_path, photos):
     _, boxes, _, kpts = next(iter(loader))
     np.testing.assert_array_equal(_rows(boxes, 0), [[W - 24, 4, W - 8, 20]])
     np.testing.assert_array_equal(_rows(kpts, 0), [[(W - 20, 16, 1), (W - 10, 6, 2)]])
+
+
+def test_exif_turned_image_is_refused(tmp_path, photos):
+    """Ultralytics reads labels on the image turned upright by its EXIF
+    orientation; the writer stores pixels as they are: refused, not wrong."""
+    from PIL import Image
+    y = _dataset(tmp_path, photos, {"a": _box_line(1, (8, 4, 24, 20)), "b": _box_line(0, (0, 0, 8, 8))})
+    turned = tmp_path / "images" / "train" / "b.jpg"
+    with Image.open(turned) as im:
+        exif = im.getexif()
+        exif[0x0112] = 6
+        im.save(turned, exif=exif)
+    ds = YoloDataset(y)
+    assert "EXIF orientation 6" in ds.items[1]["error"] and not ds.items[0].get("error")
+    with pytest.warns(UserWarning):
+        report = DatasetWriter(str(tmp_path / "s.beton"), ds.fields(), progress=False).from_indexed_dataset(
+            ds, errors="skip")
+    assert (report.samples, report.problems[0]["shard"]) == (1, str(turned))
