@@ -119,7 +119,11 @@ func ParseLine(line string, f Format) (Object, error) {
 			return o, fmt.Errorf("%d columns: a segment line is cls x1 y1 ... xn yn (an odd number of columns)", len(cols))
 		}
 		if len(coords) < 6 {
-			return o, fmt.Errorf("a polygon of %d points: it needs at least 3", len(coords)/2)
+			hint := ""
+			if len(coords) == 4 {
+				hint = " (cls cx cy w h is a detection line: task 'detect')"
+			}
+			return o, fmt.Errorf("a polygon of %d points: it needs at least 3%s", len(coords)/2, hint)
 		}
 	case Pose:
 		want := 5 + f.Keypoints[0]*f.Keypoints[1]
