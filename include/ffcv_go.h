@@ -235,6 +235,16 @@ int64_t ffcv_writer_abort(int64_t writer, char **err);
 /* Scans an ImageFolder tree (class folders of image files, labels by sorted folder
  * name). *out is JSON {"classes": [...], "files": [...], "labels": [...]}. */
 int64_t ffcv_scan_image_folder(const char *root, char **out, char **err);
+/* Reads a YOLO (Ultralytics) dataset's split. spec_json: {"yaml": the dataset YAML,
+ * "split": "train", "val" or "test", "task": "detect", "segment" or "pose",
+ * "num_workers" (< 1: every CPU)}. *out (freed with ffcv_free) is JSON {"names",
+ * "kpt_shape", "flip_idx", "orphans": label files without their image (folder
+ * splits), "images": [{"image", "label", "missing" (no label file), "width",
+ * "height", "classes", "boxes" (x0, y0, x1, y1 pixels), "polygons" (segment:
+ * x, y pixels), "keypoints" (pose: x, y[, visibility] per point, pixels),
+ * "error" (the image cannot be used: why, naming the file and line)}]}.
+ * Returns the number of images. */
+int64_t ffcv_yolo_scan(const char *spec_json, char **out, char **err);
 /* A TextField (type_id 102) value in ffcv_writer_put: i is the number of captions,
  * data their UTF-8 bytes one after another, column (column_len bytes) uint32s: each
  * caption's byte length, then, for a field with tokens, each caption's number of

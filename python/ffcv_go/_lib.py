@@ -164,6 +164,7 @@ def _signatures():
         "ffcv_writer_finish": (i64, [i64, err]),
         "ffcv_writer_abort": (i64, [i64, err]),
         "ffcv_scan_image_folder": (i64, [cp, out_str, err]),
+        "ffcv_yolo_scan": (i64, [cp, out_str, err]),
         "ffcv_write_image_folder": (i64, [cp, cp, cp, ctypes.POINTER(i64), err]),
         "ffcv_ingest_webdataset": (i64, [cp, err]),
         "ffcv_ingest_columns": (i64, [cp, err]),

@@ -16,7 +16,8 @@ from .fields.mask import MaskDecoder, MaskField
 from .fields.ragged import Ragged, RaggedArrayField, RaggedDecoder
 from .utils import _raise_at_item
 
-__all__ = ["Ragged", "to_torchvision_images", "to_torchvision_targets", "CocoDetection", "TargetDataset", "COCO_PERSON_KEYPOINT_FLIP"]
+__all__ = ["Ragged", "to_torchvision_images", "to_torchvision_targets", "CocoDetection", "TargetDataset",
+           "YoloDataset", "COCO_PERSON_KEYPOINT_FLIP"]
 
 #: ``RaggedDecoder(flip_indices=)`` for COCO's 17 person keypoints (nose,
 #: eyes, ears, shoulders, elbows, wrists, hips, knees, ankles; left before
@@ -448,6 +449,100 @@ class CocoDetection:
                 if m is not None:
                     mask[m] = value
             out += (mask,)
+        return out
+
+
+class YoloDataset:
+    """A split of a YOLO dataset in the Ultralytics layout (a dataset YAML;
+    image folders or image list files; one label file per image, found by
+    replacing the image path's last ``/images/`` folder by ``/labels/`` and
+    its extension by ``.txt``) as an indexed dataset for
+    ``DatasetWriter.from_indexed_dataset`` with fields ``fields()``: (image
+    path, boxes (N, 4) float32 xyxy in pixels, labels (N,) int64 class
+    ids[, mask (H, W) uint16 instance map (segment)][, keypoints (N, K, D)
+    float32 in pixels, visibility kept (pose)]).
+
+    The YAML and the label files are read by Go threads (num_workers, < 1:
+    every CPU) when the dataset is made; images are read by the writer's Go
+    threads. task: 'detect' (``cls cx cy w h``; a polygon line gives its
+    bounding box, as in Ultralytics), 'segment' (``cls x1 y1 ... xn yn``:
+    the box around the polygon, and the polygon rasterized as pycocotools
+    does into the instance map, object k painted k + 1 over earlier ones:
+    decode it with ``MaskDecoder(instances="boxes")``) or 'pose' (``cls cx
+    cy w h`` and ``kpt_shape`` points; ``flip_indices`` is the YAML's
+    ``flip_idx`` for ``RaggedDecoder(flip_indices=)``).
+
+    An image without a label file, or with an empty one, has no objects (a
+    background image, as in Ultralytics): ``missing_labels`` and
+    ``backgrounds`` count them. A bad label file (wrong number of columns,
+    a class id outside ``names``, a coordinate outside [0, 1] by more than
+    0.01, a polygon of fewer than 3 points), an unreadable image or a JPEG
+    whose EXIF orientation turns it (Ultralytics reads its labels on the
+    turned image; the writer stores pixels as they are) makes its item a
+    value the writer refuses, naming the label file and line or the image:
+    ``errors='skip'`` in ``from_indexed_dataset`` leaves it out and lists it
+    in the WriteReport, ``errors='raise'`` (its default) fails the write.
+    Label files in a split folder's label folders without their image are
+    refused here (``errors='raise'``) or listed in ``orphan_labels``."""
+
+    def __init__(self, yaml_path, split="train", task="detect", errors="raise", num_workers=-1):
+        from . import _lib
+        if task not in ("detect", "segment", "pose"):
+            raise ValueError(f"task {task!r} must be 'detect', 'segment' or 'pose'")
+        if errors not in ("raise", "skip"):
+            raise ValueError(f"errors {errors!r} must be 'raise' or 'skip'")
+        self.yaml_path, self.split, self.task = os.fspath(yaml_path), split, task
+        spec = {"yaml": self.yaml_path, "split": split, "task": task, "num_workers": int(num_workers)}
+        scan = _lib.call_json("ffcv_yolo_scan", json.dumps(spec).encode(), context=self.yaml_path)
+        self.names = scan["names"]
+        self.kpt_shape = tuple(scan["kpt_shape"]) if task == "pose" else None
+        self.flip_indices = tuple(scan["flip_idx"]) if scan.get("flip_idx") else None
+        self.items = scan["images"]
+        self.orphan_labels = scan.get("orphans") or []
+        if self.orphan_labels and errors == "raise":
+            more = f" and {len(self.orphan_labels) - 1} more" if len(self.orphan_labels) > 1 else ""
+            raise ValueError(f"{self.orphan_labels[0]}: a label file without its image{more} "
+                             "(give errors='skip' to leave them out)")
+        good = [it for it in self.items if not it.get("error")]
+        self.missing_labels = sum(1 for it in good if it.get("missing"))
+        self.backgrounds = sum(1 for it in good if not it["classes"])
+
+    def fields(self, max_resolution=None, write_mode="jpg", jpeg_quality=90, keep_source_jpeg=True):
+        """The writer's fields for this dataset, in item order. A JPEG that
+        needs no resize is stored byte for byte (keep_source_jpeg)."""
+        from .fields import RGBImageField
+        f = {"image": RGBImageField(write_mode=write_mode, max_resolution=max_resolution, jpeg_quality=jpeg_quality,
+                                    keep_source_jpeg=keep_source_jpeg),
+             "boxes": RaggedArrayField(np.float32, (4,), follows="image", coords="xyxy"),
+             "labels": RaggedArrayField(np.int64, (), follows="boxes")}
+        if self.task == "segment":
+            f["mask"] = MaskField("image", dtype=np.uint16)
+        if self.task == "pose":
+            f["keypoints"] = RaggedArrayField(np.float32, self.kpt_shape, follows="image", coords="xy")
+        return f
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        from .writer import _ImagePath, _Refused
+        it = self.items[i]
+        n = 3 if self.task == "detect" else 4
+        if it.get("error"):
+            # A value the boxes field refuses: errors='skip' leaves the image out and reports it.
+            bad = _Refused(ValueError(it["error"]), it["label"] if it["label"] in it["error"] else it["image"])
+            return (_ImagePath(it["image"]), bad) + (None,) * (n - 2)
+        boxes = np.asarray(it["boxes"], np.float64).reshape(-1, 4).astype(np.float32)
+        out = (_ImagePath(it["image"]), boxes, np.asarray(it["classes"], np.int64))
+        w, h = it["width"], it["height"]
+        if self.task == "segment":
+            mask = np.zeros((h, w), np.uint16)
+            for k, poly in enumerate(it.get("polygons") or []):
+                mask[rasterize_polygon(np.asarray(poly, np.float64).reshape(-1, 2), w, h)] = k + 1
+            out += (mask,)
+        if self.task == "pose":
+            pts = np.asarray(it.get("keypoints") or [], np.float64)
+            out += (pts.reshape((-1, *self.kpt_shape)).astype(np.float32),)
         return out
 
 

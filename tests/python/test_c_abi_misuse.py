@@ -208,6 +208,10 @@ expect_fail("write_image_folder NULL", lib.ffcv_write_image_folder, None, None, 
 expect_fail("write_image_folder missing", lib.ffcv_write_image_folder, b"/nonexistent/folder", wpath, b"{}", None)
 expect_fail("write_image_folder bad spec", lib.ffcv_write_image_folder, tmp.encode(), wpath, b"[", None)
 
+# ---- YOLO datasets
+for spec in (None, b"[", b"{}", b'{"yaml": "/nonexistent/data.yaml"}', json.dumps({"yaml": path.decode()}).encode()):
+    expect_fail(f"yolo_scan {spec}", lib.ffcv_yolo_scan, spec, ctypes.byref(out))
+
 # ---- the reader, closed
 ok("close reader", lib.ffcv_close(r, err()))
 expect_fail("info after close", lib.ffcv_reader_info, r, ctypes.byref(out))
