@@ -8,6 +8,8 @@ when it cannot run here:
 
     <!-- skip: reason -->     never here: a cluster, a remote bucket, another library's API
     <!-- needs: cuda -->      runs where torch sees a GPU, is skipped elsewhere
+    <!-- run by: FILE, ... -->  tests/python/FILE runs it on data of its own (it
+                              must exist and name the page); skipped here
 
 Each block is its own test, so skips are counted and reported by pytest
 (``-rs`` lists their reasons), and test_skips_are_few keeps their number in
@@ -40,7 +42,7 @@ PAGES = [REPO / "README.md", REPO / "docs/getting-started.md", REPO / "docs/migr
 # every block that runs names relative paths the fixture directory has).
 SWAPS = {}
 
-MARK = re.compile(r"<!--\s*(skip|needs):\s*(.*?)\s*-->")
+MARK = re.compile(r"<!--\s*(skip|needs|run by):\s*(.*?)\s*-->")
 
 
 def blocks(page):
@@ -145,7 +147,28 @@ def _given(page, data):
     return g
 
 
-_pages = {}  # page -> (namespace, working directory, failed block or None)
+_pages = {}  # page -> [namespace, working directory, blocks run so far, failed block or None]
+
+
+def _run(page, index, code, state):
+    """Runs block index of page in the page's namespace and directory."""
+    namespace, work = state[0], state[1]
+    for old, new in SWAPS.items():
+        code = code.replace(old, new)
+    cwd = os.getcwd()
+    os.chdir(work)
+    try:
+        exec(compile(code, f"{_rel(page)} block {index}", "exec"), namespace)
+    except BaseException:
+        state[3] = index
+        raise
+    finally:
+        os.chdir(cwd)
+        state[2] = index
+
+
+def _runs_here(kind, why):
+    return kind is None or kind == "needs" and why == "cuda" and torch.cuda.is_available()
 
 
 @pytest.mark.parametrize("page,index,code,kind,why", CASES,
@@ -153,6 +176,11 @@ _pages = {}  # page -> (namespace, working directory, failed block or None)
 def test_block_runs(page, index, code, kind, why, data, tmp_path_factory, monkeypatch):
     if kind == "skip":
         pytest.skip(why)
+    if kind == "run by":
+        runner = Path(__file__).parent / why.split(",")[0].strip()
+        assert runner.is_file() and page.name in runner.read_text(), \
+            f"{_rel(page)} block {index}: {runner.name} does not exist or does not read {page.name}"
+        pytest.skip(f"run by {runner.name}")
     if kind == "needs":
         if why != "cuda":
             pytest.fail(f"{_rel(page)} block {index}: unknown need {why!r}")
@@ -165,24 +193,27 @@ def test_block_runs(page, index, code, kind, why, data, tmp_path_factory, monkey
         for name in ("train.beton", "val.beton"):  # the blocks may write over these
             (work / name).unlink()
             shutil.copy(data / name, work / name)
-        _pages[page] = (_given(page, data), work, None)
-    namespace, work, failed = _pages[page]
-    if failed is not None:
-        pytest.fail(f"block {failed} of this page failed before this one")
-    for old, new in SWAPS.items():
-        code = code.replace(old, new)
-    monkeypatch.chdir(work)
+        _pages[page] = [_given(page, data), work, 0, None]
+    state = _pages[page]
     monkeypatch.setenv("RANK", "0")  # distributed=True loaders of one process
     monkeypatch.setenv("WORLD_SIZE", "1")
+    # The blocks before this one, where another test process ran them.
+    for k, earlier, k_kind, k_why in blocks(page)[state[2]:index - 1]:
+        if state[3] is None and _runs_here(k_kind, k_why):
+            try:
+                _run(page, k, earlier, state)
+            except BaseException:
+                pass
+        state[2] = k
+    if state[3] is not None:
+        pytest.fail(f"block {state[3]} of this page failed before this one")
     try:
-        exec(compile(code, f"{_rel(page)} block {index}", "exec"), namespace)
-    except BaseException:
-        _pages[page] = (namespace, work, index)
-        raise
+        _run(page, index, code, state)
     finally:
-        for v in list(namespace.values()):  # loaders keep threads and maps: close them with their page
-            if type(v).__name__ == "Loader" and hasattr(v, "close") and index == len(blocks(page)):
-                v.close()
+        if index == len(blocks(page)):  # loaders keep threads and maps: close them with their page
+            for v in list(state[0].values()):
+                if type(v).__name__ == "Loader" and hasattr(v, "close"):
+                    v.close()
 
 
 def test_every_page_has_its_blocks_found():

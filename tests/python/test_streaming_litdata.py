@@ -169,8 +169,8 @@ def _doc_block(marker):
 
 
 @pytest.mark.parametrize("marker,dataset,url,out", [
-    ("runs this block on tests/fixtures/peers/mds", "mds", "s3://bucket/web", "s3://bucket/converted/web-{:05d}.beton"),
-    ("runs this block on tests/fixtures/peers/litdata", "litdata", "s3://bucket/a", "/data/a.beton"),
+    ("test_streaming_litdata.py, on tests/fixtures/peers/mds", "mds", "s3://bucket/web", "s3://bucket/converted/web-{:05d}.beton"),
+    ("test_streaming_litdata.py, on tests/fixtures/peers/litdata", "litdata", "s3://bucket/a", "/data/a.beton"),
 ])
 def test_the_guides_conversions_run(tmp_path, capsys, marker, dataset, url, out):
     """The guide's conversions as written, on the fixtures instead of its URLs."""

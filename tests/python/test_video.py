@@ -480,7 +480,7 @@ def test_fps_without_stored_rates_fails_at_build(tmp_path):
     items = [(Frames(counting_frames(6), 25.0), 0)] * 3 + [(counting_frames(6), 1)]
     path = write_clips(tmp_path / "nofps.beton", items)
     for decoder in (RandomClipDecoder(3, fps=5), ClipDecoder(3, fps=5)):
-        with pytest.raises(ValueError, match=rf'field "video": {type(decoder).__name__}: fps 5 samples at the '
+        with pytest.raises(ValueError, match=rf'field "video", {type(decoder).__name__}: fps 5 samples at the '
                                              r"videos' stored frame rate, and sample 3 has none"):
             load(path, pipelines=clip_pipelines(decoder))
     x, _ = next(iter(load(path, pipelines=clip_pipelines(RandomClipDecoder(3, stride=2)))))  # a stride needs none
@@ -490,7 +490,7 @@ def test_fps_without_stored_rates_fails_at_build(tmp_path):
 def test_whole_frames_of_different_sizes_fail_at_build(tmp_path):
     items = [(counting_frames(4), 0), (np.zeros((4, 8, 16, 3), np.uint8), 1)]
     path = write_clips(tmp_path / "sizes.beton", items)
-    with pytest.raises(ValueError, match=r'field "video": RandomClipDecoder: geometry: videos have different '
+    with pytest.raises(ValueError, match=r'field "video", RandomClipDecoder: geometry: videos have different '
                                          r"frame sizes \(16x16, then 16x8 at sample 1\): give a crop geometry"):
         load(path, batch_size=2, pipelines=clip_pipelines(RandomClipDecoder(3)))
     x, _ = next(iter(load(path, batch_size=2, pipelines=clip_pipelines(
