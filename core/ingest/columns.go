@@ -194,24 +194,11 @@ func fromColumn(d field.Desc, enc string, b []byte) (field.Value, error) {
 		if err := json.Unmarshal(b, &v); err != nil {
 			return field.Value{}, fmt.Errorf("not valid JSON: %v", err)
 		}
-		switch x := v.(type) {
-		case string:
-			return field.Value{Texts: [][]byte{[]byte(x)}}, nil
-		case []any:
-			out := field.Value{}
-			for _, c := range x {
-				s, ok := c.(string)
-				if !ok {
-					return field.Value{}, fmt.Errorf("a JSON list with a %T, not only strings", c)
-				}
-				out.Texts = append(out.Texts, []byte(s))
-			}
-			if len(out.Texts) == 0 {
-				return field.Value{}, fmt.Errorf("an empty list of captions")
-			}
-			return out, nil
+		out, err := jsonCaptions(v)
+		if err != nil {
+			return field.Value{}, fmt.Errorf("the JSON %v", err)
 		}
-		return field.Value{}, fmt.Errorf("JSON %T, not a string or a list of strings", v)
+		return out, nil
 	case field.JSON:
 		if !json.Valid(b) {
 			return field.Value{}, fmt.Errorf("not valid JSON: %q", clip(b))

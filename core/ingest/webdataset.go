@@ -243,24 +243,11 @@ func fromJSON(d field.Desc, m *webdataset.Member, key string, parsed map[string]
 	}
 	switch d.Type {
 	case field.Text:
-		switch x := v.(type) {
-		case string:
-			return field.Value{Texts: [][]byte{[]byte(x)}}, nil
-		case []any:
-			out := field.Value{}
-			for _, c := range x {
-				s, ok := c.(string)
-				if !ok {
-					return field.Value{}, fmt.Errorf("%q holds a list with a %T, not only strings", key, c)
-				}
-				out.Texts = append(out.Texts, []byte(s))
-			}
-			if len(out.Texts) == 0 {
-				return field.Value{}, fmt.Errorf("%q is an empty list of captions", key)
-			}
-			return out, nil
+		out, err := jsonCaptions(v)
+		if err != nil {
+			return field.Value{}, fmt.Errorf("%q %v", key, err)
 		}
-		return field.Value{}, fmt.Errorf("%q is a %T, not a string or a list of strings", key, v)
+		return out, nil
 	case field.Int, field.Float:
 		n, ok := v.(json.Number)
 		if !ok {
@@ -292,4 +279,27 @@ func clip(b []byte) string {
 		return string(b[:40]) + "…"
 	}
 	return string(b)
+}
+
+// jsonCaptions reads a caption value decoded from JSON: a string, or a
+// non-empty list of strings. Its errors read after the value's name.
+func jsonCaptions(v any) (field.Value, error) {
+	switch x := v.(type) {
+	case string:
+		return field.Value{Texts: [][]byte{[]byte(x)}}, nil
+	case []any:
+		out := field.Value{}
+		for _, c := range x {
+			s, ok := c.(string)
+			if !ok {
+				return field.Value{}, fmt.Errorf("holds a list with a %T, not only strings", c)
+			}
+			out.Texts = append(out.Texts, []byte(s))
+		}
+		if len(out.Texts) == 0 {
+			return field.Value{}, errors.New("is an empty list of captions")
+		}
+		return out, nil
+	}
+	return field.Value{}, fmt.Errorf("is a %T, not a string or a list of strings", v)
 }
