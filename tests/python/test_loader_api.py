@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import fixture_file, fixture_images, write
+from conftest import FIXTURES, fixture_file, fixture_images, write
 
 from ffcv_go import Loader
 from ffcv_go.fields import BytesField, IntField
@@ -227,7 +227,7 @@ def test_signature_is_ffcv_form():
 def test_to_cuda_without_cuda_is_refused_when_the_loader_is_built():
     """Not torch's "invalid argument to exchangeDevice" at the first batch."""
     from ffcv_go.transforms import ToDevice
-    path = "tests/fixtures/ffcv-1.0/scalars.beton"
+    path = str(FIXTURES / "scalars.beton")
     for device in ("cuda", "cuda:0", torch.device("cuda", 1)):
         with pytest.raises(ValueError, match=r'output "label": ToDevice: device .*cuda.*: CUDA is not available here'):
             Loader(path, batch_size=4, pipelines={"label": [IntDecoder(), ToTensor(), ToDevice(device)]})

@@ -10,6 +10,7 @@ import pytest
 
 import ffcv_go.fields.decoders as D
 import ffcv_go.transforms as T
+from conftest import FIXTURES
 from ffcv_go import _lib
 from ffcv_go.pipeline.operation import Operation
 from ffcv_go.transforms.auto_augment import AUGMENT_OPS
@@ -186,8 +187,8 @@ def test_augment_op_names_are_the_cores():
 # Errors of a loader's build name the output and the operation as the user
 # wrote them: the class, not the Go core's name of the op ("rgb_rrc",
 # "normalize"), and types as numpy names ("int32", not "<i4").
-IMAGES = "tests/fixtures/ffcv-1.0/images_jpg_var.beton"
-ARRAYS = "tests/fixtures/ffcv-1.0/arrays.beton"
+IMAGES = str(FIXTURES / "images_jpg_var.beton")
+ARRAYS = str(FIXTURES / "arrays.beton")
 BUILD_ERRORS = [
     (IMAGES, {"image": [D.RandomResizedCropRGBImageDecoder((16, 16)),
                         T.NormalizeImage(np.zeros(4), np.ones(4), np.float16)]},
