@@ -17,21 +17,6 @@ from .._dtypes import torch_dtype
 from ..pipeline.pipeline import GoTail
 
 
-def _as_written(message, plans):
-    """The Go core's build error with the output and its operations named as
-    the user wrote them: 'output K: field "f", clip_random: ...' becomes
-    'output "f": RandomClipDecoder: ...'."""
-    for k, p in enumerate(plans):
-        head = f"output {k}: "
-        if head not in message:
-            continue
-        message = message.replace(head, f"output {p.name!r}: " if "field" not in message else "")
-        for spec, cls in zip(p.go_ops, p.go_names):
-            message = message.replace(f", {spec['op']}: ", f": {cls}: ", 1)
-        break
-    return message
-
-
 class _Build:
     """The Go side of one epoch's plans: a Go loader running every output's
     per-sample program, and a handle per GoTail. Epochs whose plans run the
@@ -55,10 +40,7 @@ class _Build:
         self.tracer = loader._tracer
         # All samples: the Go side enumerates them itself.
         indices = None if loader._all_samples else loader.indices
-        try:
-            self.handle = _lib.loader_create(spec, indices, context=loader.fname)
-        except ValueError as e:  # an operation refused its field (a file's check): name it as written
-            raise ValueError(_as_written(str(e), [p for p in plans if p.go_ops is not None])) from None
+        self.handle = _lib.loader_create(spec, indices, context=loader.fname)
         self.pinned = _Pinned()
         self.tails = []
         self.runs = weakref.WeakSet()  # started epochs (epoch_iterator._Run) not collected yet
