@@ -104,7 +104,7 @@ func (l *Loader) RankOrder(epoch uint64) (ord []uint64, bounds []int, err error)
 		return ord, l.fixedBounds(len(ord)), nil
 	}
 	ord, bounds = flatten(order.DealBatches(l.GlobalBatches(epoch), l.batchDuration, l.cfg.Rank, l.cfg.World,
-		l.cfg.DropLast))
+		l.cfg.DropLast, true))
 	return ord, bounds, nil
 }
 
@@ -119,7 +119,8 @@ func (l *Loader) Batches(epoch uint64) (int, error) {
 
 // ResumeBatches is this rank's order of what stages (see
 // order.BatchesTaken) left of a bucketed epoch, dealt at this loader's
-// world size, with the number of samples left over all ranks.
+// world size without padding (no sample repeats), with the number of
+// samples left over all ranks.
 func (l *Loader) ResumeBatches(epoch uint64, stages []order.Stage) (ord []uint64, bounds []int, left int, err error) {
 	global := l.GlobalBatches(epoch)
 	taken, err := order.BatchesTaken(len(global), stages)
@@ -130,7 +131,7 @@ func (l *Loader) ResumeBatches(epoch uint64, stages []order.Stage) (ord []uint64
 		left += len(b)
 	}
 	ord, bounds = flatten(order.DealBatches(global[taken:], l.batchDuration, l.cfg.Rank, l.cfg.World,
-		l.cfg.DropLast))
+		l.cfg.DropLast, false))
 	return ord, bounds, left, nil
 }
 

@@ -129,12 +129,15 @@ func Bucketed(ids []uint64, durations []float64, b Bucketing, seed, epoch uint64
 // two ranks' totals ever differ by more than the longest batch (at most
 // MaxDuration), where lhotse's batch i -> rank i % world lets them drift
 // apart by the remainders of the buckets' last batches. A last step of
-// fewer than world batches is dropped with dropLast, else filled with
-// batches repeated from the head of global (as DistributedSampler pads).
-// dur gives a batch's total duration.
+// fewer than world batches is dropped with dropLast; else, with pad, it is
+// filled with batches repeated from the head of global (as
+// DistributedSampler pads), and without pad (the rest of a resumed epoch,
+// which must not repeat samples) its batches go to the ranks with the
+// least duration, the others getting one batch fewer. dur gives a batch's
+// total duration.
 //
 // It panics unless 0 <= rank < world.
-func DealBatches(global [][]uint64, dur func([]uint64) float64, rank, world int, dropLast bool) [][]uint64 {
+func DealBatches(global [][]uint64, dur func([]uint64) float64, rank, world int, dropLast, pad bool) [][]uint64 {
 	checkRank(rank, world)
 	n := len(global)
 	steps := n / world
@@ -147,18 +150,25 @@ func DealBatches(global [][]uint64, dur func([]uint64) float64, rank, world int,
 	durs := make([]float64, world)
 	out := make([][]uint64, 0, steps)
 	for s := range steps {
+		m := world // batches in this step
+		if !pad {
+			m = min(world, n-s*world)
+		}
 		for j := range world {
 			ranks[j], pos[j] = j, j
-			durs[j] = dur(global[(s*world+j)%n])
+			if j < m {
+				durs[j] = dur(global[(s*world+j)%n])
+			}
 		}
+		step := pos[:m]
 		// Ranks by total (then number), batches by duration, longest first
 		// (then position): the same on every rank.
 		sort.SliceStable(ranks, func(a, b int) bool { return totals[ranks[a]] < totals[ranks[b]] })
-		sort.SliceStable(pos, func(a, b int) bool { return durs[pos[a]] > durs[pos[b]] })
-		for j := range world {
-			totals[ranks[j]] += durs[pos[j]]
+		sort.SliceStable(step, func(a, b int) bool { return durs[step[a]] > durs[step[b]] })
+		for j := range m {
+			totals[ranks[j]] += durs[step[j]]
 			if ranks[j] == rank {
-				out = append(out, global[(s*world+pos[j])%n])
+				out = append(out, global[(s*world+step[j])%n])
 			}
 		}
 	}
@@ -168,8 +178,9 @@ func DealBatches(global [][]uint64, dur func([]uint64) float64, rank, world int,
 // BatchesTaken is how many batches of an epoch's global batch list the
 // stages took: every stage took Batches steps of World batches from what
 // the stages before it left (the first stage Batched, later ones Rest,
-// batches being dealt the same way at any world size). A step that ran
-// past the end (padding) counts as taking the rest. n is the number of
+// batches being dealt the same way at any world size). A last step short
+// of World batches (padded, or a rank short) counts as taking the rest.
+// Batches is a rank's with the most batches (rank 0's). n is the number of
 // global batches.
 func BatchesTaken(n int, stages []Stage) (int, error) {
 	taken := 0

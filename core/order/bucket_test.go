@@ -171,7 +171,7 @@ func TestBucketingCheck(t *testing.T) {
 func dealt(global [][]uint64, dur func([]uint64) float64, world int, dropLast bool) [][][]uint64 {
 	out := make([][][]uint64, world)
 	for r := range out {
-		out[r] = DealBatches(global, dur, r, world, dropLast)
+		out[r] = DealBatches(global, dur, r, world, dropLast, true)
 	}
 	return out
 }
@@ -225,6 +225,31 @@ func TestDealBatches(t *testing.T) {
 			if hi-lo > b.MaxDuration {
 				t.Errorf("world %d drop %v: rank totals %v..%v differ by more than %v", world, dropLast, lo, hi, b.MaxDuration)
 			}
+		}
+	}
+}
+
+// TestDealBatchesUnpadded: without padding (a resumed epoch's rest) every
+// batch is dealt once; the last step's go to some ranks, one batch more.
+func TestDealBatchesUnpadded(t *testing.T) {
+	global := make([][]uint64, 11)
+	for i := range global {
+		global[i] = []uint64{uint64(i)}
+	}
+	dur := func(b []uint64) float64 { return float64(b[0]%4 + 1) }
+	for _, world := range []int{1, 2, 3, 4, 11, 13} {
+		var all []uint64
+		for r := range world {
+			bs := DealBatches(global, dur, r, world, false, false)
+			for _, b := range bs {
+				all = append(all, b...)
+			}
+			if want := (len(global) + world - 1) / world; len(bs) != want && len(bs) != want-1 {
+				t.Errorf("world %d: rank %d has %d batches, want %d or one fewer", world, r, len(bs), want)
+			}
+		}
+		if !sameMultiset(all, []uint64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}) {
+			t.Errorf("world %d: dealt %v", world, all)
 		}
 	}
 }

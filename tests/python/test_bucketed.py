@@ -78,11 +78,9 @@ def test_resume_mid_epoch(clips):
     assert [ids for ids, _, _ in rest] == [ids for ids, _, _ in whole[3:]]
 
 
-def test_two_ranks_then_one(clips, monkeypatch):
+def test_two_ranks(clips, monkeypatch):
     """2 ranks: the same number of batches, totals within max_duration of
-    each other, every sample taken (the last step filled up from the head);
-    a state saved after 2 batches resumes on 1 rank with every sample not
-    yet taken exactly once."""
+    each other, every sample taken (the last step filled up from the head)."""
     per_rank, totals = [], []
     for r in range(2):
         got = epoch(make(clips, monkeypatch, r, 2))
@@ -92,21 +90,29 @@ def test_two_ranks_then_one(clips, monkeypatch):
     assert set(per_rank[0]) | set(per_rank[1]) == set(range(N))
     assert abs(totals[0] - totals[1]) <= MAX_DURATION
 
+
+@pytest.mark.parametrize("world, drop_last", [(1, True), (3, False)])
+def test_elastic_resume(clips, monkeypatch, world, drop_last):
+    """A state saved by 2 ranks after 2 batches resumes at another world
+    size: every sample not yet taken exactly once over the new ranks."""
     taken, states = [], []
     for r in range(2):
-        loader = make(clips, monkeypatch, r, 2, drop_last=True)
+        loader = make(clips, monkeypatch, r, 2, drop_last=drop_last)
         it = iter(loader)
         taken += [i for _ in range(2) for i in next(it)[0].reshape(-1).tolist()]
         states.append(json.loads(json.dumps(loader.state_dict())))
         del it
     assert states[0] == states[1]
-    monkeypatch.delenv("RANK")
-    monkeypatch.delenv("WORLD_SIZE")
-    one = make(clips, drop_last=True)
-    one.load_state_dict(states[0])
-    want = len(one)
-    rest = [i for ids, _, _ in epoch(one) for i in ids]
-    assert want > 0
+    rest = []
+    for r in range(world):
+        loader = make(clips, monkeypatch, r, world, drop_last=drop_last)
+        loader.load_state_dict(states[0])
+        it = iter(loader)
+        want = len(it)  # the rest of the epoch (len(loader): a whole one)
+        got = epoch(it)
+        assert len(got) == want > 0
+        rest += [i for ids, _, _ in got for i in ids]
+    assert len(set(taken)) == len(taken) and len(set(rest)) == len(rest)
     assert sorted(taken + rest) == list(range(N))
 
 

@@ -120,9 +120,10 @@ class Resume:
         self._check_fingerprint(loader, epoch, elastic, info)
         bs = loader.batch_size
         length = info["length"]
-        # Every rank takes the same number of bucketed batches.
-        left = length > 0 if elastic["order"] == "bucketed" else \
-            info["remaining"] >= (loader.world_size * bs if loader.drop_last else 1)
+        if elastic["order"] == "bucketed":  # whole batches: with drop_last, as many on every rank
+            left = length > 0 if loader.drop_last else info["remaining"] > 0
+        else:
+            left = info["remaining"] >= (loader.world_size * bs if loader.drop_last else 1)
         if not left:  # nothing of the epoch left for any rank: go on with the next one
             loader.next_epoch, loader._resume_batch = epoch + 1, 0
             return
