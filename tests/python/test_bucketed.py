@@ -130,3 +130,19 @@ def test_bad_arguments(clips, kwargs, message):
     with pytest.raises(ValueError) as e:
         make(clips, order_kwargs=kwargs)
     assert message in str(e.value)
+
+
+def test_mixture_refused(clips):
+    from ffcv_go.loader import Mixture, Source
+    with pytest.raises(ValueError, match="BUCKETED batches one dataset's samples by duration"):
+        Loader(Mixture([Source(clips, repeat=1, name="a"), Source(clips, repeat=1, name="b")]), batch_size=8,
+               order=OrderOption.BUCKETED, order_kwargs={"duration_field": "frames", "max_duration": 40})
+
+
+def test_state_of_another_order_refused(clips):
+    random = Loader(clips, batch_size=8, num_workers=1, order=OrderOption.RANDOM, seed=3)
+    it = iter(random)
+    next(it)
+    state = random.state_dict()
+    with pytest.raises(ValueError, match="saved mid-epoch with order random, this loader's is bucketed"):
+        make(clips).load_state_dict(state)

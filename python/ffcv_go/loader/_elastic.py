@@ -109,6 +109,10 @@ class Resume:
         if order_kind(loader) is None:
             raise ValueError("elastic resume (another world size, batch size or drop_last than the saving run) "
                              "needs a built-in order; this loader has a custom TraversalOrder")
+        if "bucketed" in (elastic["order"], order_kind(loader)) and elastic["order"] != order_kind(loader):
+            raise ValueError(f"state was saved mid-epoch with order {elastic['order']}, this loader's is "
+                             f"{order_kind(loader)}: a bucketed epoch is made of whole batches of its own, "
+                             f"so it resumes only a bucketed state (or start at an epoch's beginning)")
         if int(elastic["samples"]) != loader._num_indices():
             raise ValueError(f"state was saved for {elastic['samples']} samples, this loader has "
                              f"{loader._num_indices()} (another dataset or indices?)")
