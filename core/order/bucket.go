@@ -127,8 +127,8 @@ func Bucketed(ids []uint64, durations []float64, b Bucketing, seed, epoch uint64
 // number. Within a step the longest batch goes to the rank with the least
 // total duration so far, the next longest to the next, and so on: then no
 // two ranks' totals ever differ by more than the longest batch (at most
-// MaxDuration), where lhotse's batch i -> rank i % world lets them drift
-// apart by the remainders of the buckets' last batches. A last step of
+// MaxDuration), where a round robin (batch i to rank i % world) lets them
+// drift apart by the buckets' short last batches. A last step of
 // fewer than world batches is dropped with dropLast; else, with pad, it is
 // filled with batches repeated from the head of global (as
 // DistributedSampler pads), and without pad (the rest of a resumed epoch,
