@@ -17,6 +17,8 @@ var validArgs = map[string]map[string]any{
 	"rgb_corner":     {"size": []int{8, 8}, "ratio": 0.875, "corner": "bottom_left"},
 	"rgb_resize_pad": {"size": []int{8, 8}, "scale": []float64{0.5, 1}, "fill": []int{0, 0, 0}},
 	"label_rrc":      {"size": []int{8, 8}, "scale": []float64{0.08, 1}, "ratio": []float64{0.75, 1.33}, "seed": 1},
+	"mosaic":         {"imgsz": 8, "n": 4, "p": 0.5, "close_epoch": 3, "fill": []int{114, 114, 114}},
+	"label_mosaic":   {"imgsz": 8, "n": 9, "seed": 1},
 	"rrc":            {"size": []int{8, 8}, "scale": []float64{0.08, 1}, "ratio": []float64{0.75, 1.33}},
 	"center_crop":    {"size": []int{8, 8}, "ratio": 1},
 	"corner_crop":    {"size": []int{8, 8}, "ratio": 1, "corner": "top_right"},
