@@ -1,0 +1,157 @@
+"""YOLO's Mosaic checked against painted scenes (bench/scenes.py, over real
+photos): within each tile, every kept box encloses exactly its object's
+pixels, tiles lie where LabelMosaic's centre and partners put them, and the
+batches do not depend on the number of workers."""
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
+import make_dataset  # noqa: E402
+import scenes  # noqa: E402
+
+from conftest import write  # noqa: E402
+from ffcv_go import Loader  # noqa: E402
+from ffcv_go.fields import MaskField, RaggedArrayField, RGBImageField  # noqa: E402
+from ffcv_go.fields.decoders import LabelMosaic, MaskDecoder, MosaicRGBImageDecoder, RaggedDecoder  # noqa: E402
+from ffcv_go.pipeline import PipelineSpec  # noqa: E402
+from ffcv_go.reader import Reader  # noqa: E402
+
+from _target_truth import MIN_AREA, MIN_SIZE, check_sample  # noqa: E402
+
+N, S, ROWS = 20, 64, 24  # scenes, imgsz, rows kept (4 tiles of at most 6 objects)
+
+
+@pytest.fixture(scope="module")
+def scene_file(tmp_path_factory):
+    ds = scenes.SceneDataset(N, make_dataset.find_photos()[:3])
+    fields = {"image": RGBImageField(write_mode="raw", max_resolution=160),
+              "boxes": RaggedArrayField(np.float32, (4,), follows="image", coords="xyxy"),
+              "labels": RaggedArrayField(np.int64, (), follows="boxes"),
+              "mask": MaskField("image")}
+    return write(tmp_path_factory.mktemp("mosaic") / "scenes.beton", fields, ds)
+
+
+def _loader(path, workers=2, **kw):
+    args = dict(imgsz=S, seed=7, **kw)
+    return Loader(path, batch_size=8, num_workers=workers, seed=3, drop_last=False, pipelines={
+        "image": [MosaicRGBImageDecoder(**args)],
+        "boxes": [RaggedDecoder(max_rows=ROWS, min_size=MIN_SIZE, min_area=MIN_AREA)],
+        "labels": [RaggedDecoder(max_rows=ROWS)],
+        "mask": None,
+        "params": PipelineSpec("image", decoder=LabelMosaic(**args))})
+
+
+def _fit(w0, h0):
+    """Ultralytics' load_image size: the longer side S."""
+    r = S / max(w0, h0)
+    return (w0, h0) if r == 1 else (min(math.ceil(w0 * r), S), min(math.ceil(h0 * r), S))
+
+
+def _tiles(params, sample, sizes):
+    """The (x0, y0, x1, y1) of each tile of the 2S output, by Ultralytics'
+    rules, from what LabelMosaic reports."""
+    on, xc, yc, *partners = (int(v) for v in params)
+    if not on:
+        w, h = _fit(*sizes[sample])
+        x, y = S // 2 + (S - w) // 2, S // 2 + (S - h) // 2
+        return [(x, y, x + w, y + h)]
+    out = []
+    for k, j in enumerate([sample] + partners):
+        w, h = _fit(*sizes[j])
+        x = xc - w if k % 2 == 0 else xc
+        y = yc - h if k < 2 else yc
+        out.append((max(x, 0), max(y, 0), min(x + w, 2 * S), min(y + h, 2 * S)))
+    return out
+
+
+def _check(loader, sizes, epochs=1):
+    problems, seen, tiles_seen = [], 0, set()
+    for _ in range(epochs):
+        for img, boxes, labels, params in loader:
+            ids = loader._last_ids if hasattr(loader, "_last_ids") else None
+            for i in range(len(img)):
+                sample = int(ids[i]) if ids is not None else None
+                n = int(boxes.counts[i])
+                b, lab, im = boxes.data[i, :n].numpy(), labels.data[i, :n].numpy(), img[i].numpy()
+                tiles = _tiles(params[i].numpy(), sample, sizes)
+                tiles_seen.add(len(tiles))
+                centres = np.stack([(b[:, 0] + b[:, 2]) / 2, (b[:, 1] + b[:, 3]) / 2], 1)
+                placed = np.zeros(n, bool)
+                shown = np.zeros(im.shape[:2], bool)
+                for x0, y0, x1, y1 in tiles:
+                    if x1 <= x0 or y1 <= y0:
+                        continue
+                    shown[y0:y1, x0:x1] = True
+                    inside = (centres[:, 0] > x0) & (centres[:, 0] < x1) & (centres[:, 1] > y0) & (centres[:, 1] < y1)
+                    placed |= inside
+                    sub = b[inside] - np.array([x0, y0, x0, y0], np.float32)
+                    problems += [f"sample {sample}, tile {(x0, y0, x1, y1)}: {p}"
+                                 for p in check_sample(im[y0:y1, x0:x1], sub, lab[inside], None)]
+                if not placed.all():
+                    problems.append(f"sample {sample}: boxes {b[~placed]} in no tile {tiles}")
+                if (im[~shown] != 114).any():
+                    problems.append(f"sample {sample}: pixels outside the tiles {tiles} are not the fill")
+                seen += n
+    return problems, seen, tiles_seen
+
+
+@pytest.fixture(scope="module")
+def sizes(scene_file):
+    r = Reader(str(scene_file))
+    return [(int(w), int(h)) for w, h in zip(r.metadata["f0"]["width"], r.metadata["f0"]["height"])]
+
+
+def test_boxes_enclose_their_objects_in_every_tile(scene_file, sizes):
+    loader = _loader(scene_file, p=0.7)
+    problems, seen, tiles = _check(_Ids(loader), sizes, epochs=2)
+    assert not problems, "\n".join(problems[:10])
+    assert seen > 2 * N * 3 and tiles == {1, 4}  # mosaics and lone samples both seen
+
+
+def test_same_batches_for_any_worker_count(scene_file):
+    one, two = _loader(scene_file, workers=1), _loader(scene_file, workers=2)
+    for a, b in zip(one, two):
+        for x, y in zip(a, b):
+            x, y = (x.data, y.data) if hasattr(x, "counts") else (x, y)
+            assert torch.equal(x, y)
+
+
+def test_close_epoch_turns_it_off(scene_file, sizes):
+    loader = _loader(scene_file, close_epoch=1)
+    on = [bool(p[0]) for _, _, _, params in loader for p in params]
+    off = [bool(p[0]) for _, _, _, params in loader for p in params]
+    assert all(on) and not any(off)
+    problems, _, tiles = _check(_Ids(loader), sizes)  # epoch 2: every sample alone, letterboxed
+    assert not problems and tiles == {1}, "\n".join(problems[:10])
+
+
+def test_refusals(scene_file):
+    with pytest.raises(ValueError, match="MosaicRGBImageDecoder: n 3 must be 4 or 9"):
+        MosaicRGBImageDecoder(n=3)
+    with pytest.raises(ValueError, match="masks cannot follow MosaicRGBImageDecoder"):
+        Loader(scene_file, batch_size=4, pipelines={"image": [MosaicRGBImageDecoder(imgsz=S)],
+                                                    "boxes": [RaggedDecoder(max_rows=ROWS)],
+                                                    "labels": [RaggedDecoder(max_rows=ROWS)], "mask": [MaskDecoder()]})
+    with pytest.raises(ValueError, match="give its RaggedDecoder max_rows"):
+        Loader(scene_file, batch_size=4, pipelines={"image": [MosaicRGBImageDecoder(imgsz=S)],
+                                                    "boxes": [RaggedDecoder()], "labels": None, "mask": None})
+
+
+class _Ids:
+    """Iterates a loader's epoch, giving each batch's sample ids as
+    ``_last_ids`` (the tiles' truth needs the sample each output shows)."""
+
+    def __init__(self, loader):
+        self.loader = loader
+
+    def __iter__(self):
+        order = self.loader.next_traversal_order()
+        bs = self.loader.batch_size
+        for k, batch in enumerate(self.loader):
+            self._last_ids = np.asarray(order[k * bs:(k + 1) * bs])
+            yield batch
