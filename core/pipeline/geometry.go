@@ -151,9 +151,12 @@ type Geometry struct {
 	Out     Spec // what the image pipeline produces per sample
 }
 
+// geoStep is a geometric operation, or a blend (op nil): the partner's
+// pieces through the steps before it join the sample's.
 type geoStep struct {
-	op  Geometric
-	key int
+	op    Geometric
+	key   int
+	blend Blender
 }
 
 // GeometrySpec is how a target names what it follows: the image field and
@@ -186,8 +189,13 @@ func NewGeometry(env Env, spec GeometrySpec) (*Geometry, error) {
 		switch o := op.(type) {
 		case Mixer:
 			g.mixer, g.mixKey, g.mixName = o, p.keys[i], p.labels[i]
+		case *blendStage:
+			g.steps = append(g.steps, geoStep{key: p.keys[i], blend: o.b})
+			if g.mixName == "" {
+				g.mixName = p.labels[i]
+			}
 		case Geometric:
-			g.steps = append(g.steps, geoStep{o, p.keys[i]})
+			g.steps = append(g.steps, geoStep{op: o, key: p.keys[i]})
 		case Photometric:
 		default:
 			return nil, fmt.Errorf("targets cannot follow the image operation %s: it moves pixels in a way "+
@@ -219,11 +227,18 @@ func (g *Geometry) Sample(c *Ctx, r interface {
 }
 
 // Pieces appends to dst the pieces of sample c.Sample's output: where each
-// sample it shows lands (one piece, the sample's own, without a Mixer).
-// The steps after the decoder move every piece alike.
+// sample it shows lands (one piece, the sample's own, without a Mixer or a
+// Blender). The steps after the decoder move every piece alike.
 func (g *Geometry) Pieces(c *Ctx, r interface {
 	Column(uint64, int) ([]byte, error)
 }, dst []Piece) ([]Piece, error) {
+	return g.piecesUpTo(c, r, dst, len(g.steps))
+}
+
+// piecesUpTo is Pieces through the first n steps.
+func (g *Geometry) piecesUpTo(c *Ctx, r interface {
+	Column(uint64, int) ([]byte, error)
+}, dst []Piece, n int) ([]Piece, error) {
 	pieces := dst
 	if g.mixer != nil {
 		var err error
@@ -241,11 +256,23 @@ func (g *Geometry) Pieces(c *Ctx, r interface {
 		}
 		pieces = append(pieces, Piece{Sample: c.Sample, Map: Identity(m.Width, m.Height)})
 	}
-	own := pieces[len(dst):]
-	if len(own) == 0 {
-		return pieces, nil
-	}
-	for _, s := range g.steps {
+	for k, s := range g.steps[:n] {
+		own := pieces[len(dst):]
+		if s.blend != nil {
+			partner, ok := s.blend.Partner(c, s.key)
+			if !ok {
+				continue
+			}
+			err := withPartner(c, nil, -1, partner, s.key, func() error {
+				var err error
+				pieces, err = g.piecesUpTo(c, r, pieces, k)
+				return err
+			})
+			if err != nil {
+				return nil, fmt.Errorf("partner sample %d: %w", partner, err)
+			}
+			continue
+		}
 		st, err := s.op.Place(c, s.key, own[0].Map.W, own[0].Map.H)
 		if err != nil {
 			return nil, err

@@ -322,6 +322,11 @@ func build(r *beton.Reader, f int, in Spec, ops []json.RawMessage) (*Program, er
 		if in.Lead > 0 && !decoders[head.Op] {
 			op = Lift(op)
 		}
+		if b, ok := op.(Blender); ok {
+			if op, err = p.wrapBlender(r, len(p.ops), b, head.Name(), tail); err != nil {
+				return nil, fmt.Errorf("field %q: %w", env.Desc.Name, err)
+			}
+		}
 		out, err := op.Out(in)
 		if err != nil {
 			return nil, fmt.Errorf("field %q, %s: %w", env.Desc.Name, head.Name(), err)

@@ -19,6 +19,7 @@ var validArgs = map[string]map[string]any{
 	"label_rrc":      {"size": []int{8, 8}, "scale": []float64{0.08, 1}, "ratio": []float64{0.75, 1.33}, "seed": 1},
 	"mosaic":         {"imgsz": 8, "n": 4, "p": 0.5, "close_epoch": 3, "fill": []int{114, 114, 114}},
 	"label_mosaic":   {"imgsz": 8, "n": 9, "seed": 1},
+	"yolo_mixup":     {"p": 0.5},
 	"rrc":            {"size": []int{8, 8}, "scale": []float64{0.08, 1}, "ratio": []float64{0.75, 1.33}},
 	"center_crop":    {"size": []int{8, 8}, "ratio": 1},
 	"corner_crop":    {"size": []int{8, 8}, "ratio": 1, "corner": "top_right"},

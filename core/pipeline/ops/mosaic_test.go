@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
@@ -241,13 +242,24 @@ func TestMosaicPartnersFromKey(t *testing.T) {
 // away go with their labels.
 func TestMosaicTargetsFromPartners(t *testing.T) {
 	r := mosaicReader(t)
-	for _, n := range []int{4, 9} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		n     int
+		mixup bool
+	}{{"4", 4, false}, {"9", 9, false}, {"4+mixup", 4, true}} {
+		n := tc.n
+		t.Run(tc.name, func(t *testing.T) {
 			img := []any{map[string]any{"op": "mosaic", "imgsz": 20, "n": n}, map[string]any{"op": "flip_h", "p": 0.5}}
+			if tc.mixup {
+				img = append(img, map[string]any{"op": "yolo_mixup", "p": 0.5}, map[string]any{"op": "flip_v", "p": 0.5})
+			}
 			geo := map[string]any{"image": mImage, "ops": img}
-			boxes := optest.Build(t, r, mBoxes, optest.Named{Name: "ragged", Args: map[string]any{"max_rows": 9, "geometry": geo, "min_size": 1}})
-			labels := optest.Build(t, r, mLabels, optest.Named{Name: "ragged", Args: map[string]any{"max_rows": 9, "geometry": geo, "boxes": mBoxes, "min_size": 1}})
-			ispecs := []json.RawMessage{optest.MustJSON(t, img[0]), optest.MustJSON(t, img[1])}
+			boxes := optest.Build(t, r, mBoxes, optest.Named{Name: "ragged", Args: map[string]any{"max_rows": 18, "geometry": geo, "min_size": 1}})
+			labels := optest.Build(t, r, mLabels, optest.Named{Name: "ragged", Args: map[string]any{"max_rows": 18, "geometry": geo, "boxes": mBoxes, "min_size": 1}})
+			var ispecs []json.RawMessage
+			for _, op := range img {
+				ispecs = append(ispecs, optest.MustJSON(t, op))
+			}
 			env := pipeline.Env{Reader: r, Field: mImage, Desc: r.Fields[mImage]}
 			g, err := pipeline.NewGeometry(env, pipeline.GeometrySpec{Image: mImage, Ops: ispecs})
 			if err != nil {
@@ -255,6 +267,7 @@ func TestMosaicTargetsFromPartners(t *testing.T) {
 			}
 			bout, lout := make([]byte, boxes.Out.Bytes()), make([]byte, labels.Out.Bytes())
 			cut := 0
+			var piecesSeen []int
 			for pos := uint64(0); pos < 20; pos++ {
 				if err := boxes.Run(mosaicCtx(r, mBoxes, pos, 0), &pipeline.Scratch{}, nil, bout); err != nil {
 					t.Fatal(err)
@@ -266,6 +279,7 @@ func TestMosaicTargetsFromPartners(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				piecesSeen = append(piecesSeen, len(pieces))
 				// The expected rows: each piece's box mapped and clipped, kept at least 1 px wide and high.
 				type row struct {
 					box    [4]float64
@@ -302,6 +316,9 @@ func TestMosaicTargetsFromPartners(t *testing.T) {
 					}
 				}
 			}
+			if tc.mixup && !slices.Contains(piecesSeen, 8) {
+				t.Fatalf("pieces per position %v: no mixup of two mosaics", piecesSeen)
+			}
 			if n == 4 && cut == 0 {
 				t.Fatal("no box was cut away: the test misses the filter")
 			}
@@ -309,7 +326,8 @@ func TestMosaicTargetsFromPartners(t *testing.T) {
 	}
 }
 
-// Bad arguments are refused before the file.
+// Bad arguments are refused before the file, and a MixUp without the
+// operations its partner goes through when the pipeline is built.
 func TestMosaicRefusals(t *testing.T) {
 	optest.CheckBadArgs(t, []optest.BadArgs{
 		{Name: "mosaic", Args: map[string]any{"imgsz": 15, "n": 4}, Want: "imgsz 15 must be even"},
@@ -318,5 +336,124 @@ func TestMosaicRefusals(t *testing.T) {
 		{Name: "mosaic", Args: map[string]any{"imgsz": 16, "n": 4, "close_epoch": -1}, Want: "close_epoch -1"},
 		{Name: "mosaic", Args: map[string]any{"imgsz": 16, "n": 4, "fill": []int{1, 2}}, Want: "fill needs 3 values"},
 		{Name: "label_mosaic", Args: map[string]any{"imgsz": 16, "n": 4}, Want: "seed is missing"},
+		{Name: "yolo_mixup", Args: map[string]any{"p": 2}, Want: "p 2 must be in [0, 1]"},
 	})
+	r := mosaicReader(t)
+	mosaic, mix := optest.Spec(t, "mosaic", map[string]any{"imgsz": 8, "n": 4}), optest.Spec(t, "yolo_mixup", map[string]any{"p": 1})
+	for _, tc := range []struct {
+		name string
+		ops  []json.RawMessage
+		tail bool
+		want string
+	}{
+		{"two mixups", []json.RawMessage{mosaic, mix, mix}, false, "one blend of partners per pipeline"},
+		{"after a Python stage", []json.RawMessage{mix}, true, "needs the image decoder and built-in operations before it"},
+	} {
+		var err error
+		if tc.tail {
+			_, err = pipeline.BuildTail(r, mImage, optest.ImgSpec(8, 8, 3), tc.ops)
+		} else {
+			_, err = pipeline.Build(r, mImage, tc.ops)
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error about %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// MixUp blends the sample's mosaic with a partner's, each flipped its own
+// way: every pixel is own·r + partner·(1-r), truncated, where own and
+// partner are the colours the pieces the targets follow put there (the
+// sample's 4 tiles first, then the partner's), and r is the ratio its
+// report gives.
+func TestMixUpPiecesFollowRun(t *testing.T) {
+	r := mosaicReader(t)
+	env := pipeline.Env{Reader: r, Field: mImage, Desc: r.Fields[mImage]}
+	mix := map[string]any{"p": 0.6, "seed": 4}
+	specs := []json.RawMessage{
+		optest.Spec(t, "mosaic", map[string]any{"imgsz": 12, "n": 4, "seed": 2}),
+		optest.Spec(t, "flip_h", map[string]any{"p": 0.5}),
+		optest.Spec(t, "yolo_mixup", mix),
+		optest.Spec(t, "flip_v", map[string]any{"p": 0.5}),
+	}
+	p, err := pipeline.Build(r, mImage, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := pipeline.NewGeometry(env, pipeline.GeometrySpec{Image: mImage, Ops: specs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := pipeline.New(env, optest.Spec(t, "yolo_mixup", mix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	label := optest.Build(t, r, mImage, optest.Named{Name: "label_mosaic", Args: map[string]any{"imgsz": 12, "n": 4, "seed": 2}})
+	side := 24
+	out := make([]byte, p.Out.Bytes())
+	colour := func(pieces []pipeline.Piece, x, y int) [3]byte {
+		c := [3]byte{114, 114, 114}
+		for _, pc := range pieces {
+			v := pc.Map.Valid
+			if float64(x)+0.5 > v[0] && float64(x)+0.5 < v[2] && float64(y)+0.5 > v[1] && float64(y)+0.5 < v[3] {
+				c = mosaicColour(pc.Sample)
+			}
+		}
+		return c
+	}
+	mixed := 0
+	for pos := uint64(0); pos < 16; pos++ {
+		c := mosaicCtx(r, mImage, pos, 0)
+		if err := p.Run(c, &pipeline.Scratch{}, nil, out); err != nil {
+			t.Fatal(err)
+		}
+		pieces, err := g.Pieces(c, r, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var params [3]float32
+		rep.(pipeline.Reporter).Report(c, pipeline.SeedKey(4), params[:])
+		if want := 4 + 4*int(params[0]); len(pieces) != want {
+			t.Fatalf("position %d: %d pieces, want %d (report %v)", pos, len(pieces), want, params)
+		}
+		ratio := 1.0
+		if params[0] == 1 {
+			mixed++
+			if pieces[4].Sample != uint64(params[1]) {
+				t.Fatalf("position %d: the partner's first piece shows %d, reported %v", pos, pieces[4].Sample, params)
+			}
+			// The partner's mosaic draws as the partner at its own position.
+			lc := mosaicCtx(r, mImage, pipeline.PartnerPos(pos, pipeline.SeedKey(4)), 0)
+			lc.Sample = pieces[4].Sample
+			lout := make([]byte, label.Out.Bytes())
+			if err := label.Run(lc, &pipeline.Scratch{}, nil, lout); err != nil {
+				t.Fatal(err)
+			}
+			for k, pc := range pieces[5:] {
+				if want := binary.LittleEndian.Uint64(lout[8*(3+k):]); pc.Sample != want {
+					t.Fatalf("position %d: the partner's tile %d shows sample %d, its mosaic drew %d", pos, k+1, pc.Sample, want)
+				}
+			}
+			ratio = float64(params[2])
+		}
+		for y := 0; y < side; y++ {
+			for x := 0; x < side; x++ {
+				a, b := colour(pieces[:4], x, y), colour(pieces[4:], x, y)
+				for k := range 3 {
+					want := a[k]
+					if len(pieces) > 4 {
+						// The report's float32 ratio may round the blend the other way.
+						want = byte(float64(a[k])*ratio + float64(b[k])*(1-ratio))
+					}
+					if got := out[(y*side+x)*3+k]; int(got)-int(want) > 1 || int(want)-int(got) > 1 {
+						t.Fatalf("position %d, pixel (%d, %d), channel %d: %d, want %d (own %v, partner %v, ratio %v)",
+							pos, x, y, k, got, want, a, b, ratio)
+					}
+				}
+			}
+		}
+	}
+	if mixed == 0 || mixed == 16 {
+		t.Fatalf("%d of 16 positions mixed, with p 0.6", mixed)
+	}
 }

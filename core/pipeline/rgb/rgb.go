@@ -5,9 +5,10 @@
 // random resized crops and centre and corner squares, which decode only
 // the region of a JPEG they need and may flip while they resize;
 // rgb_resize_pad, the detection resize; mosaic, YOLO's Mosaic of several
-// samples, and label_mosaic, which reports its draws -- and the same crops after
-// decoding: rrc (RandomResizedCrop), FFCV-SSL's center_crop and
-// corner_crop; and label_rrc, which reports rgb_rrc's crop. Crop decoders
+// samples, and label_mosaic, which reports its draws -- the same crops
+// after decoding: rrc (RandomResizedCrop), FFCV-SSL's center_crop and
+// corner_crop; yolo_mixup, YOLO's MixUp of the sample with a partner; and
+// label_rrc, which reports rgb_rrc's crop. Crop decoders
 // of one field in several programs (views) share each sample's JPEG
 // entropy decoding.
 package rgb
@@ -33,6 +34,7 @@ func init() {
 	pipeline.RegisterDecoder("label_rrc", newLabelRRC)
 	pipeline.RegisterDecoder("mosaic", newMosaic)
 	pipeline.RegisterDecoder("label_mosaic", newLabelMosaic)
+	pipeline.Register("yolo_mixup", newYoloMixUp)
 	pipeline.Register("rrc", newCropTransform(randomCrop))
 	pipeline.Register("center_crop", newCropTransform(centerCrop))
 	pipeline.Register("corner_crop", newCropTransform(cornerCrop))
