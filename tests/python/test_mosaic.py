@@ -20,8 +20,9 @@ from ffcv_go.fields import MaskField, RaggedArrayField, RGBImageField  # noqa: E
 from ffcv_go.fields.decoders import LabelMosaic, MaskDecoder, MosaicRGBImageDecoder, RaggedDecoder  # noqa: E402
 from ffcv_go.pipeline import PipelineSpec  # noqa: E402
 from ffcv_go.reader import Reader  # noqa: E402
+from ffcv_go.transforms import LabelMixUp, MixUp  # noqa: E402
 
-from _target_truth import MIN_AREA, MIN_SIZE, check_sample  # noqa: E402
+from _target_truth import MIN_AREA, MIN_SIZE, check_sample, colour_label  # noqa: E402
 
 N, S, ROWS = 20, 64, 24  # scenes, imgsz, rows kept (4 tiles of at most 6 objects)
 
@@ -176,3 +177,57 @@ def test_guide_snippet_runs(scene_file, monkeypatch, tmp_path):
     applied = [bool(a.all()) for _, a in env["seen"]]
     assert shapes <= {(16, 2 * S, 2 * S, 3), (N % 16, 2 * S, 2 * S, 3)} and applied[0] and not applied[-1]
     env["loader"].close()
+
+
+def _local_problems(img, boxes, labels, tol=2.0):
+    """Each box against its colour's pixels near it (the check for a mosaic
+    whose tiles are unknown: the same colour may show in other tiles)."""
+    lab = colour_label(img)
+    problems = []
+    for b, k in zip(boxes, labels):
+        x0, y0 = max(int(b[0]) - 3, 0), max(int(b[1]) - 3, 0)
+        x1, y1 = min(int(math.ceil(b[2])) + 3, img.shape[1]), min(int(math.ceil(b[3])) + 3, img.shape[0])
+        ys, xs = np.nonzero(lab[y0:y1, x0:x1] == k)
+        if not len(xs):
+            problems.append(f"box {b} of label {k}: none of its colour's pixels")
+            continue
+        seen = np.array([xs.min() + x0, ys.min() + y0, xs.max() + 1 + x0, ys.max() + 1 + y0], np.float64)
+        if np.abs(seen - b).max() > tol:
+            problems.append(f"box {b} of label {k}: its colour's pixels span {seen}")
+    return problems
+
+
+def test_mixup_blends_a_partner_mosaic_and_its_boxes(scene_file):
+    """With MixUp after the mosaic, the sample's own mosaic and rows are
+    those without it, the image is own * r + partner * (1 - r) where
+    LabelMixUp says it applied, and the partner's rows follow the partner
+    image recovered from the blend."""
+    def loader(mix, workers=2):
+        image = [MosaicRGBImageDecoder(imgsz=S, seed=7)] + ([MixUp(0.5, seed=9)] if mix else [])
+        params = [LabelMosaic(imgsz=S, seed=7)] + ([LabelMixUp(0.5, seed=9)] if mix else [])
+        return Loader(scene_file, batch_size=10, num_workers=workers, seed=3, pipelines={
+            "image": image, "boxes": [RaggedDecoder(max_rows=2 * ROWS, min_size=MIN_SIZE, min_area=MIN_AREA)],
+            "labels": [RaggedDecoder(max_rows=2 * ROWS)], "mask": None,
+            "params": PipelineSpec("image", decoder=params[0], transforms=params[1:])})
+    applied, partner_rows, problems = 0, 0, []
+    for (ia, ba, la, _), (ib, bb, lb, pb) in zip(loader(False), loader(True)):
+        for i in range(len(ia)):
+            na, nb = int(ba.counts[i]), int(bb.counts[i])
+            on, r = bool(pb[i, 6]), float(pb[i, 8])  # LabelMosaic's 6 values, then LabelMixUp's
+            assert torch.equal(bb.data[i, :na], ba.data[i, :na]) and torch.equal(lb.data[i, :na], la.data[i, :na])
+            if not on:
+                assert nb == na and torch.equal(ia[i], ib[i])
+                continue
+            applied += 1
+            own, mixed = ia[i].numpy().astype(np.float64), ib[i].numpy().astype(np.float64)
+            assert 0.3 < r < 0.7 and not np.array_equal(own, mixed)
+            partner = np.clip(np.round((mixed + 0.5 - own * r) / (1 - r)), 0, 255).astype(np.uint8)
+            partner_rows += nb - na
+            problems += _local_problems(partner, bb.data[i, na:nb].numpy(), lb.data[i, na:nb].numpy())
+    assert not problems, "\n".join(problems[:10])
+    assert 0 < applied < N and partner_rows > applied
+    one, two = loader(True, workers=1), loader(True, workers=3)
+    for a, b in zip(one, two):
+        for x, y in zip(a, b):
+            x, y = (x.data, y.data) if hasattr(x, "counts") else (x, y)
+            assert torch.equal(x, y)

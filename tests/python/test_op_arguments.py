@@ -105,6 +105,8 @@ BAD = [
     (D.MosaicRGBImageDecoder, dict(p=1.5), "p"),
     (D.MosaicRGBImageDecoder, dict(close_epoch=-1), "close_epoch"),
     (D.LabelMosaic, dict(n=3, seed=1), "n"),
+    (T.MixUp, dict(p=2), "p"),
+    (T.LabelMixUp, dict(p=-1, seed=1), "p"),
     (D.RaggedDecoder, dict(max_rows=-1), "max_rows"),
     (D.RaggedDecoder, dict(min_visibility=2), "min_visibility"),
     (D.RaggedDecoder, dict(min_size=-1), "min_size"),
