@@ -58,8 +58,10 @@ func (m *yoloMixUp) Partner(c *pipeline.Ctx, key int) (uint64, bool) {
 
 func (m *yoloMixUp) Blend(c *pipeline.Ctx, key int, own, other, out []byte) error {
 	_, r, _ := m.draw(c.Rand(key))
+	// The conversions round each product, as numpy does: arm64 would
+	// otherwise fuse them into one multiply-add.
 	for i, a := range own {
-		out[i] = byte(float64(a)*r + float64(other[i])*(1-r))
+		out[i] = byte(float64(float64(a)*r) + float64(float64(other[i])*(1-r)))
 	}
 	return nil
 }
