@@ -6,8 +6,9 @@
 // This package is the framework: Program, Build and BuildTail; Ctx, with
 // each operation's randomness (Ctx.Rand, keyed by SeedKey and Head.KeyAt)
 // and per-worker state; the interfaces an operation implements (Op,
-// InPlacer, Geometric or Photometric, Reporter, Fuser, HFlip, ViewSharer,
-// BatchOp); Geometry, which replays an image's operations for its targets;
+// InPlacer, Geometric or Photometric, Mixer and Blender for those that show
+// other samples, Reporter, Fuser, HFlip, ViewSharer, BatchOp); Geometry,
+// which replays an image's operations for its targets;
 // and the generic "label" op. The operations themselves live in families
 // under it (basic, rgb, transform, ssl, policy, targets, text), which register
 // into it, and their pixel work in core/imgproc. A program that builds
