@@ -19,6 +19,9 @@ import (
 // core/pipeline/ops's TestPlaceFollowsRun holds every registered Geometric
 // op to this. An operation that only changes pixel values implements
 // Photometric, and targets pass it by.
+// A Mixer decoder (Mosaic) and a Blender (MixUp) show other samples: a
+// sample's map is then a list of pieces (Piece), one per sample shown,
+// which the later geometric operations move alike.
 // Targets refuse, by name, any other operation in the pipeline they follow:
 // a new op is followed or refused by construction, never silently ignored.
 
