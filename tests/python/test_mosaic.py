@@ -114,6 +114,21 @@ def test_boxes_enclose_their_objects_in_every_tile(scene_file, sizes):
     assert seen > 2 * N * 3 and tiles == {1, 4}  # mosaics and lone samples both seen
 
 
+def test_jpeg_tiles(tmp_path):
+    """JPEG samples: each tile decoded at a reduced DCT scale (or upscaled)
+    into its place."""
+    ds = scenes.SceneDataset(8, make_dataset.find_photos()[:2])
+    path = write(tmp_path / "jpg.beton", {
+        "image": RGBImageField(write_mode="jpg", jpeg_quality=95),
+        "boxes": RaggedArrayField(np.float32, (4,), follows="image", coords="xyxy"),
+        "labels": RaggedArrayField(np.int64, (), follows="boxes"), "mask": MaskField("image")}, ds)
+    r = Reader(str(path))
+    sizes = [(int(w), int(h)) for w, h in zip(r.metadata["f0"]["width"], r.metadata["f0"]["height"])]
+    problems, seen, _ = _check(_Ids(_loader(path)), sizes)
+    assert not problems, "\n".join(problems[:10])
+    assert seen > 8
+
+
 def test_same_batches_for_any_worker_count(scene_file):
     one, two = _loader(scene_file, workers=1), _loader(scene_file, workers=2)
     for a, b in zip(one, two):
