@@ -328,7 +328,8 @@ func (l *labelMosaic) Out(pipeline.Spec) (pipeline.Spec, error) {
 
 func (l *labelMosaic) Run(c *pipeline.Ctx, key int, _, out []byte) error {
 	d := l.m.draw(c, key)
-	v := make([]int64, 0, 11)
+	var buf [11]int64
+	v := buf[:0]
 	switch {
 	case !d.on:
 		v = append(v, 0, -1, -1)
