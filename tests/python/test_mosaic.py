@@ -146,6 +146,18 @@ def test_close_epoch_turns_it_off(scene_file, sizes):
     assert not problems and tiles == {1}, "\n".join(problems[:10])
 
 
+def test_p_set_between_epochs(scene_file):
+    """Like a decoder's output_size (progressive resizing), p set between
+    epochs takes effect at the next one."""
+    dec, label = MosaicRGBImageDecoder(imgsz=S, seed=7), LabelMosaic(imgsz=S, seed=7)
+    loader = Loader(scene_file, batch_size=8, num_workers=2, pipelines={
+        "image": [dec], "boxes": [RaggedDecoder(max_rows=ROWS)], "labels": [RaggedDecoder(max_rows=ROWS)],
+        "mask": None, "params": PipelineSpec("image", decoder=label)})
+    assert all(bool(p[0]) for *_, params in loader for p in params)
+    dec.p = label.p = 0.0
+    assert not any(bool(p[0]) for *_, params in loader for p in params)
+
+
 def test_refusals(scene_file):
     with pytest.raises(ValueError, match="MosaicRGBImageDecoder: n 3 must be 4 or 9"):
         MosaicRGBImageDecoder(n=3)
