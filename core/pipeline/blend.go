@@ -5,6 +5,7 @@ import (
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/internal/rng"
+	"github.com/ffcv-go/ffcv-go/core/trace"
 )
 
 // Blending: an operation that blends the sample with a partner sample run
@@ -59,6 +60,12 @@ func (s *blendStage) Run(c *Ctx, key int, in, out []byte) error {
 	}
 	buf := c.State(s.buf, func() any { return &blendBuf{} }).(*blendBuf)
 	buf.other = Grow(buf.other, len(in))
+	if c.Times != nil {
+		// The partner's run is this stage's time (Ops): its decoder's
+		// reads and entropy decoding are not the sample's own.
+		read, entropy := c.Times[trace.Read], c.Times[trace.Entropy]
+		defer func() { c.Times[trace.Read], c.Times[trace.Entropy] = read, entropy }()
+	}
 	if err := withPartner(c, s.r, s.p.Field, partner, key, func() error {
 		return s.p.runPrefix(c, &buf.s, s.i, buf.other)
 	}); err != nil {
