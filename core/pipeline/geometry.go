@@ -19,6 +19,9 @@ import (
 // core/pipeline/ops's TestPlaceFollowsRun holds every registered Geometric
 // op to this. An operation that only changes pixel values implements
 // Photometric, and targets pass it by.
+// A Mixer decoder (Mosaic) and a Blender (MixUp) show other samples: a
+// sample's map is then a list of pieces (Piece), one per sample shown,
+// which the later geometric operations move alike.
 // Targets refuse, by name, any other operation in the pipeline they follow:
 // a new op is followed or refused by construction, never silently ignored.
 
@@ -119,17 +122,44 @@ func (a Affine) Point(x, y float64) (px, py float64, inside bool) {
 	return px, py, px >= v[0] && px < v[2] && py >= v[1] && py < v[3]
 }
 
+// Piece is part of a sample's output that shows a stored image: the
+// targets of sample Sample land where Map puts them. An ordinary pipeline
+// has one piece, the sample's own; a Mixer (Mosaic) one per image it reads.
+type Piece struct {
+	Sample uint64
+	Map    Affine
+}
+
+// Mixer is a decoder whose output shows the images of several samples (its
+// own first, then partners it draws from the sample's key): Mosaic.
+// Targets follow it piece by piece.
+type Mixer interface {
+	Op
+	// Pieces appends to dst, for the sample in c, each sample whose
+	// image the output shows and where its stored image lands: the draw
+	// Run makes under key.
+	Pieces(c *Ctx, key int, dst []Piece) ([]Piece, error)
+}
+
 // Geometry is the replay of an image output's pipeline for its targets:
 // its geometric operations, as the image's program built them.
 type Geometry struct {
 	Image int // the followed image field
-	steps []geoStep
-	Out   Spec // what the image pipeline produces per sample
+	// mixer, when the pipeline starts with one, gives the pieces the
+	// steps then move; its name is mixName.
+	mixer   Mixer
+	mixKey  int
+	mixName string
+	steps   []geoStep
+	Out     Spec // what the image pipeline produces per sample
 }
 
+// geoStep is a geometric operation, or a blend (op nil): the partner's
+// pieces through the steps before it join the sample's.
 type geoStep struct {
-	op  Geometric
-	key int
+	op    Geometric
+	key   int
+	blend Blender
 }
 
 // GeometrySpec is how a target names what it follows: the image field and
@@ -160,8 +190,15 @@ func NewGeometry(env Env, spec GeometrySpec) (*Geometry, error) {
 	g := &Geometry{Image: spec.Image, Out: p.SampleOut}
 	for i, op := range p.ops {
 		switch o := op.(type) {
+		case Mixer:
+			g.mixer, g.mixKey, g.mixName = o, p.keys[i], p.labels[i]
+		case *blendStage:
+			g.steps = append(g.steps, geoStep{key: p.keys[i], blend: o.b})
+			if g.mixName == "" {
+				g.mixName = p.labels[i]
+			}
 		case Geometric:
-			g.steps = append(g.steps, geoStep{o, p.keys[i]})
+			g.steps = append(g.steps, geoStep{op: o, key: p.keys[i]})
 		case Photometric:
 		default:
 			return nil, fmt.Errorf("targets cannot follow the image operation %s: it moves pixels in a way "+
@@ -171,25 +208,81 @@ func NewGeometry(env Env, spec GeometrySpec) (*Geometry, error) {
 	return g, nil
 }
 
-// Sample returns the map of sample c.Sample's image pipeline.
+// Mixes names the operation that shows several samples in one output
+// ("" when there is none): targets that cannot gather rows from other
+// samples refuse it by this name.
+func (g *Geometry) Mixes() string { return g.mixName }
+
+// Sample returns the map of sample c.Sample's image pipeline, which must
+// show that sample alone (see Pieces).
 func (g *Geometry) Sample(c *Ctx, r interface {
 	Column(uint64, int) ([]byte, error)
 }) (Affine, error) {
-	col, err := r.Column(c.Sample, g.Image)
+	if g.mixer != nil {
+		return Affine{}, fmt.Errorf("the image pipeline's %s shows several samples: its targets follow it piece by piece", g.mixName)
+	}
+	var buf [1]Piece
+	pieces, err := g.Pieces(c, r, buf[:0])
 	if err != nil {
 		return Affine{}, err
 	}
-	m := field.ParseRGBMeta(col)
-	if m.Width < 1 || m.Height < 1 {
-		return Affine{}, fmt.Errorf("%w: the followed image is empty (%dx%d)", field.ErrData, m.Width, m.Height)
-	}
-	a := Identity(m.Width, m.Height)
-	for _, s := range g.steps {
-		st, err := s.op.Place(c, s.key, a.W, a.H)
-		if err != nil {
-			return Affine{}, err
+	return pieces[0].Map, nil
+}
+
+// Pieces appends to dst the pieces of sample c.Sample's output: where each
+// sample it shows lands (one piece, the sample's own, without a Mixer or a
+// Blender). The steps after the decoder move every piece alike.
+func (g *Geometry) Pieces(c *Ctx, r interface {
+	Column(uint64, int) ([]byte, error)
+}, dst []Piece) ([]Piece, error) {
+	return g.piecesUpTo(c, r, dst, len(g.steps))
+}
+
+// piecesUpTo is Pieces through the first n steps.
+func (g *Geometry) piecesUpTo(c *Ctx, r interface {
+	Column(uint64, int) ([]byte, error)
+}, dst []Piece, n int) ([]Piece, error) {
+	pieces := dst
+	if g.mixer != nil {
+		var err error
+		if pieces, err = g.mixer.Pieces(c, g.mixKey, dst); err != nil {
+			return nil, err
 		}
-		a = a.Then(st)
+	} else {
+		col, err := r.Column(c.Sample, g.Image)
+		if err != nil {
+			return nil, err
+		}
+		m := field.ParseRGBMeta(col)
+		if m.Width < 1 || m.Height < 1 {
+			return nil, fmt.Errorf("%w: the followed image is empty (%dx%d)", field.ErrData, m.Width, m.Height)
+		}
+		pieces = append(pieces, Piece{Sample: c.Sample, Map: Identity(m.Width, m.Height)})
 	}
-	return a, nil
+	for k, s := range g.steps[:n] {
+		own := pieces[len(dst):]
+		if s.blend != nil {
+			partner, ok := s.blend.Partner(c, s.key)
+			if !ok {
+				continue
+			}
+			err := withPartner(c, nil, -1, partner, s.key, func() error {
+				var err error
+				pieces, err = g.piecesUpTo(c, r, pieces, k)
+				return err
+			})
+			if err != nil {
+				return nil, fmt.Errorf("partner sample %d: %w", partner, err)
+			}
+			continue
+		}
+		st, err := s.op.Place(c, s.key, own[0].Map.W, own[0].Map.H)
+		if err != nil {
+			return nil, err
+		}
+		for i := range own {
+			own[i].Map = own[i].Map.Then(st)
+		}
+	}
+	return pieces, nil
 }

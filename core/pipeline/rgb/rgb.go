@@ -4,9 +4,11 @@
 // size (FFCV-SSL's PadRGBImageDecoder); rgb_rrc, rgb_center and rgb_corner,
 // random resized crops and centre and corner squares, which decode only
 // the region of a JPEG they need and may flip while they resize;
-// rgb_resize_pad, the detection resize -- and the same crops after
-// decoding: rrc (RandomResizedCrop), FFCV-SSL's center_crop and
-// corner_crop; and label_rrc, which reports rgb_rrc's crop. Crop decoders
+// rgb_resize_pad, the detection resize; mosaic, YOLO's Mosaic of several
+// samples, and label_mosaic, which reports its draws -- the same crops
+// after decoding: rrc (RandomResizedCrop), FFCV-SSL's center_crop and
+// corner_crop; yolo_mixup, YOLO's MixUp of the sample with a partner; and
+// label_rrc, which reports rgb_rrc's crop. Crop decoders
 // of one field in several programs (views) share each sample's JPEG
 // entropy decoding.
 package rgb
@@ -30,6 +32,9 @@ func init() {
 	pipeline.RegisterDecoder("rgb_pad", newPadRGB)
 	pipeline.RegisterDecoder("rgb_resize_pad", newResizePad)
 	pipeline.RegisterDecoder("label_rrc", newLabelRRC)
+	pipeline.RegisterDecoder("mosaic", newMosaic)
+	pipeline.RegisterDecoder("label_mosaic", newLabelMosaic)
+	pipeline.Register("yolo_mixup", newYoloMixUp)
 	pipeline.Register("rrc", newCropTransform(randomCrop))
 	pipeline.Register("center_crop", newCropTransform(centerCrop))
 	pipeline.Register("corner_crop", newCropTransform(cornerCrop))

@@ -54,6 +54,10 @@ func newMaskDecoder(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error) 
 	if err != nil {
 		return nil, err
 	}
+	if name := g.Mixes(); name != "" {
+		return nil, fmt.Errorf("masks cannot follow %s, which shows several samples in one image: "+
+			"decode its boxes, labels and keypoints with RaggedDecoder", name)
+	}
 	rows, err := newRowFilter(env, a.Instances, a.BoxFilter)
 	if err != nil {
 		return nil, fmt.Errorf("instances: %w", err)
@@ -116,7 +120,7 @@ func (d *maskDecoder) renumber(c *pipeline.Ctx, a pipeline.Affine, buf *maskBuf)
 		return nil, fmt.Errorf("instances' boxes: %w", err)
 	}
 	_, rows := field.RaggedRef(bcol)
-	keep, err := d.instances.keep(c, d.env, a, nil, int(rows))
+	keep, err := d.instances.keep(c, d.env, c.Sample, a, nil, int(rows))
 	if err != nil {
 		return nil, err
 	}

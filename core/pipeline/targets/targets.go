@@ -58,15 +58,13 @@ type rowFilter struct {
 	filter BoxFilter
 }
 
-// keep decides which of the sample's rows stay. own is the heap of the
-// decoder's field: the boxes themselves when the field is the boxes field.
-func (f *rowFilter) keep(c *pipeline.Ctx, env pipeline.Env, a pipeline.Affine, own []byte, rows int) ([]bool, error) {
+// keep decides which of sample's rows stay (c.Sample's own, or a partner
+// a Mixer shows). own is the heap of the decoder's field for that sample:
+// the boxes themselves when the field is the boxes field.
+func (f *rowFilter) keep(c *pipeline.Ctx, env pipeline.Env, sample uint64, a pipeline.Affine, own []byte, rows int) ([]bool, error) {
 	boxes := own
 	if f.boxes != env.Field {
-		if c.Read == nil {
-			return nil, fmt.Errorf("rows that follow another field need the loader's reader")
-		}
-		_, heap, err := c.Read(f.boxes)
+		heap, err := readField(c, env, sample, f.boxes)
 		if err != nil {
 			return nil, fmt.Errorf("followed boxes: %w", err)
 		}
@@ -88,6 +86,24 @@ func (f *rowFilter) keep(c *pipeline.Ctx, env pipeline.Env, a pipeline.Affine, o
 		keep[i] = f.filter.keep(cb, area)
 	}
 	return keep, nil
+}
+
+// readField returns field f's heap bytes of sample: through the loader
+// (c.Read) for the sample being decoded, through the file's map for a
+// partner a Mixer shows.
+func readField(c *pipeline.Ctx, env pipeline.Env, sample uint64, f int) ([]byte, error) {
+	if sample == c.Sample {
+		if c.Read == nil {
+			return nil, fmt.Errorf("rows that follow another field need the loader's reader")
+		}
+		_, heap, err := c.Read(f)
+		return heap, err
+	}
+	_, heap, err := env.Reader.Read(sample, f)
+	if err != nil {
+		return nil, fmt.Errorf("partner sample %d: %w", sample, err)
+	}
+	return heap, nil
 }
 
 // newRowFilter checks that field f is a boxes field for the rows of env's
