@@ -48,16 +48,21 @@ type Warp struct {
 	Area float64
 	// Mirror: the map mirrors left to right (an odd number of flips).
 	Mirror bool
-	// clips are the stages before each warp of a pipeline's map: a point
-	// the map of a stage sends outside that stage's visible part is not
-	// in the image, wherever the later steps send it.
-	clips []clip
+	// stages are the map's stages, each a map from the previous stage
+	// (the stored image for the first) and the part of its output that
+	// shows the image: what one stage cut away does not come back in a
+	// later one, and boxes are clipped stage by stage. Their product is M;
+	// none: M is one stage onto the output's visible part.
+	stages []stage
 }
 
-type clip struct {
+type stage struct {
 	m Matrix
 	v [4]float64
 }
+
+// frame is the whole of a w×h output.
+func frame(w, h int) [4]float64 { return [4]float64{0, 0, float64(w), float64(h)} }
 
 // Matrix is a projective map of the plane, row-major: (x, y) lands at
 // ((M0·x + M1·y + M2)/z, (M3·x + M4·y + M5)/z), z = M6·x + M7·y + M8.
@@ -122,10 +127,8 @@ func Centred(inv [6]float64, w, h int) Matrix {
 // shows only what lies in its frame): one operation that moves pixels
 // twice.
 func (s Step) Then(t Step) Step {
-	a := Affine{SX: s.SX, TX: s.TX, SY: s.SY, TY: s.TY, W: s.W, H: s.H,
-		Valid: [4]float64{0, 0, float64(s.W), float64(s.H)}, Warp: s.Warp}
-	b := a.thenWarp(t)
-	return Step{SX: 1, SY: 1, W: t.W, H: t.H, Warp: b.Warp}
+	a := Affine{SX: s.SX, TX: s.TX, SY: s.SY, TY: s.TY, W: s.W, H: s.H, Valid: frame(s.W, s.H), Warp: s.Warp}
+	return Step{SX: 1, SY: 1, W: t.W, H: t.H, Warp: a.thenWarp(t).Warp}
 }
 
 // warp is the step's map as a Warp.
@@ -214,22 +217,53 @@ func (a Affine) Then(s Step) Affine {
 }
 
 // thenWarp is Then where a map is not axis-aligned: the matrices
-// compose, and Valid becomes the bounds of the old one's mapped corners.
+// compose, the stages line up, and Valid becomes the bounds of what the
+// last stage shows.
 func (a Affine) thenWarp(s Step) Affine {
 	aw := Step{SX: a.SX, TX: a.TX, SY: a.SY, TY: a.TY, Warp: a.Warp}.warp()
 	sw := s.warp()
-	w := Warp{M: sw.M.Mul(aw.M), Area: aw.Area * sw.Area, Mirror: aw.Mirror != sw.Mirror}
-	v := a.Valid
-	w.clips = append(make([]clip, 0, len(aw.clips)+len(sw.clips)+1), aw.clips...)
-	w.clips = append(w.clips, clip{aw.M, v})
-	for _, c := range sw.clips { // the step's own stages, from the stored image
-		w.clips = append(w.clips, clip{c.m.Mul(aw.M), c.v})
+	as, ss := a.stages(), s.stages()
+	w := Warp{M: sw.M.Mul(aw.M), Area: aw.Area * sw.Area, Mirror: aw.Mirror != sw.Mirror,
+		stages: append(append(make([]stage, 0, len(as)+len(ss)), as...), ss...)}
+	nv := frame(s.W, s.H)
+	if b, ok := chain(ss, a.Valid); ok {
+		nv = b
 	}
-	nv := [4]float64{0, 0, float64(s.W), float64(s.H)}
-	if b, ok := sw.M.bounds(v); ok {
-		nv = [4]float64{max(b[0], 0), max(b[1], 0), min(b[2], float64(s.W)), min(b[3], float64(s.H))}
-	}
+	w.stages[len(w.stages)-1].v = nv
 	return Affine{SX: 1, SY: 1, W: s.W, H: s.H, Valid: nv, Warp: &w}
+}
+
+// stages are the affine's stages (see Warp).
+func (a Affine) stages() []stage {
+	if a.Warp == nil {
+		return []stage{{AxisMatrix(a.SX, a.TX, a.SY, a.TY), a.Valid}}
+	}
+	if len(a.Warp.stages) == 0 {
+		return []stage{{a.Warp.M, a.Valid}}
+	}
+	return a.Warp.stages
+}
+
+// stages are the step's stages, the last onto its whole frame.
+func (s Step) stages() []stage {
+	if s.Warp != nil && len(s.Warp.stages) > 0 {
+		return s.Warp.stages
+	}
+	return []stage{{s.warp().M, frame(s.W, s.H)}}
+}
+
+// chain maps the box b through the stages, clipped to each one's visible
+// part; ok is false where a corner falls behind a stage's horizon.
+func chain(stages []stage, b [4]float64) ([4]float64, bool) {
+	for _, st := range stages {
+		r, ok := st.m.bounds(b)
+		if !ok {
+			return b, false
+		}
+		v := st.v
+		b = [4]float64{max(r[0], v[0]), max(r[1], v[1]), min(r[2], v[2]), min(r[3], v[3])}
+	}
+	return b, true
 }
 
 // bounds is the min/max of the box b's four mapped corners; ok is false
@@ -253,18 +287,6 @@ func (a Affine) Shows(x, y float64) bool {
 	return inside
 }
 
-// shows reports whether the stored-image point (x, y) is in the image
-// every stage before a warp showed (it may still land outside the output).
-func (w *Warp) shows(x, y float64) bool {
-	for _, c := range w.clips {
-		px, py, ok := c.m.Apply(x, y)
-		if !ok || !(px >= c.v[0] && px < c.v[2] && py >= c.v[1] && py < c.v[3]) {
-			return false
-		}
-	}
-	return true
-}
-
 // Mirrored reports whether the map mirrors the image left to right, where
 // keypoints' left and right swap.
 func (a Affine) Mirrored() bool {
@@ -275,19 +297,18 @@ func (a Affine) Mirrored() bool {
 }
 
 // Box maps a stored-image box and clips it to the visible output; area is
-// the mapped box's area before clipping. Under a Warp the mapped box is
-// the bounds of the four mapped corners, and area is the box's own area
-// times Warp.Area (YOLO's box_candidates' reference); a box with a corner
-// behind the horizon is empty.
+// the mapped box's area before clipping. Under a Warp each stage maps the
+// box to the bounds of its four mapped corners and clips it to what the
+// stage shows (as YOLO clips a mosaic's boxes before its perspective), and
+// area is the box's own area times Warp.Area (YOLO's box_candidates'
+// reference); a box with a corner behind the horizon is empty.
 func (a Affine) Box(b [4]float64) (clipped [4]float64, area float64) {
 	if a.Warp != nil {
-		r, ok := a.Warp.M.bounds(b)
+		r, ok := chain(a.stages(), b)
 		if !ok {
 			return [4]float64{}, 0
 		}
-		v := a.Valid
-		return [4]float64{max(r[0], v[0]), max(r[1], v[1]), min(r[2], v[2]), min(r[3], v[3])},
-			(b[2] - b[0]) * (b[3] - b[1]) * a.Warp.Area
+		return r, (b[2] - b[0]) * (b[3] - b[1]) * a.Warp.Area
 	}
 	x0, x1 := a.SX*b[0]+a.TX, a.SX*b[2]+a.TX
 	y0, y1 := a.SY*b[1]+a.TY, a.SY*b[3]+a.TY
@@ -302,8 +323,13 @@ func (a Affine) Box(b [4]float64) (clipped [4]float64, area float64) {
 func (a Affine) Point(x, y float64) (px, py float64, inside bool) {
 	v := a.Valid
 	if a.Warp != nil {
-		px, py, ok := a.Warp.M.Apply(x, y)
-		return px, py, ok && px >= v[0] && px < v[2] && py >= v[1] && py < v[3] && a.Warp.shows(x, y)
+		inside := true
+		for _, st := range a.stages() {
+			var ok bool
+			x, y, ok = st.m.Apply(x, y)
+			inside = inside && ok && x >= st.v[0] && x < st.v[2] && y >= st.v[1] && y < st.v[3]
+		}
+		return x, y, inside
 	}
 	px, py = a.SX*x+a.TX, a.SY*y+a.TY
 	return px, py, px >= v[0] && px < v[2] && py >= v[1] && py < v[3]

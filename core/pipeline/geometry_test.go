@@ -59,6 +59,10 @@ func TestWarpSteps(t *testing.T) {
 		{"turn clips", id.Then(rot90(100, 50)).Then(Step{SX: 1, TX: -40, SY: 1, W: 50, H: 100}), [4]float64{10, 5, 20, 15}, [4]float64{0, 10, 5, 20}, 100, [4]float64{0, 0, 10, 100}},
 		{"rotation 45", id.Then(WarpStep(rotation(45, 50, 25), 1, 100, 50)), [4]float64{40, 15, 60, 35},
 			[4]float64{50 - 10*math.Sqrt2, 25 - 10*math.Sqrt2, 50 + 10*math.Sqrt2, 25 + 10*math.Sqrt2}, 400, [4]float64{0, 0, 100, 50}},
+		// The crop cuts the box before the rotation maps its corners: the
+		// bounds of the cut box's corners, not of the whole box's.
+		{"crop cuts before the turn", id.Then(CropStep(image.Rect(10, 5, 50, 25), 40, 20)).Then(WarpStep(rotation(45, 20, 10), 1, 40, 20)),
+			[4]float64{0, 0, 30, 15}, [4]float64{20 - 10*math.Sqrt2, 0, 20 + 5*math.Sqrt2, 10}, 450, [4]float64{0, 0, 40, 20}},
 		{"scaled", id.Then(WarpStep(Matrix{2, 0, 0, 0, 2, 0, 0, 0, 1}, 4, 200, 100)), [4]float64{1, 1, 2, 3}, [4]float64{2, 2, 4, 6}, 8, [4]float64{0, 0, 200, 100}},
 		{"perspective", id.Then(WarpStep(Matrix{1, 0, 0, 0, 1, 0, 0.01, 0, 1}, 1, 100, 50)), [4]float64{0, 0, 10, 10},
 			[4]float64{0, 0, 10 / 1.1, 10}, 100, [4]float64{0, 0, 50, 50}},

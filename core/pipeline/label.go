@@ -28,7 +28,7 @@ type Reporter interface {
 func init() { Register("label", newLabel) }
 
 // maxReports bounds Reporter.Reports.
-const maxReports = 9
+const maxReports = 8
 
 // label outputs its pipeline's values (a scalar or vector, as float32)
 // followed by the parameters of. Workers share it: Run keeps its

@@ -79,30 +79,44 @@ func (t *perspective) Out(in pipeline.Spec) (pipeline.Spec, error) {
 	return t.out, nil
 }
 
-// draw is the sample's matrix (float32 steps, as YOLO's numpy) and scale:
-// Run, Place and Report all read it.
-func (t *perspective) draw(c *pipeline.Ctx, key int) (m [9]float32, s float64) {
+// Draws, in the order YOLO's affine_transform makes them: perspective
+// about y and about x, rotation (degrees), scale, shear x and y (degrees),
+// translation x and y (fractions of the output's width and height).
+const perspectiveDraws = 8
+
+// draw is the sample's draws, each a float32 value so that Report gives
+// them exactly: Run, Place and Report all read it.
+func (t *perspective) draw(c *pipeline.Ctx, key int) (d [perspectiveDraws]float64) {
 	r := c.Rand(key)
-	u := func(lo, hi float64) float64 { return lo + (hi-lo)*r.Float64() }
-	h, w := t.in.Shape[0], t.in.Shape[1]
-	ow, oh := float64(t.out.Shape[1]), float64(t.out.Shape[0])
-	px, py := u(-t.persp, t.persp), u(-t.persp, t.persp)
-	a := u(-t.degrees, t.degrees)
-	s = u(1-t.scale, 1+t.scale)
-	shx := math.Tan(u(-t.shear, t.shear) * math.Pi / 180)
-	shy := math.Tan(u(-t.shear, t.shear) * math.Pi / 180)
-	tx, ty := u(0.5-t.translate, 0.5+t.translate)*ow, u(0.5-t.translate, 0.5+t.translate)*oh
+	u := func(lo, hi float64) float64 { return float64(float32(lo + (hi-lo)*r.Float64())) }
+	d[0], d[1] = u(-t.persp, t.persp), u(-t.persp, t.persp)
+	d[2] = u(-t.degrees, t.degrees)
+	d[3] = u(1-t.scale, 1+t.scale)
+	d[4], d[5] = u(-t.shear, t.shear), u(-t.shear, t.shear)
+	d[6], d[7] = u(0.5-t.translate, 0.5+t.translate), u(0.5-t.translate, 0.5+t.translate)
+	return d
+}
+
+// matrix is YOLO's M = T·S·R·P·C of draws d for a w×h input and an ow×oh
+// output, in float32 as its numpy arrays.
+func perspectiveMatrix(d [perspectiveDraws]float64, w, h, ow, oh int) [9]float32 {
 	id := [9]float32{1, 0, 0, 0, 1, 0, 0, 0, 1}
 	C, P, R, S, T := id, id, id, id, id
 	C[2], C[5] = float32(-float64(w)/2), float32(-float64(h)/2)
-	P[6], P[7] = float32(px), float32(py)
-	// cv2.getRotationMatrix2D(center=(0, 0), angle=a, scale=s).
-	rad := a * math.Pi / 180
-	al, be := s*math.Cos(rad), s*math.Sin(rad)
+	P[6], P[7] = float32(d[0]), float32(d[1])
+	// cv2.getRotationMatrix2D(center=(0, 0), angle=d[2], scale=d[3]).
+	rad := d[2] * math.Pi / 180
+	al, be := d[3]*math.Cos(rad), d[3]*math.Sin(rad)
 	R[0], R[1], R[3], R[4] = float32(al), float32(be), float32(-be), float32(al)
-	S[1], S[3] = float32(shx), float32(shy)
-	T[2], T[5] = float32(tx), float32(ty)
-	return mul32(mul32(mul32(mul32(T, S), R), P), C), s
+	S[1], S[3] = float32(math.Tan(d[4]*math.Pi/180)), float32(math.Tan(d[5]*math.Pi/180))
+	T[2], T[5] = float32(d[6]*float64(ow)), float32(d[7]*float64(oh))
+	return mul32(mul32(mul32(mul32(T, S), R), P), C)
+}
+
+// matrix is the sample's M and scale.
+func (t *perspective) matrix(c *pipeline.Ctx, key int) ([9]float32, float64) {
+	d := t.draw(c, key)
+	return perspectiveMatrix(d, t.in.Shape[1], t.in.Shape[0], t.out.Shape[1], t.out.Shape[0]), d[3]
 }
 
 // mul32 is a float32 3×3 product, each entry summed in order.
@@ -118,14 +132,15 @@ func mul32(a, b [9]float32) [9]float32 {
 	return r
 }
 
-// Reports: the matrix M, row-major, 9 values (M[2][2] is not 1 where
-// perspective is not 0): output pixel (x, y) of cv2's warp reads input
-// M⁻¹·(x, y, 1), in pixel-index coordinates, as YOLO's.
-func (t *perspective) Reports() int { return 9 }
+// Reports: the 8 draws (see perspectiveDraws), from which YOLO's
+// affine_transform, given them for its random.uniform calls in order,
+// builds the sample's matrix for the image's size.
+func (t *perspective) Reports() int { return perspectiveDraws }
 
 func (t *perspective) Report(c *pipeline.Ctx, key int, dst []float32) {
-	m, _ := t.draw(c, key)
-	copy(dst, m[:])
+	for i, v := range t.draw(c, key) {
+		dst[i] = float32(v)
+	}
 }
 
 // Place is M in continuous coordinates (pixel i spans [i, i+1)), where
@@ -133,7 +148,7 @@ func (t *perspective) Report(c *pipeline.Ctx, key int, dst []float32) {
 // maps box coordinates by M itself, half a pixel off the pixels where the
 // scale or rotation is not 1: |(I − L)·(0.5, 0.5)| for M's linear part L.
 func (t *perspective) Place(c *pipeline.Ctx, key, w, h int) (pipeline.Step, error) {
-	m32, s := t.draw(c, key)
+	m32, s := t.matrix(c, key)
 	var m pipeline.Matrix
 	for i, v := range m32 {
 		m[i] = float64(v)
@@ -143,7 +158,7 @@ func (t *perspective) Place(c *pipeline.Ctx, key, w, h int) (pipeline.Step, erro
 }
 
 func (t *perspective) Run(c *pipeline.Ctx, key int, in, out []byte) error {
-	m32, _ := t.draw(c, key)
+	m32, _ := t.matrix(c, key)
 	h, w, ch := t.in.Shape[0], t.in.Shape[1], t.in.Shape[2]
 	oh, ow := t.out.Shape[0], t.out.Shape[1]
 	if t.border == [2]int{} && m32 == [9]float32{1, 0, 0, 0, 1, 0, 0, 0, 1} {

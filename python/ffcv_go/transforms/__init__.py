@@ -8,6 +8,7 @@ from .image import (RandomHorizontalFlip, RandomVerticalFlip, RandomTranslate, C
 from .ssl import (RandomColorJitter, GaussianBlur, RandomErasing, Rotate, CenterCrop, CornerCrop, LabelColorJitter,
                   LabelGrayscale, LabelSolarization, LabelGaussianBlur, LabelRotate, LabelTranslate,
                   LabelRandomHorizontalFlip)
+from .perspective import RandomPerspective, LabelRandomPerspective
 from .auto_augment import RandAugment, TrivialAugmentWide, AutoAugment, AugMix, AugmentOp
 from .video import ToTorchVideo
 from .photometric import Photometric
@@ -20,7 +21,8 @@ __all__ = ["ToTensor", "ToDevice", "ToTorchImage", "Convert", "View", "Squeeze",
            "RandomColorJitter", "GaussianBlur", "RandomErasing", "Rotate", "CenterCrop", "CornerCrop",
            "LabelColorJitter", "LabelGrayscale", "LabelSolarization", "LabelGaussianBlur", "LabelRotate",
            "LabelTranslate", "LabelRandomHorizontalFlip", "LabelRandomResizedCrop", "PadRGBImageDecoder",
-           "RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AugmentOp", "ToTorchVideo", "Photometric"]
+           "RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AugmentOp", "ToTorchVideo", "Photometric",
+           "RandomPerspective", "LabelRandomPerspective"]
 
 
 def __getattr__(name):
