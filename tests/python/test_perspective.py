@@ -223,3 +223,12 @@ def test_replay(scene_file, args):
             assert exact.mean() < 1.0 and np.percentile(exact, 99) <= 8, (exact.mean(), exact.max())
             moved += int(got.shape != src.shape or not np.array_equal(got, src))
     assert moved > 0
+
+
+def test_augmix_is_refused(scene_file):
+    """AugMix blends chains of differently moved copies: no map follows it."""
+    from ffcv_go.transforms import AugMix
+    with pytest.raises(ValueError, match="cannot follow the image operation AugMix"):
+        Loader(str(scene_file), batch_size=8, num_workers=1, pipelines={
+            "image": [CenterCropRGBImageDecoder((64, 64), ratio=1.0), AugMix()],
+            "boxes": [RaggedDecoder()], "labels": [RaggedDecoder()], "kp": None, "mask": None, "idx": None})
