@@ -69,3 +69,13 @@ func TestPerspectivePlaceFollowsPixels(t *testing.T) {
 		}
 	}
 }
+
+// Inputs RandomPerspective cannot take are refused when the pipeline is
+// built.
+func TestPerspectiveBadInputs(t *testing.T) {
+	optest.CheckBadInputs(t, []optest.BadInput{
+		{Name: "random_perspective", Args: map[string]any{"border": []int{-5, 0}}, In: optest.ImgSpec(10, 20, 3), Want: "border [-5 0] makes a 20x10 image 20x0"},
+		{Name: "random_perspective", Args: map[string]any{"fill": []int{1, 2}}, In: optest.ImgSpec(10, 20, 3), Want: "fill has 2 values for 3 channels"},
+		{Name: "random_perspective", Args: map[string]any{}, In: pipeline.Spec{Shape: []int{4}, DType: "|u1"}, Want: "image"},
+	})
+}
