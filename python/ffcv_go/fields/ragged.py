@@ -129,8 +129,8 @@ class RaggedDecoder(_Decoder):
     follows names a loader output (default: the field's own ``follows``
     when the loader has an output of that name). For boxes or points
     (coords fields) it is the image output: they go through exactly the
-    crop, flips and shifts the image's decoder and transforms drew for the
-    sample, and boxes are clipped to the visible part of the image and
+    crop, flips, shifts and warps the image's decoder and transforms drew
+    for the sample, and boxes are clipped to the visible part of the image and
     dropped when that part is narrower or shorter than min_size, smaller
     than min_area (output pixels²) or less than min_visibility of the whole
     box. wh_thr, area_thr and ar_thr are YOLO's candidate filter
