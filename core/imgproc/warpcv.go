@@ -7,6 +7,8 @@ import "math"
 // them: the forward matrix is inverted in float64, each output pixel's
 // source coordinate is rounded to 1/32 pixel (INTER_BITS = 5), and the four
 // neighbours are mixed with 15-bit fixed-point weights from that fraction.
+// That is OpenCV up to 4.10; 4.11's SIMD kernels interpolate in float32 at
+// unrounded coordinates instead, a level or two apart on sharp edges.
 
 const (
 	cvInterBits = 5

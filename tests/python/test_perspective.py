@@ -2,8 +2,8 @@
 the policies' shears and rotations), against the painted pixels of scenes
 over real photos; and RandomPerspective's pixels replayed from the draws
 LabelRandomPerspective reports, with YOLO's matrix and OpenCV's bilinear
-warp (cv2 where it is installed, else the same fixed-point arithmetic in
-numpy)."""
+warp (cv2 where it is installed, else OpenCV's fixed-point arithmetic
+(up to 4.10) in numpy), and against exact bilinear sampling."""
 import math
 
 import numpy as np
@@ -196,6 +196,8 @@ def test_replay(scene_file, args):
         import cv2
     except ImportError:
         cv2 = None
+    # OpenCV up to 4.10 warps with INTER_BITS fixed point, as ours does.
+    fixed_point = cv2 is None or tuple(int(v) for v in cv2.__version__.split(".")[:2]) < (4, 11)
     fill = np.array(args.get("fill", (114, 114, 114)))
     bh, bw = args.get("border", (0, 0))
     oh, ow = size + 2 * bh, size + 2 * bw
@@ -214,9 +216,14 @@ def test_replay(scene_file, args):
             got = img[i].numpy()
             assert got.shape == (oh, ow, 3)
             diff = np.abs(got.astype(int) - want)
-            # The matrix product's float32 rounding (BLAS here, in order in
-            # Go) may move a coordinate across a 1/32-pixel step: one level.
-            assert diff.max() <= 1 and (diff > 0).mean() < 0.002, (diff.max(), (diff > 0).mean())
+            if fixed_point:
+                # The matrix product's float32 rounding (BLAS here, in order
+                # in Go) may move a coordinate across a 1/32-pixel step.
+                assert diff.max() <= 1 and (diff > 0).mean() < 0.002, (diff.max(), (diff > 0).mean())
+            else:
+                # OpenCV 4.11 and later interpolate in float32 at unrounded
+                # coordinates: up to a 1/64 pixel's worth of an edge apart.
+                assert diff.mean() < 0.3 and np.percentile(diff, 99.9) <= 4, (diff.mean(), diff.max())
             # Exact bilinear sampling (float64) differs by the 1/32-pixel
             # rounding of the coordinates: a level or two on average.
             exact = np.abs(got.astype(float) - float_warp(src, m, ow, oh, fill))
