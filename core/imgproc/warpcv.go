@@ -86,9 +86,10 @@ func WarpPerspectiveCV(dst []byte, dh, dw int, src []byte, sh, sw, ch int, m [9]
 // singular.
 func cvInvert3(m [9]float64) [9]float64 {
 	at := func(i, j int) float64 { return m[3*i+j] }
-	d := at(0, 0)*(float64(at(1, 1)*at(2, 2))-float64(at(1, 2)*at(2, 1))) -
-		at(0, 1)*(float64(at(1, 0)*at(2, 2))-float64(at(1, 2)*at(2, 0))) +
-		at(0, 2)*(float64(at(1, 0)*at(2, 1))-float64(at(1, 1)*at(2, 0)))
+	// Conversions round each product: no fused multiply-add on any CPU.
+	d := float64(at(0, 0)*(float64(at(1, 1)*at(2, 2))-float64(at(1, 2)*at(2, 1)))) -
+		float64(at(0, 1)*(float64(at(1, 0)*at(2, 2))-float64(at(1, 2)*at(2, 0)))) +
+		float64(at(0, 2)*(float64(at(1, 0)*at(2, 1))-float64(at(1, 1)*at(2, 0))))
 	if d == 0 {
 		return [9]float64{}
 	}

@@ -88,7 +88,8 @@ const perspectiveDraws = 8
 // them exactly: Run, Place and Report all read it.
 func (t *perspective) draw(c *pipeline.Ctx, key int) (d [perspectiveDraws]float64) {
 	r := c.Rand(key)
-	u := func(lo, hi float64) float64 { return float64(float32(lo + (hi-lo)*r.Float64())) }
+	// The conversions keep any CPU from fusing the multiply-add.
+	u := func(lo, hi float64) float64 { return float64(float32(lo + float64((hi-lo)*r.Float64()))) }
 	d[0], d[1] = u(-t.persp, t.persp), u(-t.persp, t.persp)
 	d[2] = u(-t.degrees, t.degrees)
 	d[3] = u(1-t.scale, 1+t.scale)
