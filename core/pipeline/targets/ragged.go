@@ -194,7 +194,7 @@ func (d *raggedDecoder) mapRow(a pipeline.Affine, row []byte, item int) {
 				putFloat(row, item, p+2, 0)
 			}
 		}
-		if d.flip != nil && a.SX < 0 {
+		if d.flip != nil && a.Mirrored() {
 			d.reorder(row, last*item)
 		}
 	}

@@ -8,6 +8,7 @@ from .image import (RandomHorizontalFlip, RandomVerticalFlip, RandomTranslate, C
 from .ssl import (RandomColorJitter, GaussianBlur, RandomErasing, Rotate, CenterCrop, CornerCrop, LabelColorJitter,
                   LabelGrayscale, LabelSolarization, LabelGaussianBlur, LabelRotate, LabelTranslate,
                   LabelRandomHorizontalFlip)
+from .perspective import RandomPerspective, LabelRandomPerspective
 from .auto_augment import RandAugment, TrivialAugmentWide, AutoAugment, AugMix, AugmentOp
 from .video import ToTorchVideo
 from .photometric import Photometric
@@ -22,7 +23,7 @@ __all__ = ["ToTensor", "ToDevice", "ToTorchImage", "Convert", "View", "Squeeze",
            "LabelColorJitter", "LabelGrayscale", "LabelSolarization", "LabelGaussianBlur", "LabelRotate",
            "LabelTranslate", "LabelRandomHorizontalFlip", "LabelRandomResizedCrop", "PadRGBImageDecoder",
            "RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AugmentOp", "ToTorchVideo", "Photometric",
-           "MixUp", "LabelMixUp"]
+           "MixUp", "LabelMixUp", "RandomPerspective", "LabelRandomPerspective"]
 
 
 def __getattr__(name):
