@@ -62,6 +62,10 @@ type Warp struct {
 type stage struct {
 	m Matrix
 	v [4]float64
+	// area is the factor the stage takes boxes' areas to grow by (Warp's
+	// Area for a warp); warp: the stage is not axis-aligned.
+	area float64
+	warp bool
 }
 
 // frame is the whole of a w×h output.
@@ -239,10 +243,10 @@ func (a Affine) thenWarp(s Step) Affine {
 // stages are the affine's stages (see Warp).
 func (a Affine) stages() []stage {
 	if a.Warp == nil {
-		return []stage{{AxisMatrix(a.SX, a.TX, a.SY, a.TY), a.Valid}}
+		return []stage{{AxisMatrix(a.SX, a.TX, a.SY, a.TY), a.Valid, math.Abs(a.SX * a.SY), false}}
 	}
 	if len(a.Warp.stages) == 0 {
-		return []stage{{a.Warp.M, a.Valid}}
+		return []stage{{a.Warp.M, a.Valid, a.Warp.Area, true}}
 	}
 	return a.Warp.stages
 }
@@ -252,7 +256,30 @@ func (s Step) stages() []stage {
 	if s.Warp != nil && len(s.Warp.stages) > 0 {
 		return s.Warp.stages
 	}
-	return []stage{{s.warp().M, frame(s.W, s.H)}}
+	w := s.warp()
+	return []stage{{w.M, frame(s.W, s.H), w.Area, s.Warp != nil}}
+}
+
+// refArea is YOLO's box_candidates reference for the box b: its area as
+// it enters the last warp, clipped by the stages before (as a mosaic's
+// boxes are clipped to its canvas before RandomPerspective), times the
+// area factors of that warp and the stages after it.
+func refArea(stages []stage, b [4]float64) float64 {
+	k := 0
+	for i, st := range stages {
+		if st.warp {
+			k = i
+		}
+	}
+	r, ok := chain(stages[:k], b)
+	if !ok {
+		return 0
+	}
+	area := (r[2] - r[0]) * (r[3] - r[1])
+	for _, st := range stages[k:] {
+		area *= st.area
+	}
+	return max(area, 0)
 }
 
 // chain maps the box b through the stages, clipped to each one's visible
@@ -303,15 +330,16 @@ func (a Affine) Mirrored() bool {
 // the mapped box's area before clipping. Under a Warp each stage maps the
 // box to the bounds of its four mapped corners and clips it to what the
 // stage shows (as YOLO clips a mosaic's boxes before its perspective), and
-// area is the box's own area times Warp.Area (YOLO's box_candidates'
-// reference); a box with a corner behind the horizon is empty.
+// area is refArea, YOLO's box_candidates' reference; a box with a corner
+// behind the horizon is empty.
 func (a Affine) Box(b [4]float64) (clipped [4]float64, area float64) {
 	if a.Warp != nil {
-		r, ok := chain(a.stages(), b)
+		st := a.stages()
+		r, ok := chain(st, b)
 		if !ok {
 			return [4]float64{}, 0
 		}
-		return r, (b[2] - b[0]) * (b[3] - b[1]) * a.Warp.Area
+		return r, refArea(st, b)
 	}
 	x0, x1 := a.SX*b[0]+a.TX, a.SX*b[2]+a.TX
 	y0, y1 := a.SY*b[1]+a.TY, a.SY*b[3]+a.TY

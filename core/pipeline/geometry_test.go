@@ -40,8 +40,9 @@ func rot90(w, h int) Step {
 
 // Maps that are not axis-aligned compose with the axis-aligned ones:
 // boxes are the bounds of their mapped corners, clipped to the visible
-// part, and the area the filter compares with is the box's times the
-// map's area factor.
+// part, and the area the filter compares with is the box's as it enters
+// the last warp (clipped by the stages before it, as YOLO clips a mosaic's
+// boxes to its canvas) times the area factors from there on.
 func TestWarpSteps(t *testing.T) {
 	id := Identity(100, 50)
 	for _, tc := range []struct {
@@ -60,9 +61,10 @@ func TestWarpSteps(t *testing.T) {
 		{"rotation 45", id.Then(WarpStep(rotation(45, 50, 25), 1, 100, 50)), [4]float64{40, 15, 60, 35},
 			[4]float64{50 - 10*math.Sqrt2, 25 - 10*math.Sqrt2, 50 + 10*math.Sqrt2, 25 + 10*math.Sqrt2}, 400, [4]float64{0, 0, 100, 50}},
 		// The crop cuts the box before the rotation maps its corners: the
-		// bounds of the cut box's corners, not of the whole box's.
+		// bounds of the cut box's corners, not of the whole box's, and the
+		// cut box's area (20×10) is the filter's reference.
 		{"crop cuts before the turn", id.Then(CropStep(image.Rect(10, 5, 50, 25), 40, 20)).Then(WarpStep(rotation(45, 20, 10), 1, 40, 20)),
-			[4]float64{0, 0, 30, 15}, [4]float64{20 - 10*math.Sqrt2, 0, 20 + 5*math.Sqrt2, 10}, 450, [4]float64{0, 0, 40, 20}},
+			[4]float64{0, 0, 30, 15}, [4]float64{20 - 10*math.Sqrt2, 0, 20 + 5*math.Sqrt2, 10}, 200, [4]float64{0, 0, 40, 20}},
 		{"scaled", id.Then(WarpStep(Matrix{2, 0, 0, 0, 2, 0, 0, 0, 1}, 4, 200, 100)), [4]float64{1, 1, 2, 3}, [4]float64{2, 2, 4, 6}, 8, [4]float64{0, 0, 200, 100}},
 		{"perspective", id.Then(WarpStep(Matrix{1, 0, 0, 0, 1, 0, 0.01, 0, 1}, 1, 100, 50)), [4]float64{0, 0, 10, 10},
 			[4]float64{0, 0, 10 / 1.1, 10}, 100, [4]float64{0, 0, 50, 50}},

@@ -136,7 +136,8 @@ class RaggedDecoder(_Decoder):
     box. wh_thr, area_thr and ar_thr are YOLO's candidate filter
     (Ultralytics' ``box_candidates``; 0 leaves each out): the kept part is
     wider and taller than wh_thr pixels, its area more than area_thr of the
-    stored box's area times the map's scale² (a ``RandomPerspective``'s
+    box's area as it enters the last warp (clipped by what came before, a
+    mosaic's canvas) times that warp's scale² (a ``RandomPerspective``'s
     scale; rotation, shear and perspective not counted), and
     max(w / h, h / w) under ar_thr. YOLO's training uses wh_thr=2,
     area_thr=0.1, ar_thr=100. Under a rotation, shear or perspective a box
