@@ -1,0 +1,51 @@
+package audioproc
+
+import "math"
+
+// MelFrames writes the mel bands of frames [0, frames) of x into out,
+// band-major: out[m·stride + t] for band m and frame t (stride ≥ frames),
+// as torchaudio's MelSpectrogram lays them out, (n_mels, time).
+func MelFrames(s *Spectrogram, b *MelBank, x []float32, frames int, out []float64, stride int) {
+	mel := make([]float64, len(b.Filters))
+	for t := 0; t < frames; t++ {
+		b.Apply(s.Frame(x, t), mel)
+		for m, v := range mel {
+			out[m*stride+t] = v
+		}
+	}
+}
+
+// Whisper's constants (whisper.audio): 16 kHz, 25 ms windows every 10 ms,
+// 30 s chunks.
+const (
+	WhisperRate    = 16000
+	WhisperNFFT    = 400
+	WhisperHop     = 160
+	WhisperSamples = 30 * WhisperRate
+)
+
+// NewWhisperBank is whisper's mel_filters.npz bank: librosa's
+// filters.mel(sr=16000, n_fft=400, n_mels) (Slaney's scale and area
+// normalisation, 0 to 8 kHz).
+func NewWhisperBank(nMels int) (*MelBank, error) {
+	freqs := make([]float64, WhisperNFFT/2+1)
+	for i := range freqs {
+		freqs[i] = float64(i) * WhisperRate / WhisperNFFT // numpy's rfftfreq
+	}
+	return NewMelBank(freqs, 0, WhisperRate/2, nMels, true, Slaney)
+}
+
+// LogMel turns mel powers into Whisper's features in place, over all of
+// v (a sample's whole spectrogram): log10(max(v, 1e-10)), floored at its
+// maximum − 8, then (x + 4)/4.
+func LogMel(v []float64) {
+	mx := math.Inf(-1)
+	for i, x := range v {
+		x = math.Log10(max(x, 1e-10))
+		v[i] = x
+		mx = max(mx, x)
+	}
+	for i, x := range v {
+		v[i] = (max(x, mx-8) + 4) / 4
+	}
+}
