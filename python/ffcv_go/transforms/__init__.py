@@ -11,6 +11,8 @@ from .ssl import (RandomColorJitter, GaussianBlur, RandomErasing, Rotate, Center
 from .auto_augment import RandAugment, TrivialAugmentWide, AutoAugment, AugMix, AugmentOp
 from .video import ToTorchVideo
 from .photometric import Photometric
+from .audio import (MonoMix, Resample, Gain, SpeedPerturbation, MelSpectrogram, WhisperLogMel, TimeMasking,
+                    FrequencyMasking)
 
 __all__ = ["ToTensor", "ToDevice", "ToTorchImage", "Convert", "View", "Squeeze", "ModuleWrapper",
            "RandomHorizontalFlip", "RandomVerticalFlip", "RandomTranslate", "Cutout", "RandomBrightness",
@@ -20,7 +22,9 @@ __all__ = ["ToTensor", "ToDevice", "ToTorchImage", "Convert", "View", "Squeeze",
            "RandomColorJitter", "GaussianBlur", "RandomErasing", "Rotate", "CenterCrop", "CornerCrop",
            "LabelColorJitter", "LabelGrayscale", "LabelSolarization", "LabelGaussianBlur", "LabelRotate",
            "LabelTranslate", "LabelRandomHorizontalFlip", "LabelRandomResizedCrop", "PadRGBImageDecoder",
-           "RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AugmentOp", "ToTorchVideo", "Photometric"]
+           "RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AugmentOp", "ToTorchVideo", "Photometric",
+           "MonoMix", "Resample", "Gain", "SpeedPerturbation", "MelSpectrogram", "WhisperLogMel", "TimeMasking",
+           "FrequencyMasking"]
 
 
 def __getattr__(name):
