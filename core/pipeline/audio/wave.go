@@ -164,19 +164,20 @@ func (o *mono) Run(c *pipeline.Ctx, _ int, in, out []byte) error {
 	if err != nil {
 		return err
 	}
-	n := o.w.n
+	n, valid := o.w.n, Length(c, o.w.n)
 	if o.w.rows == 1 {
 		pipeline.CopyIfNeeded(out, in)
-		return nil
-	}
-	inv := 1 / float64(o.w.rows)
-	for i := 0; i < n; i++ {
-		var s float64
-		for r := 0; r < o.w.rows; r++ {
-			s += float64(x[r*n+i])
+	} else {
+		inv := 1 / float64(o.w.rows)
+		for i := 0; i < valid; i++ {
+			var s float64
+			for r := 0; r < o.w.rows; r++ {
+				s += float64(x[r*n+i])
+			}
+			y[i] = float32(s * inv)
 		}
-		y[i] = float32(s * inv)
 	}
+	clear(y[valid:n])
 	return nil
 }
 
@@ -184,6 +185,7 @@ func (o *mono) Run(c *pipeline.Ctx, _ int, in, out []byte) error {
 // dB: torchaudio.functional.gain, x·10^(g/20).
 type gain struct {
 	lo, hi float64
+	n      int // samples per row
 }
 
 func newGain(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
@@ -203,29 +205,35 @@ func newGain(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 	if a.MinDB > a.MaxDB || a.MaxDB > 200 || a.MinDB < -200 {
 		return nil, fmt.Errorf("min_db %v and max_db %v must satisfy -200 <= min_db <= max_db <= 200", a.MinDB, a.MaxDB)
 	}
-	return gain{a.MinDB, a.MaxDB}, nil
+	return &gain{lo: a.MinDB, hi: a.MaxDB}, nil
 }
 
-func (g gain) Out(in pipeline.Spec) (pipeline.Spec, error) {
-	_, err := needWave(in, "waveforms")
+func (g *gain) Out(in pipeline.Spec) (pipeline.Spec, error) {
+	w, err := needWave(in, "waveforms")
+	g.n = w.n
 	return in, err
 }
 
-func (gain) InPlace() bool { return true }
+func (*gain) InPlace() bool { return true }
 
 // Gain is the gain in dB the op draws for the sample in c under key.
-func (g gain) Gain(c *pipeline.Ctx, key int) float64 {
+func (g *gain) Gain(c *pipeline.Ctx, key int) float64 {
 	return g.lo + (g.hi-g.lo)*c.Rand(key).Float64()
 }
 
-func (g gain) Run(c *pipeline.Ctx, key int, in, out []byte) error {
+func (g *gain) Run(c *pipeline.Ctx, key int, in, out []byte) error {
 	k := float32(math.Pow(10, g.Gain(c, key)/20))
 	x, y, err := views(in, out)
 	if err != nil {
 		return err
 	}
-	for i, v := range x {
-		y[i] = v * k
+	n := g.n
+	valid := Length(c, n)
+	for r := 0; r < len(x)/n; r++ {
+		for i, v := range x[r*n : r*n+valid] {
+			y[r*n+i] = v * k
+		}
+		clear(y[r*n+valid : (r+1)*n])
 	}
 	return nil
 }
