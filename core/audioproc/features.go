@@ -4,16 +4,27 @@ import "math"
 
 // MelFrames writes the mel bands of frames [0, frames) of x into out,
 // band-major: out[m·stride + t] for band m and frame t (stride ≥ frames),
-// as torchaudio's MelSpectrogram lays them out, (n_mels, time).
+// as torchaudio's MelSpectrogram lays them out, (n_mels, time). Frames go
+// through a tile of tileFrames at a time, so that each band's row is
+// written a cache line at a time rather than one value per line.
 func MelFrames(s *Spectrogram, b *MelBank, x []float32, frames int, out []float64, stride int) {
-	mel := make([]float64, len(b.Filters))
-	for t := 0; t < frames; t++ {
-		b.Apply(s.Frame(x, t), mel)
-		for m, v := range mel {
-			out[m*stride+t] = v
+	nm := len(b.Filters)
+	tile := make([]float64, tileFrames*nm)
+	for t0 := 0; t0 < frames; t0 += tileFrames {
+		n := min(tileFrames, frames-t0)
+		for k := 0; k < n; k++ {
+			b.Apply(s.Frame(x, t0+k), tile[k*nm:(k+1)*nm])
+		}
+		for m := 0; m < nm; m++ {
+			row := out[m*stride+t0 : m*stride+t0+n]
+			for k := range row {
+				row[k] = tile[k*nm+m]
+			}
 		}
 	}
 }
+
+const tileFrames = 16
 
 // Whisper's constants (whisper.audio): 16 kHz, 25 ms windows every 10 ms,
 // 30 s chunks.

@@ -251,12 +251,15 @@ func (r *RFFT) Forward(x []float64, out []complex128) {
 	r.half.Forward(z)
 	// X[k] = E[k] + W^k·O[k], E and O the transforms of the even and odd
 	// samples: E[k] = (Z[k] + conj Z[h-k])/2, O[k] = (Z[k] - conj Z[h-k])/2i.
-	for k := 0; k <= h; k++ {
-		a := z[k%h]
-		b := z[(h-k)%h]
-		b = complex(real(b), -imag(b))
-		e := (a + b) * 0.5
-		o := (a - b) * complex(0, -0.5)
-		out[k] = e + r.w[k]*o
+	z0 := z[0]
+	out[0] = complex(real(z0)+imag(z0), 0)
+	out[h] = complex(real(z0)-imag(z0), 0)
+	w := r.w[:h]
+	for k := 1; k < h; k++ {
+		a, b := z[k], z[h-k]
+		er, ei := (real(a)+real(b))*0.5, (imag(a)-imag(b))*0.5 // E = (a + conj b)/2
+		or, oi := (imag(a)+imag(b))*0.5, (real(b)-real(a))*0.5 // O = (a − conj b)/2i
+		wr, wi := real(w[k]), imag(w[k])
+		out[k] = complex(er+wr*or-wi*oi, ei+wr*oi+wi*or)
 	}
 }

@@ -19,6 +19,10 @@ type Resampler struct {
 	width     int
 	taps      int
 	kernel    []float32 // New rows of taps
+	// span[j] is the run of row j's taps above 1e-10: the window clamps
+	// most of a row to about 1e-15 or less when orig is large, and the
+	// sums skip those taps, which move no float32 result.
+	span [][2]int
 }
 
 // MaxReducedRate bounds the gcd-reduced rates: the kernel has about
@@ -73,9 +77,19 @@ func NewResampler(origFreq, newFreq, lowpassWidth int, rolloff float64) (*Resamp
 			}
 			row[i] = k * float32(window*scale)
 		}
+		lo, hi := 0, len(row)
+		for lo < hi && math.Abs(float64(row[lo])) <= negligible {
+			lo++
+		}
+		for hi > lo && math.Abs(float64(row[hi-1])) <= negligible {
+			hi--
+		}
+		r.span = append(r.span, [2]int{lo, hi})
 	}
 	return r, nil
 }
+
+const negligible = 1e-10
 
 func gcd(a, b int) int {
 	for b != 0 {
@@ -107,7 +121,8 @@ func (r *Resampler) Apply(x, out []float32) {
 		// taps i read padded index blk·orig + i, i.e. x[blk·orig + i − width]
 		start := blk*r.Orig - r.width
 		k := r.kernel[ph*r.taps : (ph+1)*r.taps]
-		lo, hi := max(0, -start), min(r.taps, len(x)-start)
+		sp := r.span[ph]
+		lo, hi := max(sp[0], -start), min(sp[1], len(x)-start)
 		var acc float64
 		if lo < hi {
 			xs := x[start+lo : start+hi]
