@@ -246,3 +246,35 @@ func TestSpectrogramFrame(t *testing.T) {
 		}
 	}
 }
+
+// Noise at an SNR equals torchaudio 2.7's add_noise on the test signal
+// with noise 0.2·cos(1.3·i): the whole signal at 5 dB, and its first 40
+// samples at 10 dB (the energies of those alone; the rest unchanged).
+func TestAddNoiseMatchesTorchaudio(t *testing.T) {
+	for _, tc := range []struct {
+		valid int
+		snr   float64
+		at    map[int]float64
+	}{
+		{64, 5, map[int]float64{0: 1.11166286, 1: 0.729616165, 32: -0.128231883, 63: 0.489278287}},
+		{40, 10, map[int]float64{0: 0.810580373, 1: 0.649076939, 32: 0.0901498944}},
+	} {
+		x := testSignal(64)
+		orig := append([]float32(nil), x...)
+		noise := make([]float32, 64)
+		for i := range noise {
+			noise[i] = float32(math.Cos(float64(float32(1.3*float32(i))))) * 0.2
+		}
+		AddNoise(x, noise, tc.valid, tc.snr)
+		for i, want := range tc.at {
+			if math.Abs(float64(x[i])-want) > 1e-6 {
+				t.Fatalf("valid %d: y[%d] = %v, want %v", tc.valid, i, x[i], want)
+			}
+		}
+		for i := tc.valid; i < 64; i++ {
+			if x[i] != orig[i] {
+				t.Fatalf("valid %d: sample %d changed", tc.valid, i)
+			}
+		}
+	}
+}
