@@ -105,7 +105,8 @@ func (f *FFT) Forward(x []complex128) {
 }
 
 // run is one Stockham step: sub-sequences of length r·m at stride s in x
-// go to y, each butterfly's outputs twiddled.
+// go to y, each butterfly's outputs twiddled (not those of p = 0, whose
+// twiddles are 1: the whole of the last stage).
 func (st *stage) run(x, y []complex128, s int) {
 	r, m := st.r, st.m
 	ms := m * s
@@ -115,46 +116,49 @@ func (st *stage) run(x, y []complex128, s int) {
 			w := st.tw[p]
 			for q := 0; q < s; q++ {
 				a, b := x[q+s*p], x[q+s*p+ms]
+				d := a - b
+				if p > 0 {
+					d *= w
+				}
 				y[q+s*2*p] = a + b
-				y[q+s*(2*p+1)] = (a - b) * w
+				y[q+s*(2*p+1)] = d
 			}
 		}
 	case 4:
 		for p := 0; p < m; p++ {
-			w1, w2, w3 := st.tw[3*p], st.tw[3*p+1], st.tw[3*p+2]
+			tw := st.tw[3*p : 3*p+3]
 			for q := 0; q < s; q++ {
 				i := q + s*p
 				a0, a1, a2, a3 := x[i], x[i+ms], x[i+2*ms], x[i+3*ms]
 				t0, t1 := a0+a2, a0-a2
 				t2, t3 := a1+a3, a1-a3
 				t3 = complex(imag(t3), -real(t3)) // -i·t3
-				o := q + s*4*p
-				y[o] = t0 + t2
-				y[o+s] = (t1 + t3) * w1
-				y[o+2*s] = (t0 - t2) * w2
-				y[o+3*s] = (t1 - t3) * w3
+				y0, y1, y2, y3 := t0+t2, t1+t3, t0-t2, t1-t3
+				if p > 0 {
+					y1, y2, y3 = y1*tw[0], y2*tw[1], y3*tw[2]
+				}
+				o := y[q+s*4*p:]
+				o[0], o[s], o[2*s], o[3*s] = y0, y1, y2, y3
 			}
 		}
 	case 3:
-		const c = -0.5
-		sn := -math.Sqrt(3) / 2
 		for p := 0; p < m; p++ {
-			w1, w2 := st.tw[2*p], st.tw[2*p+1]
+			tw := st.tw[2*p : 2*p+2]
 			for q := 0; q < s; q++ {
 				i := q + s*p
 				a0, a1, a2 := x[i], x[i+ms], x[i+2*ms]
 				sum, dif := a1+a2, a1-a2
-				u := a0 + complex(c, 0)*sum
-				v := complex(-sn*imag(dif), sn*real(dif)) // i·sn·dif
-				o := q + s*3*p
-				y[o] = a0 + sum
-				y[o+s] = (u + v) * w1
-				y[o+2*s] = (u - v) * w2
+				u := a0 - 0.5*sum
+				v := complex(-sin3*imag(dif), sin3*real(dif)) // i·sin3·dif
+				y0, y1, y2 := a0+sum, u+v, u-v
+				if p > 0 {
+					y1, y2 = y1*tw[0], y2*tw[1]
+				}
+				o := y[q+s*3*p:]
+				o[0], o[s], o[2*s] = y0, y1, y2
 			}
 		}
 	case 5:
-		c1, c2 := math.Cos(2*math.Pi/5), math.Cos(4*math.Pi/5)
-		s1, s2 := -math.Sin(2*math.Pi/5), -math.Sin(4*math.Pi/5)
 		for p := 0; p < m; p++ {
 			tw := st.tw[4*p : 4*p+4]
 			for q := 0; q < s; q++ {
@@ -162,18 +166,18 @@ func (st *stage) run(x, y []complex128, s int) {
 				a0, a1, a2, a3, a4 := x[i], x[i+ms], x[i+2*ms], x[i+3*ms], x[i+4*ms]
 				b1, b4 := a1+a4, a1-a4
 				b2, b3 := a2+a3, a2-a3
-				u1 := a0 + complex(c1, 0)*b1 + complex(c2, 0)*b2
-				u2 := a0 + complex(c2, 0)*b1 + complex(c1, 0)*b2
-				v1 := complex(s1, 0)*b4 + complex(s2, 0)*b3
-				v2 := complex(s2, 0)*b4 - complex(s1, 0)*b3
-				v1 = complex(-imag(v1), real(v1)) // i·v1
-				v2 = complex(-imag(v2), real(v2))
-				o := q + s*5*p
-				y[o] = a0 + b1 + b2
-				y[o+s] = (u1 + v1) * tw[0]
-				y[o+2*s] = (u2 + v2) * tw[1]
-				y[o+3*s] = (u2 - v2) * tw[2]
-				y[o+4*s] = (u1 - v1) * tw[3]
+				u1 := a0 + complex(cos51*real(b1)+cos52*real(b2), cos51*imag(b1)+cos52*imag(b2))
+				u2 := a0 + complex(cos52*real(b1)+cos51*real(b2), cos52*imag(b1)+cos51*imag(b2))
+				// i·(sin51·b4 + sin52·b3) and i·(sin52·b4 − sin51·b3)
+				v1r, v1i := sin51*real(b4)+sin52*real(b3), sin51*imag(b4)+sin52*imag(b3)
+				v2r, v2i := sin52*real(b4)-sin51*real(b3), sin52*imag(b4)-sin51*imag(b3)
+				v1, v2 := complex(-v1i, v1r), complex(-v2i, v2r)
+				y0, y1, y2, y3, y4 := a0+b1+b2, u1+v1, u2+v2, u2-v2, u1-v1
+				if p > 0 {
+					y1, y2, y3, y4 = y1*tw[0], y2*tw[1], y3*tw[2], y4*tw[3]
+				}
+				o := y[q+s*5*p:]
+				o[0], o[s], o[2*s], o[3*s], o[4*s] = y0, y1, y2, y3, y4
 			}
 		}
 	default:
@@ -195,6 +199,16 @@ func (st *stage) run(x, y []complex128, s int) {
 		}
 	}
 }
+
+// The radix-3 and radix-5 butterflies' constants: W_3 = −½ + i·sin3,
+// W_5^k = cos5k + i·sin5k.
+var (
+	sin3  = -math.Sqrt(3) / 2
+	cos51 = math.Cos(2 * math.Pi / 5)
+	cos52 = math.Cos(4 * math.Pi / 5)
+	sin51 = -math.Sin(2 * math.Pi / 5)
+	sin52 = -math.Sin(4 * math.Pi / 5)
+)
 
 // RFFT is a plan for the transform of real sequences of one length: for
 // an even length, one complex transform of half the length and a split;
