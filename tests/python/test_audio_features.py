@@ -75,7 +75,9 @@ def test_resample_equals_torchaudio(speech, tmp_path):
                                               orig, new).numpy()
         assert got.shape == want.shape
         err = np.abs(got - want).max()
-        assert err < 1e-5, f"{orig}->{new}: max error {err}"
+        # 1e-5 is the promise; 2e-6 holds the float32 kernel to torchaudio's
+        # (a float64 kernel is 9.5e-6 off at 22050 -> 16000, and passes 1e-5).
+        assert err < 2e-6, f"{orig}->{new}: max error {err}"
 
 
 def test_mono_mix(speech, tmp_path):
@@ -88,6 +90,7 @@ def test_mono_mix(speech, tmp_path):
     assert _load(path, [MonoMix(keepdim=False)]).shape == (1, 20000)
 
 
+@pytest.mark.filterwarnings("ignore:At least one mel filterbank has all zero values")
 @pytest.mark.parametrize("kw", [
     {},  # torchaudio's defaults: 16 kHz, n_fft 400, hop 200, 128 HTK bands
     {"sample_rate": 22050, "n_fft": 1024, "hop_length": 256, "n_mels": 80, "f_min": 20.0, "f_max": 8000.0},
