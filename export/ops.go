@@ -13,6 +13,7 @@ import "C"
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 	"github.com/ffcv-go/ffcv-go/core/pipeline/policy"
@@ -70,8 +71,11 @@ func ffcv_op_out(spec, inSpec *C.char, out **C.char, err **C.char) (ret C.int64_
 	if e != nil {
 		return fail(err, argError{e})
 	}
-	b, _ := json.Marshal(o)
-	if e := putString(out, string(b)); e != nil {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // "<f4" as it is
+	_ = enc.Encode(o)
+	if e := putString(out, strings.TrimSpace(b.String())); e != nil {
 		return fail(err, e)
 	}
 	return 0
