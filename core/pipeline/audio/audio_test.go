@@ -76,6 +76,7 @@ func TestOutAndArguments(t *testing.T) {
 	}{
 		{"audio_mono", nil, wav(2, 100), "[1 100]"},
 		{"audio_mono", map[string]any{"keepdim": false}, wav(2, 100), "[100]"},
+		{"audio_mono", nil, wav(100), "[100]"},
 		{"audio_resample", map[string]any{"orig_freq": 22050, "new_freq": 16000}, wav(2, 1000), "[2 726]"},
 		{"audio_resample", map[string]any{"orig_freq": 8000, "new_freq": 16000}, wav(5), "[10]"},
 		{"audio_speed", map[string]any{"orig_freq": 16000, "factors": []float64{0.9, 1.1}}, wav(1000), "[1112]"},

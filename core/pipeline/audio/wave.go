@@ -129,7 +129,8 @@ func init() {
 }
 
 // mono averages the channels of (C, N) into (1, N), or into (N,)
-// without keepdim: torch's waveform.mean(0, keepdim).
+// without keepdim: torch's waveform.mean(0, keepdim). (N,) passes as it
+// is.
 type mono struct {
 	keep bool
 	w    wave
@@ -151,10 +152,10 @@ func (o *mono) Out(in pipeline.Spec) (pipeline.Spec, error) {
 		return in, err
 	}
 	o.w = w
-	if o.keep {
+	if o.keep && len(in.Shape) == 2 {
 		return spec(nil, 1, w.n), nil
 	}
-	return spec(nil, w.n), nil
+	return spec(nil, w.n), nil // (N,) is mono already
 }
 
 func (o *mono) InPlace() bool { return o.w.rows == 1 }

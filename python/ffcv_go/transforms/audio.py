@@ -50,7 +50,8 @@ class _Audio(Transform):
 
 class MonoMix(_Audio):
     """Averages the channels of a (C, N) waveform: ``waveform.mean(0,
-    keepdim=keepdim)``, (1, N), or (N,) without keepdim."""
+    keepdim=keepdim)``, (1, N), or (N,) without keepdim. An (N,) waveform
+    is mono already and passes unchanged."""
 
     def __init__(self, keepdim=True):
         super().__init__()
