@@ -217,6 +217,8 @@ func TestMaskDraws(t *testing.T) {
 		{"time_masking", map[string]any{"mask_param": 30, "n": 2}, 50, 30},
 		{"time_masking", map[string]any{"mask_param": 80, "p": 0.1}, T, 10},
 		{"frequency_masking", map[string]any{"mask_param": 27, "n": 2, "mask_value": -1.5}, T, 27},
+		{"time_masking", map[string]any{"mask_param": 80, "n": 2}, 20, 80}, // wider than the valid frames
+		{"time_masking", map[string]any{"mask_param": 30}, 0, 30},          // no valid frame
 	} {
 		op := optest.NewOp(t, tc.op, tc.args).(*mask)
 		if _, err := op.Out(in); err != nil {
@@ -266,7 +268,7 @@ func TestMaskDraws(t *testing.T) {
 				}
 			}
 		}
-		if len(seen) < 100 {
+		if len(seen) < 100 && tc.valid == T {
 			t.Fatalf("%s: %d different draws in 200 samples", tc.op, len(seen))
 		}
 	}

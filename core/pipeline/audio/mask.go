@@ -88,16 +88,17 @@ func (o *mask) Masks(c *pipeline.Ctx, key, size int) [][2]int {
 	if o.p < 1 {
 		width = min(width, int(float64(size)*o.p))
 	}
-	if width < 1 || o.n == 0 {
+	if width < 1 || o.n == 0 || size < 1 {
 		return nil
 	}
 	r := c.Rand(key)
 	out := make([][2]int, 0, o.n)
 	for i := 0; i < o.n; i++ {
 		w := r.Float64() * float64(width)
-		start := r.Float64() * (float64(size) - w)
-		s := int(start)
-		out = append(out, [2]int{s, min(s+int(w), size)})
+		// A width past the axis makes the start negative, as in torch,
+		// whose mask then begins at 0.
+		s := int(r.Float64() * (float64(size) - w)) // truncated toward 0, as torch's long()
+		out = append(out, [2]int{max(s, 0), min(max(s+int(w), 0), size)})
 	}
 	return out
 }
