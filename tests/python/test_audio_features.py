@@ -4,6 +4,7 @@ waveforms: resampling within 1e-5, MelSpectrogram within 1e-4 relative to
 each band's peak, Whisper's log-mel within 1e-4; SpecAugment's masks,
 gain and speed perturbation by their definitions; arguments refused by
 name."""
+import inspect
 import shutil
 import subprocess
 
@@ -180,6 +181,7 @@ def test_masks_gain_speed(speech, tmp_path):
     (lambda: MelSpectrogram(mel_scale="bark"), "mel_scale"),
     (lambda: MelSpectrogram(norm="l2"), "norm"),
     (lambda: MelSpectrogram(f_min=9000.0), "f_min"),
+    (lambda: MelSpectrogram(window_fn=torch.hamming_window), "window_fn"),
     (lambda: WhisperLogMel(64), "n_mels 64 must be 80 or 128"),
     (lambda: TimeMasking(-1), "time_mask_param -1"),
     (lambda: FrequencyMasking(5, iid_masks=True), "iid_masks"),
@@ -191,6 +193,19 @@ def test_bad_arguments(make, message):
     with pytest.raises(ValueError) as e:
         make()
     assert message in str(e.value)
+
+
+def test_signatures_are_torchaudios():
+    """torchaudio's parameters, in its order (ours may add seed, n and
+    mask_value after them)."""
+    for ours, theirs in [(MelSpectrogram, torchaudio.transforms.MelSpectrogram),
+                         (Resample, torchaudio.transforms.Resample),
+                         (TimeMasking, torchaudio.transforms.TimeMasking),
+                         (FrequencyMasking, torchaudio.transforms.FrequencyMasking),
+                         (SpeedPerturbation, torchaudio.transforms.SpeedPerturbation)]:
+        a = list(inspect.signature(ours.__init__).parameters)
+        b = list(inspect.signature(theirs.__init__).parameters)
+        assert a[:len(b)] == b, (ours.__name__, a, b)
 
 
 def test_wrong_input_is_refused(tmp_path):

@@ -8,6 +8,7 @@ valid length: each transform works on the valid part, leaves zeros after
 it and passes its new length on. The classes describe the operations and
 ask the Go core for their arguments' checks and their output shapes."""
 import numpy as np
+import torch
 
 from .. import _lib
 from ..pipeline.operation import _ArgumentError, _check_spec, _seed_arg
@@ -65,14 +66,18 @@ class MonoMix(_Audio):
 class Resample(_Audio):
     """torchaudio.transforms.Resample with sinc_interp_hann: (..., N) to
     (..., ceil(new_freq * N / orig_freq)), equal to
-    torchaudio.functional.resample on float32 waveforms."""
+    torchaudio.functional.resample on float32 waveforms (beta is the
+    Kaiser window's, unused here, as in torchaudio)."""
 
     def __init__(self, orig_freq=16000, new_freq=16000, resampling_method="sinc_interp_hann",
-                 lowpass_filter_width=6, rolloff=0.99):
+                 lowpass_filter_width=6, rolloff=0.99, beta=None, dtype=None):
         super().__init__()
         if resampling_method != "sinc_interp_hann":
             raise _ArgumentError(type(self).__name__, f"resampling_method {resampling_method!r}: only "
                                  f"'sinc_interp_hann' is implemented")
+        if dtype not in (None, torch.float32):
+            raise _ArgumentError(type(self).__name__, f"dtype {dtype}: the kernel is float32's, as torchaudio "
+                                 f"makes it for float32 waveforms")
         self.orig_freq, self.new_freq = _int(orig_freq, "orig_freq", self), _int(new_freq, "new_freq", self)
         self.lowpass_filter_width, self.rolloff = _int(lowpass_filter_width, "lowpass_filter_width", self), float(rolloff)
         self._check()
@@ -120,11 +125,14 @@ class MelSpectrogram(_Audio):
     (C, n_mels, T), T = 1 + N // hop_length when centred."""
 
     def __init__(self, sample_rate=16000, n_fft=400, win_length=None, hop_length=None, f_min=0.0, f_max=None,
-                 pad=0, n_mels=128, power=2.0, normalized=False, center=True, pad_mode="reflect", norm=None,
-                 mel_scale="htk"):
+                 pad=0, n_mels=128, window_fn=torch.hann_window, power=2.0, normalized=False, wkwargs=None,
+                 center=True, pad_mode="reflect", onesided=None, norm=None, mel_scale="htk"):
         super().__init__()
-        if pad != 0 or normalized:
-            raise _ArgumentError(type(self).__name__, "pad and normalized are not implemented: leave them 0 and False")
+        if pad != 0 or normalized or onesided is False:
+            raise _ArgumentError(type(self).__name__, "pad, normalized and onesided=False are not implemented: "
+                                 "leave them 0, False and None")
+        if window_fn is not torch.hann_window or wkwargs not in (None, {}, {"periodic": True}):
+            raise _ArgumentError(type(self).__name__, "window_fn: only torch.hann_window (periodic) is implemented")
         if power is None:
             raise _ArgumentError(type(self).__name__, "power None (complex spectrograms) is not implemented")
         self.sample_rate, self.n_fft = _int(sample_rate, "sample_rate", self), _int(n_fft, "n_fft", self)
