@@ -55,7 +55,8 @@ def _file(tmp_path, waves):
 
 def _load(path, ops, seed=0):
     """Every sample's output of the pipeline NDArrayDecoder + ops, in order."""
-    loader = Loader(str(path), batch_size=2, num_workers=2, seed=seed, drop_last=False, pipelines={"wave": [NDArrayDecoder(), *ops]})
+    loader = Loader(str(path), batch_size=2, num_workers=2, seed=seed, drop_last=False,
+                    pipelines={"wave": [NDArrayDecoder(), *ops]})
     return np.concatenate([b[0].numpy() if hasattr(b[0], "numpy") else np.asarray(b[0]) for b in loader])
 
 

@@ -79,7 +79,8 @@ class Resample(_Audio):
             raise _ArgumentError(type(self).__name__, f"dtype {dtype}: the kernel is float32's, as torchaudio "
                                  f"makes it for float32 waveforms")
         self.orig_freq, self.new_freq = _int(orig_freq, "orig_freq", self), _int(new_freq, "new_freq", self)
-        self.lowpass_filter_width, self.rolloff = _int(lowpass_filter_width, "lowpass_filter_width", self), float(rolloff)
+        self.lowpass_filter_width = _int(lowpass_filter_width, "lowpass_filter_width", self)
+        self.rolloff = float(rolloff)
         self._check()
 
     def _spec(self):
