@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -158,6 +159,9 @@ func TestValidLength(t *testing.T) {
 		{"audio_speed", map[string]any{"orig_freq": 16000, "factors": []float64{0.9}}},
 	} {
 		t.Run(fmt.Sprint(tc.op, tc.args), func(t *testing.T) {
+			if tc.op == "whisper_log_mel" && tc.args == nil && optest.RaceEnabled {
+				t.Skip("12,000 frames: seconds under the race detector")
+			}
 			got, out, gotValid := run(t, tc.op, tc.args, wav(2, n), x, 3, valid)
 			want, wantOut, wantValid := run(t, tc.op, tc.args, wav(2, valid), cut, 3, -1)
 			rows := out.Shape[0] * func() int {
@@ -229,10 +233,10 @@ func TestMaskDraws(t *testing.T) {
 			x[i] = 1
 		}
 		seen := map[string]bool{}
-		for pos := uint64(0); pos < 200; pos++ {
+		for pos := uint64(0); pos < 60; pos++ {
 			y, _, _ := run(t, tc.op, tc.args, in, x, pos, tc.valid)
 			again, _, _ := run(t, tc.op, tc.args, in, x, pos, tc.valid)
-			if fmt.Sprint(y) != fmt.Sprint(again) {
+			if !slices.Equal(y, again) {
 				t.Fatalf("%s: position %d drew twice differently", tc.op, pos)
 			}
 			c := pipeline.NewCtx()
@@ -268,8 +272,8 @@ func TestMaskDraws(t *testing.T) {
 				}
 			}
 		}
-		if len(seen) < 100 && tc.valid == T {
-			t.Fatalf("%s: %d different draws in 200 samples", tc.op, len(seen))
+		if len(seen) < 50 && tc.valid == T {
+			t.Fatalf("%s: %d different draws in 60 samples", tc.op, len(seen))
 		}
 	}
 }
@@ -308,7 +312,7 @@ func TestGainAndSpeed(t *testing.T) {
 			r, _ := audioproc.NewResampler(int(f*16000), 16000, 6, 0.99)
 			want := make([]float32, r.OutLen(len(x)))
 			r.Apply(x, want)
-			if valid != len(want) || fmt.Sprint(y[:valid]) != fmt.Sprint(want) {
+			if valid != len(want) || !slices.Equal(y[:valid], want) {
 				continue
 			}
 			for _, v := range y[valid:] {
