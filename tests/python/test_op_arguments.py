@@ -57,6 +57,16 @@ BAD = [
     (T.GaussianBlur, dict(blur_prob=0.5, sigma=(2, 1)), "sigma"),
     (T.GaussianBlur, dict(blur_prob=0.5, sigma=0), "sigma"),
     (T.RandomErasing, dict(erase_prob=-0.5), "erase_prob"),
+    (T.Resample, dict(orig_freq=0, new_freq=16000), "orig_freq"),
+    (T.Resample, dict(orig_freq=16000, new_freq=8000, rolloff=0), "rolloff"),
+    (T.Gain, dict(min_db=6, max_db=-6), "min_db"),
+    (T.SpeedPerturbation, dict(orig_freq=16000, factors=[]), "factors"),
+    (T.MelSpectrogram, dict(n_fft=400, win_length=512), "win_length"),
+    (T.MelSpectrogram, dict(hop_length=0), "hop_length"),
+    (T.WhisperLogMel, dict(n_mels=64), "n_mels"),
+    (T.TimeMasking, dict(time_mask_param=-1), "time_mask_param"),
+    (T.TimeMasking, dict(time_mask_param=10, p=2), "p"),
+    (T.FrequencyMasking, dict(freq_mask_param=-3), "freq_mask_param"),
     (T.RandomErasing, dict(scale=(0.4, 1.5)), "scale"),
     (T.RandomErasing, dict(ratio=(3, 0.3)), "ratio"),
     (T.RandomErasing, dict(mean=[0, 300, 0]), "mean"),
@@ -151,7 +161,7 @@ DTYPE_CODE = re.compile(r"[<>|=][biufc][0-9]+")
 NOTHING_TO_CHECK = {"ToTensor", "ToDevice", "ToTorchImage", "ToTorchVideo", "Convert", "View", "Squeeze",
                     "ModuleWrapper", "Photometric", "MixupToOneHot", "ReplaceLabel", "PadRGBImageDecoder", "IntDecoder",
                     "FloatDecoder", "NDArrayDecoder", "BytesDecoder", "SimpleRGBImageDecoder",
-                    "ResizedCropRGBImageDecoder"}
+                    "ResizedCropRGBImageDecoder", "MonoMix"}
 
 
 def test_every_builtin_operation_is_covered():

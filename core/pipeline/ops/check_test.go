@@ -50,6 +50,14 @@ var validArgs = map[string]map[string]any{
 	"label":                {"of": map[string]any{"op": "solarize", "threshold": 128, "p": 0.2}, "seed": 4},
 	"clip_random":          {"num_frames": 8, "stride": 2, "short": "loop", "geometry": map[string]any{"op": "rgb_rrc", "size": []int{8, 8}, "scale": []float64{0.3, 1}, "ratio": []float64{0.75, 1.33}}},
 	"clip_eval":            {"num_frames": 8, "fps": 5, "num_clips": 3, "geometry": map[string]any{"op": "rgb_center", "size": []int{8, 8}, "ratio": 0.875}},
+	"audio_mono":           {"keepdim": true},
+	"audio_resample":       {"orig_freq": 22050, "new_freq": 16000, "lowpass_filter_width": 6, "rolloff": 0.99},
+	"audio_gain":           {"min_db": -6, "max_db": 6},
+	"audio_speed":          {"orig_freq": 16000, "factors": []float64{0.9, 1, 1.1}},
+	"mel_spectrogram":      {"sample_rate": 16000, "n_fft": 400, "n_mels": 80, "power": 2, "norm": nil, "mel_scale": "htk", "center": true, "pad_mode": "reflect", "f_min": 0},
+	"whisper_log_mel":      {"n_mels": 80, "pad_or_trim": true},
+	"time_masking":         {"mask_param": 30, "p": 1, "n": 2, "mask_value": 0},
+	"frequency_masking":    {"mask_param": 27, "p": 1, "n": 2, "mask_value": 0},
 }
 
 // TestCheck: Check builds every registered operation without a file --

@@ -13,6 +13,8 @@ from .auto_augment import RandAugment, TrivialAugmentWide, AutoAugment, AugMix, 
 from .video import ToTorchVideo
 from .photometric import Photometric
 from .mix_samples import MixUp, LabelMixUp
+from .audio import (MonoMix, Resample, Gain, SpeedPerturbation, MelSpectrogram, WhisperLogMel, TimeMasking,
+                    FrequencyMasking)
 
 __all__ = ["ToTensor", "ToDevice", "ToTorchImage", "Convert", "View", "Squeeze", "ModuleWrapper",
            "RandomHorizontalFlip", "RandomVerticalFlip", "RandomTranslate", "Cutout", "RandomBrightness",
@@ -23,7 +25,9 @@ __all__ = ["ToTensor", "ToDevice", "ToTorchImage", "Convert", "View", "Squeeze",
            "LabelColorJitter", "LabelGrayscale", "LabelSolarization", "LabelGaussianBlur", "LabelRotate",
            "LabelTranslate", "LabelRandomHorizontalFlip", "LabelRandomResizedCrop", "PadRGBImageDecoder",
            "RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AugmentOp", "ToTorchVideo", "Photometric",
-           "MixUp", "LabelMixUp", "RandomPerspective", "LabelRandomPerspective"]
+           "MixUp", "LabelMixUp", "RandomPerspective", "LabelRandomPerspective",
+           "MonoMix", "Resample", "Gain", "SpeedPerturbation", "MelSpectrogram", "WhisperLogMel", "TimeMasking",
+           "FrequencyMasking"]
 
 
 def __getattr__(name):
