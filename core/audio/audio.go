@@ -1,0 +1,326 @@
+// Package audio decodes and encodes the clips an AudioField stores: WAV
+// (PCM and float, in Go), FLAC (libFLAC: decoding with seeking, and
+// encoding), MP3 (minimp3, CC0, vendored) and Ogg/Opus (libopusfile). A
+// window decodes only what lies under it: WAV by offset, FLAC by its seek
+// table, Opus by its pages' granule positions, MP3 by an index of frame
+// headers (from the frames just before it, for the bit reservoir).
+//
+// Every decode gives float32 samples, planar: channel c's frames at
+// out[c*stride ...]. Integer samples are scaled by 2^-(bits-1), as
+// libsndfile and FFmpeg scale them.
+package audio
+
+/*
+#cgo CFLAGS: -O2 -I/usr/include/opus
+#cgo LDFLAGS: -lFLAC -lopusfile -lopus -logg -lm
+#include <stdlib.h>
+#include "codecs.h"
+*/
+import "C"
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/ffcv-go/ffcv-go/core/field"
+)
+
+// ErrCorrupt is wrapped by errors about a clip's bytes: truncated,
+// corrupt, not audio. It wraps field.ErrData.
+var ErrCorrupt = fmt.Errorf("%w: audio", field.ErrData)
+
+// Info is what a clip's header says.
+type Info struct {
+	Codec      byte // field.AudioFLAC, ...
+	SampleRate int
+	Channels   int
+	Bits       int    // stored integer width; 32 for float WAV, 0 for MP3 and Opus
+	Frames     uint64 // frames per channel the header gives; 0 when it gives none
+}
+
+// Detect names the codec of data by its first bytes, or refuses it.
+func Detect(data []byte) (byte, error) {
+	switch {
+	case len(data) == 0:
+		return 0, fmt.Errorf("%w: empty (0 bytes)", ErrCorrupt)
+	case bytes.HasPrefix(data, []byte("fLaC")):
+		return field.AudioFLAC, nil
+	case len(data) >= 12 && (string(data[:4]) == "RIFF" || string(data[:4]) == "RF64") && string(data[8:12]) == "WAVE":
+		return field.AudioWAV, nil
+	case bytes.HasPrefix(data, []byte("OggS")):
+		if !bytes.Contains(data[:min(len(data), 512)], []byte("OpusHead")) {
+			return 0, fmt.Errorf("%w: an Ogg stream that is not Opus (Vorbis and FLAC-in-Ogg are not supported)", ErrCorrupt)
+		}
+		return field.AudioOpus, nil
+	case bytes.HasPrefix(data, []byte("ID3")) || mp3Sync(data):
+		return field.AudioMP3, nil
+	}
+	head := data[:min(len(data), 4)]
+	return 0, fmt.Errorf("%w: unknown codec (not WAV, FLAC, MP3 or Ogg/Opus; starts with %q)", ErrCorrupt, head)
+}
+
+// Probe reads the header of a clip.
+func Probe(data []byte) (Info, error) {
+	codec, err := Detect(data)
+	if err != nil {
+		return Info{}, err
+	}
+	var info Info
+	switch codec {
+	case field.AudioWAV:
+		w, err := parseWAV(data)
+		if err != nil {
+			return Info{}, err
+		}
+		info = w.info()
+	default:
+		if info, err = cInfo(codec, data); err != nil {
+			return Info{}, err
+		}
+	}
+	info.Codec = codec
+	if err := checkInfo(info); err != nil {
+		return Info{}, err
+	}
+	return info, nil
+}
+
+func checkInfo(i Info) error {
+	switch {
+	case i.SampleRate <= 0:
+		return fmt.Errorf("%w: sample rate %d in the %s header", ErrCorrupt, i.SampleRate, field.AudioCodecName(i.Codec))
+	case i.Channels < 1 || i.Channels > field.MaxAudioChannels:
+		return fmt.Errorf("%w: %d channels in the %s header (1 to %d)", ErrCorrupt, i.Channels, field.AudioCodecName(i.Codec), field.MaxAudioChannels)
+	}
+	return nil
+}
+
+// Window decodes frames [start, start+n) of a clip of the given codec
+// and channels into out (channel c's at out[c*stride:]), exactly n of
+// them: a clip that ends before start+n is an error (truncated), never a
+// short window.
+func Window(codec byte, data []byte, channels int, start uint64, n, stride int, out []float32) error {
+	if n == 0 {
+		return nil
+	}
+	if channels < 1 || n < 0 || stride < n || len(out) < (channels-1)*stride+n {
+		return fmt.Errorf("audio: window of %d frames × %d channels (stride %d) in %d floats", n, channels, stride, len(out))
+	}
+	var got uint64
+	var err error
+	switch codec {
+	case field.AudioWAV:
+		var w wavFile
+		if w, err = parseWAV(data); err == nil {
+			if w.channels != channels {
+				return fmt.Errorf("%w: the WAV has %d channels, its metadata %d", ErrCorrupt, w.channels, channels)
+			}
+			got, err = w.window(start, n, stride, out)
+		}
+	case field.AudioFLAC, field.AudioOpus, field.AudioMP3:
+		got, err = cWindow(codec, data, channels, start, n, stride, out)
+	default:
+		return fmt.Errorf("%w: unknown codec %d", ErrCorrupt, codec)
+	}
+	if err != nil {
+		return err
+	}
+	if got < uint64(n) {
+		return fmt.Errorf("%w: truncated %s: frames [%d, %d) asked, the clip ends at frame %d",
+			ErrCorrupt, field.AudioCodecName(codec), start, start+uint64(n), start+got)
+	}
+	return nil
+}
+
+// cInfo reads the header of a clip the C side decodes.
+func cInfo(codec byte, data []byte) (Info, error) {
+	var ci C.ffa_info
+	var msg [256]C.char
+	p, l := cBytes(data)
+	var rc C.int
+	switch codec {
+	case field.AudioFLAC:
+		rc = C.ffa_flac_info(p, l, &ci, &msg[0], C.size_t(len(msg)))
+	case field.AudioOpus:
+		rc = C.ffa_opus_info(p, l, &ci, &msg[0], C.size_t(len(msg)))
+	default:
+		rc = C.ffa_mp3_info(p, l, &ci, &msg[0], C.size_t(len(msg)))
+	}
+	if rc != 0 {
+		return Info{}, fmt.Errorf("%w: %s", ErrCorrupt, C.GoString(&msg[0]))
+	}
+	return Info{Codec: codec, SampleRate: int(ci.rate), Channels: int(ci.channels), Bits: int(ci.bits), Frames: uint64(ci.total)}, nil
+}
+
+func cWindow(codec byte, data []byte, channels int, start uint64, n, stride int, out []float32) (uint64, error) {
+	info, err := cInfo(codec, data)
+	if err != nil {
+		return 0, err
+	}
+	if info.Channels != channels {
+		return 0, fmt.Errorf("%w: the %s has %d channels, its metadata %d", ErrCorrupt, field.AudioCodecName(codec), info.Channels, channels)
+	}
+	var msg [256]C.char
+	p, l := cBytes(data)
+	var rc C.int
+	var got C.uint64_t
+	o := (*C.float)(unsafe.Pointer(&out[0]))
+	switch codec {
+	case field.AudioFLAC:
+		rc = C.ffa_flac_window(p, l, C.uint64_t(start), C.uint64_t(n), o, C.size_t(stride), &got, &msg[0], C.size_t(len(msg)))
+	case field.AudioOpus:
+		rc = C.ffa_opus_window(p, l, C.uint64_t(start), C.uint64_t(n), o, C.size_t(stride), &got, &msg[0], C.size_t(len(msg)))
+	default:
+		rc = C.ffa_mp3_window(p, l, C.uint64_t(start), C.uint64_t(n), o, C.size_t(stride), &got, &msg[0], C.size_t(len(msg)))
+	}
+	if rc != 0 {
+		return uint64(got), fmt.Errorf("%w: %s", ErrCorrupt, C.GoString(&msg[0]))
+	}
+	return uint64(got), nil
+}
+
+func cBytes(b []byte) (*C.uint8_t, C.size_t) {
+	if len(b) == 0 {
+		return nil, 0
+	}
+	return (*C.uint8_t)(unsafe.Pointer(&b[0])), C.size_t(len(b))
+}
+
+// PCM is a whole clip, decoded: integer samples (Int, Bits wide) for
+// integer sources, floats (Float) for the others; planar, Frames apart.
+type PCM struct {
+	Info
+	Int   []int32
+	Float []float32
+}
+
+// DecodeAll decodes a whole clip, checking it against its header: a
+// clip whose frames stop short of (or run past) the count its header
+// gives -- FLAC's STREAMINFO, WAV's data size, Opus's last granule
+// position, MP3's Xing/Info frame count -- is an error, as is any
+// corrupt frame. Frames is then the count decoded.
+func DecodeAll(data []byte) (PCM, error) {
+	info, err := Probe(data)
+	if err != nil {
+		return PCM{}, err
+	}
+	pcm := PCM{Info: info}
+	switch info.Codec {
+	case field.AudioWAV:
+		w, _ := parseWAV(data)
+		pcm.Frames = w.frames
+		if w.float {
+			pcm.Float = make([]float32, w.frames*uint64(w.channels))
+			_, err = w.window(0, int(w.frames), int(w.frames), pcm.Float)
+		} else {
+			pcm.Int = w.ints()
+		}
+	case field.AudioFLAC:
+		if info.Frames == 0 {
+			return PCM{}, fmt.Errorf("%w: the FLAC STREAMINFO gives no total sample count (a stream cut while it was written?)", ErrCorrupt)
+		}
+		if info.Bits > 24 {
+			return PCM{}, fmt.Errorf("%w: FLAC of %d bits per sample (at most 24)", ErrCorrupt, info.Bits)
+		}
+		if info.Frames*uint64(info.Channels) > 1<<32 {
+			return PCM{}, fmt.Errorf("%w: FLAC of %d frames", ErrCorrupt, info.Frames)
+		}
+		pcm.Int = make([]int32, info.Frames*uint64(info.Channels))
+		var got C.uint64_t
+		var msg [256]C.char
+		p, l := cBytes(data)
+		if C.ffa_flac_all(p, l, (*C.int32_t)(unsafe.Pointer(&pcm.Int[0])), C.uint64_t(info.Frames), &got, &msg[0], C.size_t(len(msg))) != 0 {
+			return PCM{}, fmt.Errorf("%w: %s", ErrCorrupt, C.GoString(&msg[0]))
+		}
+		if uint64(got) != info.Frames {
+			return PCM{}, fmt.Errorf("%w: truncated FLAC: its STREAMINFO gives %d frames, %d decode", ErrCorrupt, info.Frames, got)
+		}
+	case field.AudioOpus, field.AudioMP3:
+		what := "its last granule position gives"
+		if info.Codec == field.AudioMP3 {
+			if _, err := scanMP3(data); err != nil {
+				return PCM{}, err
+			}
+			what = "its Xing/Info header (or its frame headers) give"
+		}
+		if info.Frames == 0 || info.Frames*uint64(info.Channels) > 1<<32 {
+			return PCM{}, fmt.Errorf("%w: %s of %d frames", ErrCorrupt, field.AudioCodecName(info.Codec), info.Frames)
+		}
+		pcm.Float = make([]float32, info.Frames*uint64(info.Channels))
+		got, err := cWindow(info.Codec, data, info.Channels, 0, int(info.Frames), int(info.Frames), pcm.Float)
+		if err != nil {
+			return PCM{}, err
+		}
+		if got != info.Frames {
+			return PCM{}, fmt.Errorf("%w: truncated %s: %s %d frames, %d decode", ErrCorrupt,
+				field.AudioCodecName(info.Codec), what, info.Frames, got)
+		}
+	}
+	if err != nil {
+		return PCM{}, err
+	}
+	if pcm.Frames == 0 {
+		return PCM{}, fmt.Errorf("%w: the %s holds no audio (0 frames)", ErrCorrupt, field.AudioCodecName(info.Codec))
+	}
+	return pcm, nil
+}
+
+// Floats returns the clip's samples as floats (planar), scaling integers.
+func (p PCM) Floats() []float32 {
+	if p.Float != nil {
+		return p.Float
+	}
+	out := make([]float32, len(p.Int))
+	scale := float32(1) / float32(uint64(1)<<(p.Bits-1))
+	for i, x := range p.Int {
+		out[i] = float32(x) * scale
+	}
+	return out
+}
+
+// EncodeFLAC encodes planar integer samples of the given width (4 to 24
+// bits) as FLAC (compression level 5, a seek point a second).
+func EncodeFLAC(pcm []int32, channels, bits, rate int) ([]byte, error) {
+	if channels < 1 || channels > field.MaxAudioChannels || len(pcm) == 0 || len(pcm)%channels != 0 {
+		return nil, fmt.Errorf("audio: FLAC of %d samples over %d channels", len(pcm), channels)
+	}
+	if bits < 4 || bits > 24 || rate < 1 || rate > 655350 {
+		return nil, fmt.Errorf("audio: FLAC of %d bits at %d Hz", bits, rate)
+	}
+	var out *C.uint8_t
+	var n C.size_t
+	var msg [256]C.char
+	if C.ffa_flac_encode((*C.int32_t)(unsafe.Pointer(&pcm[0])), C.uint64_t(len(pcm)/channels), C.unsigned(channels),
+		C.unsigned(bits), C.unsigned(rate), &out, &n, &msg[0], C.size_t(len(msg))) != 0 {
+		return nil, errors.New("audio: " + C.GoString(&msg[0]))
+	}
+	defer C.free(unsafe.Pointer(out))
+	return C.GoBytes(unsafe.Pointer(out), C.int(n)), nil
+}
+
+// Quantize rounds float samples to bits-wide integers, clipping to the
+// range ([-1, 1) at full scale).
+func Quantize(x []float32, bits int) []int32 {
+	out := make([]int32, len(x))
+	scale := float64(uint64(1) << (bits - 1))
+	lo, hi := -scale, scale-1
+	for i, v := range x {
+		f := float64(v) * scale
+		switch {
+		case f != f:
+			f = 0
+		case f < lo:
+			f = lo
+		case f > hi:
+			f = hi
+		}
+		if f >= 0 {
+			out[i] = int32(f + 0.5)
+		} else {
+			out[i] = -int32(-f + 0.5)
+		}
+	}
+	return out
+}
