@@ -10,12 +10,10 @@ import (
 // the decoding (minimp3, in C) skips a frame it cannot find, so a file cut
 // inside its last frame is caught here.
 type mp3File struct {
-	rate, channels int
-	spf            int    // samples per frame: 1152 (MPEG-1) or 576
-	frames         int    // audio frames, the Xing/Info frame not counted
-	xing           bool   // the first frame is a Xing/Info frame
-	xingFrames     uint64 // its frame count, 0 when it gives none
-	delay, padding int    // the encoder's, from a LAME/Lavc tag
+	rate       int
+	frames     int    // audio frames, the Xing/Info frame not counted
+	xing       bool   // the first frame is a Xing/Info frame
+	xingFrames uint64 // its frame count, 0 when it gives none
 }
 
 var (
@@ -99,13 +97,7 @@ func scanMP3(b []byte) (mp3File, error) {
 			return m, fmt.Errorf("%w: truncated MP3: the frame at byte %d needs %d bytes, %d remain", ErrCorrupt, pos, h.size, len(b)-pos)
 		}
 		if first {
-			m.rate, m.channels, m.spf = h.rate, 2, 576
-			if h.mono {
-				m.channels = 1
-			}
-			if h.mpeg1 {
-				m.spf = 1152
-			}
+			m.rate = h.rate
 			m.readXing(b[pos:pos+h.size], h)
 			first = false
 			if m.xing {
@@ -127,10 +119,9 @@ func scanMP3(b []byte) (mp3File, error) {
 	return m, nil
 }
 
-// readXing reads a Xing/Info frame's frame count and the LAME (or
-// FFmpeg) tag's encoder delay and padding after it.
+// readXing reads a Xing/Info frame's frame count.
 func (m *mp3File) readXing(f []byte, h mp3Header) {
-	side := 32
+	side := 32 // the side information's size, which the tag follows
 	switch {
 	case h.mpeg1 && h.mono:
 		side = 17
@@ -144,30 +135,7 @@ func (m *mp3File) readXing(f []byte, h mp3Header) {
 		return
 	}
 	m.xing = true
-	flags := binary.BigEndian.Uint32(f[p+4:])
-	p += 8
-	if flags&1 != 0 && p+4 <= len(f) {
-		m.xingFrames = uint64(binary.BigEndian.Uint32(f[p:]))
-		p += 4
+	if binary.BigEndian.Uint32(f[p+4:])&1 != 0 && p+12 <= len(f) {
+		m.xingFrames = uint64(binary.BigEndian.Uint32(f[p+8:]))
 	}
-	if flags&2 != 0 {
-		p += 4
-	}
-	if flags&4 != 0 {
-		p += 100
-	}
-	if flags&8 != 0 {
-		p += 4
-	}
-	if p+24 > len(f) {
-		return
-	}
-	tag := string(f[p : p+4])
-	if tag != "LAME" && tag != "Lavf" && tag != "Lavc" && tag != "L3.9" {
-		return
-	}
-	d := f[p+21:]
-	m.delay = int(d[0])<<4 | int(d[1])>>4
-	m.padding = int(d[1]&0x0f)<<8 | int(d[2])
 }
-

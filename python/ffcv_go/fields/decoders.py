@@ -10,8 +10,10 @@ from .ragged import RaggedDecoder
 from .mask import MaskDecoder
 from .text import TokenDecoder, CaptionDecoder, Tokens
 from .video_decoders import RandomClipDecoder, ClipDecoder
+from .audio_decoders import AudioDecoder, RandomAudioCropDecoder, Audio
 
 __all__ = ["IntDecoder", "FloatDecoder", "NDArrayDecoder", "BytesDecoder", "SimpleRGBImageDecoder",
            "ResizedCropRGBImageDecoder", "RandomResizedCropRGBImageDecoder", "CenterCropRGBImageDecoder",
            "PadRGBImageDecoder", "ResizePadRGBImageDecoder", "RaggedDecoder", "MaskDecoder", "TokenDecoder",
-           "CaptionDecoder", "Tokens", "RandomClipDecoder", "ClipDecoder"]
+           "CaptionDecoder", "Tokens", "RandomClipDecoder", "ClipDecoder", "AudioDecoder",
+           "RandomAudioCropDecoder", "Audio"]
