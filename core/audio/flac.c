@@ -194,6 +194,9 @@ int ffa_flac_all(const uint8_t *data, size_t len, int32_t *out, uint64_t n, uint
 	int rc = FFA_OK;
 	if (!FLAC__stream_decoder_process_until_end_of_stream(d) || s.error) {
 		rc = s.error ? stream_error(&s, err, errlen) : fail(err, errlen, "corrupt FLAC stream");
+		if (s.error == FLAC__STREAM_DECODER_ERROR_STATUS_LOST_SYNC + 1 && s.got < n)
+			snprintf(err, errlen, "truncated FLAC: its STREAMINFO gives %llu frames, %llu decode before the stream breaks off",
+			         (unsigned long long)n, (unsigned long long)s.got);
 	} else if (s.overflow) {
 		rc = fail(err, errlen, "the stream holds more frames than its header says");
 	} else if (!FLAC__stream_decoder_finish(d)) {
