@@ -27,9 +27,17 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/field"
 )
 
-// ErrCorrupt is wrapped by errors about a clip's bytes: truncated,
-// corrupt, not audio. It wraps field.ErrData.
-var ErrCorrupt = fmt.Errorf("%w: audio", field.ErrData)
+// DataError is an error about a clip's content (truncated, corrupt, not
+// audio): its message says what alone, and it wraps field.ErrData, which
+// the C ABI reports as bad sample data.
+type DataError struct{ Msg string }
+
+func (e *DataError) Error() string { return e.Msg }
+func (e *DataError) Unwrap() error { return field.ErrData }
+
+func corruptf(format string, args ...any) error {
+	return &DataError{fmt.Sprintf(format, args...)}
+}
 
 // Info is what a clip's header says.
 type Info struct {
@@ -44,21 +52,21 @@ type Info struct {
 func Detect(data []byte) (byte, error) {
 	switch {
 	case len(data) == 0:
-		return 0, fmt.Errorf("%w: empty (0 bytes)", ErrCorrupt)
+		return 0, corruptf("empty (0 bytes)")
 	case bytes.HasPrefix(data, []byte("fLaC")):
 		return field.AudioFLAC, nil
 	case len(data) >= 12 && (string(data[:4]) == "RIFF" || string(data[:4]) == "RF64") && string(data[8:12]) == "WAVE":
 		return field.AudioWAV, nil
 	case bytes.HasPrefix(data, []byte("OggS")):
 		if !bytes.Contains(data[:min(len(data), 512)], []byte("OpusHead")) {
-			return 0, fmt.Errorf("%w: an Ogg stream that is not Opus (Vorbis and FLAC-in-Ogg are not supported)", ErrCorrupt)
+			return 0, corruptf("an Ogg stream that is not Opus (Vorbis and FLAC-in-Ogg are not supported)")
 		}
 		return field.AudioOpus, nil
 	case bytes.HasPrefix(data, []byte("ID3")) || mp3Sync(data):
 		return field.AudioMP3, nil
 	}
 	head := data[:min(len(data), 4)]
-	return 0, fmt.Errorf("%w: unknown codec (not WAV, FLAC, MP3 or Ogg/Opus; starts with %q)", ErrCorrupt, head)
+	return 0, corruptf("unknown codec (not WAV, FLAC, MP3 or Ogg/Opus; starts with %q)", head)
 }
 
 // Probe reads the header of a clip.
@@ -90,9 +98,9 @@ func Probe(data []byte) (Info, error) {
 func checkInfo(i Info) error {
 	switch {
 	case i.SampleRate <= 0:
-		return fmt.Errorf("%w: sample rate %d in the %s header", ErrCorrupt, i.SampleRate, field.AudioCodecName(i.Codec))
+		return corruptf("sample rate %d in the %s header", i.SampleRate, field.AudioCodecName(i.Codec))
 	case i.Channels < 1 || i.Channels > field.MaxAudioChannels:
-		return fmt.Errorf("%w: %d channels in the %s header (1 to %d)", ErrCorrupt, i.Channels, field.AudioCodecName(i.Codec), field.MaxAudioChannels)
+		return corruptf("%d channels in the %s header (1 to %d)", i.Channels, field.AudioCodecName(i.Codec), field.MaxAudioChannels)
 	}
 	return nil
 }
@@ -115,21 +123,21 @@ func Window(codec byte, data []byte, channels int, start uint64, n, stride int, 
 		var w wavFile
 		if w, err = parseWAV(data); err == nil {
 			if w.channels != channels {
-				return fmt.Errorf("%w: the WAV has %d channels, its metadata %d", ErrCorrupt, w.channels, channels)
+				return corruptf("the WAV has %d channels, its metadata %d", w.channels, channels)
 			}
 			got, err = w.window(start, n, stride, out)
 		}
 	case field.AudioFLAC, field.AudioOpus, field.AudioMP3:
 		got, err = cWindow(codec, data, channels, start, n, stride, out)
 	default:
-		return fmt.Errorf("%w: unknown codec %d", ErrCorrupt, codec)
+		return corruptf("unknown codec %d", codec)
 	}
 	if err != nil {
 		return err
 	}
 	if got < uint64(n) {
-		return fmt.Errorf("%w: truncated %s: frames [%d, %d) asked, the clip ends at frame %d",
-			ErrCorrupt, field.AudioCodecName(codec), start, start+uint64(n), start+got)
+		return corruptf("truncated %s: frames [%d, %d) asked, the clip ends at frame %d",
+			field.AudioCodecName(codec), start, start+uint64(n), start+got)
 	}
 	return nil
 }
@@ -149,7 +157,7 @@ func cInfo(codec byte, data []byte) (Info, error) {
 		rc = C.ffa_mp3_info(p, l, &ci, &msg[0], C.size_t(len(msg)))
 	}
 	if rc != 0 {
-		return Info{}, fmt.Errorf("%w: %s", ErrCorrupt, C.GoString(&msg[0]))
+		return Info{}, corruptf("%s", C.GoString(&msg[0]))
 	}
 	return Info{Codec: codec, SampleRate: int(ci.rate), Channels: int(ci.channels), Bits: int(ci.bits), Frames: uint64(ci.total)}, nil
 }
@@ -160,7 +168,7 @@ func cWindow(codec byte, data []byte, channels int, start uint64, n, stride int,
 		return 0, err
 	}
 	if info.Channels != channels {
-		return 0, fmt.Errorf("%w: the %s has %d channels, its metadata %d", ErrCorrupt, field.AudioCodecName(codec), info.Channels, channels)
+		return 0, corruptf("the %s has %d channels, its metadata %d", field.AudioCodecName(codec), info.Channels, channels)
 	}
 	var msg [256]C.char
 	p, l := cBytes(data)
@@ -176,7 +184,7 @@ func cWindow(codec byte, data []byte, channels int, start uint64, n, stride int,
 		rc = C.ffa_mp3_window(p, l, C.uint64_t(start), C.uint64_t(n), o, C.size_t(stride), &got, &msg[0], C.size_t(len(msg)))
 	}
 	if rc != 0 {
-		return uint64(got), fmt.Errorf("%w: %s", ErrCorrupt, C.GoString(&msg[0]))
+		return uint64(got), corruptf("%s", C.GoString(&msg[0]))
 	}
 	return uint64(got), nil
 }
@@ -219,23 +227,23 @@ func DecodeAll(data []byte) (PCM, error) {
 		}
 	case field.AudioFLAC:
 		if info.Frames == 0 {
-			return PCM{}, fmt.Errorf("%w: the FLAC STREAMINFO gives no total sample count (a stream cut while it was written?)", ErrCorrupt)
+			return PCM{}, corruptf("the FLAC STREAMINFO gives no total sample count (a stream cut while it was written?)")
 		}
 		if info.Bits > 24 {
-			return PCM{}, fmt.Errorf("%w: FLAC of %d bits per sample (at most 24)", ErrCorrupt, info.Bits)
+			return PCM{}, corruptf("FLAC of %d bits per sample (at most 24)", info.Bits)
 		}
 		if info.Frames*uint64(info.Channels) > 1<<32 {
-			return PCM{}, fmt.Errorf("%w: FLAC of %d frames", ErrCorrupt, info.Frames)
+			return PCM{}, corruptf("FLAC of %d frames", info.Frames)
 		}
 		pcm.Int = make([]int32, info.Frames*uint64(info.Channels))
 		var got C.uint64_t
 		var msg [256]C.char
 		p, l := cBytes(data)
 		if C.ffa_flac_all(p, l, (*C.int32_t)(unsafe.Pointer(&pcm.Int[0])), C.uint64_t(info.Frames), &got, &msg[0], C.size_t(len(msg))) != 0 {
-			return PCM{}, fmt.Errorf("%w: %s", ErrCorrupt, C.GoString(&msg[0]))
+			return PCM{}, corruptf("%s", C.GoString(&msg[0]))
 		}
 		if uint64(got) != info.Frames {
-			return PCM{}, fmt.Errorf("%w: truncated FLAC: its STREAMINFO gives %d frames, %d decode", ErrCorrupt, info.Frames, got)
+			return PCM{}, corruptf("truncated FLAC: its STREAMINFO gives %d frames, %d decode", info.Frames, got)
 		}
 	case field.AudioOpus, field.AudioMP3:
 		what := "its last granule position gives"
@@ -246,7 +254,7 @@ func DecodeAll(data []byte) (PCM, error) {
 			what = "its Xing/Info header (or its frame headers) give"
 		}
 		if info.Frames == 0 || info.Frames*uint64(info.Channels) > 1<<32 {
-			return PCM{}, fmt.Errorf("%w: %s of %d frames", ErrCorrupt, field.AudioCodecName(info.Codec), info.Frames)
+			return PCM{}, corruptf("%s of %d frames", field.AudioCodecName(info.Codec), info.Frames)
 		}
 		pcm.Float = make([]float32, info.Frames*uint64(info.Channels))
 		got, err := cWindow(info.Codec, data, info.Channels, 0, int(info.Frames), int(info.Frames), pcm.Float)
@@ -254,7 +262,7 @@ func DecodeAll(data []byte) (PCM, error) {
 			return PCM{}, err
 		}
 		if got != info.Frames {
-			return PCM{}, fmt.Errorf("%w: truncated %s: %s %d frames, %d decode", ErrCorrupt,
+			return PCM{}, corruptf("truncated %s: %s %d frames, %d decode",
 				field.AudioCodecName(info.Codec), what, info.Frames, got)
 		}
 	}
@@ -262,7 +270,7 @@ func DecodeAll(data []byte) (PCM, error) {
 		return PCM{}, err
 	}
 	if pcm.Frames == 0 {
-		return PCM{}, fmt.Errorf("%w: the %s holds no audio (0 frames)", ErrCorrupt, field.AudioCodecName(info.Codec))
+		return PCM{}, corruptf("the %s holds no audio (0 frames)", field.AudioCodecName(info.Codec))
 	}
 	return pcm, nil
 }

@@ -3,7 +3,6 @@ package audio
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 )
 
 // mp3File is what a scan of an MP3's frame headers finds (no decoding):
@@ -82,19 +81,19 @@ func scanMP3(b []byte) (mp3File, error) {
 		h, ok := parseMP3Header(b[pos:])
 		if !ok {
 			if first {
-				return m, fmt.Errorf("%w: no MPEG Layer III frame where the MP3 should start (byte %d)", ErrCorrupt, pos)
+				return m, corruptf("no MPEG Layer III frame where the MP3 should start (byte %d)", pos)
 			}
 			rest := b[pos:]
 			if bytes.HasPrefix(rest, []byte("TAG")) || bytes.HasPrefix(rest, []byte("APETAGEX")) || bytes.HasPrefix(rest, []byte("LYRICS")) {
 				break
 			}
-			return m, fmt.Errorf("%w: corrupt MP3: no frame header at byte %d (after %d frames)", ErrCorrupt, pos, m.frames)
+			return m, corruptf("corrupt MP3: no frame header at byte %d (after %d frames)", pos, m.frames)
 		}
 		if h.size < 4 {
-			return m, fmt.Errorf("%w: corrupt MP3: a frame of %d bytes at byte %d", ErrCorrupt, h.size, pos)
+			return m, corruptf("corrupt MP3: a frame of %d bytes at byte %d", h.size, pos)
 		}
 		if pos+h.size > len(b) {
-			return m, fmt.Errorf("%w: truncated MP3: the frame at byte %d needs %d bytes, %d remain", ErrCorrupt, pos, h.size, len(b)-pos)
+			return m, corruptf("truncated MP3: the frame at byte %d needs %d bytes, %d remain", pos, h.size, len(b)-pos)
 		}
 		if first {
 			m.rate = h.rate
@@ -105,16 +104,16 @@ func scanMP3(b []byte) (mp3File, error) {
 				continue
 			}
 		} else if h.rate != m.rate {
-			return m, fmt.Errorf("%w: MP3 frames at %d Hz, then %d Hz at byte %d", ErrCorrupt, m.rate, h.rate, pos)
+			return m, corruptf("MP3 frames at %d Hz, then %d Hz at byte %d", m.rate, h.rate, pos)
 		}
 		m.frames++
 		pos += h.size
 	}
 	if first {
-		return m, fmt.Errorf("%w: no MPEG Layer III frame in the file", ErrCorrupt)
+		return m, corruptf("no MPEG Layer III frame in the file")
 	}
 	if m.xingFrames > 0 && uint64(m.frames) < m.xingFrames {
-		return m, fmt.Errorf("%w: truncated MP3: its Xing/Info header gives %d frames, the file holds %d", ErrCorrupt, m.xingFrames, m.frames)
+		return m, corruptf("truncated MP3: its Xing/Info header gives %d frames, the file holds %d", m.xingFrames, m.frames)
 	}
 	return m, nil
 }

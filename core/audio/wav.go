@@ -2,7 +2,6 @@ package audio
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
 
 	"github.com/ffcv-go/ffcv-go/core/field"
@@ -31,16 +30,16 @@ func (w wavFile) info() Info {
 func parseWAV(b []byte) (wavFile, error) {
 	var w wavFile
 	if len(b) < 12 {
-		return w, fmt.Errorf("%w: WAV of %d bytes", ErrCorrupt, len(b))
+		return w, corruptf("WAV of %d bytes", len(b))
 	}
 	fmtSeen := false
 	pos := 12
 	for {
 		if pos+8 > len(b) {
 			if !fmtSeen {
-				return w, fmt.Errorf("%w: WAV without a fmt chunk (truncated?)", ErrCorrupt)
+				return w, corruptf("WAV without a fmt chunk (truncated?)")
 			}
-			return w, fmt.Errorf("%w: WAV without a data chunk (truncated?)", ErrCorrupt)
+			return w, corruptf("WAV without a data chunk (truncated?)")
 		}
 		id := string(b[pos : pos+4])
 		size := uint64(binary.LittleEndian.Uint32(b[pos+4:]))
@@ -48,7 +47,7 @@ func parseWAV(b []byte) (wavFile, error) {
 		switch id {
 		case "fmt ":
 			if size < 16 || uint64(body)+size > uint64(len(b)) {
-				return w, fmt.Errorf("%w: WAV fmt chunk of %d bytes (truncated?)", ErrCorrupt, size)
+				return w, corruptf("WAV fmt chunk of %d bytes (truncated?)", size)
 			}
 			f := b[body:]
 			tag := binary.LittleEndian.Uint16(f)
@@ -63,29 +62,29 @@ func parseWAV(b []byte) (wavFile, error) {
 			case tag == 3 && (w.bits == 32 || w.bits == 64):
 				w.float = true
 			default:
-				return w, fmt.Errorf("%w: WAV of format %#x with %d-bit samples (PCM 8/16/24/32 or float 32/64 are read)", ErrCorrupt, tag, w.bits)
+				return w, corruptf("WAV of format %#x with %d-bit samples (PCM 8/16/24/32 or float 32/64 are read)", tag, w.bits)
 			}
 			if w.rate == 0 {
-				return w, fmt.Errorf("%w: sample rate 0 in the WAV header", ErrCorrupt)
+				return w, corruptf("sample rate 0 in the WAV header")
 			}
 			if w.channels < 1 || w.channels > field.MaxAudioChannels {
-				return w, fmt.Errorf("%w: %d channels in the WAV header (1 to %d)", ErrCorrupt, w.channels, field.MaxAudioChannels)
+				return w, corruptf("%d channels in the WAV header (1 to %d)", w.channels, field.MaxAudioChannels)
 			}
 			fmtSeen = true
 		case "data":
 			if !fmtSeen {
-				return w, fmt.Errorf("%w: WAV data chunk before its fmt chunk", ErrCorrupt)
+				return w, corruptf("WAV data chunk before its fmt chunk")
 			}
 			left := uint64(len(b) - body)
 			if size == 0xFFFFFFFF { // unknown (a stream, RF64): to the end
 				size = left
 			}
 			if size > left {
-				return w, fmt.Errorf("%w: truncated WAV: its data chunk says %d bytes, %d follow", ErrCorrupt, size, left)
+				return w, corruptf("truncated WAV: its data chunk says %d bytes, %d follow", size, left)
 			}
 			frame := uint64(w.channels * w.bits / 8)
 			if size%frame != 0 {
-				return w, fmt.Errorf("%w: truncated WAV: %d data bytes are not whole %d-byte frames", ErrCorrupt, size, frame)
+				return w, corruptf("truncated WAV: %d data bytes are not whole %d-byte frames", size, frame)
 			}
 			w.data = b[body : uint64(body)+size]
 			w.frames = size / frame
@@ -93,7 +92,7 @@ func parseWAV(b []byte) (wavFile, error) {
 		}
 		next := uint64(body) + size + size&1 // chunks are padded to even sizes
 		if next > uint64(len(b)) {
-			return w, fmt.Errorf("%w: truncated WAV: its %q chunk runs past the end", ErrCorrupt, id)
+			return w, corruptf("truncated WAV: its %q chunk runs past the end", id)
 		}
 		pos = int(next)
 	}

@@ -91,7 +91,7 @@ type encoder struct{ o Options }
 func (e encoder) Encode(v field.Value, _ uint64) (field.Encoded, error) {
 	if len(v.Column) > 0 {
 		if len(v.Column) != field.AudioColumnSize {
-			return field.Encoded{}, fmt.Errorf("%w: an audio column of %d bytes", field.ErrData, len(v.Column))
+			return field.Encoded{}, dataErr("an audio column of %d bytes", len(v.Column))
 		}
 		m := field.ParseAudioMeta(v.Column)
 		if err := field.CheckAudio(m); err != nil {
@@ -120,7 +120,7 @@ func Encode(v field.Value, o Options) ([]byte, field.AudioMeta, error) {
 		where = v.Path
 		var err error
 		if data, err = os.ReadFile(v.Path); err != nil {
-			return nil, field.AudioMeta{}, fmt.Errorf("%w: %v", field.ErrData, err)
+			return nil, field.AudioMeta{}, dataErr("%v", err)
 		}
 	case v.Encoded:
 		data = v.Data
@@ -153,7 +153,7 @@ func encode(v field.Value, data []byte, o Options) ([]byte, field.AudioMeta, err
 			Frames: uint64(len(y) / pcm.Channels)}, Float: y}
 		data = nil // the source's bytes are not the clip any more
 		if pcm.Frames == 0 {
-			return nil, field.AudioMeta{}, fmt.Errorf("%w: resampling left no frames", field.ErrData)
+			return nil, field.AudioMeta{}, dataErr("resampling left no frames")
 		}
 	}
 	m := field.AudioMeta{Frames: pcm.Frames, SampleRate: pcm.SampleRate, Channels: pcm.Channels}
@@ -191,20 +191,24 @@ func encode(v field.Value, data []byte, o Options) ([]byte, field.AudioMeta, err
 	return heap, m, nil
 }
 
+func dataErr(format string, args ...any) error {
+	return &audio.DataError{Msg: fmt.Sprintf(format, args...)}
+}
+
 // fromArray reads an array value as a PCM clip.
 func fromArray(v field.Value) (audio.PCM, error) {
 	size := map[int]int{Int16: 2, Int32: 4, Float32: 4}[v.Width]
 	switch {
 	case size == 0:
-		return audio.PCM{}, fmt.Errorf("%w: sample format %d (int16, int32 or float32)", field.ErrData, v.Width)
+		return audio.PCM{}, dataErr("sample format %d (int16, int32 or float32)", v.Width)
 	case v.Int <= 0 || v.Int > math.MaxInt32:
-		return audio.PCM{}, fmt.Errorf("%w: sample rate %d", field.ErrData, v.Int)
+		return audio.PCM{}, dataErr("sample rate %d", v.Int)
 	case v.Channels < 1 || v.Channels > field.MaxAudioChannels:
-		return audio.PCM{}, fmt.Errorf("%w: %d channels (1 to %d)", field.ErrData, v.Channels, field.MaxAudioChannels)
+		return audio.PCM{}, dataErr("%d channels (1 to %d)", v.Channels, field.MaxAudioChannels)
 	case len(v.Data) == 0:
-		return audio.PCM{}, fmt.Errorf("%w: no samples (0 frames)", field.ErrData)
+		return audio.PCM{}, dataErr("no samples (0 frames)")
 	case len(v.Data)%(size*v.Channels) != 0:
-		return audio.PCM{}, fmt.Errorf("%w: %d bytes are not whole frames of %d channels", field.ErrData, len(v.Data), v.Channels)
+		return audio.PCM{}, dataErr("%d bytes are not whole frames of %d channels", len(v.Data), v.Channels)
 	}
 	n := len(v.Data) / size
 	p := audio.PCM{Info: audio.Info{Codec: field.AudioWAV, SampleRate: int(v.Int), Channels: v.Channels,
@@ -225,7 +229,7 @@ func fromArray(v field.Value) (audio.PCM, error) {
 		for i := range p.Float {
 			x := math.Float32frombits(binary.LittleEndian.Uint32(v.Data[4*i:]))
 			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-				return audio.PCM{}, fmt.Errorf("%w: sample %d of channel %d is %g", field.ErrData, i%int(p.Frames), i/int(p.Frames), x)
+				return audio.PCM{}, dataErr("sample %d of channel %d is %g", i%int(p.Frames), i/int(p.Frames), x)
 			}
 			p.Float[i] = x
 		}

@@ -103,9 +103,9 @@ func TestEncodeRefuses(t *testing.T) {
 		o    Options
 		want string
 	}{
-		{"empty file", field.Value{Path: empty}, Options{}, empty + ": bad sample data: audio: empty (0 bytes)"},
+		{"empty file", field.Value{Path: empty}, Options{}, empty + ": empty (0 bytes)"},
 		{"missing file", field.Value{Path: filepath.Join(dir, "nope.wav")}, Options{}, "nope.wav"},
-		{"unknown codec", field.Value{Data: []byte("hello, world"), Encoded: true}, Options{}, "the audio given as bytes: bad sample data: audio: unknown codec"},
+		{"unknown codec", field.Value{Data: []byte("hello, world"), Encoded: true}, Options{}, "the audio given as bytes: unknown codec (not WAV, FLAC, MP3 or Ogg/Opus"},
 		{"rate 0 array", field.Value{Data: int16s(1, 2), Channels: 1, Width: Int16}, Options{}, "sample rate 0"},
 		{"nan sample", field.Value{Data: float32s(0, float32(math.NaN())), Channels: 1, Int: 8000, Width: Float32}, Options{}, "sample 1 of channel 0 is NaN"},
 		{"no frames", field.Value{Data: nil, Channels: 1, Int: 8000, Width: Int16}, Options{}, "no samples"},
