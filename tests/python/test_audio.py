@@ -140,14 +140,23 @@ def test_windows_are_slices_of_the_whole(sources, tmp_path, codec):
             w = int(np.floor(0.25 * rate + 0.5))  # seconds × rate, rounded half up
             assert tuple(a.waveform.shape) == (4, whole.shape[0], w) and a.lengths.tolist() == [w] * 4
             for x in a.waveform.numpy():
-                err = [np.abs(whole[:, s:s + w] - x).max() for s in range(n - w + 1)]
-                s = int(np.argmin(err))
-                assert err[s] <= (1e-4 if codec == "opus" else 0), (codec, err[s])
+                s = locate(whole, x)
+                assert np.abs(whole[:, s:s + w] - x).max() <= (1e-4 if codec == "opus" else 0), codec
                 starts.add(s)
     assert len(starts) >= 4
     a = only(tmp_path / "a.beton", RandomAudioCropDecoder(n / rate + 1.0))
     assert a.lengths.tolist() == [n] * 4
     assert np.array_equal(a.waveform[:, :, :n].numpy(), np.stack([whole] * 4)) and not a.waveform[:, :, n:].any()
+
+
+def locate(whole, x):
+    """Where window x lies in the clip: the best match of its loudest 64
+    samples (speech has silences, which match anywhere)."""
+    k = 64
+    j = min(max(int(np.argmax(np.abs(x[0]))) - k // 2, 0), x.shape[1] - k)
+    rows = np.lib.stride_tricks.sliding_window_view(whole[0], k)
+    at = int(np.argmin(np.abs(rows - x[0, j:j + k]).max(1)))
+    return at - j
 
 
 def test_padding_lengths_and_mask(speech, tmp_path):
