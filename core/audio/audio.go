@@ -10,19 +10,9 @@
 // libsndfile and FFmpeg scale them.
 package audio
 
-/*
-#cgo CFLAGS: -O2 -I/usr/include/opus
-#cgo LDFLAGS: -lFLAC -lopusfile -lopus -logg -lm
-#include <stdlib.h>
-#include "codecs.h"
-*/
-import "C"
-
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"unsafe"
 
 	"github.com/ffcv-go/ffcv-go/core/field"
 )
@@ -142,60 +132,6 @@ func Window(codec byte, data []byte, channels int, start uint64, n, stride int, 
 	return nil
 }
 
-// cInfo reads the header of a clip the C side decodes.
-func cInfo(codec byte, data []byte) (Info, error) {
-	var ci C.ffa_info
-	var msg [256]C.char
-	p, l := cBytes(data)
-	var rc C.int
-	switch codec {
-	case field.AudioFLAC:
-		rc = C.ffa_flac_info(p, l, &ci, &msg[0], C.size_t(len(msg)))
-	case field.AudioOpus:
-		rc = C.ffa_opus_info(p, l, &ci, &msg[0], C.size_t(len(msg)))
-	default:
-		rc = C.ffa_mp3_info(p, l, &ci, &msg[0], C.size_t(len(msg)))
-	}
-	if rc != 0 {
-		return Info{}, corruptf("%s", C.GoString(&msg[0]))
-	}
-	return Info{Codec: codec, SampleRate: int(ci.rate), Channels: int(ci.channels), Bits: int(ci.bits), Frames: uint64(ci.total)}, nil
-}
-
-func cWindow(codec byte, data []byte, channels int, start uint64, n, stride int, out []float32) (uint64, error) {
-	info, err := cInfo(codec, data)
-	if err != nil {
-		return 0, err
-	}
-	if info.Channels != channels {
-		return 0, corruptf("the %s has %d channels, its metadata %d", field.AudioCodecName(codec), info.Channels, channels)
-	}
-	var msg [256]C.char
-	p, l := cBytes(data)
-	var rc C.int
-	var got C.uint64_t
-	o := (*C.float)(unsafe.Pointer(&out[0]))
-	switch codec {
-	case field.AudioFLAC:
-		rc = C.ffa_flac_window(p, l, C.uint64_t(start), C.uint64_t(n), o, C.size_t(stride), &got, &msg[0], C.size_t(len(msg)))
-	case field.AudioOpus:
-		rc = C.ffa_opus_window(p, l, C.uint64_t(start), C.uint64_t(n), o, C.size_t(stride), &got, &msg[0], C.size_t(len(msg)))
-	default:
-		rc = C.ffa_mp3_window(p, l, C.uint64_t(start), C.uint64_t(n), o, C.size_t(stride), &got, &msg[0], C.size_t(len(msg)))
-	}
-	if rc != 0 {
-		return uint64(got), corruptf("%s", C.GoString(&msg[0]))
-	}
-	return uint64(got), nil
-}
-
-func cBytes(b []byte) (*C.uint8_t, C.size_t) {
-	if len(b) == 0 {
-		return nil, 0
-	}
-	return (*C.uint8_t)(unsafe.Pointer(&b[0])), C.size_t(len(b))
-}
-
 // PCM is a whole clip, decoded: integer samples (Int, Bits wide) for
 // integer sources, floats (Float) for the others; planar, Frames apart.
 type PCM struct {
@@ -236,13 +172,11 @@ func DecodeAll(data []byte) (PCM, error) {
 			return PCM{}, corruptf("FLAC of %d frames", info.Frames)
 		}
 		pcm.Int = make([]int32, info.Frames*uint64(info.Channels))
-		var got C.uint64_t
-		var msg [256]C.char
-		p, l := cBytes(data)
-		if C.ffa_flac_all(p, l, (*C.int32_t)(unsafe.Pointer(&pcm.Int[0])), C.uint64_t(info.Frames), &got, &msg[0], C.size_t(len(msg))) != 0 {
-			return PCM{}, corruptf("%s", C.GoString(&msg[0]))
+		got, err := flacAll(data, pcm.Int, info.Frames)
+		if err != nil {
+			return PCM{}, err
 		}
-		if uint64(got) != info.Frames {
+		if got != info.Frames {
 			return PCM{}, corruptf("truncated FLAC: its STREAMINFO gives %d frames, %d decode", info.Frames, got)
 		}
 	case field.AudioOpus, field.AudioMP3:
@@ -297,15 +231,7 @@ func EncodeFLAC(pcm []int32, channels, bits, rate int) ([]byte, error) {
 	if bits < 4 || bits > 24 || rate < 1 || rate > 655350 {
 		return nil, fmt.Errorf("audio: FLAC of %d bits at %d Hz", bits, rate)
 	}
-	var out *C.uint8_t
-	var n C.size_t
-	var msg [256]C.char
-	if C.ffa_flac_encode((*C.int32_t)(unsafe.Pointer(&pcm[0])), C.uint64_t(len(pcm)/channels), C.unsigned(channels),
-		C.unsigned(bits), C.unsigned(rate), &out, &n, &msg[0], C.size_t(len(msg))) != 0 {
-		return nil, errors.New("audio: " + C.GoString(&msg[0]))
-	}
-	defer C.free(unsafe.Pointer(out))
-	return C.GoBytes(unsafe.Pointer(out), C.int(n)), nil
+	return flacEncode(pcm, channels, bits, rate)
 }
 
 // Quantize rounds float samples to bits-wide integers, clipping to the

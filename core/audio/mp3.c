@@ -1,3 +1,5 @@
+//go:build !ffcv_nocodecs
+
 // MP3 through minimp3 (CC0, vendored in minimp3/): sample-exact seeking
 // from an index of frame headers, gapless (the LAME/Xing tag's delay and
 // padding trimmed as FFmpeg trims them).

@@ -1,3 +1,5 @@
+//go:build !ffcv_nocodecs
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <opusfile.h>

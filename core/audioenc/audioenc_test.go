@@ -1,3 +1,5 @@
+//go:build !ffcv_nocodecs
+
 package audioenc
 
 import (
