@@ -151,6 +151,13 @@ func DecodeAll(data []byte) (PCM, error) {
 		return PCM{}, err
 	}
 	pcm := PCM{Info: info}
+	// The decode is allocated from the header's count: a count no file of
+	// this size can hold (FLAC's densest frames, digital silence, give
+	// about 15000 samples a byte; Opus's 5760 a byte) is refused first.
+	if info.Codec != field.AudioWAV && info.Frames*uint64(info.Channels) > 16384*uint64(len(data))+1<<19 {
+		return PCM{}, corruptf("its %s header gives %d frames of %d channels, more than a %d-byte file holds",
+			field.AudioCodecName(info.Codec), info.Frames, info.Channels, len(data))
+	}
 	switch info.Codec {
 	case field.AudioWAV:
 		w, _ := parseWAV(data)

@@ -198,6 +198,11 @@ func TestRefused(t *testing.T) {
 	flac := mustFLAC(t, ints, 1, 16, 16000)
 	mp3 := mustRead(t, "testdata/mono16k.mp3")
 	opus := mustRead(t, "testdata/stereo16k.opus")
+	// A STREAMINFO that claims 2^31 frames (8 GiB of samples) over a few kilobytes: refused
+	// before its decode is allocated.
+	huge := append([]byte(nil), flac...)
+	v := binary.BigEndian.Uint64(huge[18:])
+	binary.BigEndian.PutUint64(huge[18:], v&^(1<<36-1)|1<<31)
 	rate0 := append([]byte(nil), wav...)
 	binary.LittleEndian.PutUint32(rate0[24:], 0)
 	corrupt := append([]byte(nil), flac...)
@@ -228,6 +233,7 @@ func TestRefused(t *testing.T) {
 		{"flac truncated", "truncated FLAC: its STREAMINFO gives 20000 frames", flac[:len(flac)*2/3]},
 		{"flac corrupt", "corrupt FLAC", corrupt},
 		{"flac header only", "truncated FLAC", flac[:200]},
+		{"flac header claims too much", "its FLAC header gives 2147483648 frames of 1 channels, more than a", huge},
 		{"mp3 cut in a frame", "truncated MP3", mp3[:len(mp3)-100]},
 		{"mp3 corrupt", "corrupt MP3: no frame header at byte", corruptMP3},
 		{"opus truncated", "Ogg/Opus", opus[:len(opus)/2]},
