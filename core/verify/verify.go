@@ -126,8 +126,8 @@ func checkAudio(col, heap []byte) error {
 	if err := field.CheckAudio(m); err != nil {
 		return err
 	}
-	if m.Frames*uint64(m.Channels) > 1<<32 {
-		return fmt.Errorf("%w: a clip of %d frames", field.ErrData, m.Frames)
+	if m.Frames*uint64(m.Channels) > 16384*uint64(len(heap))+1<<19 { // as audio.DecodeAll bounds it
+		return fmt.Errorf("%w: a clip of %d frames in %d bytes", field.ErrData, m.Frames, len(heap))
 	}
 	out := make([]float32, m.Frames*uint64(m.Channels))
 	return audio.Window(m.Codec, heap, m.Channels, 0, int(m.Frames), int(m.Frames), out)
