@@ -47,6 +47,8 @@ var validArgs = map[string]map[string]any{
 	"label":                {"of": map[string]any{"op": "solarize", "threshold": 128, "p": 0.2}, "seed": 4},
 	"clip_random":          {"num_frames": 8, "stride": 2, "short": "loop", "geometry": map[string]any{"op": "rgb_rrc", "size": []int{8, 8}, "scale": []float64{0.3, 1}, "ratio": []float64{0.75, 1.33}}},
 	"clip_eval":            {"num_frames": 8, "fps": 5, "num_clips": 3, "geometry": map[string]any{"op": "rgb_center", "size": []int{8, 8}, "ratio": 0.875}},
+	"audio":                {"max_seconds": 2.5, "mono": true},
+	"audio_random_crop":    {"seconds": 1.5, "seed": 3},
 }
 
 // TestCheck: Check builds every registered operation without a file --
