@@ -36,6 +36,14 @@ class Audio(NamedTuple):
         return np.arange(n)[None, :] < np.asarray(self.lengths)[:, None]
 
 
+def _finite(op, name, value):
+    """value as a float; infinity and NaN do not cross to Go as JSON."""
+    x = float(value)
+    if not math.isfinite(x):
+        raise ValueError(f"{type(op).__name__}: {name} {value} must be a finite number of seconds")
+    return x
+
+
 class _AudioDecoder(_Decoder):
     def __init__(self, mono=False):
         super().__init__()
@@ -95,7 +103,7 @@ class AudioDecoder(_AudioDecoder):
 
     def __init__(self, max_seconds=None, mono=False):
         super().__init__(mono)
-        self.max_seconds = None if max_seconds is None else float(max_seconds)
+        self.max_seconds = None if max_seconds is None else _finite(self, "max_seconds", max_seconds)
         _check_spec(self, self._go_spec())
 
     def _seconds(self):
@@ -117,7 +125,7 @@ class RandomAudioCropDecoder(_AudioDecoder):
 
     def __init__(self, seconds, mono=False, seed=None):
         super().__init__(mono)
-        self.seconds = float(seconds)
+        self.seconds = _finite(self, "seconds", seconds)
         self.seed = _seed_arg(seed)
         _check_spec(self, self._go_spec())
 
