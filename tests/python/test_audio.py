@@ -159,7 +159,7 @@ def locate(whole, x):
     return at - j
 
 
-def test_padding_lengths_and_mask(speech, tmp_path):
+def test_padding_lengths_and_mask(speech, tmp_path, capsys):
     """Clips of several lengths in one batch: zero-padded to the longest
     (or to max_seconds, cut there), the lengths and the mask say which
     frames are real."""
@@ -172,6 +172,10 @@ def test_padding_lengths_and_mask(speech, tmp_path):
     for k, p in enumerate(speech):
         assert np.array_equal(a.waveform[k, 0, :lengths[k]].numpy(), reference(p)[0])
         assert not a.waveform[k, 0, lengths[k]:].any()
+    from ffcv_go._cli import main  # `python -m ffcv_go info` sums the clips up
+    main(["info", str(tmp_path / "a.beton")])
+    out = capsys.readouterr().out
+    assert "AudioField" in out and "sample rate: 22050 Hz, channels: 1" in out and "stored as FLAC" in out
     a = only(tmp_path / "a.beton", AudioDecoder(max_seconds=1.0))
     assert a.waveform.shape[-1] == 22050 and a.lengths.tolist() == [min(n, 22050) for n in lengths]
     assert np.array_equal(a.waveform[1, 0].numpy(), reference(speech[1])[0, :22050])
