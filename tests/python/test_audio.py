@@ -149,6 +149,18 @@ def test_windows_are_slices_of_the_whole(sources, tmp_path, codec):
     assert np.array_equal(a.waveform[:, :, :n].numpy(), np.stack([whole] * 4)) and not a.waveform[:, :, n:].any()
 
 
+class _Keep(torch.nn.Module):
+    """A Python stage that keeps what it is given."""
+
+    def __init__(self, seen):
+        super().__init__()
+        self.seen = seen
+
+    def forward(self, x):
+        self.seen.append(x.clone())
+        return x
+
+
 def locate(whole, x):
     """Where window x lies in the clip: the best match of its loudest 64
     samples (speech has silences, which match anywhere)."""
@@ -169,6 +181,15 @@ def test_padding_lengths_and_mask(speech, tmp_path, capsys):
     assert a.lengths.tolist() == lengths and a.waveform.shape[-1] == max(lengths)
     mask = a.mask()
     assert mask.dtype == torch.bool and mask.sum(1).tolist() == lengths
+    # A Python stage after the decoder gets the raw batch; Audio.of views it.
+    seen = []
+    list(Loader(str(tmp_path / "a.beton"), batch_size=64, num_workers=1, order=OrderOption.SEQUENTIAL, drop_last=False,
+                pipelines={"audio": [AudioDecoder(), _Keep(seen)], "label": [IntDecoder()]}))
+    assert seen[0].dtype == torch.uint8 and tuple(seen[0].shape) == (4, 1, 8 + 4 * max(lengths))
+    b = Audio.of(seen[0])
+    assert torch.equal(b.waveform, a.waveform) and torch.equal(b.lengths, a.lengths)
+    with pytest.raises(ValueError, match=r"Audio.of takes an audio decoder's \(B, C, 8 \+ 4\*N\) uint8 batch"):
+        Audio.of(a.waveform)
     for k, p in enumerate(speech):
         assert np.array_equal(a.waveform[k, 0, :lengths[k]].numpy(), reference(p)[0])
         assert not a.waveform[k, 0, lengths[k]:].any()
@@ -269,3 +290,23 @@ def test_decoder_arguments_and_mixed_rates(speech, sources, tmp_path):
         list(load(tmp_path / "channels.beton"))
     a = only(tmp_path / "channels.beton", AudioDecoder(mono=True))
     assert a.waveform.shape[:2] == (2, 1)
+
+
+def test_damaged_clip_in_the_file_is_refused_when_read(speech, tmp_path):
+    """A clip whose bytes were damaged after writing (the second half of its
+    FLAC zeroed) fails its batch, naming the sample; never a short or
+    patched-up waveform."""
+    path = tmp_path / "a.beton"
+    write(path, [str(p) for p in speech])
+    meta = Reader(str(path)).metadata["f0"][2]
+    ptr, size = int(meta["ptr"]), int(meta["size"])
+    data = bytearray(path.read_bytes())
+    data[ptr + size // 2:ptr + size] = bytes(size - size // 2)
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"sample 2\b.*(corrupt|truncated) FLAC"):
+        list(load(path, batch_size=1, workers=1))
+    # A window decodes only the frames under it: damage elsewhere is not its
+    # business. Reader.verify() decodes every clip whole.
+    problems = Reader(str(path)).verify()
+    assert [(p["sample"], p["field"]) for p in problems] == [(2, "audio")], problems
+    assert "FLAC" in problems[0]["error"]

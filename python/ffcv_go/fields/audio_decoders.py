@@ -27,6 +27,20 @@ class Audio(NamedTuple):
     waveform: "object"
     lengths: "object"
 
+    @staticmethod
+    def of(x):
+        """The Audio view of a decoder's raw batch ``x``, a (B, C, 8 + 4·N)
+        uint8 tensor or array, as a Python stage after the decoder gets it."""
+        if x.ndim != 3 or x.shape[2] < 8 or (x.shape[2] - 8) % 4 or str(x.dtype) not in ("torch.uint8", "uint8"):
+            raise ValueError(f"Audio.of takes an audio decoder's (B, C, 8 + 4*N) uint8 batch, "
+                             f"got shape {tuple(x.shape)}, dtype {x.dtype}")
+        if isinstance(x, np.ndarray):
+            return Audio(x[:, :, 8:].view("<f4"), x[:, 0, :8].copy().view("<i8").reshape(-1))
+        import torch
+        # The lengths are copied (B × 8 bytes): a row is 8 + 4·N bytes, not
+        # always a multiple of 8, so no int64 view of them in place.
+        return Audio(x[:, :, 8:].view(torch.float32), x[:, 0, :8].contiguous().view(torch.int64).reshape(-1))
+
     def mask(self):
         """(B, N) bool: True on each clip's valid frames."""
         n = self.waveform.shape[-1]
@@ -81,12 +95,7 @@ class _AudioDecoder(_Decoder):
         c, n = self._layout()
         if tuple(x.shape[1:]) != (c, 8 + 4 * n) or str(x.dtype) not in ("torch.uint8", "uint8"):
             return x
-        if isinstance(x, np.ndarray):
-            return Audio(x[:, :, 8:].view("<f4"), x[:, 0, :8].copy().view("<i8").reshape(-1))
-        import torch
-        # The lengths are copied (B × 8 bytes): a row is 8 + 4·N bytes, not
-        # always a multiple of 8, so no int64 view of them in place.
-        return Audio(x[:, :, 8:].view(torch.float32), x[:, 0, :8].contiguous().view(torch.int64).reshape(-1))
+        return Audio.of(x)
 
     def generate_code(self):
         raise NotImplementedError(f"{type(self).__name__} runs in the Go core only")
