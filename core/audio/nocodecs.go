@@ -8,7 +8,7 @@ import "github.com/ffcv-go/ffcv-go/core/field"
 // are refused, saying so; WAV, in Go, is read as ever.
 
 func errNoCodec(codec byte) error {
-	return corruptf("%s: this build of ffcv_go has no %s decoder (built with -tags ffcv_nocodecs)",
+	return corruptf("%s: this build of ffcv_go has no %s codec (built with -tags ffcv_nocodecs: WAV only)",
 		field.AudioCodecName(codec), field.AudioCodecName(codec))
 }
 
