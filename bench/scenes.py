@@ -78,3 +78,32 @@ class SceneDataset:
         if not 0 <= i < self.n:
             raise IndexError(i)
         return scene(i, self.bgs, self.height, self.width)
+
+
+def write_yolo(root, splits, photos=(), height=None, width=None, max_objects=6, quality=92):
+    """A YOLO dataset of scenes in the Ultralytics layout under root:
+    images/<split>/<i>.jpg, labels/<split>/<i>.txt (``cls cx cy w h``
+    normalized, cls = label - 1; a scene without objects gets an empty
+    file) and data.yaml with a name per colour. splits maps a split name
+    to its range of scene indices. Returns the YAML's path."""
+    import os
+    from PIL import Image
+    bgs = backgrounds(list(photos))
+    for split, indices in splits.items():
+        os.makedirs(os.path.join(root, "images", split), exist_ok=True)
+        os.makedirs(os.path.join(root, "labels", split), exist_ok=True)
+        for i in indices:
+            img, boxes, labels, _ = scene(i, bgs, height, width, max_objects)
+            h, w = img.shape[:2]
+            Image.fromarray(img).save(os.path.join(root, "images", split, f"{i:06d}.jpg"), quality=quality)
+            with open(os.path.join(root, "labels", split, f"{i:06d}.txt"), "w") as f:
+                for (x0, y0, x1, y1), k in zip(boxes.tolist(), labels.tolist()):
+                    f.write(f"{k - 1} {(x0 + x1) / 2 / w:.6f} {(y0 + y1) / 2 / h:.6f} "
+                            f"{(x1 - x0) / w:.6f} {(y1 - y0) / h:.6f}\n")
+    yaml = os.path.join(root, "data.yaml")
+    with open(yaml, "w") as f:
+        f.write(f"path: {os.path.abspath(root)}\n")
+        for split in splits:
+            f.write(f"{split}: images/{split}\n")
+        f.write("names:\n" + "".join(f"  {k}: colour{k}\n" for k in range(len(COLOURS))))
+    return yaml
