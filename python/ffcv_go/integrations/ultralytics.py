@@ -66,7 +66,8 @@ def to_ultralytics_batch(images, boxes, labels, masks=None, keypoints=None, *, i
     segment models at 1/mask_ratio of the image: with overlap_mask one
     (B, H/r, W/r) map holding j + 1 where box j shows (Ultralytics'
     ``overlap_mask=True``), otherwise (N, H/r, W/r) 0/1 masks, one per box
-    (each box's visible pixels); keypoints: a ``Ragged`` of (K, 2 or 3)
+    (each box's visible pixels), and ``sem_masks`` (B, H/r, W/r), each
+    pixel its object's class; keypoints: a ``Ragged`` of (K, 2 or 3)
     points in pixels, visibility kept.
 
     ``ori_shape`` and ``resized_shape`` are the loaded image's (H, W) and
@@ -99,7 +100,8 @@ def to_ultralytics_batch(images, boxes, labels, masks=None, keypoints=None, *, i
            "im_file": tuple(str(i) if im_files is None else os.fspath(im_files[i]) for i in ids),
            "ori_shape": ((h, w),) * b, "resized_shape": ((h, w),) * b, "ratio_pad": (((1.0, 1.0), (0, 0)),) * b}
     if masks is not None:
-        out["masks"] = _small_masks(_tensor(masks), counts, mask_ratio, overlap_mask)
+        out["masks"], out["sem_masks"] = _small_masks(_tensor(masks), _tensor(labels[0]), counts, mask_ratio,
+                                                      overlap_mask)
     if keypoints is not None:
         pts, pcounts = _rows(keypoints)
         if not torch.equal(pcounts, counts):
@@ -111,21 +113,24 @@ def to_ultralytics_batch(images, boxes, labels, masks=None, keypoints=None, *, i
     return out
 
 
-def _small_masks(masks, counts, r, overlap):
-    """Instance maps (B, H, W) at 1/r: each small pixel takes the map's
-    pixel nearest its centre; overlap: (B, H/r, W/r) ids in uint8 (int32
-    past 255), else (N, H/r, W/r) 0/1 uint8, one per box in batch order."""
+def _small_masks(masks, labels, counts, r, overlap):
+    """Instance maps (B, H, W) at 1/r, each small pixel the map's pixel
+    nearest its centre: (masks: with overlap (B, H/r, W/r) ids, else
+    (N, H/r, W/r) 0/1, one per box in batch order, float32 as Ultralytics'
+    collate makes them of a batch with a background image; sem_masks: (B, H/r, W/r) float32, each pixel its object's class,
+    0 where none)."""
     torch = _torch()
     if masks.ndim != 3:
         raise ValueError(f"to_ultralytics_batch: masks must be a (B, H, W) instance map, got {tuple(masks.shape)}")
-    small = masks[:, r // 2::r, r // 2::r][:, :masks.shape[1] // r, :masks.shape[2] // r].to(torch.int32)
+    b = masks.shape[0]
+    small = masks[:, r // 2::r, r // 2::r][:, :masks.shape[1] // r, :masks.shape[2] // r].to(torch.int64)
+    classes = torch.cat([torch.zeros(b, 1), labels.reshape(b, -1).float()], 1)  # id j + 1 -> class of row j
+    sem = torch.gather(classes, 1, small.reshape(b, -1).clamp(max=classes.shape[1] - 1)).reshape(small.shape)
     if overlap:
-        top = int(counts.max()) if len(counts) else 0
-        return small.to(torch.uint8) if top < 256 else small
-    ids = torch.cat([torch.arange(1, int(n) + 1, dtype=torch.int32) for n in counts.tolist()] or
-                    [torch.zeros(0, dtype=torch.int32)])
-    owner = torch.repeat_interleave(torch.arange(len(counts)), counts.cpu())
-    return (small[owner] == ids[:, None, None]).to(torch.uint8)
+        return small.float(), sem
+    ids = torch.cat([torch.arange(1, int(n) + 1) for n in counts.tolist()] or [torch.zeros(0, dtype=torch.int64)])
+    owner = torch.repeat_interleave(torch.arange(b), counts.cpu())
+    return (small[owner] == ids[:, None, None]).float(), sem
 
 
 def yolo_image_ops(train, imgsz, hyp=None, mosaic=True):
