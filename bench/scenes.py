@@ -80,17 +80,19 @@ class SceneDataset:
         return scene(i, self.bgs, self.height, self.width)
 
 
-def write_yolo(root, splits, photos=(), height=None, width=None, max_objects=6, quality=92, task="detect"):
+def write_yolo(root, splits, photos=(), height=None, width=None, max_objects=6, quality=92, task="detect",
+               bg_side=256):
     """A YOLO dataset of scenes in the Ultralytics layout under root:
     images/<split>/<i>.jpg, labels/<split>/<i>.txt (``cls cx cy w h``
     normalized, cls = label - 1; a scene without objects gets an empty
     file) and data.yaml with a name per colour. splits maps a split name
     to its range of scene indices. task 'segment' writes each rectangle as
     a polygon of its 4 corners, 'pose' adds its top-left and bottom-right
-    corners as 2 visible keypoints. Returns the YAML's path."""
+    corners as 2 visible keypoints. bg_side: the side of the photo crops
+    behind the objects. Returns the YAML's path."""
     import os
     from PIL import Image
-    bgs = backgrounds(list(photos))
+    bgs = backgrounds(list(photos), side=bg_side)
     for split, indices in splits.items():
         os.makedirs(os.path.join(root, "images", split), exist_ok=True)
         os.makedirs(os.path.join(root, "labels", split), exist_ok=True)
