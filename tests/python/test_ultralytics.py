@@ -47,9 +47,9 @@ def photos():
     return make_dataset.find_photos()[:4]
 
 
-def _dataset(root, photos, task, n=8):
+def _dataset(root, photos, task, n=8, size=(SIDE, SIDE)):
     yaml = scenes.write_yolo(str(root), {"train": range(0, n), "val": range(100, 100 + n // 2)}, photos,
-                             height=SIDE, width=SIDE, task=task)
+                             height=size[0], width=size[1], task=task)
     for split in ("train", "val"):
         ds = YoloDataset(yaml, split=split, task=task)
         DatasetWriter(str(root / f"{split}.beton"), ds.fields(), progress=False).from_indexed_dataset(ds)
@@ -130,20 +130,40 @@ def test_batch_of_a_plain_loader(tmp_path, photos):
     loaded image's size; the boxes and labels must agree in rows."""
     from ffcv_go import Loader
     from ffcv_go.fields.decoders import RaggedDecoder
-    _dataset(tmp_path, photos, "detect")
+    h, w = 48, 80
+    _dataset(tmp_path, photos, "detect", size=(h, w))
     loader = Loader(tmp_path / "train.beton", batch_size=8, num_workers=1,
                     pipelines={"image": [SimpleRGBImageDecoder()], "boxes": [RaggedDecoder(min_size=0, min_area=0)],
                                "labels": [RaggedDecoder()]})
     img, boxes, labels = next(iter(loader))
     b = to_ultralytics_batch(img, boxes, labels)
     n = int(boxes.counts.sum())
-    assert b["bboxes"].shape == (n, 4) and b["cls"].shape == (n, 1) and b["img"].shape == (8, 3, SIDE, SIDE)
-    first = boxes.data[1, 0].float() / SIDE  # sample 0 has no objects (scenes.scene's i % 7 == 0)
+    assert b["bboxes"].shape == (n, 4) and b["cls"].shape == (n, 1) and b["img"].shape == (8, 3, h, w)
+    assert b["ori_shape"] == b["resized_shape"] == ((h, w),) * 8
+    first = boxes.data[1, 0].float() / torch.tensor([w, h, w, h])  # sample 0 has no objects (i % 7 == 0)
     torch.testing.assert_close(b["bboxes"][0], torch.stack([(first[0] + first[2]) / 2, (first[1] + first[3]) / 2,
                                                             first[2] - first[0], first[3] - first[1]]))
     assert b["batch_idx"].tolist() == np.repeat(np.arange(8), boxes.counts.numpy()).tolist()
     with pytest.raises(ValueError, match="another number of rows"):
         to_ultralytics_batch(img, boxes, type(labels)(labels.data, labels.counts.flip(0)))
+
+
+def test_dataset_labels_are_ultralytics(tmp_path, photos):
+    """The loader's dataset.labels (Ultralytics' label plots, class weights,
+    max_det check) hold what Ultralytics' own dataset reads from the files."""
+    from ultralytics.cfg import get_cfg
+    from ultralytics.data import build_yolo_dataset
+    from ultralytics.data.utils import check_det_dataset
+    yaml, _ = _dataset(tmp_path, photos, "detect", size=(48, 80))
+    data = check_det_dataset(yaml)
+    theirs = build_yolo_dataset(get_cfg(overrides=dict(imgsz=SIDE, data=yaml)), data["train"], 4, data,
+                                mode="val", stride=32).labels
+    ours = UltralyticsLoader(tmp_path / "train.beton", 4).dataset.labels
+    assert len(ours) == len(theirs) == 8
+    for a, b in zip(ours, theirs):
+        assert a["shape"] == b["shape"] and a["cls"].dtype == b["cls"].dtype == np.float32
+        np.testing.assert_array_equal(a["cls"], b["cls"])
+        np.testing.assert_allclose(a["bboxes"], b["bboxes"], atol=1e-5)
 
 
 def test_refuses_a_beton_without_its_fields(tmp_path, photos):

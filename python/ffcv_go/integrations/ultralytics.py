@@ -155,11 +155,43 @@ def yolo_image_ops(train, imgsz, hyp=None, mosaic=True):
 
 class _Samples:
     """What Ultralytics reads from a DataLoader's dataset: its length, the
-    image files, and the mosaic switch (``close_mosaic``)."""
+    image files, the labels (its label plots, class weights and max_det
+    check) and the mosaic switch (``close_mosaic``)."""
 
     def __init__(self, loader):
         self._loader = loader
+        self._labels = None
         self.mosaic = True
+
+    @property
+    def labels(self):
+        """Per sample, as stored: {"im_file", "shape" (h, w), "cls" (n, 1),
+        "bboxes" (n, 4) xywh normalized, "normalized", "bbox_format"}."""
+        if self._labels is None:
+            self._labels = self._read_labels()
+        return self._labels
+
+    def _read_labels(self):
+        from ..fields.decoders import RaggedDecoder
+        from ..loader import Loader, OrderOption
+        from ..reader import Reader
+        loader = self._loader
+        meta = Reader(loader.path).metadata[f"f{loader._fields.index('image')}"]
+        pipes = {name: None for name in loader._fields}
+        pipes.update(boxes=[RaggedDecoder(follows=None)], labels=[RaggedDecoder(follows=None)])
+        out, files = [], self.im_files
+        with Loader(loader.path, batch_size=256, num_workers=1, order=OrderOption.SEQUENTIAL, drop_last=False,
+                    pipelines=pipes) as rows:
+            for boxes, labels in rows:
+                for (b, n), (c, _) in zip(zip(*boxes), zip(*labels)):
+                    i = len(out)
+                    h, w = int(meta[i]["height"]), int(meta[i]["width"])
+                    xyxy = b[:int(n)].numpy().astype(np.float32).reshape(-1, 4)
+                    xywh = np.concatenate([(xyxy[:, :2] + xyxy[:, 2:]) / 2, xyxy[:, 2:] - xyxy[:, :2]], 1)
+                    out.append({"im_file": files[i], "shape": (h, w), "normalized": True, "bbox_format": "xywh",
+                                "cls": c[:int(n)].numpy().astype(np.float32).reshape(-1, 1),
+                                "bboxes": xywh / np.array([w, h, w, h], np.float32)})
+        return out
 
     def __len__(self):
         return self._loader._n
