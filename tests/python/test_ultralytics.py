@@ -36,7 +36,7 @@ import torch  # noqa: E402
 from ffcv_go import DatasetWriter  # noqa: E402
 from ffcv_go.detection import YoloDataset  # noqa: E402
 from ffcv_go.integrations.ultralytics import (UltralyticsLoader, beton_trainer,  # noqa: E402
-                                              to_ultralytics_batch, write_data_yaml)
+                                              to_ultralytics_batch, write_data_yaml, yolo_image_ops)
 from ffcv_go.fields.decoders import SimpleRGBImageDecoder  # noqa: E402
 
 SIDE = 64  # images of imgsz x imgsz: Ultralytics' validation letterbox leaves them as they are
@@ -45,6 +45,27 @@ SIDE = 64  # images of imgsz x imgsz: Ultralytics' validation letterbox leaves t
 @pytest.fixture(scope="module")
 def photos():
     return make_dataset.find_photos()[:4]
+
+
+@pytest.fixture(scope="module")
+def made(photos, tmp_path_factory):
+    """made(task): a dataset of SIDE x SIDE images for task and its .beton
+    files, made once: (folder, YAML, the train split's YoloDataset)."""
+    cache = {}
+
+    def get(task):
+        if task not in cache:
+            root = tmp_path_factory.mktemp(task)
+            cache[task] = (root, *_dataset(root, photos, task))
+        return cache[task]
+    return get
+
+
+@pytest.fixture(scope="module")
+def wide(photos, tmp_path_factory):
+    """A detect dataset of 48 x 80 images and its .beton files: (folder, YAML)."""
+    root = tmp_path_factory.mktemp("wide")
+    return root, _dataset(root, photos, "detect", size=(48, 80))[0]
 
 
 def _dataset(root, photos, task, n=8, size=(SIDE, SIDE)):
@@ -76,11 +97,11 @@ def _canonical(b):
 
 
 @pytest.mark.parametrize("task", ["detect", "segment", "pose"])
-def test_batches_are_ultralytics(tmp_path, photos, task):
-    yaml, _ = _dataset(tmp_path, photos, task)
+def test_batches_are_ultralytics(made, task):
+    root, yaml, _ = made(task)
     theirs = _theirs(yaml, task, 4)
     flip = [0, 1] if task == "pose" else None
-    ours = list(UltralyticsLoader(tmp_path / "train.beton", 4, task=task, imgsz=SIDE, num_workers=1,
+    ours = list(UltralyticsLoader(root / "train.beton", 4, task=task, imgsz=SIDE, num_workers=1,
                                   flip_idx=flip))
     assert len(ours) == len(theirs) == 2
     objects = 0
@@ -125,14 +146,13 @@ def test_batches_are_ultralytics(tmp_path, photos, task):
     assert objects > 10
 
 
-def test_batch_of_a_plain_loader(tmp_path, photos):
+def test_batch_of_a_plain_loader(wide):
     """to_ultralytics_batch on any loader's batch: boxes normalized by the
     loaded image's size; the boxes and labels must agree in rows."""
     from ffcv_go import Loader
     from ffcv_go.fields.decoders import RaggedDecoder
-    h, w = 48, 80
-    _dataset(tmp_path, photos, "detect", size=(h, w))
-    loader = Loader(tmp_path / "train.beton", batch_size=8, num_workers=1,
+    (root, _), (h, w) = wide, (48, 80)
+    loader = Loader(root / "train.beton", batch_size=8, num_workers=1,
                     pipelines={"image": [SimpleRGBImageDecoder()], "boxes": [RaggedDecoder(min_size=0, min_area=0)],
                                "labels": [RaggedDecoder()]})
     img, boxes, labels = next(iter(loader))
@@ -148,17 +168,17 @@ def test_batch_of_a_plain_loader(tmp_path, photos):
         to_ultralytics_batch(img, boxes, type(labels)(labels.data, labels.counts.flip(0)))
 
 
-def test_dataset_labels_are_ultralytics(tmp_path, photos):
+def test_dataset_labels_are_ultralytics(wide):
     """The loader's dataset.labels (Ultralytics' label plots, class weights,
     max_det check) hold what Ultralytics' own dataset reads from the files."""
     from ultralytics.cfg import get_cfg
     from ultralytics.data import build_yolo_dataset
     from ultralytics.data.utils import check_det_dataset
-    yaml, _ = _dataset(tmp_path, photos, "detect", size=(48, 80))
+    root, yaml = wide
     data = check_det_dataset(yaml)
     theirs = build_yolo_dataset(get_cfg(overrides=dict(imgsz=SIDE, data=yaml)), data["train"], 4, data,
                                 mode="val", stride=32).labels
-    ours = UltralyticsLoader(tmp_path / "train.beton", 4).dataset.labels
+    ours = UltralyticsLoader(root / "train.beton", 4).dataset.labels
     assert len(ours) == len(theirs) == 8
     for a, b in zip(ours, theirs):
         assert a["shape"] == b["shape"] and a["cls"].dtype == b["cls"].dtype == np.float32
@@ -166,10 +186,26 @@ def test_dataset_labels_are_ultralytics(tmp_path, photos):
         np.testing.assert_allclose(a["bboxes"], b["bboxes"], atol=1e-5)
 
 
-def test_refuses_a_beton_without_its_fields(tmp_path, photos):
-    _dataset(tmp_path, photos, "detect")
+def test_close_mosaic_rebuilds_the_pipeline(wide):
+    """The trainer's close_mosaic: dataset.close_mosaic() then reset()
+    builds the loader again with image_ops(..., mosaic=False), at the next
+    epoch (its random draws go on, not restart)."""
+    calls = []
+
+    def ops(train, imgsz, hyp, mosaic):
+        calls.append((train, imgsz, mosaic))
+        return yolo_image_ops(train, imgsz, hyp, mosaic)
+    loader = UltralyticsLoader(wide[0] / "train.beton", 4, train=True, imgsz=32, image_ops=ops, num_workers=1)
+    assert sum(len(b["img"]) for b in loader) == 8
+    loader.dataset.close_mosaic(hyp=None)
+    loader.reset()
+    assert calls == [(True, 32, True), (True, 32, False)] and loader._loader.next_epoch == 1
+    assert sum(len(b["img"]) for b in loader) == 8
+
+
+def test_refuses_a_beton_without_its_fields(wide):
     with pytest.raises(ValueError, match=r"train.beton: a segment .beton needs the fields .*it has no mask"):
-        UltralyticsLoader(tmp_path / "train.beton", 4, task="segment")
+        UltralyticsLoader(wide[0] / "train.beton", 4, task="segment")
 
 
 def _guide_snippet():
@@ -201,11 +237,11 @@ def test_guide_trains_detection_on_a_beton(tmp_path, photos, monkeypatch):
 
 
 @pytest.mark.parametrize("task", ["segment", "pose"])
-def test_segment_and_pose_trainers(tmp_path, photos, task):
+def test_segment_and_pose_trainers(made, tmp_path, task):
     from ultralytics.models.yolo.pose import PoseTrainer
     from ultralytics.models.yolo.segment import SegmentationTrainer
-    yaml, ds = _dataset(tmp_path, photos, task)
-    data = write_data_yaml(tmp_path / "beton.yaml", "train.beton", "val.beton", names=ds.names,
+    root, _, ds = made(task)
+    data = write_data_yaml(root / "beton.yaml", "train.beton", "val.beton", names=ds.names,
                            kpt_shape=ds.kpt_shape, flip_idx=ds.flip_indices)
     base = SegmentationTrainer if task == "segment" else PoseTrainer
     trainer = beton_trainer(base)(overrides=dict(model=f"yolov8n-{'seg' if task == 'segment' else 'pose'}.yaml",
