@@ -143,6 +143,8 @@ def yolo_image_ops(train, imgsz, hyp=None, mosaic=True):
     114 (right and bottom). mosaic: whether the epoch is one of those with
     Ultralytics' mosaic (``close_mosaic`` turns it off for the last ones);
     hyp: the trainer's arguments (``fliplr``, ``scale``, ...)."""
+    # YOLO's pipeline is defined here alone: beton_trainer, beton_validator,
+    # UltralyticsLoader and bench/yolo.py all take their operations from it.
     from ..fields.decoders import RandomResizedCropRGBImageDecoder, ResizePadRGBImageDecoder
     from ..transforms import RandomHorizontalFlip
     s = (int(imgsz), int(imgsz))
