@@ -25,13 +25,19 @@ var placeArgs = map[string][]map[string]any{
 	"rgb_center":     {{"size": []int{20, 20}, "ratio": 0.8}},
 	"rgb_corner":     {{"size": []int{16, 16}, "ratio": 0.6, "corner": "top_right"}, {"size": []int{18, 14}, "ratio": 0.7, "corner": "bottom_left"}},
 	"rgb_resize_pad": {{"size": []int{24, 28}, "scale": []float64{0.5, 1}, "fill": []int{0, 0, 0}}},
-	"rrc":            {{"size": []int{20, 24}, "scale": []float64{0.2, 1}, "ratio": []float64{0.75, 1.33}}},
-	"center_crop":    {{"size": []int{20, 20}, "ratio": 0.8}},
-	"corner_crop":    {{"size": []int{16, 16}, "ratio": 0.6, "corner": "bottom_right"}},
-	"flip_h":         {{"p": 0.5}},
-	"flip_v":         {{"p": 0.5}},
-	"translate":      {{"padding": 6, "fill": []int{0, 0, 0}}},
-	"random_crop":    {{"size": []int{24, 30}, "padding": 4}},
+	"rgb_letterbox": {
+		// fill 0: the test follows the marker's brightness.
+		{"size": []int{24, 28}, "fill": []int{0}}, {"size": []int{20, 36}, "scaleup": false, "center": false, "fill": []int{0}},
+		{"size": []int{24, 24}, "scale_fill": true}, {"size": []int{50, 30}, "fill": []int{0, 0, 0}},
+	},
+	"letterbox":   {{"size": []int{24, 28}, "fill": []int{0}}, {"size": []int{26, 20}, "center": false, "fill": []int{0}}},
+	"rrc":         {{"size": []int{20, 24}, "scale": []float64{0.2, 1}, "ratio": []float64{0.75, 1.33}}},
+	"center_crop": {{"size": []int{20, 20}, "ratio": 0.8}},
+	"corner_crop": {{"size": []int{16, 16}, "ratio": 0.6, "corner": "bottom_right"}},
+	"flip_h":      {{"p": 0.5}},
+	"flip_v":      {{"p": 0.5}},
+	"translate":   {{"padding": 6, "fill": []int{0, 0, 0}}},
+	"random_crop": {{"size": []int{24, 30}, "padding": 4}},
 }
 
 // The stored images the markers are put in, and the decoders a transform

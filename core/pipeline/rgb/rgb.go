@@ -4,9 +4,10 @@
 // size (FFCV-SSL's PadRGBImageDecoder); rgb_rrc, rgb_center and rgb_corner,
 // random resized crops and centre and corner squares, which decode only
 // the region of a JPEG they need and may flip while they resize;
-// rgb_resize_pad, the detection resize -- and the same crops after
+// rgb_resize_pad, the detection resize; rgb_letterbox, YOLO's LetterBox
+// (and label_letterbox, its ratios and pads) -- and the same crops after
 // decoding: rrc (RandomResizedCrop), FFCV-SSL's center_crop and
-// corner_crop; and label_rrc, which reports rgb_rrc's crop. Crop decoders
+// corner_crop, and letterbox; and label_rrc, which reports rgb_rrc's crop. Crop decoders
 // of one field in several programs (views) share each sample's JPEG
 // entropy decoding.
 package rgb
@@ -30,6 +31,9 @@ func init() {
 	pipeline.RegisterDecoder("rgb_pad", newPadRGB)
 	pipeline.RegisterDecoder("rgb_resize_pad", newResizePad)
 	pipeline.RegisterDecoder("label_rrc", newLabelRRC)
+	pipeline.RegisterDecoder("rgb_letterbox", newLetterboxDecoder)
+	pipeline.RegisterDecoder("label_letterbox", newLabelLetterbox)
+	pipeline.Register("letterbox", newLetterboxTransform)
 	pipeline.Register("rrc", newCropTransform(randomCrop))
 	pipeline.Register("center_crop", newCropTransform(centerCrop))
 	pipeline.Register("corner_crop", newCropTransform(cornerCrop))
