@@ -44,7 +44,7 @@ func RGBToHSV(r, g, b byte) (h, s, v byte) {
 // hsvSectors are OpenCV's (b, g, r) picks from (v, p, q, t) per sector.
 var hsvSectors = [6][3]uint8{{1, 3, 0}, {1, 0, 2}, {3, 0, 1}, {0, 2, 1}, {0, 1, 3}, {2, 1, 0}}
 
-// HSVToRGB is OpenCV's 8-bit HSV2RGB of one pixel (h < 180): its float32
+// HSVToRGB is OpenCV's 8-bit HSV2RGB of one pixel (h <= 180): its float32
 // sector formula, the result ×255 rounded half to even (OpenCV's scalar
 // code) or, with trunc, truncated (its SIMD code).
 func HSVToRGB(h, s, v byte, trunc bool) (r, g, b byte) {
@@ -59,12 +59,11 @@ func HSVToRGB(h, s, v byte, trunc bool) (r, g, b byte) {
 	}
 	sf := float32(s) * float32(1.0/255)
 	hf := float32(h) * float32(6.0/180)
-	// fmod(h, 6): h < 180 keeps hf below 6.
-	sector := int(math.Floor(float64(hf)))
-	hf -= float32(sector)
-	if sector < 0 || sector >= 6 {
-		sector, hf = 0, 0
+	if hf >= 6 { // h = 180 (a hue table may give it): OpenCV's fmod(h, 6)
+		hf = float32(math.Mod(float64(hf), 6))
 	}
+	sector := int(hf)
+	hf -= float32(sector)
 	// OpenCV's build fuses 1 - s·h and 1 - s·(1-h) into FMAs (one
 	// rounding); the other products round on their own (explicit float32
 	// conversions keep Go from fusing them).

@@ -5,7 +5,8 @@ from .basics import IntDecoder, FloatDecoder
 from .bytes import BytesDecoder
 from .ndarray import NDArrayDecoder
 from .rgb_image import (SimpleRGBImageDecoder, ResizedCropRGBImageDecoder, RandomResizedCropRGBImageDecoder,
-                        CenterCropRGBImageDecoder, PadRGBImageDecoder, ResizePadRGBImageDecoder)
+                        CenterCropRGBImageDecoder, PadRGBImageDecoder, ResizePadRGBImageDecoder,
+                        LetterBoxRGBImageDecoder)
 from .ragged import RaggedDecoder
 from .mask import MaskDecoder
 from .text import TokenDecoder, CaptionDecoder, Tokens
@@ -13,5 +14,5 @@ from .video_decoders import RandomClipDecoder, ClipDecoder
 
 __all__ = ["IntDecoder", "FloatDecoder", "NDArrayDecoder", "BytesDecoder", "SimpleRGBImageDecoder",
            "ResizedCropRGBImageDecoder", "RandomResizedCropRGBImageDecoder", "CenterCropRGBImageDecoder",
-           "PadRGBImageDecoder", "ResizePadRGBImageDecoder", "RaggedDecoder", "MaskDecoder", "TokenDecoder",
-           "CaptionDecoder", "Tokens", "RandomClipDecoder", "ClipDecoder"]
+           "PadRGBImageDecoder", "ResizePadRGBImageDecoder", "LetterBoxRGBImageDecoder", "RaggedDecoder",
+           "MaskDecoder", "TokenDecoder", "CaptionDecoder", "Tokens", "RandomClipDecoder", "ClipDecoder"]

@@ -402,3 +402,61 @@ class ResizePadRGBImageDecoder(_ImageDecoder):
         if self.seed is not None:
             spec["seed"] = self.seed
         return spec
+
+
+def _letterbox_shape(new_shape):
+    """YOLO's new_shape: an int (square) or (rows, cols)."""
+    if np.isscalar(new_shape):
+        return (int(new_shape), int(new_shape))
+    return (int(new_shape[0]), int(new_shape[1]))
+
+
+class LetterBoxRGBImageDecoder(_ImageDecoder):
+    """YOLO's LetterBox as the decoder (``ffcv_go.transforms.LetterBox``
+    first in a pipeline is this): each whole image resized, aspect kept, by
+    r = min(rows / h, cols / w) (at most 1 with scaleup=False) with
+    cv2.resize's INTER_LINEAR, to (round(w r), round(h r)), then padded to
+    new_shape with fill, split as Ultralytics splits it (left =
+    round(dw / 2 - 0.1), right = round(dw / 2 + 0.1); all of it right and
+    below with center=False). scale_fill stretches to new_shape. auto=True
+    (pad to a multiple of stride only) gives each image its own shape,
+    which a batch cannot hold: it is refused. Targets that follow it are
+    scaled and shifted with the pixels."""
+
+    def __init__(self, new_shape=(640, 640), auto=False, scale_fill=False, scaleup=True, center=True, stride=32,
+                 fill=114):
+        super().__init__()
+        self.new_shape = _letterbox_shape(new_shape)
+        self.auto, self.scale_fill, self.scaleup, self.center = bool(auto), bool(scale_fill), bool(scaleup), bool(center)
+        self.stride = int(stride)
+        self.fill = [int(fill)] if np.isscalar(fill) else [int(v) for v in fill]
+        if self.stride < 1:
+            raise ValueError(f"{type(self).__name__}: stride {self.stride} must be positive")
+        _check_spec(self, self._go_spec())
+
+    def declare_state_and_memory(self, previous_state):
+        shape = (*self.new_shape, 3)
+        return (State(previous_state.jit_mode, previous_state.device, shape, np.dtype("u1")),
+                AllocationQuery(shape, np.dtype("u1")))
+
+    def _args(self):
+        return {"size": list(self.new_shape), "auto": self.auto, "scale_fill": self.scale_fill,
+                "scaleup": self.scaleup, "center": self.center, "fill": self.fill}
+
+    def _go_spec(self, previous_state=None):
+        return {"op": "rgb_letterbox", **self._args()}
+
+
+class LabelLetterBox(LetterBoxRGBImageDecoder):
+    """A decoder of the image field that outputs, as float32 (6,), what
+    ``LetterBox`` with the same arguments does to each image: Ultralytics'
+    ratio_pad -- (ratio_w, ratio_h, pad_left, pad_top) -- then the stored
+    image's (width, height). It reads only the images' metadata; give it a
+    view of its own over the image field (custom_field_mapper)."""
+
+    def declare_state_and_memory(self, previous_state):
+        shape, dtype = (6,), np.dtype("<f4")
+        return State(previous_state.jit_mode, previous_state.device, shape, dtype), AllocationQuery(shape, dtype)
+
+    def _go_spec(self, previous_state=None):
+        return {"op": "label_letterbox", **self._args()}

@@ -11,6 +11,9 @@ from .ssl import (RandomColorJitter, GaussianBlur, RandomErasing, Rotate, Center
 from .auto_augment import RandAugment, TrivialAugmentWide, AutoAugment, AugMix, AugmentOp
 from .video import ToTorchVideo
 from .photometric import Photometric
+from .letterbox import LetterBox
+from .hsv import RandomHSV, LabelRandomHSV
+from .flip import RandomFlip
 
 __all__ = ["ToTensor", "ToDevice", "ToTorchImage", "Convert", "View", "Squeeze", "ModuleWrapper",
            "RandomHorizontalFlip", "RandomVerticalFlip", "RandomTranslate", "Cutout", "RandomBrightness",
@@ -20,14 +23,18 @@ __all__ = ["ToTensor", "ToDevice", "ToTorchImage", "Convert", "View", "Squeeze",
            "RandomColorJitter", "GaussianBlur", "RandomErasing", "Rotate", "CenterCrop", "CornerCrop",
            "LabelColorJitter", "LabelGrayscale", "LabelSolarization", "LabelGaussianBlur", "LabelRotate",
            "LabelTranslate", "LabelRandomHorizontalFlip", "LabelRandomResizedCrop", "PadRGBImageDecoder",
-           "RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AugmentOp", "ToTorchVideo", "Photometric"]
+           "RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AugmentOp", "ToTorchVideo", "Photometric",
+           "LetterBox", "LabelLetterBox", "RandomHSV", "LabelRandomHSV", "RandomFlip"]
 
 
 def __getattr__(name):
-    # LabelRandomResizedCrop and PadRGBImageDecoder are decoders of
+    # LabelRandomResizedCrop, PadRGBImageDecoder and LabelLetterBox are decoders of
     # ffcv_go.fields, which imports this package while it loads: they are
     # imported on first use.
     if name in ("LabelRandomResizedCrop", "PadRGBImageDecoder"):
         from . import resized_crop
         return getattr(resized_crop, name)
+    if name == "LabelLetterBox":
+        from ..fields.rgb_image import LabelLetterBox
+        return LabelLetterBox
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

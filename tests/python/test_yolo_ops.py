@@ -1,0 +1,251 @@
+"""YOLO's axis-aligned and photometric ops against OpenCV, the library
+Ultralytics runs them with, on real photos (crops of Debian wallpapers) of
+several sizes: LetterBox against cv2.resize + cv2.copyMakeBorder at
+Ultralytics' sizes and padding, RandomHSV against cv2.cvtColor + cv2.LUT at
+the gains LabelRandomHSV reports, and the boxes and keypoints that follow
+them. OpenCV (opencv-python-headless, requirements-extra.txt) is needed for
+the pixel comparisons; the geometry is checked without it."""
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import write
+from ffcv_go import Loader
+from ffcv_go.fields import IntField, RaggedArrayField, RGBImageField
+from ffcv_go.fields.decoders import CenterCropRGBImageDecoder, IntDecoder, RaggedDecoder
+from ffcv_go.loader import OrderOption
+from ffcv_go.transforms import LabelLetterBox, LabelRandomHSV, LetterBox, RandomFlip, RandomHSV
+
+SIZES = [(97, 150), (130, 90), (64, 64), (50, 211), (120, 33), (120, 160)]  # (h, w)
+N = len(SIZES)
+
+
+def _cv2():
+    return pytest.importorskip("cv2", reason="opencv-python-headless (requirements-extra.txt) is not installed")
+
+
+def _photos():
+    sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
+    import make_dataset
+    from PIL import Image
+    paths = make_dataset.find_photos()[:N]
+    if len(paths) < 2:
+        pytest.skip("no photos installed (Debian wallpaper packages)")
+    out = []
+    for i, (h, w) in enumerate(SIZES):
+        im = Image.open(paths[i % len(paths)])
+        im.draft("RGB", (500, 500))
+        im = im.convert("RGB").resize((400, 300))
+        x0, y0 = 17 * i, 9 * i
+        out.append(np.asarray(im)[y0:y0 + h, x0:x0 + w].copy())
+    return out
+
+
+def _boxes(i, h, w):
+    """Three boxes inside image i (xyxy), and each one's left and right
+    mid-height points (x, y, visible)."""
+    rng = np.random.default_rng(i)
+    b = []
+    for _ in range(3):
+        x0, y0 = rng.uniform(0, w * 0.6), rng.uniform(0, h * 0.6)
+        b.append([x0, y0, x0 + rng.uniform(4, w * 0.4), y0 + rng.uniform(4, h * 0.4)])
+    b = np.array(b, np.float32)
+    ym = (b[:, 1] + b[:, 3]) / 2
+    pts = np.stack([np.stack([b[:, 0], ym, np.ones(3)], -1), np.stack([b[:, 2], ym, np.ones(3)], -1)], 1)
+    return b, pts.astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def photos(tmp_path_factory):
+    """(path of a raw .beton, the photos, their boxes, their keypoints)."""
+    imgs = _photos()
+    boxes, points = zip(*[_boxes(i, *im.shape[:2]) for i, im in enumerate(imgs)])
+    path = tmp_path_factory.mktemp("yolo_ops") / "photos.beton"
+    write(path, {"image": RGBImageField(write_mode="raw"),
+                 "boxes": RaggedArrayField(np.float32, (4,), follows="image", coords="xyxy"),
+                 "points": RaggedArrayField(np.float32, (2, 3), follows="image", coords="xy"),
+                 "label": IntField()},
+          [(imgs[i], boxes[i], points[i], i) for i in range(N)])
+    return path, imgs, boxes, points
+
+
+def _ultralytics_letterbox(img, new_shape, scaleup=True, center=True, scale_fill=False, fill=114):
+    """What Ultralytics' LetterBox does, written from its documented
+    behaviour: the image, ratios and (left, top)."""
+    cv2 = _cv2()
+    h, w = img.shape[:2]
+    r = min(new_shape[0] / h, new_shape[1] / w)
+    if not scaleup:
+        r = min(r, 1.0)
+    ratio = (r, r)
+    nw, nh = int(round(w * r)), int(round(h * r))
+    dw, dh = new_shape[1] - nw, new_shape[0] - nh
+    if scale_fill:
+        dw, dh, nw, nh = 0, 0, new_shape[1], new_shape[0]
+        ratio = (new_shape[1] / w, new_shape[0] / h)
+    if center:
+        dw, dh = dw / 2, dh / 2
+    if (w, h) != (nw, nh):
+        img = cv2.resize(img, (nw, nh), interpolation=cv2.INTER_LINEAR)
+    top, bottom = (int(round(dh - 0.1)) if center else 0), int(round(dh + 0.1))
+    left, right = (int(round(dw - 0.1)) if center else 0), int(round(dw + 0.1))
+    img = cv2.copyMakeBorder(img, top, bottom, left, right, cv2.BORDER_CONSTANT, value=(fill,) * 3)
+    return img, ratio, (left, top)
+
+
+FIELDS = ["image", "boxes", "points", "label"]  # the file's order
+
+
+def batches(loader, pipes):
+    """The loader's batches as dicts: the file's fields with a pipeline, in
+    the file's order, then the views."""
+    names = [f for f in FIELDS if pipes.get(f) is not None] + list(loader.custom_field_mapper)
+    return [dict(zip(names, (x if hasattr(x, "counts") else x.numpy() for x in b))) for b in loader]
+
+
+LETTERBOXES = [dict(new_shape=(128, 128)), dict(new_shape=(96, 160), scaleup=False),
+               dict(new_shape=(100, 75), center=False, fill=0), dict(new_shape=(64, 96), scale_fill=True)]
+
+
+def _letterbox_batch(path, kw, image_first=True):
+    """One batch of every sample: the letterboxed images, LabelLetterBox's
+    report, and the boxes and points that follow."""
+    ops = [LetterBox(**kw)] if image_first else [SimpleRGBImageDecoder(), LetterBox(**kw)]
+    pipes = {"image": ops, "lb": [LabelLetterBox(**kw)],
+             "boxes": [RaggedDecoder(follows="image", min_size=0, min_area=0)],
+             "points": [RaggedDecoder(follows="image", boxes="boxes")], "label": None}
+    loader = Loader(path, batch_size=N, num_workers=2, order=OrderOption.SEQUENTIAL, pipelines=pipes,
+                    custom_field_mapper={"lb": "image"})
+    (b,) = batches(loader, pipes)
+    return b
+
+
+@pytest.mark.parametrize("kw", LETTERBOXES, ids=lambda kw: ",".join(f"{k}={v}" for k, v in kw.items()))
+def test_letterbox_equals_opencv(photos, kw):
+    path, imgs, boxes, points = photos
+    b = _letterbox_batch(path, kw)
+    images, lb = b["image"], b["lb"]
+    bx, bcount, pt, pcount = b["boxes"].data.numpy(), b["boxes"].counts, b["points"].data.numpy(), b["points"].counts
+    for i, img in enumerate(imgs):
+        ref, ratio, (left, top) = _ultralytics_letterbox(img, **kw)
+        assert images[i].shape == ref.shape
+        np.testing.assert_array_equal(images[i], ref, err_msg=f"image {i} {img.shape}")
+        np.testing.assert_allclose(lb[i], [*ratio, left, top, img.shape[1], img.shape[0]], rtol=1e-6)
+        # Ultralytics scales labels by its ratio; the pixels move by the
+        # resize's own scale round(w r) / w: the two agree within half a pixel.
+        want = boxes[i] * np.array([*ratio, *ratio], np.float32) + np.array([left, top, left, top], np.float32)
+        want = np.clip(want, 0, [ref.shape[1], ref.shape[0]] * 2)
+        assert int(bcount[i]) == len(want)
+        np.testing.assert_allclose(bx[i, :len(want)], want, atol=0.5)
+        xy = points[i][..., :2] * np.array(ratio, np.float32) + np.array([left, top], np.float32)
+        np.testing.assert_allclose(pt[i, :int(pcount[i]), :, :2], xy, atol=0.5)
+
+
+def test_letterbox_after_a_decoder_is_the_transform(photos):
+    """LetterBox later in a pipeline letterboxes the decoded images (of one
+    size): OpenCV's pixels, up (60 to 120) and down (60 to 45)."""
+    path = photos[0]
+    for shape in [(80, 120), (45, 30)]:
+        pipes = {"image": [CenterCropRGBImageDecoder((60, 60), 1.0), LetterBox(shape)],
+                 "plain": [CenterCropRGBImageDecoder((60, 60), 1.0)], "label": None, "boxes": None, "points": None}
+        loader = Loader(path, batch_size=N, num_workers=1, order=OrderOption.SEQUENTIAL, pipelines=pipes,
+                        custom_field_mapper={"plain": "image"})
+        (b,) = batches(loader, pipes)
+        for i in range(N):
+            np.testing.assert_array_equal(b["image"][i], _ultralytics_letterbox(b["plain"][i], shape)[0])
+
+
+def test_letterbox_arguments():
+    with pytest.raises(ValueError, match="auto=True"):
+        LetterBox(64, auto=True)
+    with pytest.raises(ValueError, match="fill"):
+        LetterBox(64, fill=(1, 2))
+    assert LetterBox(64).new_shape == (64, 64)
+
+
+def _ultralytics_hsv(img, gains):
+    """Ultralytics' RandomHSV (8.3.79 on) at the gains (g_h, g_s, g_v), on an
+    RGB image (its BGR2HSV of a BGR image is RGB2HSV of the RGB one)."""
+    cv2 = _cv2()
+    r = np.asarray(gains, np.float64)
+    x = np.arange(0, 256, dtype=r.dtype)
+    lut_hue = ((x + r[0] * 180) % 180).astype(np.uint8)
+    lut_sat = np.clip(x * (r[1] + 1), 0, 255).astype(np.uint8)
+    lut_val = np.clip(x * (r[2] + 1), 0, 255).astype(np.uint8)
+    lut_sat[0] = 0
+    hue, sat, val = cv2.split(cv2.cvtColor(img, cv2.COLOR_RGB2HSV))
+    hsv = cv2.merge((cv2.LUT(hue, lut_hue), cv2.LUT(sat, lut_sat), cv2.LUT(val, lut_val)))
+    return cv2.cvtColor(hsv, cv2.COLOR_HSV2RGB)
+
+
+@pytest.mark.parametrize("gains", [(0.015, 0.7, 0.4), (0.5, 0.5, 0.5), (0.0, 0.0, 0.9)])
+def test_random_hsv_equals_opencv(photos, gains):
+    """Every pixel equal to OpenCV's, at the gains LabelRandomHSV reports,
+    on letterboxed images 160 wide (OpenCV converts a row's first 160
+    pixels in SIMD blocks) and 75 wide (a block and a scalar tail)."""
+    _cv2()
+    path, imgs, _, _ = photos
+    for shape in [(96, 160), (100, 75)]:
+        pipes = {"image": [LetterBox(shape, fill=(30, 200, 90)), RandomHSV(*gains, seed=5)],
+                 "plain": [LetterBox(shape, fill=(30, 200, 90))],
+                 "label": [IntDecoder(), LabelRandomHSV(*gains, seed=5)], "boxes": None, "points": None}
+        loader = Loader(path, batch_size=N, num_workers=2, order=OrderOption.SEQUENTIAL, pipelines=pipes,
+                        custom_field_mapper={"plain": "image"}, seed=11)
+        (b,) = batches(loader, pipes)
+        drawn = b["label"][:, 1:]
+        assert np.all(np.abs(drawn) <= np.asarray(gains, np.float32)) and len(np.unique(drawn[:, 2])) > 1
+        for i in range(N):
+            ref = _ultralytics_hsv(b["plain"][i], drawn[i])
+            np.testing.assert_array_equal(b["image"][i], ref, err_msg=f"image {i}, gains {drawn[i]}")
+
+
+def test_random_hsv_zero_gains_change_nothing(photos):
+    path, imgs, _, _ = photos
+    pipes = {"image": [LetterBox(64), RandomHSV(0, 0, 0)], "plain": [LetterBox(64)], "label": None,
+             "boxes": None, "points": None}
+    loader = Loader(path, batch_size=N, num_workers=1, order=OrderOption.SEQUENTIAL, pipelines=pipes,
+                    custom_field_mapper={"plain": "image"})
+    (b,) = batches(loader, pipes)
+    np.testing.assert_array_equal(b["image"], b["plain"])
+
+
+@pytest.mark.parametrize("bad", [dict(hgain=-0.1), dict(sgain=1.5), dict(vgain=float("nan"))])
+def test_random_hsv_arguments(bad):
+    with pytest.raises(ValueError, match="gain"):
+        RandomHSV(**bad)
+
+
+@pytest.mark.parametrize("direction", ["horizontal", "vertical"])
+def test_random_flip_targets(photos, direction):
+    """RandomFlip(p=1, direction): boxes mirror with the image; keypoints'
+    left and right swap through flip_indices on a left-right flip only, as
+    Ultralytics' flip_idx."""
+    path, imgs, boxes, points = photos
+    kw = dict(new_shape=(96, 96))
+    pipes = {"image": [LetterBox(**kw), RandomFlip(1.0, direction)], "plain": [LetterBox(**kw)],
+             "boxes": [RaggedDecoder(follows="image", min_size=0, min_area=0)],
+             "points": [RaggedDecoder(follows="image", boxes="boxes", flip_indices=[1, 0])],
+             "lb": [LabelLetterBox(**kw)], "label": None}
+    loader = Loader(path, batch_size=N, num_workers=1, order=OrderOption.SEQUENTIAL, pipelines=pipes,
+                    custom_field_mapper={"plain": "image", "lb": "image"})
+    (b,) = batches(loader, pipes)
+    img, plain, lb = b["image"], b["plain"], b["lb"]
+    bx, pt, pc = b["boxes"].data.numpy(), b["points"].data.numpy(), b["points"].counts
+    axis = 1 if direction == "horizontal" else 0
+    np.testing.assert_array_equal(img, np.flip(plain, axis=1 + axis))
+    for i in range(N):
+        rx, ry, left, top = lb[i, :4]
+        b0 = boxes[i] * [rx, ry, rx, ry] + [left, top, left, top]
+        p0 = points[i][..., :2] * [rx, ry] + [left, top]
+        if direction == "horizontal":
+            want_b = np.stack([96 - b0[:, 2], b0[:, 1], 96 - b0[:, 0], b0[:, 3]], -1)
+            want_p = np.stack([96 - p0[:, ::-1, 0], p0[:, ::-1, 1]], -1)  # left and right swapped
+        else:
+            want_b = np.stack([b0[:, 0], 96 - b0[:, 3], b0[:, 2], 96 - b0[:, 1]], -1)
+            want_p = np.stack([p0[..., 0], 96 - p0[..., 1]], -1)
+        np.testing.assert_allclose(bx[i, :3], want_b, atol=0.5)
+        np.testing.assert_allclose(pt[i, :int(pc[i]), :, :2], want_p, atol=0.5)
+    with pytest.raises(ValueError, match="direction"):
+        RandomFlip(0.5, "diagonal")
