@@ -249,3 +249,18 @@ def test_random_flip_targets(photos, direction):
         np.testing.assert_allclose(pt[i, :int(pc[i]), :, :2], want_p, atol=0.5)
     with pytest.raises(ValueError, match="direction"):
         RandomFlip(0.5, "diagonal")
+
+
+def test_guide_blocks_run(photos):
+    """docs/guides/yolo.md's blocks, on the photos (fields image, boxes,
+    points, label), one batch of each loader."""
+    import re
+    guide = (Path(__file__).parents[2] / "docs/guides/yolo.md").read_text()
+    env = {}
+    for code in re.findall(r"```python\n(.*?)```", guide, re.S):
+        code = code.replace('"train.beton"', repr(str(photos[0]))).replace("batch_size=16", f"batch_size={N}")
+        exec(compile(code.replace("for batch in loader:", "for batch in [next(iter(loader))]:"), "yolo.md", "exec"),
+             env)
+        batch = next(iter(env["loader"]))
+        assert batch[0].shape == (N, 640, 640, 3)
+    assert env["ratio_pad"].shape == (N, 6)
