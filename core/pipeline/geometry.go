@@ -59,6 +59,15 @@ type Geometric interface {
 	Place(c *Ctx, key, w, h int) (Step, error)
 }
 
+// Centred is a Geometric operation that also decides which boxes survive
+// by their centres (torchvision's RandomIoUCrop): a box stays only when
+// its centre, where the box is in the op's input, lies strictly inside
+// the window. ok is false when every box stays.
+type Centred interface {
+	Geometric
+	Window(c *Ctx, key, w, h int) (win [4]float64, ok bool, err error)
+}
+
 // Photometric marks an operation that changes pixel values only: the
 // targets that follow its image pass it by.
 type Photometric interface {
@@ -79,6 +88,15 @@ type Affine struct {
 	SX, TX, SY, TY float64
 	W, H           int
 	Valid          [4]float64 // x0, y0, x1, y1
+	// Centres are the windows of Centred steps, each with the map up to it.
+	Centres []CentreWindow
+}
+
+// CentreWindow is a Centred step's window and the map of the pipeline
+// before it.
+type CentreWindow struct {
+	Before Affine
+	Win    [4]float64
 }
 
 // Identity is the map of a w×h image that no operation has moved.
@@ -97,7 +115,22 @@ func (a Affine) Then(s Step) Affine {
 			max(min(x0, x1), 0), max(min(y0, y1), 0),
 			min(max(x0, x1), float64(s.W)), min(max(y0, y1), float64(s.H)),
 		},
+		Centres: a.Centres,
 	}
+}
+
+// Centred reports whether the stored-image box b survives every Centred
+// step: its centre, as the box is (clipped) before the step, strictly
+// inside the step's window.
+func (a Affine) Centred(b [4]float64) bool {
+	for _, c := range a.Centres {
+		cb, _ := c.Before.Box(b)
+		cx, cy := 0.5*(cb[0]+cb[2]), 0.5*(cb[1]+cb[3])
+		if !(c.Win[0] < cx && cx < c.Win[2] && c.Win[1] < cy && cy < c.Win[3]) {
+			return false
+		}
+	}
+	return true
 }
 
 // Box maps a stored-image box and clips it to the visible output; area is
@@ -188,6 +221,17 @@ func (g *Geometry) Sample(c *Ctx, r interface {
 		st, err := s.op.Place(c, s.key, a.W, a.H)
 		if err != nil {
 			return Affine{}, err
+		}
+		if cw, ok := s.op.(Centred); ok {
+			win, has, err := cw.Window(c, s.key, a.W, a.H)
+			if err != nil {
+				return Affine{}, err
+			}
+			if has {
+				before := a
+				before.Centres = nil
+				a.Centres = append(a.Centres[:len(a.Centres):len(a.Centres)], CentreWindow{before, win})
+			}
 		}
 		a = a.Then(st)
 	}

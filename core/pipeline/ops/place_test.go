@@ -30,6 +30,16 @@ var placeArgs = map[string][]map[string]any{
 		{"size": []int{24, 28}, "fill": []int{0}}, {"size": []int{20, 36}, "scaleup": false, "center": false, "fill": []int{0}},
 		{"size": []int{24, 24}, "scale_fill": true}, {"size": []int{50, 30}, "fill": []int{0, 0, 0}},
 	},
+	"rgb_iou_crop": {
+		{"size": []int{24, 20}, "boxes": "boxes", "min_scale": 0.3, "max_scale": 1.0, "min_aspect_ratio": 0.5,
+			"max_aspect_ratio": 2.0, "trials": 40},
+		{"size": []int{30, 40}, "boxes": "boxes", "min_scale": 0.5, "max_scale": 0.9, "min_aspect_ratio": 0.5,
+			"max_aspect_ratio": 2.0, "trials": 5, "sampler_options": []float64{0, 0.3}, "seed": 3},
+	},
+	"zoom_out": {
+		{"fill": []int{0}, "side_range": []float64{1, 2.5}, "p": 0.7},
+		{"fill": []int{0, 0, 0}, "side_range": []float64{1.5, 3}, "p": 1, "size": []int{20, 24}},
+	},
 	"letterbox":   {{"size": []int{24, 28}, "fill": []int{0}}, {"size": []int{26, 20}, "center": false, "fill": []int{0}}},
 	"rrc":         {{"size": []int{20, 24}, "scale": []float64{0.2, 1}, "ratio": []float64{0.75, 1.33}}},
 	"center_crop": {{"size": []int{20, 20}, "ratio": 0.8}},
@@ -55,7 +65,8 @@ var placeDecoders = []optest.Named{
 // an image's, and its targets' replay with pipeline.NewGeometry from the
 // same specs, so fusing and keys are those targets get.
 func TestPlaceFollowsRun(t *testing.T) {
-	r := optest.ReaderOf(t, placeW, placeH)
+	// The file has boxes: rgb_iou_crop draws its crop around them.
+	r := optest.ReaderWithBoxes(t, placeW, placeH)
 	env := pipeline.Env{Reader: r, Field: optest.ImageField, Desc: r.Fields[optest.ImageField]}
 	geometric := 0
 	for _, name := range pipeline.Names() {
@@ -155,6 +166,7 @@ func checkPlace(t *testing.T, env pipeline.Env, ops []optest.Named) {
 				copy(img[(my*placeW+mx)*3:], []byte{255, 255, 255})
 				c := pipeline.NewCtx()
 				c.Seed, c.Pos, c.Sample, c.Col, c.Heap = 3, pos, 0, col, img
+				c.Read = func(f int) ([]byte, []byte, error) { return env.Reader.Read(c.Sample, f) }
 				if err := p.Run(c, &s, nil, out); err != nil {
 					t.Fatal(err)
 				}

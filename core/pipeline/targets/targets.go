@@ -85,7 +85,7 @@ func (f *rowFilter) keep(c *pipeline.Ctx, env pipeline.Env, a pipeline.Affine, o
 			b[k] = floatAt(boxes, item, 4*i+k)
 		}
 		cb, area := a.Box(b)
-		keep[i] = f.filter.keep(cb, area)
+		keep[i] = f.filter.keep(cb, area) && a.Centred(b)
 	}
 	return keep, nil
 }
