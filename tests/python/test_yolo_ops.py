@@ -264,3 +264,107 @@ def test_guide_blocks_run(photos):
         batch = next(iter(env["loader"]))
         assert batch[0].shape == (N, 640, 640, 3)
     assert env["ratio_pad"].shape == (N, 6)
+
+
+# ---- torchvision's SSD crop and zoom out -----------------------------------------
+
+def _tv():
+    return pytest.importorskip("torchvision.transforms.v2.functional")
+
+
+def _tv_boxes(boxes, h, w):
+    import torch
+    from torchvision import tv_tensors
+    return tv_tensors.BoundingBoxes(torch.as_tensor(boxes), format="XYXY", canvas_size=(h, w))
+
+
+@pytest.mark.parametrize("seed", [4, 9])
+def test_iou_crop_equals_torchvision(photos, seed):
+    """RandomIoUCrop's image is the stored image cropped by torchvision's
+    F.crop at the reported (top, left, height, width), resized with
+    OpenCV's INTER_AREA (within 1 level); its boxes are torchvision's:
+    F.crop's, those whose centre left the crop dropped, then F.resize's."""
+    F = _tv()
+    cv2 = _cv2()
+    import torch
+    path, imgs, boxes, _ = photos
+    kw = dict(min_scale=0.3, sampler_options=[0.0, 0.1, 0.3, 0.5, 1.0], seed=seed)
+    size = (64, 80)
+    from ffcv_go.transforms import LabelRandomIoUCrop, RandomIoUCrop
+    pipes = {"image": [RandomIoUCrop(size, **kw)], "crop": [LabelRandomIoUCrop(size, **kw)],
+             "boxes": [RaggedDecoder(follows="image", min_size=0, min_area=0)], "points": None, "label": None}
+    cropped = 0
+    for epoch_seed in range(4):
+        loader = Loader(path, batch_size=N, num_workers=2, order=OrderOption.SEQUENTIAL, pipelines=pipes,
+                        custom_field_mapper={"crop": "image"}, seed=epoch_seed)
+        (b,) = batches(loader, pipes)
+        for i, img in enumerate(imgs):
+            top, left, ch, cw = (int(v) for v in b["crop"][i])
+            cropped += (ch, cw) != img.shape[:2]
+            crop = F.crop(torch.from_numpy(img).permute(2, 0, 1), top, left, ch, cw).permute(1, 2, 0).numpy()
+            ref = cv2.resize(np.ascontiguousarray(crop), size[::-1], interpolation=cv2.INTER_AREA)
+            assert np.abs(b["image"][i].astype(int) - ref).max() <= 1, f"image {i}, crop {(top, left, ch, cw)}"
+            tb = F.crop(_tv_boxes(boxes[i], *img.shape[:2]), top, left, ch, cw)
+            if (ch, cw) != img.shape[:2]:
+                c = boxes[i][:, :2] / 2 + boxes[i][:, 2:] / 2
+                inside = (left < c[:, 0]) & (c[:, 0] < left + cw) & (top < c[:, 1]) & (c[:, 1] < top + ch)
+                from torchvision import tv_tensors
+                tb = tv_tensors.wrap(tb[torch.from_numpy(inside)], like=tb)
+                assert inside.any()
+            tb = F.resize(tb, list(size))
+            n = int(b["boxes"].counts[i])
+            assert n == len(tb), f"image {i}: {n} boxes kept, torchvision keeps {len(tb)}"
+            np.testing.assert_allclose(b["boxes"].data[i, :n].numpy(), tb.numpy(), atol=1e-3)
+    assert cropped > N  # most samples of the 4 epochs were cropped
+
+
+def test_zoom_out_equals_torchvision(photos):
+    """RandomZoomOut's canvas is torchvision's F.pad at the reported
+    padding, resized with OpenCV's INTER_AREA (within 1 level) and within a
+    few levels of torchvision's antialiased resize; its boxes are F.pad's,
+    then F.resize's."""
+    F = _tv()
+    cv2 = _cv2()
+    import torch
+    from ffcv_go.transforms import LabelRandomZoomOut, RandomZoomOut
+    path, imgs, boxes, _ = photos
+    kw = dict(fill=(10, 200, 30), side_range=(1.0, 3.0), p=0.8)
+    pipes = {"image": [LetterBox(96), RandomZoomOut(**kw, seed=2)], "plain": [LetterBox(96)],
+             "lb": [LabelLetterBox(96)], "label": [IntDecoder(), LabelRandomZoomOut(**kw, seed=2)],
+             "boxes": [RaggedDecoder(follows="image", min_size=0, min_area=0)], "points": None}
+    loader = Loader(path, batch_size=N, num_workers=2, order=OrderOption.SEQUENTIAL, pipelines=pipes,
+                    custom_field_mapper={"plain": "image", "lb": "image"}, seed=5)
+    (b,) = batches(loader, pipes)
+    zoomed, tv_diff = 0, 0
+    for i in range(N):
+        on, sc, fx, fy = (float(v) for v in b["label"][i, 1:])
+        cw, ch = (int(96 * sc), int(96 * sc)) if on else (96, 96)
+        left, top = int((cw - 96) * fx), int((ch - 96) * fy)
+        zoomed += (cw, ch) != (96, 96)
+        pad = [left, top, cw - 96 - left, ch - 96 - top]
+        canvas = F.pad(torch.from_numpy(b["plain"][i]).permute(2, 0, 1), pad, fill=list(kw["fill"]))
+        hwc = np.ascontiguousarray(canvas.permute(1, 2, 0).numpy())
+        ref = cv2.resize(hwc, (96, 96), interpolation=cv2.INTER_AREA)
+        assert np.abs(b["image"][i].astype(int) - ref).max() <= 1, f"image {i}, padding {pad}"
+        tv_img = F.resize(canvas, [96, 96], antialias=True).permute(1, 2, 0).numpy()
+        tv_diff = max(tv_diff, np.abs(b["image"][i].astype(int) - tv_img).mean())
+        rx, ry, pl, pt = b["lb"][i, :4]
+        lb = boxes[i] * [rx, ry, rx, ry] + [pl, pt, pl, pt]
+        tb = F.resize(F.pad(_tv_boxes(lb.astype(np.float32), 96, 96), pad), [96, 96])
+        np.testing.assert_allclose(b["boxes"].data[i, :int(b["boxes"].counts[i])].numpy(), tb.numpy(), atol=0.6)
+    assert zoomed >= 2 and tv_diff < 4
+
+
+def test_iou_crop_arguments(photos):
+    from ffcv_go.transforms import LabelRandomIoUCrop, RandomIoUCrop
+    path = photos[0]
+    with pytest.raises(ValueError, match="seed"):
+        LabelRandomIoUCrop(64)
+    with pytest.raises(ValueError, match="min_scale"):
+        RandomIoUCrop(64, min_scale=0)
+    with pytest.raises(ValueError, match="must open the pipeline"):
+        Loader(path, batch_size=N, num_workers=1, pipelines={
+            "image": [LetterBox(64), RandomIoUCrop(64)], "points": None, "label": None})
+    with pytest.raises(ValueError, match='no field "bboxes"'):
+        Loader(path, batch_size=N, num_workers=1, pipelines={
+            "image": [RandomIoUCrop(64, boxes="bboxes")], "points": None, "label": None})

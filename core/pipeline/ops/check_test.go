@@ -24,7 +24,7 @@ var validArgs = map[string]map[string]any{
 	"rgb_iou_crop": {"size": []int{8, 8}, "boxes": "boxes", "min_scale": 0.3, "max_scale": 1.0,
 		"min_aspect_ratio": 0.5, "max_aspect_ratio": 2.0, "trials": 40},
 	"label_iou_crop": {"size": []int{8, 8}, "boxes": "boxes", "min_scale": 0.3, "max_scale": 1.0,
-		"min_aspect_ratio": 0.5, "max_aspect_ratio": 2.0, "trials": 40, "sampler_options": []float64{0.5, 1}},
+		"min_aspect_ratio": 0.5, "max_aspect_ratio": 2.0, "trials": 40, "sampler_options": []float64{0.5, 1}, "seed": 2},
 	"zoom_out":    {"fill": []int{0}, "side_range": []float64{1, 4}, "p": 0.5},
 	"rrc":         {"size": []int{8, 8}, "scale": []float64{0.08, 1}, "ratio": []float64{0.75, 1.33}},
 	"center_crop": {"size": []int{8, 8}, "ratio": 1},

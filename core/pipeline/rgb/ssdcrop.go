@@ -51,6 +51,9 @@ func newIoUCrop(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 type labelIoUCrop struct{ d *iouCrop }
 
 func newLabelIoUCrop(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
+	if err := pipeline.NeedSeed(raw); err != nil {
+		return nil, err
+	}
 	d, err := parseIoUCrop(env, raw)
 	if err != nil {
 		return nil, err
@@ -350,32 +353,52 @@ func (z *zoomOut) Out(in pipeline.Spec) (pipeline.Spec, error) {
 	return pipeline.Spec{Shape: []int{z.oh, z.ow, 3}, DType: "|u1"}, nil
 }
 
-// draw is the canvas (cw×ch) and the image's place on it (left, top) for a
-// w×h image: torchvision's padding is (left, top, cw-w-left, ch-h-top).
-// Not applied, the canvas is the image.
-func (z *zoomOut) draw(c *pipeline.Ctx, key, w, h int) (left, top, cw, ch int) {
-	r := c.Rand(key)
-	if r.Float64() >= z.p {
-		return 0, 0, w, h
-	}
-	s := z.side[0] + r.Float64()*(z.side[1]-z.side[0])
-	cw, ch = int(float64(w)*s), int(float64(h)*s)
-	left = int(float64(cw-w) * r.Float64())
-	top = int(float64(ch-h) * r.Float64())
-	return left, top, cw, ch
+// zoomDraw is a sample's draw: whether it zooms out, the canvas's scale,
+// and the image's place on it as fractions of the free width and height;
+// each a float32, so that its report is exact.
+type zoomDraw struct {
+	on        bool
+	s, fx, fy float64
 }
 
-// Reports: (left, top, canvas width, canvas height): torchvision's
-// padding is (left, top, width - w - left, height - h - top).
+func (z *zoomOut) draw(c *pipeline.Ctx, key int) zoomDraw {
+	r := c.Rand(key)
+	if r.Float64() >= z.p {
+		return zoomDraw{}
+	}
+	f32 := func(v float64) float64 { return float64(float32(v)) }
+	return zoomDraw{on: true, s: f32(z.side[0] + r.Float64()*(z.side[1]-z.side[0])), fx: f32(r.Float64()), fy: f32(r.Float64())}
+}
+
+// place is the canvas (cw×ch) and the image's place on it (left, top) for
+// a w×h image, as torchvision computes them: cw = int(w·s), left =
+// int((cw - w)·fx). Not zoomed out, the canvas is the image.
+func (d zoomDraw) place(w, h int) (left, top, cw, ch int) {
+	if !d.on {
+		return 0, 0, w, h
+	}
+	cw, ch = int(float64(w)*d.s), int(float64(h)*d.s)
+	return int(float64(cw-w) * d.fx), int(float64(ch-h) * d.fy), cw, ch
+}
+
+// Reports: (zoomed out: 1 or 0, s, fx, fy): the canvas is int(w·s) ×
+// int(h·s), the image at (int((int(w·s) - w)·fx), int((int(h·s) - h)·fy)).
 func (z *zoomOut) Reports() int { return 4 }
 
 func (z *zoomOut) Report(c *pipeline.Ctx, key int, dst []float32) {
-	l, t, cw, ch := z.draw(c, key, z.in.Shape[1], z.in.Shape[0])
-	dst[0], dst[1], dst[2], dst[3] = float32(l), float32(t), float32(cw), float32(ch)
+	d := z.draw(c, key)
+	dst[0], dst[1], dst[2], dst[3] = b2f(d.on), float32(d.s), float32(d.fx), float32(d.fy)
+}
+
+func b2f(b bool) float32 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (z *zoomOut) Place(c *pipeline.Ctx, key, w, h int) (pipeline.Step, error) {
-	l, t, cw, ch := z.draw(c, key, w, h)
+	l, t, cw, ch := z.draw(c, key).place(w, h)
 	return pipeline.CropStep(image.Rect(-l, -t, cw-l, ch-t), z.ow, z.oh), nil
 }
 
@@ -384,7 +407,7 @@ type zoomBuf struct{ b []byte }
 
 func (z *zoomOut) Run(c *pipeline.Ctx, key int, in, out []byte) error {
 	h, w := z.in.Shape[0], z.in.Shape[1]
-	l, t, cw, ch := z.draw(c, key, w, h)
+	l, t, cw, ch := z.draw(c, key).place(w, h)
 	canvas := in
 	if cw != w || ch != h {
 		buf := c.State("zoom_out", func() any { return &zoomBuf{} }).(*zoomBuf)

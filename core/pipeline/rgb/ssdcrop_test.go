@@ -93,7 +93,7 @@ func TestZoomOutDraws(t *testing.T) {
 		for pos := uint64(0); pos < 100; pos++ {
 			c := pipeline.NewCtx()
 			c.Pos = pos
-			l, top, cw, ch := z.draw(c, 0, w, h)
+			l, top, cw, ch := z.draw(c, 0).place(w, h)
 			if cw == w && ch == h {
 				continue
 			}

@@ -6,7 +6,7 @@ from .bytes import BytesDecoder
 from .ndarray import NDArrayDecoder
 from .rgb_image import (SimpleRGBImageDecoder, ResizedCropRGBImageDecoder, RandomResizedCropRGBImageDecoder,
                         CenterCropRGBImageDecoder, PadRGBImageDecoder, ResizePadRGBImageDecoder,
-                        LetterBoxRGBImageDecoder)
+                        LetterBoxRGBImageDecoder, RandomIoUCropRGBImageDecoder)
 from .ragged import RaggedDecoder
 from .mask import MaskDecoder
 from .text import TokenDecoder, CaptionDecoder, Tokens
@@ -14,5 +14,6 @@ from .video_decoders import RandomClipDecoder, ClipDecoder
 
 __all__ = ["IntDecoder", "FloatDecoder", "NDArrayDecoder", "BytesDecoder", "SimpleRGBImageDecoder",
            "ResizedCropRGBImageDecoder", "RandomResizedCropRGBImageDecoder", "CenterCropRGBImageDecoder",
-           "PadRGBImageDecoder", "ResizePadRGBImageDecoder", "LetterBoxRGBImageDecoder", "RaggedDecoder",
+           "PadRGBImageDecoder", "ResizePadRGBImageDecoder", "LetterBoxRGBImageDecoder",
+           "RandomIoUCropRGBImageDecoder", "RaggedDecoder",
            "MaskDecoder", "TokenDecoder", "CaptionDecoder", "Tokens", "RandomClipDecoder", "ClipDecoder"]

@@ -460,3 +460,60 @@ class LabelLetterBox(LetterBoxRGBImageDecoder):
 
     def _go_spec(self, previous_state=None):
         return {"op": "label_letterbox", **self._args()}
+
+
+class RandomIoUCropRGBImageDecoder(_ImageDecoder):
+    """torchvision.transforms.v2's RandomIoUCrop as the decoder
+    (``ffcv_go.transforms.RandomIoUCrop`` is this), resized to output_size
+    (rows, cols): SSD's crop, drawn around the sample's stored boxes (the
+    file's field ``boxes``, a RaggedArrayField of xyxy boxes) -- a minimum
+    IoU from sampler_options (1 keeps the whole image), then up to trials
+    crops, each side a factor in [min_scale, max_scale] of the image's and
+    the aspect in [min_aspect_ratio, max_aspect_ratio], until one holds a
+    box's centre and has IoU >= the minimum with such a box. Boxes whose
+    centre lies outside the crop are dropped from the targets that
+    follow, as torchvision marks them for SanitizeBoundingBoxes."""
+
+    def __init__(self, output_size, min_scale=0.3, max_scale=1.0, min_aspect_ratio=0.5, max_aspect_ratio=2.0,
+                 sampler_options=None, trials=40, boxes="boxes", seed=None):
+        super().__init__()
+        self.output_size = _letterbox_shape(output_size)
+        self.min_scale, self.max_scale = float(min_scale), float(max_scale)
+        self.min_aspect_ratio, self.max_aspect_ratio = float(min_aspect_ratio), float(max_aspect_ratio)
+        self.sampler_options = None if sampler_options is None else [float(o) for o in sampler_options]
+        self.trials, self.boxes, self.seed = int(trials), str(boxes), _seed_arg(seed)
+        _check_spec(self, self._go_spec())
+
+    def declare_state_and_memory(self, previous_state):
+        shape = (*self.output_size, 3)
+        return (State(previous_state.jit_mode, previous_state.device, shape, np.dtype("u1")),
+                AllocationQuery(shape, np.dtype("u1")))
+
+    def _args(self):
+        a = {"size": list(self.output_size), "boxes": self.boxes, "min_scale": self.min_scale,
+             "max_scale": self.max_scale, "min_aspect_ratio": self.min_aspect_ratio,
+             "max_aspect_ratio": self.max_aspect_ratio, "trials": self.trials}
+        if self.sampler_options is not None:
+            a["sampler_options"] = self.sampler_options
+        if self.seed is not None:
+            a["seed"] = self.seed
+        return a
+
+    def _go_spec(self, previous_state=None):
+        return {"op": "rgb_iou_crop", **self._args()}
+
+
+class LabelRandomIoUCrop(RandomIoUCropRGBImageDecoder):
+    """A decoder of the image field that outputs, as float32 (4,), the crop
+    (top, left, height, width) ``RandomIoUCrop`` with the same arguments
+    and seed takes from each stored image (the whole image where it keeps
+    it): torchvision's ``F.crop`` parameters. It needs the RandomIoUCrop's
+    seed (its key is that seed's). Give it a view of its own over the image
+    field (custom_field_mapper)."""
+
+    def declare_state_and_memory(self, previous_state):
+        shape, dtype = (4,), np.dtype("<f4")
+        return State(previous_state.jit_mode, previous_state.device, shape, dtype), AllocationQuery(shape, dtype)
+
+    def _go_spec(self, previous_state=None):
+        return {"op": "label_iou_crop", **self._args()}

@@ -14,6 +14,7 @@ from .photometric import Photometric
 from .letterbox import LetterBox
 from .hsv import RandomHSV, LabelRandomHSV
 from .flip import RandomFlip
+from .ssd import RandomIoUCrop, RandomZoomOut, LabelRandomZoomOut
 
 __all__ = ["ToTensor", "ToDevice", "ToTorchImage", "Convert", "View", "Squeeze", "ModuleWrapper",
            "RandomHorizontalFlip", "RandomVerticalFlip", "RandomTranslate", "Cutout", "RandomBrightness",
@@ -24,17 +25,19 @@ __all__ = ["ToTensor", "ToDevice", "ToTorchImage", "Convert", "View", "Squeeze",
            "LabelColorJitter", "LabelGrayscale", "LabelSolarization", "LabelGaussianBlur", "LabelRotate",
            "LabelTranslate", "LabelRandomHorizontalFlip", "LabelRandomResizedCrop", "PadRGBImageDecoder",
            "RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AugmentOp", "ToTorchVideo", "Photometric",
-           "LetterBox", "LabelLetterBox", "RandomHSV", "LabelRandomHSV", "RandomFlip"]
+           "LetterBox", "LabelLetterBox", "RandomHSV", "LabelRandomHSV", "RandomFlip",
+           "RandomIoUCrop", "LabelRandomIoUCrop", "RandomZoomOut", "LabelRandomZoomOut"]
 
 
 def __getattr__(name):
-    # LabelRandomResizedCrop, PadRGBImageDecoder and LabelLetterBox are decoders of
+    # LabelRandomResizedCrop, PadRGBImageDecoder, LabelLetterBox and
+    # LabelRandomIoUCrop are decoders of
     # ffcv_go.fields, which imports this package while it loads: they are
     # imported on first use.
     if name in ("LabelRandomResizedCrop", "PadRGBImageDecoder"):
         from . import resized_crop
         return getattr(resized_crop, name)
-    if name == "LabelLetterBox":
-        from ..fields.rgb_image import LabelLetterBox
-        return LabelLetterBox
+    if name in ("LabelLetterBox", "LabelRandomIoUCrop"):
+        from ..fields import rgb_image
+        return getattr(rgb_image, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
