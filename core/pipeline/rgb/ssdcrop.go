@@ -41,7 +41,7 @@ type iouCrop struct {
 const maxIoURounds = 1000
 
 func newIoUCrop(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
-	return parseIoUCrop(env, raw)
+	return parseIoUCrop(env, raw, false)
 }
 
 // labelIoUCrop is label_iou_crop: a decoder of the image field that
@@ -51,10 +51,7 @@ func newIoUCrop(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 type labelIoUCrop struct{ d *iouCrop }
 
 func newLabelIoUCrop(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
-	if err := pipeline.NeedSeed(raw); err != nil {
-		return nil, err
-	}
-	d, err := parseIoUCrop(env, raw)
+	d, err := parseIoUCrop(env, raw, true)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +74,9 @@ func (l *labelIoUCrop) Run(c *pipeline.Ctx, key int, _, out []byte) error {
 	return nil
 }
 
-func parseIoUCrop(env pipeline.Env, raw json.RawMessage) (*iouCrop, error) {
+// parseIoUCrop checks the arguments (and the seed of a label, which pairs
+// it with its image op), then finds the boxes field.
+func parseIoUCrop(env pipeline.Env, raw json.RawMessage, label bool) (*iouCrop, error) {
 	{
 		var a struct {
 			Size      [2]int     `json:"size"`
@@ -120,6 +119,11 @@ func parseIoUCrop(env pipeline.Env, raw json.RawMessage) (*iouCrop, error) {
 		}
 		if a.Boxes == "" {
 			return nil, fmt.Errorf("boxes: the field of the boxes it crops around is missing")
+		}
+		if label {
+			if err := pipeline.NeedSeed(raw); err != nil {
+				return nil, err
+			}
 		}
 		if err := pipeline.NeedType(env, field.RGBImage); err != nil {
 			return nil, err
