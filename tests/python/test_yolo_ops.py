@@ -368,3 +368,30 @@ def test_iou_crop_arguments(photos):
     with pytest.raises(ValueError, match='no field "bboxes"'):
         Loader(path, batch_size=N, num_workers=1, pipelines={
             "image": [RandomIoUCrop(64, boxes="bboxes")], "points": None, "label": None})
+
+
+def test_detection_guide_ssd_block_runs(tmp_path):
+    """docs/guides/detection.md's SSD block, on scenes of painted objects
+    (fields image, boxes, labels as the page writes them)."""
+    import re
+    sys.path.insert(0, str(Path(__file__).parent))
+    from _target_truth import scenes
+    sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
+    import make_dataset
+    photos = make_dataset.find_photos()[:2]
+    if not photos:
+        pytest.skip("no photos installed (Debian wallpaper packages)")
+    ds = scenes.SceneDataset(16, photos)
+    path = tmp_path / "train.beton"
+    write(path, {"image": RGBImageField(write_mode="jpg"),
+                 "boxes": RaggedArrayField(np.float32, (4,), follows="image", coords="xyxy"),
+                 "labels": RaggedArrayField(np.int64, (), follows="boxes")},
+          [tuple(ds[i][:3]) for i in range(16)])
+    guide = (Path(__file__).parents[2] / "docs/guides/detection.md").read_text()
+    section = guide[guide.index("### SSD's crop and zoom out"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1).replace('"train.beton"', repr(str(path)))
+    env = {"Loader": Loader, "RaggedDecoder": RaggedDecoder}
+    exec(compile(code, "detection.md", "exec"), env)
+    images, boxes, labels, crop = next(iter(env["loader"]))
+    assert images.shape == (16, 300, 300, 3) and crop.shape == (16, 4)
+    assert (boxes.counts == labels.counts).all() and int(boxes.counts.sum()) > 0
