@@ -53,6 +53,9 @@ type loaderSpec struct {
 	OSCache          bool              `json:"os_cache"`
 	MaxResidentPages int               `json:"max_resident_pages"`
 	QuasiWindow      int               `json:"quasi_window"`
+	DurationField    string            `json:"duration_field"` // the bucketed order's
+	MaxDuration      float64           `json:"max_duration"`
+	NumBuckets       int               `json:"num_buckets"`
 	SkipErrors       bool              `json:"skip_errors"`
 	MaxBatchMemory   int64             `json:"max_batch_memory"`
 	Trace            string            `json:"trace"`
@@ -155,7 +158,8 @@ func buildLoader(r *beton.Reader, parts []order.Part, spec *loaderSpec, indices 
 		DropLast: spec.DropLast, Seed: spec.Seed, Order: spec.Order, Rank: spec.Rank, World: spec.World,
 		OSCache: spec.OSCache, MaxResidentPages: spec.MaxResidentPages, QuasiWindow: spec.QuasiWindow,
 		SkipErrors: spec.SkipErrors, MaxBatchMemory: spec.MaxBatchMemory, Trace: mode, Mixture: parts,
-		SourcePrograms: bySource,
+		SourcePrograms: bySource, DurationField: spec.DurationField, MaxDuration: spec.MaxDuration,
+		NumBuckets: spec.NumBuckets,
 	}
 	idx, err := cArray((*uint64)(unsafe.Pointer(indices)), uint64(n), "indices")
 	if err != nil {
@@ -191,7 +195,11 @@ func ffcv_loader_info(h C.int64_t, out **C.char, err **C.char) (ret C.int64_t) {
 		Global  int          `json:"global_samples"`
 		Layout  order.Layout `json:"layout"`
 		Outputs []outputInfo `json:"outputs"`
-	}{Length: l.Len(l.NumSamples()), Samples: l.NumSamples(), Global: l.GlobalSamples(), Layout: l.Layout()}
+	}{Samples: l.NumSamples(), Global: l.GlobalSamples(), Layout: l.Layout()}
+	// Epoch 0's: a bucketed order's number of batches varies by epoch.
+	if info.Length, e = l.Batches(0); e != nil {
+		return fail(err, fmt.Errorf("%w: %v", errArgument, e))
+	}
 	for k, s := range l.Outputs() {
 		info.Outputs = append(info.Outputs, outputInfo{s.Shape, s.DType, l.SlotBytes()[k]})
 	}
@@ -210,11 +218,10 @@ func ffcv_loader_order(h C.int64_t, epoch C.uint64_t, out *C.uint64_t, capacity 
 	if e != nil {
 		return fail(err, e)
 	}
-	global, e := l.GlobalOrder(uint64(epoch))
+	ord, _, e := l.RankOrder(uint64(epoch))
 	if e != nil {
 		return fail(err, fmt.Errorf("%w: %v", errArgument, e))
 	}
-	ord := l.Distribute(global)
 	dst, e := cArray((*uint64)(unsafe.Pointer(out)), uint64(capacity), "out")
 	if e != nil && out != nil {
 		return fail(err, e)
@@ -265,12 +272,28 @@ func ffcv_loader_elastic(h C.int64_t, specJSON *C.char, global *C.uint64_t, nGlo
 			return fail(err, fmt.Errorf("%w: %v", errArgument, e))
 		}
 	}
-	var ord, rest []uint64
-	if len(spec.Stages) > 0 {
-		if rest, e = order.Remaining(g, spec.Stages); e != nil {
+	var ord []uint64
+	remaining, length := 0, 0
+	switch {
+	case len(spec.Stages) > 0 && spec.Order == "bucketed":
+		var bounds []int
+		if ord, bounds, remaining, e = l.ResumeBatches(spec.Epoch, spec.Stages); e != nil {
 			return fail(err, fmt.Errorf("%w: %v", errArgument, e))
 		}
-		ord = l.Resume(rest)
+		length = len(bounds) - 1
+	case len(spec.Stages) > 0:
+		rest, e := order.Remaining(g, spec.Stages)
+		if e != nil {
+			return fail(err, fmt.Errorf("%w: %v", errArgument, e))
+		}
+		ord, remaining = l.Resume(rest), len(rest)
+		length = l.Len(len(ord))
+	default:
+		if length, e = l.Batches(spec.Epoch); e != nil {
+			return fail(err, fmt.Errorf("%w: %v", errArgument, e))
+		}
+	}
+	if len(spec.Stages) > 0 {
 		dst, e := cArray((*uint64)(unsafe.Pointer(out)), uint64(capacity), "out")
 		if e != nil || len(dst) < len(ord) {
 			return fail(err, fmt.Errorf("%w: out: room for %d ids, %d needed", errArgument, capacity, len(ord)))
@@ -279,7 +302,7 @@ func ffcv_loader_elastic(h C.int64_t, specJSON *C.char, global *C.uint64_t, nGlo
 	}
 	b, _ := json.Marshal(map[string]any{
 		"fingerprint": fmt.Sprintf("%016x", order.Fingerprint(g)), "samples": len(g), "window": window,
-		"remaining": len(rest),
+		"remaining": remaining, "length": length,
 	})
 	if e := putString(info, string(b)); e != nil {
 		return fail(err, e)

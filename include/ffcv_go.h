@@ -333,14 +333,16 @@ int64_t ffcv_loader_info(int64_t loader, char **out, char **err);
  * NULL), returns the count. */
 int64_t ffcv_loader_order(int64_t loader, uint64_t epoch, uint64_t *out, uint64_t cap, char **err);
 /* Elastic resume. spec_json: {"epoch", "order" (the saving run's order name:
- * "sequential", "sequential_contiguous", "random" or "quasi_random"), "window"
- * (its QUASI_RANDOM window, 0 for the loader's), "stages" [{"layout": "strided"|"block"|"rest", "world",
+ * "sequential", "sequential_contiguous", "random", "quasi_random" or "bucketed"), "window"
+ * (its QUASI_RANDOM window, 0 for the loader's), "stages" [{"layout": "strided"|"block"|"batches"|"rest", "world",
  * "batch_size", "drop_last", "batches"}]}: what earlier runs took of the epoch.
  * global (may be NULL: the loader computes it) is the epoch's global order.
  * Writes this rank's list for the rest of the epoch into out (cap ids: at least
- * the list's length; the number of samples always suffices) and returns its
- * length; info gets JSON {"fingerprint", "samples", "window"} of the order and
- * "remaining", the samples left. With no stages only info is written. */
+ * the list's length; the number of samples plus the batch size always suffices)
+ * and returns its length; info gets JSON {"fingerprint", "samples", "window"} of
+ * the order, "remaining", the samples left, and "length", this rank's batches
+ * (of the whole epoch when there are no stages). With no stages only info is
+ * written. */
 int64_t ffcv_loader_elastic(int64_t loader, const char *spec_json, const uint64_t *global, uint64_t n_global,
                             uint64_t *out, uint64_t cap, char **info, char **err);
 /* Starts an epoch at batch start_batch. order (may be NULL) replaces the loader's

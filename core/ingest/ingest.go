@@ -720,6 +720,10 @@ func (j *Job) place(sources []Source) {
 			return
 		}
 		if w.source == len(sources) { // the end
+			if err := j.nothingWritten(); err != nil {
+				j.fail(err)
+				return
+			}
 			if (j.opts.Split == PerSource || cur == nil) && !upTo(len(sources)-1) {
 				return
 			}
@@ -811,6 +815,19 @@ func (j *Job) problem(p Problem) bool {
 	}
 	j.mu.Unlock()
 	return true
+}
+
+// nothingWritten is the error of a job that skipped every sample it read:
+// files without a sample are no dataset, and a report saying so is easy
+// to miss.
+func (j *Job) nothingWritten() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.report.Samples > 0 || j.report.NumProbs == 0 {
+		return nil
+	}
+	return fmt.Errorf("no sample could be written: %d problems, the first: %v",
+		j.report.NumProbs, j.report.Problems[0])
 }
 
 func (j *Job) skipped() {

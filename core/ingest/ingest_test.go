@@ -439,6 +439,27 @@ func TestFailureLeavesNothing(t *testing.T) {
 	}
 }
 
+// A write that skips every sample fails, naming a problem, and leaves no
+// file: files without a sample are no dataset.
+func TestNothingWritten(t *testing.T) {
+	dir := t.TempDir()
+	notTar := filepath.Join(dir, "not-a-tar.tar")
+	os.WriteFile(notTar, []byte("plain text, not a tar file"), 0o644)
+	for _, in := range [][]string{
+		{filepath.Join(dir, "missing-1.tar"), filepath.Join(dir, "missing-2.tar")},
+		{notTar},
+	} {
+		out := t.TempDir()
+		_, _, err := convert(t, out, run{shards: in, opts: Options{Skip: true}})
+		if err == nil || !strings.Contains(err.Error(), "no sample could be written") || !strings.Contains(err.Error(), in[0]) {
+			t.Fatalf("%v: err = %v, want one naming %s", in, err, in[0])
+		}
+		if left, _ := filepath.Glob(filepath.Join(out, "*")); len(left) > 0 {
+			t.Fatalf("files left: %v", left)
+		}
+	}
+}
+
 // Values taken from JSON members: several captions, numbers, sub-objects.
 func TestJSONKeys(t *testing.T) {
 	doc := `{"captions": ["a dog", "the same dog"], "meta": {"label": 3, "score": 0.5}}`

@@ -23,6 +23,7 @@ type Iterator struct {
 	l      *Loader
 	epoch  uint64
 	order  []uint64 // this rank's samples, in visiting order
+	bounds []int    // batch b is order[bounds[b]:bounds[b+1]]
 	nb     int
 	src    cache.Source
 	seed   uint64
@@ -83,26 +84,40 @@ func (b *Batch) Release() { b.slot.Release() }
 
 // Start begins epoch at batch startBatch. If order is nil the loader's own
 // order for the epoch is used; otherwise order is the epoch's order, taken as
-// is (perRank) or distributed over the ranks first.
+// is (perRank) or distributed over the ranks first. A bucketed loader takes
+// only this rank's order (an elastic resume's rest, see ResumeBatches),
+// cut into the epoch's batches again.
 func (l *Loader) Start(epoch uint64, startBatch int, ord []uint64, perRank bool) (*Iterator, error) {
+	var bounds []int
 	if ord == nil {
-		global, err := l.GlobalOrder(epoch)
-		if err != nil {
+		var err error
+		if ord, bounds, err = l.RankOrder(epoch); err != nil {
 			return nil, fmt.Errorf("epoch %d: %w", epoch, err)
 		}
-		ord = l.Distribute(global)
 	} else {
 		for _, i := range ord {
 			if i >= l.r.NumSamples() {
 				return nil, fmt.Errorf("order names sample %d; the file has %d", i, l.r.NumSamples())
 			}
 		}
-		if !perRank {
+		switch {
+		case l.bucketing != nil:
+			if !perRank {
+				return nil, fmt.Errorf("a bucketed order is dealt to the ranks in Go: give this rank's order")
+			}
+			var err error
+			if bounds, err = l.splitBatches(epoch, ord); err != nil {
+				return nil, fmt.Errorf("epoch %d: %w", epoch, err)
+			}
+		case !perRank:
 			ord = l.Distribute(ord)
 		}
 	}
+	if bounds == nil {
+		bounds = l.fixedBounds(len(ord))
+	}
 	it := &Iterator{
-		l: l, epoch: epoch, order: ord, nb: l.Len(len(ord)),
+		l: l, epoch: epoch, order: ord, bounds: bounds, nb: len(bounds) - 1,
 		seed: mixSeed(l.cfg.Seed, uint64(l.cfg.Rank)),
 		stop: make(chan struct{}), jobs: make(chan job, 2*l.cfg.Workers),
 		batches: map[int]*batch{}, next: startBatch,
@@ -130,8 +145,7 @@ func (l *Loader) Start(epoch uint64, startBatch int, ord []uint64, perRank bool)
 		p.Trace(l.rec)
 		it.src = p
 	}
-	end := min(it.nb*l.cfg.BatchSize, len(ord))
-	it.src.Plan(ord[min(startBatch*l.cfg.BatchSize, end):end])
+	it.src.Plan(ord[bounds[startBatch]:bounds[it.nb]])
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -209,12 +223,12 @@ func (it *Iterator) schedule(start int) {
 			it.mu.Unlock()
 			return
 		}
-		bt := &batch{index: b, done: make(chan struct{}), slot: s, n: min(bs, len(it.order)-b*bs)}
+		bt := &batch{index: b, done: make(chan struct{}), slot: s, n: it.bounds[b+1] - it.bounds[b]}
 		bt.pending.Store(1) // the scheduler's own hold, dropped below
 		it.publish(bt)
 		lo := 0
 		for pos := 0; pos < bt.n; pos++ {
-			id := it.order[b*bs+pos]
+			id := it.order[it.bounds[b]+pos]
 			var ok bool
 			err := it.guarded(id, func() (e error) { ok, e = it.src.TryAcquire(id); return e })
 			if err == nil && !ok {
@@ -283,14 +297,13 @@ func (it *Iterator) work(w int32) {
 		ctx.Times = new(trace.Times)
 		ctx.OpTimes = tb.Ops()
 	}
-	bs := it.l.cfg.BatchSize
 	for j := range it.jobs {
 		if it.stopped() {
 			it.drop(j)
 			continue
 		}
 		for pos := j.lo; pos < j.hi; pos++ {
-			gpos := j.b.index*bs + pos
+			gpos := it.bounds[j.b.index] + pos
 			id := it.order[gpos]
 			var start int64
 			if tb != nil {
@@ -317,7 +330,7 @@ func (it *Iterator) work(w int32) {
 func (it *Iterator) drop(j job) {
 	for pos := j.lo; pos < j.hi; pos++ {
 		j.b.fail(pos, errStopped)
-		it.release(it.order[j.b.index*it.l.cfg.BatchSize+pos])
+		it.release(it.order[it.bounds[j.b.index]+pos])
 	}
 	if j.b.pending.Add(-1) == 0 {
 		it.finish(j.b)
@@ -364,7 +377,7 @@ func (it *Iterator) decode(ctx *pipeline.Ctx, scratch []pipeline.Scratch, b *bat
 func (it *Iterator) finish(b *batch) {
 	ids := b.slot.bufs[len(it.l.progs)]
 	for pos := 0; pos < b.n; pos++ {
-		binary.LittleEndian.PutUint64(ids[8*pos:], it.order[b.index*it.l.cfg.BatchSize+pos])
+		binary.LittleEndian.PutUint64(ids[8*pos:], it.order[it.bounds[b.index]+pos])
 	}
 	if len(b.bad) > 0 {
 		sort.Slice(b.bad, func(i, j int) bool { return b.bad[i].pos < b.bad[j].pos })

@@ -28,7 +28,7 @@ type Config struct {
 	BatchesAhead int
 	DropLast     bool
 	Seed         uint64
-	Order        string   // "sequential", "sequential_contiguous", "random" or "quasi_random"
+	Order        string   // "sequential", "sequential_contiguous", "random", "quasi_random" or "bucketed"
 	Indices      []uint64 // nil: every sample
 	Rank, World  int      // World 0 or 1: not distributed
 	OSCache      bool
@@ -37,6 +37,12 @@ type Config struct {
 	MaxResidentPages int
 	// QuasiWindow is the number of open pages of QUASI_RANDOM (0: 2 × BatchSize).
 	QuasiWindow int
+	// The bucketed order's (order.Bucketing): batches of at most BatchSize
+	// samples and MaxDuration total duration, from NumBuckets duration
+	// buckets, the durations read from DurationField (see Durations).
+	DurationField string
+	MaxDuration   float64
+	NumBuckets    int
 	// SkipErrors leaves bad samples out of their batch instead of failing it.
 	SkipErrors bool
 	// MaxBatchMemory bounds the slot memory when callers hold batches (0: 16 GiB).
@@ -73,6 +79,10 @@ type Loader struct {
 	// shardSource is the mixture source of each of the reader's shards
 	// (files); nil unless Config.Mixture.
 	shardSource []int
+	// The bucketed order's settings and every sample's duration (by id);
+	// nil for the other orders.
+	bucketing *order.Bucketing
+	durations []float64
 
 	mu      sync.Mutex
 	iters   map[*Iterator]struct{}
@@ -102,7 +112,7 @@ func New(r *beton.Reader, cfg Config, progs []*pipeline.Program) (*Loader, error
 		cfg.Workers = procs.CPUs()
 	}
 	switch cfg.Order {
-	case "sequential", "sequential_contiguous", "random", "quasi_random":
+	case "sequential", "sequential_contiguous", "random", "quasi_random", "bucketed":
 	default:
 		return nil, fmt.Errorf("unknown order %q", cfg.Order)
 	}
@@ -150,6 +160,11 @@ func New(r *beton.Reader, cfg Config, progs []*pipeline.Program) (*Loader, error
 		shardSource: shardSource}
 	if cfg.Mixture != nil {
 		l.sources = make([]SourceStats, len(cfg.Mixture))
+	}
+	if cfg.Order == "bucketed" {
+		if err := l.newBucketing(); err != nil {
+			return nil, err
+		}
 	}
 	for k, p := range progs {
 		l.staged[k] = k
@@ -255,6 +270,12 @@ func (l *Loader) GlobalOrderAs(epoch uint64, name string, window int) ([]uint64,
 		return order.Mix(l.cfg.Mixture, name, l.pageOf, window, l.cfg.Seed, epoch)
 	}
 	switch name {
+	case "bucketed":
+		if l.bucketing == nil {
+			return nil, fmt.Errorf("the bucketed order needs a loader made with it (its durations)")
+		}
+		ord, _ := flatten(l.GlobalBatches(epoch))
+		return ord, nil
 	case "random":
 		return order.Random(l.indices(), l.cfg.Seed+epoch), nil
 	case "quasi_random":
@@ -273,8 +294,12 @@ func (l *Loader) QuasiWindow() int { return l.cfg.QuasiWindow }
 
 // Layout is how a fresh epoch is cut over the ranks (see Distribute):
 // QUASI_RANDOM and SEQUENTIAL_CONTIGUOUS (FFCV-SSL's order: the indices as
-// given, its DistributedSamplerProxy's contiguous blocks) in blocks.
+// given, its DistributedSamplerProxy's contiguous blocks) in blocks, the
+// bucketed order in whole batches (order.DealBatches).
 func (l *Loader) Layout() order.Layout {
+	if l.bucketing != nil {
+		return order.Batched
+	}
 	if l.cfg.Order == "quasi_random" || l.cfg.Order == "sequential_contiguous" {
 		return order.Blocked
 	}

@@ -12,6 +12,10 @@
 // QuasiRandomDistributed extends it to several ranks, which FFCV does not
 // support.
 //
+// Bucketed batches by total duration, as lhotse's DynamicBucketingSampler:
+// its batches are dealt to the ranks whole (DealBatches), and BatchesTaken
+// resumes them elastically.
+//
 // Remaining and Resume make resumption elastic: from what runs at some
 // world size took of an epoch's global order, the samples left, cut over
 // another world size with none repeated.

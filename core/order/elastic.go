@@ -18,6 +18,9 @@ const (
 	// Rest is Resume: what earlier runs left of the epoch, in contiguous
 	// stretches with equal batch counts and no padding.
 	Rest Layout = "rest"
+	// Batched is DealBatches: a bucketed epoch's global batches dealt out
+	// a step of world batches at a time (see BatchesTaken).
+	Batched Layout = "batches"
 )
 
 // Stage is one run's progress through an epoch: how it cut its order, its

@@ -235,13 +235,29 @@ def warn_problems(fname, report, stacklevel=4):
         report["problem_groups"] = [{"reason": p["reason"], "count": 1, "sample_skipped": p["sample_skipped"],
                                      "examples": [p]} for p in report["problems"]]
     if report["num_problems"]:
-        from .writer import _problem_lines
         groups = report["problem_groups"]
-        lines = _problem_lines(groups[:3])
+        lines = problem_lines(groups[:3])
         if len(groups) > 3:
             lines.append(f"and {len(groups) - 3} more kinds")
         warnings.warn(f"{fname}: {report['num_problems']} problems, {report['skipped']} samples skipped "
                       f"(see the returned report's problems): " + "; ".join(lines), stacklevel=stacklevel)
+
+
+def _where(p):
+    """Where problem p is: its shard, sample and member."""
+    return p["shard"] + (f": sample {p['key']!r}" if p.get("key") is not None else "") + \
+        (f", member {p['member']!r}" if p.get("member") is not None else "")
+
+
+def problem_lines(groups):
+    """A line per group of problems: count, reason, where the first ones are."""
+    out = []
+    for g in groups:
+        shard = all(x.get("key") is None and x.get("member") is None for x in g["examples"])
+        label = "shard problem: " if shard else ""
+        where = "; ".join(_where(x) for x in g["examples"])
+        out.append(f"{g['count']} x {label}{g['reason']} ({'e.g. ' if g['count'] > 1 else ''}{where})")
+    return out
 
 
 # ---- Arrow --------------------------------------------------------------------

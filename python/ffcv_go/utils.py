@@ -139,3 +139,15 @@ def _at_item(e, i):
             return new.with_traceback(e.__traceback__)
     e.add_note(where)
     return e
+
+
+def attention_mask(lengths, max_length=None):
+    """(B, max_length) bool mask, True over each sample's first lengths[i]
+    positions, for a padded batch (max_length: by default the longest of
+    lengths, the width to trim the batch's padded outputs to; pass the
+    output's width to mask the whole slot). lengths: the (B,) or (B, 1)
+    lengths the loader gave, e.g. a duration field's output."""
+    import torch
+    lengths = torch.as_tensor(lengths).reshape(-1)
+    width = int(lengths.max()) if max_length is None and lengths.numel() else int(max_length or 0)
+    return torch.arange(width, device=lengths.device) < lengths[:, None]

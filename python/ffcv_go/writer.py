@@ -65,24 +65,8 @@ class WriteReport:
     def __str__(self):
         head = (f"{self.samples} samples in {len(self.files)} file{'s' if len(self.files) != 1 else ''}, "
                 f"{self.skipped} skipped, {self.num_problems} problems")
-        return "\n  ".join([head] + _problem_lines(self.problem_groups))
-
-
-def _where(p):
-    """Where problem p is: its shard, sample and member."""
-    return p["shard"] + (f": sample {p['key']!r}" if p.get("key") is not None else "") + \
-        (f", member {p['member']!r}" if p.get("member") is not None else "")
-
-
-def _problem_lines(groups):
-    """A line per group of problems: count, reason, where the first ones are."""
-    out = []
-    for g in groups:
-        shard = all(x.get("key") is None and x.get("member") is None for x in g["examples"])
-        label = "shard problem: " if shard else ""
-        where = "; ".join(_where(x) for x in g["examples"])
-        out.append(f"{g['count']} x {label}{g['reason']} ({'e.g. ' if g['count'] > 1 else ''}{where})")
-    return out
+        from ._ingest import problem_lines
+        return "\n  ".join([head] + problem_lines(self.problem_groups))
 
 
 def _report(r):

@@ -37,6 +37,7 @@ class _Build:
             "skip_errors": loader.on_error == "skip", "max_batch_memory": loader._max_batch_memory,
             "trace": loader._tracer.mode, "outputs": outputs,
         }
+        spec.update(loader._bucketing or {})
         self.tracer = loader._tracer
         # All samples: the Go side enumerates them itself.
         indices = None if loader._all_samples else loader.indices

@@ -36,7 +36,7 @@ class Resume:
         else:
             epoch, batch = loader.next_epoch, loader._resume_batch
             rest = self.peek(epoch)
-            length = len(loader) if rest is None else rest["length"]
+            length = loader._batches_in(epoch) if rest is None else rest["length"]
         if batch >= length:  # after an epoch's last batch: the next epoch, not an empty one
             epoch, batch, rest = epoch + 1, 0, None
         state = {"epoch": epoch, "batch": batch, "seed": loader.seed, "world": loader.world_size,
@@ -77,7 +77,7 @@ class Resume:
                              f"{state.get('batch_size')} with a custom order; it resumes only at the same sizes "
                              f"(this loader: {loader.world_size}, {loader.batch_size})")
         loader.next_epoch, loader._resume_batch = epoch, batch
-        if loader._resume_batch >= len(loader):
+        if loader._resume_batch >= loader._batches_in(epoch):
             loader.next_epoch, loader._resume_batch = loader.next_epoch + 1, 0
 
     def _resumes_exactly(self, loader, epoch, elastic):
@@ -109,6 +109,10 @@ class Resume:
         if order_kind(loader) is None:
             raise ValueError("elastic resume (another world size, batch size or drop_last than the saving run) "
                              "needs a built-in order; this loader has a custom TraversalOrder")
+        if "bucketed" in (elastic["order"], order_kind(loader)) and elastic["order"] != order_kind(loader):
+            raise ValueError(f"state was saved mid-epoch with order {elastic['order']}, this loader's is "
+                             f"{order_kind(loader)}: a bucketed epoch is made of whole batches of its own, "
+                             f"so it resumes only a bucketed state (or start at an epoch's beginning)")
         if int(elastic["samples"]) != loader._num_indices():
             raise ValueError(f"state was saved for {elastic['samples']} samples, this loader has "
                              f"{loader._num_indices()} (another dataset or indices?)")
@@ -119,8 +123,11 @@ class Resume:
             raise ValueError(f"state does not fit this loader's epoch {epoch}: {e}") from None
         self._check_fingerprint(loader, epoch, elastic, info)
         bs = loader.batch_size
-        length = len(ids) // bs if loader.drop_last else -(-len(ids) // bs)
-        left = info["remaining"] >= (loader.world_size * bs if loader.drop_last else 1)
+        length = info["length"]
+        if elastic["order"] == "bucketed":  # whole batches: with drop_last, as many on every rank
+            left = length > 0 if loader.drop_last else info["remaining"] > 0
+        else:
+            left = info["remaining"] >= (loader.world_size * bs if loader.drop_last else 1)
         if not left:  # nothing of the epoch left for any rank: go on with the next one
             loader.next_epoch, loader._resume_batch = epoch + 1, 0
             return
@@ -182,5 +189,6 @@ def _call(loader, epoch, kind, window, stages):
     g = loader.traversal_order._torch_order(epoch) if kind == "random_torch" else None
     spec = {"epoch": int(epoch), "order": "random" if kind == "random_torch" else kind,
             "window": int(window), "stages": stages}
-    return _lib.loader_elastic(loader._build.handle, spec, g, loader._num_indices() if stages else 0,
-                               context=loader.fname)
+    # A bucketed rank's list may repeat one batch (padding): room for it.
+    room = loader._num_indices() + loader.batch_size if stages else 0
+    return _lib.loader_elastic(loader._build.handle, spec, g, room, context=loader.fname)

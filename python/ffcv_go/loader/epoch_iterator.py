@@ -45,7 +45,7 @@ class EpochIterator:
         # An elastic resume's rest of the epoch: its own batch count, and what
         # the runs before took (for state_dict).
         self.elastic = elastic
-        self._length = len(loader) if elastic is None else elastic["length"]
+        self._length = loader._batches_in(epoch) if elastic is None else elastic["length"]
         self._build = build
         self._order = None if order is None else np.ascontiguousarray(order, dtype=np.uint64)
         self._per_rank = per_rank

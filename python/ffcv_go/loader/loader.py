@@ -17,7 +17,7 @@ from ..pipeline import PipelineSpec
 from ..pipeline.operation import Operation
 from ..pipeline.pipeline import PyStage, plan_output
 from ..reader import Reader
-from ..traversal_order import TraversalOrder, Sequential, SequentialContiguous, Random, QuasiRandom
+from ..traversal_order import TraversalOrder, Sequential, SequentialContiguous, Random, QuasiRandom, Bucketed
 from ..transforms.ops import ModuleWrapper, ToTensor
 from ..utils import _cpu_count
 from ..detection import _link_targets
@@ -32,6 +32,7 @@ class OrderOption(enum.Enum):
     SEQUENTIAL_CONTIGUOUS = SequentialContiguous  # FFCV-SSL's
     RANDOM = Random
     QUASI_RANDOM = QuasiRandom
+    BUCKETED = Bucketed  # batches by total duration (order_kwargs: see _bucketing_args)
 
 
 ORDER_TYPE = OrderOption
@@ -176,7 +177,7 @@ class Loader:
         if not (isinstance(order_cls, type) and issubclass(order_cls, TraversalOrder)):
             raise ValueError(f"order {order!r} must be an OrderOption or a TraversalOrder subclass")
         if seed is None:
-            if self.distributed and order_cls in (Random, QuasiRandom):
+            if self.distributed and order_cls in (Random, QuasiRandom, Bucketed):
                 # Every rank must draw the same global order (a random seed per
                 # process would overlap the ranks' shares).
                 warnings.warn(f"distributed {order_cls.__name__} order without a seed: using seed 0 so ranks agree")
@@ -188,6 +189,8 @@ class Loader:
             raise ValueError(f"seed {seed!r} must be an integer in [0, 2**63)")
         self.seed = int(seed)
         self._order_cls = order_cls
+        self._bucketing = _bucketing_args(self.order_kwargs, self.reader) if order_cls is Bucketed else None
+        self._lengths = {}  # a bucketed order's batches per epoch, by epoch
         # Custom orders get order_kwargs; the built-in ones read theirs (window_pages).
         self.traversal_order = order_cls(self) if hasattr(order_cls, "_go_name") else \
             order_cls(self, **self.order_kwargs)
@@ -437,7 +440,25 @@ class Loader:
     # ---- iterating --------------------------------------------------------------
 
     def __len__(self):
-        return self._length
+        """Batches per epoch. A bucketed order's number varies by epoch:
+        then it is the epoch being iterated (until its end), else the
+        epoch the next iter() starts."""
+        if self._bucketing is None:
+            return self._length
+        it = self._current() if self._current is not None else None
+        if it is not None and not it.finished:
+            return self._batches_in(it.epoch)
+        return self._batches_in(self.next_epoch)
+
+    def _batches_in(self, epoch):
+        """This rank's batches in a whole epoch."""
+        if self._bucketing is None:
+            return self._length
+        if epoch not in self._lengths:
+            if len(self._lengths) > 64:
+                self._lengths.clear()
+            self._lengths[epoch] = self._resume._describe(self, epoch, "bucketed", 0)["length"]
+        return self._lengths[epoch]
 
     def __iter__(self):
         epoch, start = self.next_epoch, self._resume_batch
@@ -480,7 +501,7 @@ class Loader:
     def _next_epoch_length(self):
         """Batches the next iter() yields (a resumed epoch's rest)."""
         rest = self._resume.peek(self.next_epoch)
-        return len(self) - self._resume_batch if rest is None else rest["length"]
+        return self._batches_in(self.next_epoch) - self._resume_batch if rest is None else rest["length"]
 
     def _num_indices(self):
         """The samples of an epoch over all ranks."""
@@ -551,6 +572,9 @@ def _check_mixture_args(indices, custom_fields, order):
         raise ValueError("custom_fields: a Mixture joins its sources' files into one dataset, which custom fields "
                          "(their heap pointers known only to their handler) do not allow")
     cls = order.value if isinstance(order, OrderOption) else order
+    if cls is Bucketed:
+        raise ValueError("order BUCKETED batches one dataset's samples by duration; a Mixture draws its sources by "
+                         "weight (bucket each source's dataset with a loader of its own)")
     if isinstance(cls, type) and issubclass(cls, TraversalOrder) and not hasattr(cls, "_go_name"):
         raise ValueError(f"order {order!r}: a Mixture's epochs are drawn from its weights by the built-in orders "
                          f"(OrderOption.RANDOM, QUASI_RANDOM or SEQUENTIAL), not by a custom TraversalOrder")
@@ -631,6 +655,34 @@ def _close_at_exit(timeout=1.0):
     for t in list(iterating_threads):
         if t is not threading.current_thread():
             t.join(max(0.0, deadline - time.monotonic()))
+
+
+_BUCKETING_KEYS = {"duration_field", "max_duration", "num_buckets"}
+
+
+def _bucketing_args(kwargs, reader):
+    """OrderOption.BUCKETED's order_kwargs, checked: duration_field (an
+    IntField or FloatField of the file: seconds, frames, tokens, ...),
+    max_duration (a batch's total, in that field's unit) and num_buckets
+    (10 by default, as lhotse's). The loader's batch_size bounds a batch's
+    samples. A sample longer than max_duration is refused when the Loader
+    is made (by the Go side, naming it)."""
+    unknown = set(kwargs) - _BUCKETING_KEYS
+    if unknown:
+        raise ValueError(f"order BUCKETED: unknown order_kwargs {sorted(unknown)}; it takes "
+                         f"{sorted(_BUCKETING_KEYS)}")
+    name = kwargs.get("duration_field")
+    if not isinstance(name, str):
+        raise ValueError(f"order BUCKETED needs order_kwargs['duration_field'], the name of an IntField or FloatField "
+                         f"holding each sample's duration (fields: {', '.join(reader.field_names)})")
+    md = kwargs.get("max_duration")
+    if isinstance(md, bool) or not isinstance(md, (int, float, np.integer, np.floating)) or not 0 < md < float("inf"):
+        raise ValueError(f"order BUCKETED: order_kwargs['max_duration'] {md!r} must be a positive number, a batch's "
+                         f"total duration in the unit of field {name!r}")
+    nb = kwargs.get("num_buckets", 10)
+    if isinstance(nb, bool) or not isinstance(nb, (int, np.integer)) or nb < 1:
+        raise ValueError(f"order BUCKETED: order_kwargs['num_buckets'] {nb!r} must be a positive integer")
+    return {"duration_field": name, "max_duration": float(md), "num_buckets": int(nb)}
 
 
 def _check_devices(outputs):

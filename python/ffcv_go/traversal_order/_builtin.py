@@ -37,6 +37,17 @@ class Random(_GoOrder):
         return np.asarray(self.indices, dtype=np.uint64)[perm]
 
 
+class Bucketed(_GoOrder):
+    """Batches by total duration, as lhotse's DynamicBucketingSampler: the
+    samples sorted into duration buckets, shuffled within each bucket per
+    (seed, epoch), each bucket cut into batches of at most max_duration
+    (and batch_size samples), the batches shuffled across buckets.
+    Distributed, every rank gets the same number of batches, of about equal
+    total duration. Its arguments come in the Loader's order_kwargs (see
+    ``_bucketing_args``)."""
+    _go_name = "bucketed"
+
+
 class QuasiRandom(_GoOrder):
     """Random within a window of heap pages (few pages read at a time); works
     distributed too, each rank taking a contiguous block of the global order."""
