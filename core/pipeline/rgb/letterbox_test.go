@@ -3,6 +3,7 @@ package rgb
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/ffcv-go/ffcv-go/core/imgproc"
@@ -37,7 +38,7 @@ func TestLetterboxGeometry(t *testing.T) {
 			t.Fatal(err)
 		}
 		g := l.geom(c.w, c.h)
-		want := lbGeom{nw: c.nw, nh: c.nh, left: c.left, top: c.top, rx: c.rx, ry: c.ry}
+		want := lbGeom{nw: c.nw, nh: c.nh, left: c.left, top: c.top, rx: c.rx, ry: c.ry, oh: c.outH, ow: c.outW}
 		if g != want || l.ow != c.outW || l.oh != c.outH {
 			t.Errorf("%s on %dx%d: %+v in %dx%d, want %+v in %dx%d", c.args, c.w, c.h, g, l.ow, l.oh, want, c.outW, c.outH)
 		}
@@ -82,5 +83,36 @@ func TestLetterboxPixels(t *testing.T) {
 func TestLetterboxRefusesAuto(t *testing.T) {
 	if _, err := parseLetterbox(json.RawMessage(`{"size": [64, 64], "auto": true}`)); err == nil {
 		t.Fatal("auto=True accepted")
+	}
+}
+
+// TestLetterboxRectGeometry: with rect batches a sample is letterboxed to
+// its batch's shape, its long side at most imgsz (Ultralytics' load_image),
+// at the top-left of the largest shape; a sample out of the rect order is
+// refused.
+func TestLetterboxRectGeometry(t *testing.T) {
+	l, err := parseLetterbox(json.RawMessage(`{"size": [640, 640], "scaleup": false,
+		"rect": {"batch_size": 2, "imgsz": 640, "stride": 32, "pad": 0.5}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.rect = &rectPlan{imgsz: 640, order: []uint64{1, 0}, shape: [][2]int{{512, 672}, {512, 672}}}
+	l.oh, l.ow = 512, 672
+	// 1000×750 (aspect 0.75): to 640×480, padded to 672×512 (16 each side)
+	g := l.geomOf(0, 1000, 750)
+	if want := (lbGeom{nw: 640, nh: 480, left: 16, top: 16, rx: 0.64, ry: 0.64, oh: 512, ow: 672}); g != want {
+		t.Fatalf("%+v, want %+v", g, want)
+	}
+	c := pipeline.NewCtx()
+	c.Sample, c.Pos = 0, 1
+	if err := l.checkRect(c); err != nil {
+		t.Fatal(err)
+	}
+	c.Pos = 0
+	if err := l.checkRect(c); err == nil || !strings.Contains(err.Error(), "OrderOption.RECT") {
+		t.Fatalf("sample 0 at position 0: %v", err)
+	}
+	if _, err := parseLetterbox(json.RawMessage(`{"size": [64, 64], "rect": {"batch_size": 0, "imgsz": 64, "stride": 32}}`)); err == nil {
+		t.Fatal("batch_size 0 accepted")
 	}
 }
