@@ -132,7 +132,7 @@ def test_letterbox_equals_opencv(photos, kw):
         ref, ratio, (left, top) = _ultralytics_letterbox(img, **kw)
         assert images[i].shape == ref.shape
         np.testing.assert_array_equal(images[i], ref, err_msg=f"image {i} {img.shape}")
-        np.testing.assert_allclose(lb[i], [*ratio, left, top, img.shape[1], img.shape[0]], rtol=1e-6)
+        np.testing.assert_allclose(lb[i], [*ratio, left, top, img.shape[1], img.shape[0], *ref.shape[:2]], rtol=1e-6)
         # Ultralytics scales labels by its ratio; the pixels move by the
         # resize's own scale round(w r) / w: the two agree within half a pixel.
         want = boxes[i] * np.array([*ratio, *ratio], np.float32) + np.array([left, top, left, top], np.float32)
@@ -259,11 +259,16 @@ def test_guide_blocks_run(photos):
     env = {}
     for code in re.findall(r"```python\n(.*?)```", guide, re.S):
         code = code.replace('"train.beton"', repr(str(photos[0]))).replace("batch_size=16", f"batch_size={N}")
+        if "RECT" in code:
+            code = code.replace("32", "2").replace("640", "96").replace('"val.beton"', repr(str(photos[0])))
+            exec(compile(code, "yolo.md", "exec"), env)
+            assert env["images"].shape[1:3] == (env["rows"], env["cols"])
+            continue
         exec(compile(code.replace("for batch in loader:", "for batch in [next(iter(loader))]:"), "yolo.md", "exec"),
              env)
         batch = next(iter(env["loader"]))
         assert batch[0].shape == (N, 640, 640, 3)
-    assert env["ratio_pad"].shape == (N, 6)
+    assert env["ratio_pad"].shape == (N, 8)
 
 
 # ---- torchvision's SSD crop and zoom out -----------------------------------------
@@ -395,3 +400,64 @@ def test_detection_guide_ssd_block_runs(tmp_path):
     images, boxes, labels, crop = next(iter(env["loader"]))
     assert images.shape == (16, 300, 300, 3) and crop.shape == (16, 4)
     assert (boxes.counts == labels.counts).all() and int(boxes.counts.sum()) > 0
+
+
+def _ultralytics_rect_shapes(hw, batch_size, imgsz, stride, pad):
+    """Ultralytics' set_rectangle, written from its documented behaviour:
+    the order (by aspect h / w) and each batch's (rows, cols)."""
+    ar = np.array([h / w for h, w in hw])
+    order = np.argsort(ar, kind="stable")
+    ar = ar[order]
+    shapes = []
+    for b in range(0, len(ar), batch_size):
+        ari = ar[b:b + batch_size]
+        s = [1, 1]
+        if ari.max() < 1:
+            s = [ari.max(), 1]
+        elif ari.min() > 1:
+            s = [1, 1 / ari.min()]
+        shapes.append(tuple(int(np.ceil(x * imgsz / stride + pad)) * stride for x in s))
+    return order, shapes
+
+
+def test_rect_batches(photos):
+    """OrderOption.RECT with LetterBox(rect=True): Ultralytics' order and
+    batch shapes; each image letterboxed (long side at most imgsz, no
+    upscaling) into its batch's shape at the top-left of the slot, the rest
+    filled; boxes follow. Another order is refused."""
+    cv2 = _cv2()
+    from ffcv_go.transforms import LabelLetterBox
+    path, imgs, boxes, _ = photos
+    bs, imgsz, stride, pad = 2, 96, 32, 0.5
+    kw = dict(new_shape=imgsz, scaleup=False, rect=True, batch_size=bs, stride=stride, pad=pad, fill=7)
+    pipes = {"image": [LetterBox(**kw)], "lb": [LabelLetterBox(**kw)], "label": [IntDecoder()],
+             "boxes": [RaggedDecoder(follows="image", min_size=0, min_area=0)], "points": None}
+    loader = Loader(path, batch_size=bs, num_workers=2, order=OrderOption.RECT, pipelines=pipes,
+                    custom_field_mapper={"lb": "image"}, drop_last=False)
+    got = batches(loader, pipes)
+    order, shapes = _ultralytics_rect_shapes([im.shape[:2] for im in imgs], bs, imgsz, stride, pad)
+    side = int(np.ceil(imgsz / stride + pad)) * stride
+    assert [int(i) for b in got for i in b["label"].reshape(-1)] == order.tolist()
+    for k, b in enumerate(got):
+        assert b["image"].shape[1:] == (side, side, 3)
+        for j, i in enumerate(b["label"].reshape(-1)):
+            img, (rows, cols) = imgs[i], shapes[k]
+            assert tuple(b["lb"][j, 6:]) == (rows, cols)
+            h, w = img.shape[:2]
+            # Ultralytics' load_image first brings the long side to imgsz at most.
+            r = min(imgsz / max(h, w), rows / h, cols / w, 1.0)
+            nw, nh = round(w * r), round(h * r)
+            left, top = round((cols - nw) / 2 - 0.1), round((rows - nh) / 2 - 0.1)
+            ref = np.full((rows, cols, 3), 7, np.uint8)
+            ref[top:top + nh, left:left + nw] = cv2.resize(img, (nw, nh), interpolation=cv2.INTER_LINEAR)
+            ratio = (r, r)
+            np.testing.assert_array_equal(b["image"][j, :rows, :cols], ref)
+            assert (b["image"][j, rows:] == 7).all() and (b["image"][j, :, cols:] == 7).all()
+            np.testing.assert_allclose(b["lb"][j, :4], [*ratio, left, top], rtol=1e-6)
+            n = int(b["boxes"].counts[j])
+            want = boxes[i] * np.float32(ratio[0]) + np.array([left, top, left, top], np.float32)
+            np.testing.assert_allclose(b["boxes"].data[j, :n].numpy(), want, atol=0.5)
+    wrong = Loader(path, batch_size=bs, num_workers=1, order=OrderOption.SEQUENTIAL, pipelines=pipes,
+                   custom_field_mapper={"lb": "image"})
+    with pytest.raises(Exception, match="OrderOption.RECT"):
+        list(wrong)

@@ -421,41 +421,69 @@ class LetterBoxRGBImageDecoder(_ImageDecoder):
     below with center=False). scale_fill stretches to new_shape. auto=True
     (pad to a multiple of stride only) gives each image its own shape,
     which a batch cannot hold: it is refused. Targets that follow it are
-    scaled and shifted with the pixels."""
+    scaled and shifted with the pixels.
+
+    rect=True gives Ultralytics' rect batches (its validation's
+    rect=True), with the loader's ``order=OrderOption.RECT`` and the same
+    batch_size: each batch of the aspect-sorted samples is letterboxed to
+    its own shape (rows, cols), each side ceil(side / imgsz * imgsz /
+    stride + pad) * stride as Ultralytics computes it, imgsz being
+    new_shape (a square); the image's long side is first brought to imgsz
+    at most, as Ultralytics' load_image does. The batch's images lie at the
+    top-left of an output of side ceil(imgsz / stride + pad) * stride, the
+    rest filled: the batch is ``images[:, :rows, :cols]``, its shape given
+    per image by LabelLetterBox."""
 
     def __init__(self, new_shape=(640, 640), auto=False, scale_fill=False, scaleup=True, center=True, stride=32,
-                 fill=114):
+                 fill=114, rect=False, batch_size=None, pad=0.5):
         super().__init__()
         self.new_shape = _letterbox_shape(new_shape)
         self.auto, self.scale_fill, self.scaleup, self.center = bool(auto), bool(scale_fill), bool(scaleup), bool(center)
         self.stride = int(stride)
         self.fill = [int(fill)] if np.isscalar(fill) else [int(v) for v in fill]
+        self.rect, self.pad = bool(rect), float(pad)
+        self.batch_size = None if batch_size is None else int(batch_size)
+        name = type(self).__name__
         if self.stride < 1:
-            raise ValueError(f"{type(self).__name__}: stride {self.stride} must be positive")
+            raise ValueError(f"{name}: stride {self.stride} must be positive")
+        if self.rect and (self.batch_size is None or self.new_shape[0] != self.new_shape[1]):
+            raise ValueError(f"{name}: rect=True needs the loader's batch_size and a square new_shape (imgsz)")
         _check_spec(self, self._go_spec())
 
+    def _out_shape(self):
+        if self.rect:
+            side = int(np.ceil(self.new_shape[0] / self.stride + self.pad)) * self.stride
+            return (side, side)
+        return self.new_shape
+
     def declare_state_and_memory(self, previous_state):
-        shape = (*self.new_shape, 3)
+        shape = (*self._out_shape(), 3)
         return (State(previous_state.jit_mode, previous_state.device, shape, np.dtype("u1")),
                 AllocationQuery(shape, np.dtype("u1")))
 
     def _args(self):
-        return {"size": list(self.new_shape), "auto": self.auto, "scale_fill": self.scale_fill,
-                "scaleup": self.scaleup, "center": self.center, "fill": self.fill}
+        a = {"size": list(self.new_shape), "auto": self.auto, "scale_fill": self.scale_fill,
+             "scaleup": self.scaleup, "center": self.center, "fill": self.fill}
+        if self.rect:
+            a["rect"] = {"batch_size": self.batch_size, "imgsz": self.new_shape[0], "stride": self.stride,
+                         "pad": self.pad}
+        return a
 
     def _go_spec(self, previous_state=None):
         return {"op": "rgb_letterbox", **self._args()}
 
 
 class LabelLetterBox(LetterBoxRGBImageDecoder):
-    """A decoder of the image field that outputs, as float32 (6,), what
+    """A decoder of the image field that outputs, as float32 (8,), what
     ``LetterBox`` with the same arguments does to each image: Ultralytics'
     ratio_pad -- (ratio_w, ratio_h, pad_left, pad_top) -- then the stored
-    image's (width, height). It reads only the images' metadata; give it a
-    view of its own over the image field (custom_field_mapper)."""
+    image's (width, height) and the shape (rows, cols) it is letterboxed to
+    (new_shape; with rect=True its batch's). It reads only the images'
+    metadata; give it a view of its own over the image field
+    (custom_field_mapper)."""
 
     def declare_state_and_memory(self, previous_state):
-        shape, dtype = (6,), np.dtype("<f4")
+        shape, dtype = (8,), np.dtype("<f4")
         return State(previous_state.jit_mode, previous_state.device, shape, dtype), AllocationQuery(shape, dtype)
 
     def _go_spec(self, previous_state=None):

@@ -17,20 +17,26 @@ class LetterBox(_RandomImage):
     round(h r)); padding with fill split left = round(dw / 2 - 0.1), right =
     round(dw / 2 + 0.1) (top and bottom alike), or all right and below with
     center=False; scale_fill stretches to new_shape instead. auto=True is
-    refused: it gives each image its own shape. Boxes, points and masks
-    that follow the image follow it."""
+    refused: it gives each image its own shape. rect=True (with the
+    loader's batch_size and order=OrderOption.RECT) gives each batch of
+    aspect-sorted images its own shape, as Ultralytics' rect batches: see
+    LetterBoxRGBImageDecoder; it opens the pipeline. Boxes, points and
+    masks that follow the image follow it."""
 
     def __init__(self, new_shape=(640, 640), auto=False, scale_fill=False, scaleup=True, center=True, stride=32,
-                 fill=114):
+                 fill=114, rect=False, batch_size=None, pad=0.5):
         super().__init__()
         from ..fields.rgb_image import LetterBoxRGBImageDecoder
         # The decoder checks and keeps the arguments; the transform is its
         # spec under another op name.
-        self._decoder_form = LetterBoxRGBImageDecoder(new_shape, auto, scale_fill, scaleup, center, stride, fill)
+        self._decoder_form = LetterBoxRGBImageDecoder(new_shape, auto, scale_fill, scaleup, center, stride, fill,
+                                                      rect, batch_size, pad)
         d = self._decoder_form
         self.new_shape, self.auto, self.scale_fill, self.scaleup = d.new_shape, d.auto, d.scale_fill, d.scaleup
         self.center, self.stride, self.fill = d.center, d.stride, d.fill
-        self._check()
+        self.rect, self.batch_size, self.pad = d.rect, d.batch_size, d.pad
+        if not self.rect:
+            self._check()
 
     def _as_decoder(self):
         return self._decoder_form
