@@ -5,7 +5,7 @@ LabelLetterBox reports what it does to each image (ratio_pad)."""
 import numpy as np
 
 from ._base import replace_state
-from .image import _RandomImage
+from .image import _RandomImage, _as_named
 
 __all__ = ["LetterBox", "LabelLetterBox"]
 
@@ -29,8 +29,8 @@ class LetterBox(_RandomImage):
         from ..fields.rgb_image import LetterBoxRGBImageDecoder
         # The decoder checks and keeps the arguments; the transform is its
         # spec under another op name.
-        self._decoder_form = LetterBoxRGBImageDecoder(new_shape, auto, scale_fill, scaleup, center, stride, fill,
-                                                      rect, batch_size, pad)
+        self._decoder_form = _as_named(self, lambda: LetterBoxRGBImageDecoder(
+            new_shape, auto, scale_fill, scaleup, center, stride, fill, rect, batch_size, pad))
         d = self._decoder_form
         self.new_shape, self.auto, self.scale_fill, self.scaleup = d.new_shape, d.auto, d.scale_fill, d.scaleup
         self.center, self.stride, self.fill = d.center, d.stride, d.fill

@@ -5,7 +5,7 @@ reports of the parameters drawn."""
 import numbers
 
 from ._base import replace_state
-from .image import _RandomImage, _seed_arg, _seeded
+from .image import _RandomImage, _as_named, _seed_arg, _seeded
 from .ssl import _Label
 
 __all__ = ["RandomIoUCrop", "RandomZoomOut", "LabelRandomZoomOut", "LabelRandomIoUCrop"]
@@ -21,8 +21,9 @@ class RandomIoUCrop(_RandomImage):
                  sampler_options=None, trials=40, boxes="boxes", seed=None):
         super().__init__()
         from ..fields.rgb_image import RandomIoUCropRGBImageDecoder
-        self._decoder_form = RandomIoUCropRGBImageDecoder(output_size, min_scale, max_scale, min_aspect_ratio,
-                                                          max_aspect_ratio, sampler_options, trials, boxes, seed)
+        self._decoder_form = _as_named(self, lambda: RandomIoUCropRGBImageDecoder(
+            output_size, min_scale, max_scale, min_aspect_ratio, max_aspect_ratio, sampler_options, trials, boxes,
+            seed))
         for k in ("output_size", "min_scale", "max_scale", "min_aspect_ratio", "max_aspect_ratio",
                   "sampler_options", "trials", "boxes", "seed"):
             setattr(self, k, getattr(self._decoder_form, k))
