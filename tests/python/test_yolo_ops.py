@@ -461,3 +461,20 @@ def test_rect_batches(photos):
                    custom_field_mapper={"lb": "image"})
     with pytest.raises(Exception, match="OrderOption.RECT"):
         list(wrong)
+
+
+def test_letterbox_of_jpeg_images(photos, tmp_path):
+    """Stored as JPEG, each image is decoded whole and letterboxed: OpenCV's
+    letterbox of the decoded image (PadRGBImageDecoder shows it)."""
+    _cv2()
+    from ffcv_go.transforms import PadRGBImageDecoder
+    _, imgs, _, _ = photos
+    path = write(tmp_path / "jpg.beton", {"image": RGBImageField(write_mode="jpg"), "label": IntField()},
+                 [(imgs[i], i) for i in range(N)])
+    pipes = {"image": [LetterBox((72, 100))], "plain": [PadRGBImageDecoder()], "label": None}
+    loader = Loader(path, batch_size=N, num_workers=2, order=OrderOption.SEQUENTIAL, pipelines=pipes,
+                    custom_field_mapper={"plain": "image"})
+    ((images, plain),) = [(a.numpy(), b.numpy()) for a, b in loader]
+    for i, img in enumerate(imgs):
+        h, w = img.shape[:2]
+        np.testing.assert_array_equal(images[i], _ultralytics_letterbox(plain[i, :h, :w], (72, 100))[0])
