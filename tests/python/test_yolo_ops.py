@@ -5,6 +5,7 @@ Ultralytics' sizes and padding, RandomHSV against cv2.cvtColor + cv2.LUT at
 the gains LabelRandomHSV reports, and the boxes and keypoints that follow
 them. OpenCV (opencv-python-headless, requirements-extra.txt) is needed for
 the pixel comparisons; the geometry is checked without it."""
+import platform
 import sys
 from pathlib import Path
 
@@ -17,6 +18,17 @@ from ffcv_go.fields import IntField, RaggedArrayField, RGBImageField
 from ffcv_go.fields.decoders import CenterCropRGBImageDecoder, IntDecoder, RaggedDecoder
 from ffcv_go.loader import OrderOption
 from ffcv_go.transforms import LabelLetterBox, LabelRandomHSV, LetterBox, RandomFlip, RandomHSV
+
+# OpenCV's x86-64 wheels are the reference the ops are equal to byte for
+# byte (their SIMD block width decides how cvtColor rounds, see
+# core/imgproc/hsv.go); elsewhere a pixel may differ by one level.
+TOL = 0 if platform.machine().lower() in ("x86_64", "amd64") else 1
+
+
+def assert_close(got, want, msg=""):
+    d = np.abs(got.astype(int) - want.astype(int))
+    assert d.max() <= TOL, f"{msg}: {int((d > TOL).sum())} values differ by up to {d.max()}"
+
 
 SIZES = [(97, 150), (130, 90), (64, 64), (50, 211), (120, 33), (120, 160)]  # (h, w)
 N = len(SIZES)
@@ -131,7 +143,7 @@ def test_letterbox_equals_opencv(photos, kw):
     for i, img in enumerate(imgs):
         ref, ratio, (left, top) = _ultralytics_letterbox(img, **kw)
         assert images[i].shape == ref.shape
-        np.testing.assert_array_equal(images[i], ref, err_msg=f"image {i} {img.shape}")
+        assert_close(images[i], ref, f"image {i} {img.shape}")
         np.testing.assert_allclose(lb[i], [*ratio, left, top, img.shape[1], img.shape[0], *ref.shape[:2]], rtol=1e-6)
         # Ultralytics scales labels by its ratio; the pixels move by the
         # resize's own scale round(w r) / w: the two agree within half a pixel.
@@ -154,7 +166,7 @@ def test_letterbox_after_a_decoder_is_the_transform(photos):
                         custom_field_mapper={"plain": "image"})
         (b,) = batches(loader, pipes)
         for i in range(N):
-            np.testing.assert_array_equal(b["image"][i], _ultralytics_letterbox(b["plain"][i], shape)[0])
+            assert_close(b["image"][i], _ultralytics_letterbox(b["plain"][i], shape)[0], f"image {i}")
 
 
 def test_letterbox_arguments():
@@ -198,7 +210,7 @@ def test_random_hsv_equals_opencv(photos, gains):
         assert np.all(np.abs(drawn) <= np.asarray(gains, np.float32)) and len(np.unique(drawn[:, 2])) > 1
         for i in range(N):
             ref = _ultralytics_hsv(b["plain"][i], drawn[i])
-            np.testing.assert_array_equal(b["image"][i], ref, err_msg=f"image {i}, gains {drawn[i]}")
+            assert_close(b["image"][i], ref, f"image {i}, gains {drawn[i]}")
 
 
 def test_random_hsv_zero_gains_change_nothing(photos):
@@ -451,7 +463,7 @@ def test_rect_batches(photos):
             ref = np.full((rows, cols, 3), 7, np.uint8)
             ref[top:top + nh, left:left + nw] = cv2.resize(img, (nw, nh), interpolation=cv2.INTER_LINEAR)
             ratio = (r, r)
-            np.testing.assert_array_equal(b["image"][j, :rows, :cols], ref)
+            assert_close(b["image"][j, :rows, :cols], ref, f"image {i}")
             assert (b["image"][j, rows:] == 7).all() and (b["image"][j, :, cols:] == 7).all()
             np.testing.assert_allclose(b["lb"][j, :4], [*ratio, left, top], rtol=1e-6)
             n = int(b["boxes"].counts[j])
@@ -477,4 +489,4 @@ def test_letterbox_of_jpeg_images(photos, tmp_path):
     ((images, plain),) = [(a.numpy(), b.numpy()) for a, b in loader]
     for i, img in enumerate(imgs):
         h, w = img.shape[:2]
-        np.testing.assert_array_equal(images[i], _ultralytics_letterbox(plain[i, :h, :w], (72, 100))[0])
+        assert_close(images[i], _ultralytics_letterbox(plain[i, :h, :w], (72, 100))[0], f"image {i}")

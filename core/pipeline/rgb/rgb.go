@@ -4,12 +4,13 @@
 // size (FFCV-SSL's PadRGBImageDecoder); rgb_rrc, rgb_center and rgb_corner,
 // random resized crops and centre and corner squares, which decode only
 // the region of a JPEG they need and may flip while they resize;
-// rgb_resize_pad, the detection resize; rgb_letterbox, YOLO's LetterBox
-// (and label_letterbox, its ratios and pads) -- and the same crops after
-// decoding: rrc (RandomResizedCrop), FFCV-SSL's center_crop and
-// corner_crop, and letterbox; and label_rrc, which reports rgb_rrc's crop. Crop decoders
-// of one field in several programs (views) share each sample's JPEG
-// entropy decoding.
+// rgb_resize_pad, the detection resize; rgb_letterbox, YOLO's LetterBox,
+// rect batches included; rgb_iou_crop, SSD's IoU crop around the stored
+// boxes -- and the same crops after decoding: rrc (RandomResizedCrop),
+// FFCV-SSL's center_crop and corner_crop, and letterbox and zoom_out
+// (SSD's zoom out); label_rrc, label_letterbox and label_iou_crop report
+// what their decoders draw. Crop decoders of one field in several programs
+// (views) share each sample's JPEG entropy decoding.
 package rgb
 
 import (
