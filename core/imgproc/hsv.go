@@ -58,8 +58,10 @@ func HSVToRGB(h, s, v byte, trunc bool) (r, g, b byte) {
 		return c, c, c
 	}
 	sf := float32(s) * float32(1.0/255)
-	hf := float32(float32(h) * float32(6.0/180)) // rounded here: never fused with the subtraction below
-	if hf >= 6 {                                 // h = 180 (a hue table may give it): OpenCV's fmod(h, 6)
+	// Rounded here, so that it is never fused with the subtraction below.
+	hf := float32(float32(h) * float32(6.0/180))
+	// h = 180 (a hue table may give it): OpenCV's fmod(h, 6).
+	if hf >= 6 {
 		hf = float32(math.Mod(float64(hf), 6))
 	}
 	sector := int(hf)
