@@ -223,7 +223,8 @@ AARCH64_DEB_PACKAGES := mmdebstrap qemu-user-static binfmt-support
 # The packages whose tests hold float arithmetic to x86-64's digests and
 # references: the kernels, and every op family with float draws or pixels.
 AARCH64_GO_QUICK := core/imgproc core/pipeline core/pipeline/rgb core/pipeline/transform core/pipeline/ssl \
-  core/pipeline/policy core/pipeline/targets core/pipeline/clip core/pipeline/text core/pipeline/ops
+  core/pipeline/policy core/pipeline/targets core/pipeline/clip core/pipeline/text core/pipeline/ops \
+  core/audioproc core/pipeline/audio
 AARCH64_GO_FULL := $(AARCH64_GO_QUICK) core/jpeg core/field core/order core/beton
 ARM_CC_ENV = CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC=$(abspath build/toolchain/aarch64/cc) \
   CGO_CFLAGS="-O2 -I$(abspath build/jpeg/aarch64/include)" CGO_LDFLAGS="-L$(abspath build/jpeg/aarch64/lib)"

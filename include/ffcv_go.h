@@ -398,6 +398,11 @@ int64_t ffcv_loader_trace(int64_t loader, ffcv_trace_event *out, uint64_t cap, c
  * message that names the argument as the operation's Python constructor names it
  * (solarization_prob for solarize's "p") and not the operation: the caller names it. */
 int64_t ffcv_op_check(const char *spec_json, char **err);
+/* The output ({"shape": [...], "dtype": "<f4"}) a built-in transform spec makes
+ * of the input in_json (same form), as a loader's build infers it, as JSON in
+ * *out, freed with ffcv_free. Returns 0, or FFCV_ERR_ARGUMENT naming the bad
+ * argument or input. */
+int64_t ffcv_op_out(const char *spec_json, const char *in_json, char **out, char **err);
 /* The names of the automatic augmentation policies' operations (torchvision's:
  * what augment_op's "name" takes) as a JSON list in *out, freed with ffcv_free.
  * Returns their number. */

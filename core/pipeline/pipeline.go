@@ -6,8 +6,9 @@
 // This package is the framework: Program, Build and BuildTail; Ctx, with
 // each operation's randomness (Ctx.Rand, keyed by SeedKey and Head.KeyAt)
 // and per-worker state; the interfaces an operation implements (Op,
-// InPlacer, Geometric or Photometric, Reporter, Fuser, HFlip, ViewSharer,
-// BatchOp); Geometry, which replays an image's operations for its targets;
+// InPlacer, Geometric or Photometric, Mixer and Blender for those that show
+// other samples, Reporter, Fuser, HFlip, ViewSharer, BatchOp); Geometry,
+// which replays an image's operations for its targets;
 // and the generic "label" op. The operations themselves live in families
 // under it (basic, rgb, transform, ssl, policy, targets, text), which register
 // into it, and their pixel work in core/imgproc. A program that builds
@@ -321,6 +322,11 @@ func build(r *beton.Reader, f int, in Spec, ops []json.RawMessage) (*Program, er
 		}
 		if in.Lead > 0 && !decoders[head.Op] {
 			op = Lift(op)
+		}
+		if b, ok := op.(Blender); ok {
+			if op, err = p.wrapBlender(r, len(p.ops), b, head.Name(), tail); err != nil {
+				return nil, fmt.Errorf("field %q: %w", env.Desc.Name, err)
+			}
 		}
 		out, err := op.Out(in)
 		if err != nil {

@@ -192,6 +192,7 @@ def _signatures():
         "ffcv_encode_jpeg": (i64, [vp, i64, i64, i64, ctypes.POINTER(vp), ctypes.POINTER(u64), err]),
         "ffcv_normalize_table": (i64, [cp, vp, u64, err]),
         "ffcv_op_check": (i64, [cp, err]),
+        "ffcv_op_out": (i64, [cp, cp, out_str, err]),
         "ffcv_augment_ops": (i64, [out_str, err]),
     }
 
@@ -542,6 +543,15 @@ def check_op(spec):
     """Checks the arguments of a built-in operation's spec (a dict) in the Go
     core, without a file; ValueError, naming the argument, for a bad one."""
     call("ffcv_op_check", json.dumps(spec).encode())
+
+
+def op_out(spec, shape, dtype):
+    """(shape, numpy dtype str) of what a built-in transform's spec (a dict)
+    makes of an input of shape and dtype, as the Go core infers it;
+    ValueError naming the argument or input it refuses."""
+    out = call_json("ffcv_op_out", json.dumps(spec).encode(),
+                    json.dumps({"shape": [int(d) for d in shape], "dtype": dtype}).encode())
+    return tuple(out["shape"]), out["dtype"]
 
 
 def augment_ops():

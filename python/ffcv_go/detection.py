@@ -243,6 +243,11 @@ def _link_targets(outputs, plans, reader):
                     with_boxes(spec, boxes)
                 if dec.flip_indices is not None:
                     spec["flip_indices"] = dec.flip_indices
+        geo = spec.get("geometry")
+        if isinstance(dec, RaggedDecoder) and dec.max_rows is None and geo and geo["ops"][0].get("op") == "mosaic":
+            raise ValueError(f'output "{name}" follows "{target}", whose MosaicRGBImageDecoder gathers the rows of '
+                             f'{geo["ops"][0]["n"]} samples: give its RaggedDecoder max_rows (rows past it are '
+                             f'dropped), the same for every output that goes with these boxes')
         plan.go_ops[0] = spec
 
 

@@ -7,6 +7,7 @@
 package ops
 
 import (
+	_ "github.com/ffcv-go/ffcv-go/core/pipeline/audio"     // waveforms and spectrograms: resampling, mel, Whisper, SpecAugment
 	_ "github.com/ffcv-go/ffcv-go/core/pipeline/basic"     // int, float, ndarray, bytes
 	_ "github.com/ffcv-go/ffcv-go/core/pipeline/clip"      // VideoField's clip decoders
 	_ "github.com/ffcv-go/ffcv-go/core/pipeline/policy"    // RandAugment, TrivialAugmentWide, AutoAugment, AugMix

@@ -48,6 +48,25 @@ var placeArgs = map[string][]map[string]any{
 	"flip_v":      {{"p": 0.5}},
 	"translate":   {{"padding": 6, "fill": []int{0, 0, 0}}},
 	"random_crop": {{"size": []int{24, 30}, "padding": 4}},
+	"random_perspective": {
+		{"degrees": 10, "translate": 0.1, "scale": 0.3, "shear": 5},
+		{"degrees": 5, "scale": 0.2, "perspective": 0.001, "border": []int{-4, 3}, "fill": []int{9, 8, 7}},
+	},
+	// Rotations and shears with bilinear sampling: nearest drops some
+	// pixels of a rotation, and with them the marker.
+	"rotate": {{"p": 0.7, "angle": 0.5, "interpolation": "bilinear"}},
+	"augment_op": {
+		{"name": "ShearX", "magnitude": 0.3},
+		{"name": "ShearY", "magnitude": -0.25, "interpolation": "bilinear"},
+		{"name": "Rotate", "magnitude": 25, "interpolation": "bilinear"},
+		{"name": "TranslateY", "magnitude": -4.6},
+		{"name": "Brightness", "magnitude": 0.5},
+	},
+	// One operation at a time: Equalize after a bilinear rotation makes
+	// the spread marker a block, whose centre is not the marker's.
+	"rand_augment":         {{"num_ops": 1, "interpolation": "bilinear"}, {"num_ops": 2, "magnitude": 4, "interpolation": "bilinear", "seed": 5}},
+	"trivial_augment_wide": {{"interpolation": "bilinear"}},
+	"auto_augment":         {{"policy": "imagenet", "interpolation": "bilinear"}},
 }
 
 // The stored images the markers are put in, and the decoders a transform
@@ -156,20 +175,32 @@ func checkPlace(t *testing.T, env pipeline.Env, ops []optest.Named) {
 	}
 	oh, ow := p.Out.Shape[0], p.Out.Shape[1]
 	out := make([]byte, p.Out.Bytes())
+	blank := make([]byte, p.Out.Bytes())
 	img := make([]byte, placeW*placeH*3)
 	var s pipeline.Scratch
 	inside := 0
 	for pos := uint64(0); pos < 12; pos++ {
 		for my := 2; my < placeH; my += 6 {
 			for mx := 3; mx < placeW; mx += 7 {
-				clear(img)
-				copy(img[(my*placeW+mx)*3:], []byte{255, 255, 255})
-				c := pipeline.NewCtx()
-				c.Seed, c.Pos, c.Sample, c.Col, c.Heap = 3, pos, 0, col, img
-				c.Read = func(f int) ([]byte, []byte, error) { return env.Reader.Read(c.Sample, f) }
-				if err := p.Run(c, &s, nil, out); err != nil {
-					t.Fatal(err)
+				run := func(dst []byte, marker bool) *pipeline.Ctx {
+					clear(img)
+					if marker {
+						// Mid-grey: Solarize inverts white to black.
+						copy(img[(my*placeW+mx)*3:], []byte{160, 160, 160})
+					}
+					c := pipeline.NewCtx()
+					c.Seed, c.Pos, c.Sample, c.Col, c.Heap = 3, pos, 0, col, img
+					c.Read = func(f int) ([]byte, []byte, error) { return env.Reader.Read(c.Sample, f) }
+					if err := p.Run(c, &s, nil, dst); err != nil {
+						t.Fatal(err)
+					}
+					return c
 				}
+				// The marker is what differs from the image without it: the
+				// fill, and photometric operations that change every pixel
+				// (Invert, Solarize), are in both.
+				run(blank, false)
+				c := run(out, true)
 				a, err := g.Sample(c, env.Reader)
 				if err != nil {
 					t.Fatal(err)
@@ -178,15 +209,23 @@ func checkPlace(t *testing.T, env pipeline.Env, ops []optest.Named) {
 					t.Fatalf("Place gives a %dx%d output, Run %dx%d", a.W, a.H, ow, oh)
 				}
 				px, py, _ := a.Point(float64(mx)+0.5, float64(my)+0.5)
-				mass, cx, cy := centroid(out, ow, oh)
+				mass, cx, cy := centroid(out, blank, ow, oh)
 				// The marker's footprint in the output, and how far its
 				// centroid may be from the mapped centre (resampling rounds).
-				fx, fy := max(1, math.Abs(a.SX)), max(1, math.Abs(a.SY))
+				fx, fy := footprint(a, float64(mx)+0.5, float64(my)+0.5)
 				v := a.Valid
 				where := fmt.Sprintf("sample %d, marker (%d, %d): Place maps it to (%.2f, %.2f) of %dx%d (visible %v)",
 					pos, mx, my, px, py, ow, oh, v)
+				// Under a warp the visible part is not a rectangle: whether
+				// the marker's neighbourhood is shown decides too.
+				shown := 0
+				for _, d := range [][2]float64{{0, 0}, {-1.5, -1.5}, {1.5, -1.5}, {-1.5, 1.5}, {1.5, 1.5}} {
+					if a.Shows(float64(mx)+0.5+d[0], float64(my)+0.5+d[1]) {
+						shown++
+					}
+				}
 				switch {
-				case px > v[0]+fx && px < v[2]-fx && py > v[1]+fy && py < v[3]-fy:
+				case shown == 5 && px > v[0]+fx && px < v[2]-fx && py > v[1]+fy && py < v[3]-fy:
 					inside++
 					if mass == 0 {
 						t.Fatalf("%s; Run drops it", where)
@@ -194,7 +233,9 @@ func checkPlace(t *testing.T, env pipeline.Env, ops []optest.Named) {
 					if math.Abs(cx-px) > 0.5*fx || math.Abs(cy-py) > 0.5*fy {
 						t.Fatalf("%s; Run puts it at (%.2f, %.2f)", where, cx, cy)
 					}
-				case px < v[0]-fx || px > v[2]+fx || py < v[1]-fy || py > v[3]+fy:
+				case shown == 0 || px < v[0]-2*fx || px > v[2]+2*fx || py < v[1]-2*fy || py > v[3]+2*fy:
+					// Two resamplings (a decoder's resize, then a warp)
+					// spread the marker by up to a footprint each.
 					if mass != 0 {
 						t.Fatalf("%s, outside; Run shows it at (%.2f, %.2f)", where, cx, cy)
 					}
@@ -207,13 +248,31 @@ func checkPlace(t *testing.T, env pipeline.Env, ops []optest.Named) {
 	}
 }
 
-// centroid is the total brightness of an h×w RGB image and its centre of
-// mass, in continuous pixel coordinates (pixel i spans [i, i+1)).
-func centroid(img []byte, w, h int) (mass, cx, cy float64) {
+// footprint is how far a stored pixel at (x, y) spreads in the output
+// along each axis (at least a pixel): |SX| and |SY| for an axis-aligned
+// map, the rows' sums of the map's Jacobian there under a warp.
+func footprint(a pipeline.Affine, x, y float64) (fx, fy float64) {
+	if a.Warp == nil {
+		return max(1, math.Abs(a.SX)), max(1, math.Abs(a.SY))
+	}
+	const d = 1e-3
+	x0, y0, _ := a.Warp.M.Apply(x, y)
+	x1, y1, _ := a.Warp.M.Apply(x+d, y)
+	x2, y2, _ := a.Warp.M.Apply(x, y+d)
+	return max(1, (math.Abs(x1-x0)+math.Abs(x2-x0))/d), max(1, (math.Abs(y1-y0)+math.Abs(y2-y0))/d)
+}
+
+// centroid is the total brightness of an h×w RGB image's difference from
+// base and its centre of mass, in continuous pixel coordinates (pixel i
+// spans [i, i+1)).
+func centroid(img, base []byte, w, h int) (mass, cx, cy float64) {
 	for y := 0; y < h; y++ {
 		for x := 0; x < w; x++ {
 			i := (y*w + x) * 3
-			v := float64(img[i]) + float64(img[i+1]) + float64(img[i+2])
+			v := 0.0
+			for k := i; k < i+3; k++ {
+				v += math.Abs(float64(img[k]) - float64(base[k]))
+			}
 			mass += v
 			cx += v * (float64(x) + 0.5)
 			cy += v * (float64(y) + 0.5)

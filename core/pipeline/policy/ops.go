@@ -168,6 +168,32 @@ func applyAug(img, tmp []byte, h, w, ch, op int, mag float64, g geom, tabs *tabl
 	}
 }
 
+// augStep is the map of op with magnitude mag on a w×h image, as
+// applyAug moves its pixels: translations axis-aligned, shears (about the
+// top-left corner) and rotations (about the centre) torchvision's warps;
+// ok false for the operations that move nothing.
+func augStep(op int, mag float64, w, h int) (s pipeline.Step, ok bool) {
+	var m [6]float64
+	switch op {
+	case opTranslateX:
+		return pipeline.Step{SX: 1, TX: math.Trunc(mag), SY: 1, W: w, H: h}, true
+	case opTranslateY:
+		return pipeline.Step{SX: 1, SY: 1, TY: math.Trunc(mag), W: w, H: h}, true
+	case opShearX:
+		m = imgproc.InvAffine(-0.5*float64(w), -0.5*float64(h), 0, 0, 0, 1, math.Atan(mag)*180/math.Pi, 0)
+	case opShearY:
+		m = imgproc.InvAffine(-0.5*float64(w), -0.5*float64(h), 0, 0, 0, 1, 0, math.Atan(mag)*180/math.Pi)
+	case opRotate:
+		if math.Mod(mag, 360) == 0 {
+			return pipeline.Same(w, h), false
+		}
+		m = imgproc.InvAffine(0, 0, -mag, 0, 0, 1, 0, 0)
+	default:
+		return pipeline.Same(w, h), false
+	}
+	return pipeline.WarpStep(pipeline.Centred(m, w, h), 1, w, h), true
+}
+
 // geomArgs are the interpolation and fill every policy takes.
 type geomArgs struct {
 	Interpolation string    `json:"interpolation"`
@@ -244,6 +270,11 @@ func newAugmentOp(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 func (t *augmentOp) Out(in pipeline.Spec) (pipeline.Spec, error) {
 	t.spec = in
 	return in, needAugImage(in, t.g)
+}
+
+func (t *augmentOp) Place(_ *pipeline.Ctx, _, w, h int) (pipeline.Step, error) {
+	s, _ := augStep(t.op, t.mag, w, h)
+	return s, nil
 }
 
 func (t *augmentOp) Run(c *pipeline.Ctx, _ int, in, out []byte) error {

@@ -135,7 +135,10 @@ func newPolicy(kind string) pipeline.Factory {
 			}
 		}
 		p.buildTables()
-		return p, nil
+		if kind == "augmix" {
+			return p, nil
+		}
+		return geoPolicy{p}, nil
 	}
 }
 
@@ -198,17 +201,29 @@ func (p *policy) Run(c *pipeline.Ctx, op int, in, out []byte) error {
 	h, w, ch := p.spec.Shape[0], p.spec.Shape[1], p.spec.Shape[2]
 	s := augScratchOf(c, len(out))
 	r := c.Rand(op)
+	if p.kind == "augmix" {
+		p.augmix(r, s, out, h, w, ch)
+		return nil
+	}
+	p.walk(r, h, w, func(o int, m float64) { applyAug(out, s.tmp, h, w, ch, o, m, p.g, p.tabs) })
+	return nil
+}
+
+// walk makes the draws of a policy that applies one operation after
+// another (all but augmix), calling f with each operation applied and its
+// signed magnitude: Run applies them, Place maps them.
+func (p *policy) walk(r *rand.Rand, h, w int, f func(op int, mag float64)) {
 	switch p.kind {
 	case "rand_augment":
 		for i := 0; i < p.numOps; i++ {
 			o := p.ops[r.IntN(len(p.ops))]
 			m, sg := spaceRA.magnitude(o, p.mag, p.bins, h, w)
-			applyAug(out, s.tmp, h, w, ch, o, signed(r, m, sg), p.g, p.tabs)
+			f(o, signed(r, m, sg))
 		}
 	case "trivial_augment_wide":
 		o := p.ops[r.IntN(len(p.ops))]
 		m, sg := spaceTA.magnitude(o, r.IntN(p.bins), p.bins, h, w)
-		applyAug(out, s.tmp, h, w, ch, o, signed(r, m, sg), p.g, p.tabs)
+		f(o, signed(r, m, sg))
 	case "auto_augment":
 		sub := p.subs[r.IntN(len(p.subs))]
 		for _, step := range sub {
@@ -219,12 +234,29 @@ func (p *policy) Run(c *pipeline.Ctx, op int, in, out []byte) error {
 			if step.bin >= 0 {
 				m, sg = spaceRA.magnitude(step.op, step.bin, 10, h, w)
 			}
-			applyAug(out, s.tmp, h, w, ch, step.op, signed(r, m, sg), p.g, p.tabs)
+			f(step.op, signed(r, m, sg))
 		}
-	case "augmix":
-		p.augmix(r, s, out, h, w, ch)
 	}
-	return nil
+}
+
+// geoPolicy is a policy targets follow (all but augmix, which blends
+// chains of operations): its Place composes the maps of the operations it
+// draws.
+type geoPolicy struct{ *policy }
+
+func (p geoPolicy) Place(c *pipeline.Ctx, key, w, h int) (pipeline.Step, error) {
+	st, moved := pipeline.Same(w, h), false
+	p.walk(c.Rand(key), h, w, func(o int, m float64) {
+		s, ok := augStep(o, m, w, h)
+		switch {
+		case !ok:
+		case moved:
+			st = st.Then(s)
+		default:
+			st, moved = s, true
+		}
+	})
+	return st, nil
 }
 
 // augmix mixes the image (weight m0) with mixture_width augmentation

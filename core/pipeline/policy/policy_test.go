@@ -109,6 +109,8 @@ func TestTables(t *testing.T) {
 			switch op := optest.NewOp(t, tc.name, tc.args).(type) {
 			case *policy:
 				tabs = op.tabs
+			case geoPolicy:
+				tabs = op.tabs
 			case *augmentOp:
 				tabs = op.tabs
 			}

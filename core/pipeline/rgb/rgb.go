@@ -6,11 +6,13 @@
 // the region of a JPEG they need and may flip while they resize;
 // rgb_resize_pad, the detection resize; rgb_letterbox, YOLO's LetterBox,
 // rect batches included; rgb_iou_crop, SSD's IoU crop around the stored
-// boxes -- and the same crops after decoding: rrc (RandomResizedCrop),
-// FFCV-SSL's center_crop and corner_crop, and letterbox and zoom_out
-// (SSD's zoom out); label_rrc, label_letterbox and label_iou_crop report
-// what their decoders draw. Crop decoders of one field in several programs
-// (views) share each sample's JPEG entropy decoding.
+// boxes; mosaic, YOLO's Mosaic of several samples -- and the same crops
+// after decoding: rrc (RandomResizedCrop), FFCV-SSL's center_crop and
+// corner_crop, and letterbox and zoom_out (SSD's zoom out); yolo_mixup,
+// YOLO's MixUp of the sample with a partner; label_rrc, label_letterbox,
+// label_iou_crop and label_mosaic report what their decoders draw. Crop
+// decoders of one field in several programs (views) share each sample's
+// JPEG entropy decoding.
 package rgb
 
 import (
@@ -38,6 +40,9 @@ func init() {
 	pipeline.RegisterDecoder("rgb_iou_crop", newIoUCrop)
 	pipeline.RegisterDecoder("label_iou_crop", newLabelIoUCrop)
 	pipeline.Register("zoom_out", newZoomOut)
+	pipeline.RegisterDecoder("mosaic", newMosaic)
+	pipeline.RegisterDecoder("label_mosaic", newLabelMosaic)
+	pipeline.Register("yolo_mixup", newYoloMixUp)
 	pipeline.Register("rrc", newCropTransform(randomCrop))
 	pipeline.Register("center_crop", newCropTransform(centerCrop))
 	pipeline.Register("corner_crop", newCropTransform(cornerCrop))

@@ -66,6 +66,17 @@ func (t *rotate) Report(c *pipeline.Ctx, key int, dst []float32) {
 	}
 }
 
+// Place is the rotation about the image's centre that Run's warp makes
+// (torchvision's), or nothing where it did not apply.
+func (t *rotate) Place(c *pipeline.Ctx, key, w, h int) (pipeline.Step, error) {
+	apply, theta := t.draw(c, key)
+	if !apply || theta == 0 {
+		return pipeline.Same(w, h), nil
+	}
+	m := pipeline.Centred(imgproc.InvAffine(0, 0, -theta*180/math.Pi, 0, 0, 1, 0, 0), w, h)
+	return pipeline.WarpStep(m, 1, w, h), nil
+}
+
 func (t *rotate) Run(c *pipeline.Ctx, op int, in, out []byte) error {
 	apply, theta := t.draw(c, op)
 	if !apply {

@@ -54,6 +54,10 @@ func newMaskDecoder(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error) 
 	if err != nil {
 		return nil, err
 	}
+	if name := g.Mixes(); name != "" {
+		return nil, fmt.Errorf("masks cannot follow %s, which shows several samples in one image: "+
+			"decode its boxes, labels and keypoints with RaggedDecoder", name)
+	}
 	rows, err := newRowFilter(env, a.Instances, a.BoxFilter)
 	if err != nil {
 		return nil, fmt.Errorf("instances: %w", err)
@@ -116,7 +120,7 @@ func (d *maskDecoder) renumber(c *pipeline.Ctx, a pipeline.Affine, buf *maskBuf)
 		return nil, fmt.Errorf("instances' boxes: %w", err)
 	}
 	_, rows := field.RaggedRef(bcol)
-	keep, err := d.instances.keep(c, d.env, a, nil, int(rows))
+	keep, err := d.instances.keep(c, d.env, c.Sample, a, nil, int(rows))
 	if err != nil {
 		return nil, err
 	}
@@ -147,6 +151,9 @@ func instanceTable(dst []uint16, keep []bool) ([]uint16, error) {
 // sample fills out (the W×H output) from src (the stored sw×sh mask),
 // through ids when not nil.
 func (d *maskDecoder) sample(a pipeline.Affine, src []byte, sw, sh int, out []byte, ids []uint16) error {
+	if a.Warp != nil {
+		return d.sampleWarp(a, src, sw, sh, out, ids)
+	}
 	w, h, it := a.W, a.H, d.item
 	v := a.Valid
 	xs := make([]int, w) // source column of each output column, -1 outside the image
@@ -201,4 +208,43 @@ func (d *maskDecoder) sample(a pipeline.Affine, src []byte, sw, sh int, out []by
 func sourceIndex(i int, s, t float64, n int) int {
 	x := math.Floor((float64(i) + 0.5 - t) / s)
 	return int(min(max(x, 0), float64(n-1)))
+}
+
+// sampleWarp is sample under a map that is not axis-aligned: each output
+// pixel's centre, mapped back through the inverse, picks the stored pixel
+// it lands in (nearest); fill where it lands outside the stored mask.
+func (d *maskDecoder) sampleWarp(a pipeline.Affine, src []byte, sw, sh int, out []byte, ids []uint16) error {
+	inv, ok := a.Warp.M.Inverse()
+	it := d.item
+	var fill [2]byte
+	binary.LittleEndian.PutUint16(fill[:], d.fill)
+	for y := 0; y < a.H; y++ {
+		for x := 0; x < a.W; x++ {
+			o := out[(y*a.W+x)*it : (y*a.W+x+1)*it]
+			sx, sy, in := inv.Apply(float64(x)+0.5, float64(y)+0.5)
+			fx, fy := math.Floor(sx), math.Floor(sy)
+			if !ok || !in || !(fx >= 0 && fx < float64(sw) && fy >= 0 && fy < float64(sh)) || !a.Shows(sx, sy) {
+				copy(o, fill[:it])
+				continue
+			}
+			i := (int(fy)*sw + int(fx)) * it
+			if ids == nil {
+				copy(o, src[i:i+it])
+				continue
+			}
+			id := int(src[i])
+			if it == 2 {
+				id = int(binary.LittleEndian.Uint16(src[i:]))
+			}
+			if id >= len(ids) {
+				return fmt.Errorf("%w: instance id %d, but the sample has %d boxes", field.ErrData, id, len(ids)-1)
+			}
+			if it == 1 {
+				o[0] = byte(ids[id])
+			} else {
+				binary.LittleEndian.PutUint16(o, ids[id])
+			}
+		}
+	}
+	return nil
 }

@@ -114,37 +114,57 @@ func (d *raggedDecoder) Out(pipeline.Spec) (pipeline.Spec, error) {
 	return pipeline.Spec{Shape: []int{RaggedBytes(d.maxRows, d.row)}, DType: "|u1"}, nil
 }
 
+// raggedBuf is a worker's list of pieces.
+type raggedBuf struct{ pieces []pipeline.Piece }
+
+// Run writes the rows of every piece the image output shows (the sample's
+// own, then a Mixer's partners), each through its piece's map, up to
+// maxRows.
 func (d *raggedDecoder) Run(c *pipeline.Ctx, _ int, _, out []byte) error {
 	_, rows := field.RaggedRef(c.Col)
 	if uint64(len(c.Heap)) != rows*uint64(d.row) {
 		return fmt.Errorf("%w: %d rows in %d bytes", field.ErrData, rows, len(c.Heap))
 	}
 	clear(out)
-	var a pipeline.Affine
-	var keep []bool
-	if d.geo != nil {
-		var err error
-		if a, err = d.geo.Sample(c, d.env.Reader); err != nil {
-			return err
+	if d.geo == nil {
+		n := min(int(rows), d.maxRows)
+		copy(out[RaggedHeader:], c.Heap[:n*d.row])
+		binary.LittleEndian.PutUint64(out, uint64(n))
+		return nil
+	}
+	buf := c.State("ragged_pieces", func() any { return &raggedBuf{} }).(*raggedBuf)
+	pieces, err := d.geo.Pieces(c, d.env.Reader, buf.pieces[:0])
+	if err != nil {
+		return err
+	}
+	buf.pieces = pieces
+	item, _ := d.desc.ItemSize()
+	n := 0
+	for _, pc := range pieces {
+		heap, rows := c.Heap, int(rows)
+		if pc.Sample != c.Sample {
+			col, h, err := d.env.Reader.Read(pc.Sample, d.env.Field)
+			if err != nil {
+				return fmt.Errorf("partner sample %d: %w", pc.Sample, err)
+			}
+			_, r := field.RaggedRef(col)
+			heap, rows = h, int(r)
 		}
+		var keep []bool
 		if d.rows != nil {
-			if keep, err = d.rows.keep(c, d.env, a, c.Heap, int(rows)); err != nil {
+			if keep, err = d.rows.keep(c, d.env, pc.Sample, pc.Map, heap, rows); err != nil {
 				return err
 			}
 		}
-	}
-	item, _ := d.desc.ItemSize()
-	n := 0
-	for i := 0; i < int(rows) && n < d.maxRows; i++ {
-		if keep != nil && !keep[i] {
-			continue
+		for i := 0; i < rows && n < d.maxRows; i++ {
+			if keep != nil && !keep[i] {
+				continue
+			}
+			dst := out[RaggedHeader+n*d.row : RaggedHeader+(n+1)*d.row]
+			copy(dst, heap[i*d.row:(i+1)*d.row])
+			d.mapRow(pc.Map, dst, item)
+			n++
 		}
-		dst := out[RaggedHeader+n*d.row : RaggedHeader+(n+1)*d.row]
-		copy(dst, c.Heap[i*d.row:(i+1)*d.row])
-		if d.geo != nil {
-			d.mapRow(a, dst, item)
-		}
-		n++
 	}
 	binary.LittleEndian.PutUint64(out, uint64(n))
 	return nil
@@ -174,7 +194,7 @@ func (d *raggedDecoder) mapRow(a pipeline.Affine, row []byte, item int) {
 				putFloat(row, item, p+2, 0)
 			}
 		}
-		if d.flip != nil && a.SX < 0 {
+		if d.flip != nil && a.Mirrored() {
 			d.reorder(row, last*item)
 		}
 	}

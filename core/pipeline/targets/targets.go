@@ -22,11 +22,19 @@ func init() {
 
 // BoxFilter drops boxes whose visible part is too small after the geometry:
 // narrower or shorter than MinSize, smaller than MinArea (output pixels²),
-// or showing less than MinVisibility of the mapped box.
+// or showing less than MinVisibility of the mapped box. WHThr, AreaThr and
+// ARThr are YOLO's candidate filter (Ultralytics' box_candidates, strict
+// comparisons): the visible part wider and taller than WHThr pixels, its
+// area more than AreaThr of the box's area scaled by the map (for a
+// RandomPerspective, by its scale²), its aspect ratio max(w/h, h/w) under
+// ARThr (0: no limit).
 type BoxFilter struct {
 	MinSize       float64 `json:"min_size"`
 	MinArea       float64 `json:"min_area"`
 	MinVisibility float64 `json:"min_visibility"`
+	WHThr         float64 `json:"wh_thr"`
+	AreaThr       float64 `json:"area_thr"`
+	ARThr         float64 `json:"ar_thr"`
 }
 
 // check checks the filter's thresholds: sizes and areas not negative, a
@@ -38,12 +46,19 @@ func (f BoxFilter) check() error {
 	if !(f.MinVisibility >= 0 && f.MinVisibility <= 1) {
 		return fmt.Errorf("min_visibility %v must be in [0, 1]", f.MinVisibility)
 	}
+	if !(f.WHThr >= 0) || !(f.AreaThr >= 0) || !(f.ARThr >= 0) {
+		return fmt.Errorf("wh_thr %v, area_thr %v and ar_thr %v must not be negative", f.WHThr, f.AreaThr, f.ARThr)
+	}
 	return nil
 }
 
 func (f BoxFilter) keep(b [4]float64, area float64) bool {
 	w, h := b[2]-b[0], b[3]-b[1]
 	if !(w > 0 && h > 0) || w < f.MinSize || h < f.MinSize || w*h < f.MinArea {
+		return false
+	}
+	if !(w > f.WHThr && h > f.WHThr) || (f.AreaThr > 0 && !(w*h > f.AreaThr*area)) ||
+		(f.ARThr > 0 && !(max(w/h, h/w) < f.ARThr)) {
 		return false
 	}
 	return area > 0 && w*h >= f.MinVisibility*area
@@ -58,15 +73,13 @@ type rowFilter struct {
 	filter BoxFilter
 }
 
-// keep decides which of the sample's rows stay. own is the heap of the
-// decoder's field: the boxes themselves when the field is the boxes field.
-func (f *rowFilter) keep(c *pipeline.Ctx, env pipeline.Env, a pipeline.Affine, own []byte, rows int) ([]bool, error) {
+// keep decides which of sample's rows stay (c.Sample's own, or a partner
+// a Mixer shows). own is the heap of the decoder's field for that sample:
+// the boxes themselves when the field is the boxes field.
+func (f *rowFilter) keep(c *pipeline.Ctx, env pipeline.Env, sample uint64, a pipeline.Affine, own []byte, rows int) ([]bool, error) {
 	boxes := own
 	if f.boxes != env.Field {
-		if c.Read == nil {
-			return nil, fmt.Errorf("rows that follow another field need the loader's reader")
-		}
-		_, heap, err := c.Read(f.boxes)
+		heap, err := readField(c, env, sample, f.boxes)
 		if err != nil {
 			return nil, fmt.Errorf("followed boxes: %w", err)
 		}
@@ -85,9 +98,27 @@ func (f *rowFilter) keep(c *pipeline.Ctx, env pipeline.Env, a pipeline.Affine, o
 			b[k] = floatAt(boxes, item, 4*i+k)
 		}
 		cb, area := a.Box(b)
-		keep[i] = f.filter.keep(cb, area) && a.Centred(b)
+		keep[i] = f.filter.keep(cb, area) && a.KeepsCentre(b)
 	}
 	return keep, nil
+}
+
+// readField returns field f's heap bytes of sample: through the loader
+// (c.Read) for the sample being decoded, through the file's map for a
+// partner a Mixer shows.
+func readField(c *pipeline.Ctx, env pipeline.Env, sample uint64, f int) ([]byte, error) {
+	if sample == c.Sample {
+		if c.Read == nil {
+			return nil, fmt.Errorf("rows that follow another field need the loader's reader")
+		}
+		_, heap, err := c.Read(f)
+		return heap, err
+	}
+	_, heap, err := env.Reader.Read(sample, f)
+	if err != nil {
+		return nil, fmt.Errorf("partner sample %d: %w", sample, err)
+	}
+	return heap, nil
 }
 
 // newRowFilter checks that field f is a boxes field for the rows of env's

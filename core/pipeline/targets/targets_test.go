@@ -200,3 +200,111 @@ func TestCheckPermutation(t *testing.T) {
 		}
 	}
 }
+
+// YOLO's candidate filter (Ultralytics' box_candidates): strict
+// comparisons with the visible part's width and height, its area against
+// the box's area scaled by the map, its aspect ratio.
+func TestBoxCandidates(t *testing.T) {
+	yolo := BoxFilter{WHThr: 2, AreaThr: 0.1, ARThr: 100}
+	for _, tc := range []struct {
+		name string
+		f    BoxFilter
+		box  [4]float64
+		area float64
+		keep bool
+	}{
+		{"kept", yolo, [4]float64{0, 0, 10, 10}, 100, true},
+		{"width at wh_thr", yolo, [4]float64{0, 0, 2, 10}, 20, false},
+		{"width past wh_thr", yolo, [4]float64{0, 0, 2.01, 10}, 20.1, true},
+		{"height at wh_thr", yolo, [4]float64{0, 0, 10, 2}, 20, false},
+		{"area ratio at area_thr", yolo, [4]float64{0, 0, 10, 10}, 1000, false},
+		{"area ratio past area_thr", yolo, [4]float64{0, 0, 10, 10}, 999, true},
+		{"aspect at ar_thr", yolo, [4]float64{0, 0, 300, 3}, 900, false},
+		{"aspect under ar_thr", yolo, [4]float64{0, 0, 299, 3}, 897, true},
+		{"tall aspect", yolo, [4]float64{0, 0, 3, 300}, 900, false},
+		{"no aspect limit", BoxFilter{WHThr: 2}, [4]float64{0, 0, 1000, 3}, 3000, true},
+		{"area_thr off", BoxFilter{}, [4]float64{0, 0, 1, 1}, 1e6, true},
+	} {
+		if got := tc.f.keep(tc.box, tc.area); got != tc.keep {
+			t.Errorf("%s: keep(%v, %v) = %v, want %v", tc.name, tc.box, tc.area, got, tc.keep)
+		}
+	}
+	for _, f := range []BoxFilter{{WHThr: -1}, {AreaThr: -0.1}, {ARThr: math.NaN()}} {
+		if err := f.check(); err == nil || !strings.Contains(err.Error(), "must not be negative") {
+			t.Errorf("%+v: %v", f, err)
+		}
+	}
+}
+
+// Rows under a map that is not axis-aligned: boxes are their mapped
+// corners' bounds, clipped; points that leave the image get visibility
+// 0; a mirrored warp swaps left and right points.
+func TestMapRowWarp(t *testing.T) {
+	id := pipeline.Identity(100, 50)
+	// A quarter turn clockwise (y down): (x, y) lands at (50 − y, x).
+	turn := id.Then(pipeline.WarpStep(pipeline.Matrix{0, -1, 50, 1, 0, 0, 0, 0, 1}, 1, 50, 100))
+	mirror := id.Then(pipeline.Same(100, 50).FlipX()).Then(pipeline.WarpStep(pipeline.Matrix{0, -1, 50, 1, 0, 0, 0, 0, 1}, 1, 50, 100))
+	// Twice as large, into a 100×50 window: the right half leaves.
+	zoom := id.Then(pipeline.WarpStep(pipeline.Matrix{2, 0, 0, 0, 2, 0, 0, 0, 1}, 4, 100, 50))
+	boxes := field.Desc{Name: "boxes", DType: "<f4", Shape: []uint64{4}, Target: &field.TargetArgs{Coords: "xyxy"}}
+	points := field.Desc{Name: "kp", DType: "<f4", Shape: []uint64{2, 3}, Target: &field.TargetArgs{Coords: "xy"}}
+	for _, tc := range []struct {
+		name string
+		desc field.Desc
+		flip []int
+		a    pipeline.Affine
+		row  []float64
+		want []float64
+	}{
+		{"box turned", boxes, nil, turn, []float64{10, 5, 20, 15}, []float64{35, 10, 45, 20}},
+		{"box zoomed and clipped", boxes, nil, zoom, []float64{40, 5, 60, 15}, []float64{80, 10, 100, 30}},
+		{"points turned", points, nil, turn, []float64{10, 5, 2, 90, 45, 1}, []float64{45, 10, 2, 5, 90, 1}},
+		{"point zoomed out", points, nil, zoom, []float64{10, 5, 2, 60, 20, 2}, []float64{20, 10, 2, 120, 40, 0}},
+		{"turned, not swapped", points, []int{1, 0}, turn, []float64{10, 5, 2, 90, 45, 1}, []float64{45, 10, 2, 5, 90, 1}},
+		{"mirrored and swapped", points, []int{1, 0}, mirror, []float64{10, 5, 2, 90, 45, 1}, []float64{5, 10, 1, 45, 90, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			item, _ := tc.desc.ItemSize()
+			d := &raggedDecoder{desc: tc.desc, flip: tc.flip}
+			row := floats(tc.row, item)
+			d.mapRow(tc.a, row, item)
+			for i, want := range tc.want {
+				if got := floatAt(row, item, i); math.Abs(got-want) > 1e-5 {
+					t.Fatalf("value %d is %v, want %v (row %v)", i, got, want, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// A mask under a warp: each output pixel takes the stored pixel under its
+// centre mapped back, fill where that is outside the image.
+func TestMaskSampleWarp(t *testing.T) {
+	src := []byte{1, 2, 3, 4, 5, 6, 7, 8} // 4×2
+	id := pipeline.Identity(4, 2)
+	turn := id.Then(pipeline.WarpStep(pipeline.Matrix{0, -1, 2, 1, 0, 0, 0, 0, 1}, 1, 2, 4))
+	for _, tc := range []struct {
+		name string
+		a    pipeline.Affine
+		ids  []uint16
+		want []byte
+	}{
+		{"quarter turn", turn, nil, []byte{5, 1, 6, 2, 7, 3, 8, 4}},
+		{"turn renumbered", turn, []uint16{0, 0, 1, 0, 2, 0, 3, 0, 4}, []byte{0, 0, 3, 1, 0, 0, 4, 2}},
+		{"shift by half a pixel and a half", id.Then(pipeline.WarpStep(pipeline.Matrix{1, 0, 1.5, 0, 1, 0, 0, 0, 1}, 1, 4, 2)), nil,
+			[]byte{99, 1, 2, 3, 99, 5, 6, 7}},
+		{"crop cut away", id.Then(pipeline.CropStep(image.Rect(1, 0, 3, 2), 2, 2)).Then(pipeline.WarpStep(pipeline.Matrix{1, 0, 1, 0, 1, 0, 0, 0, 1}, 1, 3, 2)), nil,
+			[]byte{99, 2, 3, 99, 6, 7}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &maskDecoder{item: 1, fill: 99}
+			out := make([]byte, tc.a.W*tc.a.H)
+			if err := d.sample(tc.a, src, 4, 2, out, tc.ids); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(out, tc.want) {
+				t.Fatalf("got %v, want %v", out, tc.want)
+			}
+		})
+	}
+}

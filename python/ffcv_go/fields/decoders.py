@@ -6,7 +6,8 @@ from .bytes import BytesDecoder
 from .ndarray import NDArrayDecoder
 from .rgb_image import (SimpleRGBImageDecoder, ResizedCropRGBImageDecoder, RandomResizedCropRGBImageDecoder,
                         CenterCropRGBImageDecoder, PadRGBImageDecoder, ResizePadRGBImageDecoder,
-                        LetterBoxRGBImageDecoder, RandomIoUCropRGBImageDecoder)
+                        LetterBoxRGBImageDecoder, RandomIoUCropRGBImageDecoder, MosaicRGBImageDecoder,
+                        LabelMosaic)
 from .ragged import RaggedDecoder
 from .mask import MaskDecoder
 from .text import TokenDecoder, CaptionDecoder, Tokens
@@ -15,5 +16,5 @@ from .video_decoders import RandomClipDecoder, ClipDecoder
 __all__ = ["IntDecoder", "FloatDecoder", "NDArrayDecoder", "BytesDecoder", "SimpleRGBImageDecoder",
            "ResizedCropRGBImageDecoder", "RandomResizedCropRGBImageDecoder", "CenterCropRGBImageDecoder",
            "PadRGBImageDecoder", "ResizePadRGBImageDecoder", "LetterBoxRGBImageDecoder",
-           "RandomIoUCropRGBImageDecoder", "RaggedDecoder",
+           "RandomIoUCropRGBImageDecoder", "MosaicRGBImageDecoder", "LabelMosaic", "RaggedDecoder",
            "MaskDecoder", "TokenDecoder", "CaptionDecoder", "Tokens", "RandomClipDecoder", "ClipDecoder"]

@@ -112,10 +112,11 @@ def _pixels(value, dtype):
 
 class MaskDecoder(_Decoder):
     """MaskField → (B, H, W) of its dtype at the size of the image output it
-    follows (default: the field's own ``follows``): the same crop, flips and
-    shifts as the image, nearest-neighbour (each output pixel takes the
-    stored pixel under its centre); ``fill`` where the output shows no image
-    (translation padding).
+    follows (default: the field's own ``follows``): the same crop, flips,
+    shifts and warps (rotations, shears, perspective) as the image,
+    nearest-neighbour (each output pixel takes the stored pixel under its
+    centre, mapped back); ``fill`` where the output shows no image
+    (translation padding, a warp's border).
 
     ``instances`` names a boxes output when the field is an instance map
     (pixel value k + 1 under the object of box row k, 0 background): the

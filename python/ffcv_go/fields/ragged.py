@@ -129,12 +129,20 @@ class RaggedDecoder(_Decoder):
     follows names a loader output (default: the field's own ``follows``
     when the loader has an output of that name). For boxes or points
     (coords fields) it is the image output: they go through exactly the
-    crop, flips and shifts the image's decoder and transforms drew for the
-    sample, and boxes are clipped to the visible part of the image and
+    crop, flips, shifts and warps the image's decoder and transforms drew
+    for the sample, and boxes are clipped to the visible part of the image and
     dropped when that part is narrower or shorter than min_size, smaller
     than min_area (output pixels²) or less than min_visibility of the whole
-    box. For other rows (labels) it is the boxes output: the rows of the
-    boxes it keeps are kept.
+    box. wh_thr, area_thr and ar_thr are YOLO's candidate filter
+    (Ultralytics' ``box_candidates``; 0 leaves each out): the kept part is
+    wider and taller than wh_thr pixels, its area more than area_thr of the
+    box's area as it enters the last warp (clipped by what came before, a
+    mosaic's canvas) times that warp's scale² (a ``RandomPerspective``'s
+    scale; rotation, shear and perspective not counted), and
+    max(w / h, h / w) under ar_thr. YOLO's training uses wh_thr=2,
+    area_thr=0.1, ar_thr=100. Under a rotation, shear or perspective a box
+    becomes the bounds of its four mapped corners. For other rows (labels)
+    it is the boxes output: the rows of the boxes it keeps are kept.
 
     Points (coords='xy') go with a boxes output row for row -- one
     instance's keypoints per box, as in COCO -- and are dropped with their
@@ -149,12 +157,13 @@ class RaggedDecoder(_Decoder):
     _go_name = "ragged"
 
     def __init__(self, follows="auto", max_rows=None, min_size=1.0, min_area=1.0, min_visibility=0.0,
-                 boxes="auto", flip_indices=None):
+                 boxes="auto", flip_indices=None, wh_thr=0.0, area_thr=0.0, ar_thr=0.0):
         super().__init__()
         self.follows = follows
         self.max_rows = None if max_rows is None else int(max_rows)
         self.filter = {"min_size": float(min_size), "min_area": float(min_area),
-                       "min_visibility": float(min_visibility)}
+                       "min_visibility": float(min_visibility), "wh_thr": float(wh_thr),
+                       "area_thr": float(area_thr), "ar_thr": float(ar_thr)}
         _check_spec(self, {"op": "ragged", "max_rows": self.max_rows or 0, **self.filter})
         if boxes is not None and not isinstance(boxes, str):
             raise TypeError(f"RaggedDecoder: boxes names a loader output, got {boxes!r}")

@@ -404,6 +404,72 @@ class ResizePadRGBImageDecoder(_ImageDecoder):
         return spec
 
 
+class MosaicRGBImageDecoder(_ImageDecoder):
+    """YOLO's Mosaic (Ultralytics' ``Mosaic(dataset, imgsz, p, n)``) as a
+    decoder: the sample's image and ``n - 1`` partners (n = 4 or 9), each
+    resized so its longer side is imgsz, laid as Ultralytics lays them on a
+    ``(2 * imgsz, 2 * imgsz, 3)`` uint8 square filled with fill: 4 tiles
+    around a random centre in [imgsz/2, 3 * imgsz/2), 9 around the sample's
+    own. Follow it with a RandomPerspective of border -imgsz/2, which crops
+    back to imgsz. Partners are drawn uniformly from the whole file with the
+    sample's randomness key, so batches are the same for any number of
+    workers. Where the mosaic does not apply (probability 1 - p, or from
+    epoch close_epoch on: Ultralytics' close_mosaic is ``close_epoch =
+    epochs - close_mosaic``), the sample alone is letterboxed into the
+    middle imgsz square. Boxes, labels and keypoints decoded with
+    RaggedDecoder follow every tile from its own sample; MaskDecoder refuses
+    it. seed pairs it with a LabelMosaic."""
+
+    def __init__(self, imgsz=640, n=4, p=1.0, close_epoch=None, fill=(114, 114, 114), seed=None):
+        super().__init__()
+        self.imgsz, self.n, self.p = int(imgsz), int(n), float(p)
+        self.close_epoch = None if close_epoch is None else int(close_epoch)
+        self.fill = tuple(int(x) for x in fill)
+        self.seed = _seed_arg(seed)
+        _check_spec(self, self._spec())
+
+    _shape = property(lambda self: (2 * self.imgsz, 2 * self.imgsz, 3))
+    _dtype = np.dtype("u1")
+
+    def declare_state_and_memory(self, previous_state):
+        return (State(previous_state.jit_mode, previous_state.device, self._shape, self._dtype),
+                AllocationQuery(self._shape, self._dtype))
+
+    def _spec(self):
+        spec = {"op": "mosaic", "imgsz": self.imgsz, "n": self.n, "p": self.p, "fill": list(self.fill)}
+        if self.close_epoch is not None:
+            spec["close_epoch"] = self.close_epoch
+        if self.seed is not None:
+            spec["seed"] = self.seed
+        return spec
+
+    def _go_spec(self, previous_state=None):
+        return self._spec()
+
+
+class LabelMosaic(MosaicRGBImageDecoder):
+    """A decoder of the image field that outputs, as int64 ``(n + 2,)``, what
+    ``MosaicRGBImageDecoder`` with the same arguments and seed draws for
+    each sample: (applied, xc, yc, partner 1, ..., partner n-1). applied is
+    1 or 0; (xc, yc) is where the 4 tiles meet, in output pixels (-1 with 9
+    tiles, which Ultralytics lays without a random centre, and where not
+    applied); the partners are sample indices of the file (-1 where not
+    applied). It reads only the images' metadata; give it a view of its own
+    over the image field (``PipelineSpec("image", [LabelMosaic(...)])``)."""
+
+    def __init__(self, imgsz=640, n=4, p=1.0, close_epoch=None, fill=(114, 114, 114), seed=None):
+        if seed is None:
+            raise ValueError("LabelMosaic: seed is missing: it must be the seed of the MosaicRGBImageDecoder "
+                             "it reports on")
+        super().__init__(imgsz, n, p, close_epoch, fill, seed)
+
+    _shape = property(lambda self: (self.n + 2,))
+    _dtype = np.dtype("<i8")
+
+    def _spec(self):
+        return dict(super()._spec(), op="label_mosaic")
+
+
 def _letterbox_shape(new_shape):
     """YOLO's new_shape: an int (square) or (rows, cols)."""
     if np.isscalar(new_shape):

@@ -8,9 +8,13 @@ from .image import (RandomHorizontalFlip, RandomVerticalFlip, RandomTranslate, C
 from .ssl import (RandomColorJitter, GaussianBlur, RandomErasing, Rotate, CenterCrop, CornerCrop, LabelColorJitter,
                   LabelGrayscale, LabelSolarization, LabelGaussianBlur, LabelRotate, LabelTranslate,
                   LabelRandomHorizontalFlip)
+from .perspective import RandomPerspective, LabelRandomPerspective
 from .auto_augment import RandAugment, TrivialAugmentWide, AutoAugment, AugMix, AugmentOp
 from .video import ToTorchVideo
 from .photometric import Photometric
+from .mix_samples import MixUp, LabelMixUp
+from .audio import (MonoMix, Resample, Gain, SpeedPerturbation, MelSpectrogram, WhisperLogMel, TimeMasking,
+                    FrequencyMasking)
 from .letterbox import LetterBox
 from .hsv import RandomHSV, LabelRandomHSV
 from .flip import RandomFlip
@@ -25,15 +29,17 @@ __all__ = ["ToTensor", "ToDevice", "ToTorchImage", "Convert", "View", "Squeeze",
            "LabelColorJitter", "LabelGrayscale", "LabelSolarization", "LabelGaussianBlur", "LabelRotate",
            "LabelTranslate", "LabelRandomHorizontalFlip", "LabelRandomResizedCrop", "PadRGBImageDecoder",
            "RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AugmentOp", "ToTorchVideo", "Photometric",
+           "MixUp", "LabelMixUp", "RandomPerspective", "LabelRandomPerspective",
+           "MonoMix", "Resample", "Gain", "SpeedPerturbation", "MelSpectrogram", "WhisperLogMel", "TimeMasking",
+           "FrequencyMasking",
            "LetterBox", "LabelLetterBox", "RandomHSV", "LabelRandomHSV", "RandomFlip",
            "RandomIoUCrop", "LabelRandomIoUCrop", "RandomZoomOut", "LabelRandomZoomOut"]
 
 
 def __getattr__(name):
     # LabelRandomResizedCrop, PadRGBImageDecoder, LabelLetterBox and
-    # LabelRandomIoUCrop are decoders of
-    # ffcv_go.fields, which imports this package while it loads: they are
-    # imported on first use.
+    # LabelRandomIoUCrop are decoders of ffcv_go.fields, which imports this
+    # package while it loads: they are imported on first use.
     if name in ("LabelRandomResizedCrop", "PadRGBImageDecoder"):
         from . import resized_crop
         return getattr(resized_crop, name)

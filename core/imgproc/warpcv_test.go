@@ -1,0 +1,43 @@
+package imgproc
+
+import (
+	"bytes"
+	"testing"
+)
+
+// OpenCV's bilinear warps on small cases whose answers are known: the
+// identity copies, a whole-pixel shift moves rows and fills the rest, a
+// half-pixel shift averages neighbours (weights 1/2 in 15-bit fixed point,
+// rounded half up), and the corners outside read the fill.
+func TestWarpCV(t *testing.T) {
+	src := []byte{
+		10, 20, 30, 40,
+		50, 60, 70, 80,
+		90, 100, 110, 120,
+	}
+	fill := []byte{7}
+	for _, tc := range []struct {
+		name   string
+		m      [9]float64
+		dh, dw int
+		want   []byte
+	}{
+		{"identity", [9]float64{1, 0, 0, 0, 1, 0, 0, 0, 1}, 3, 4, src},
+		{"shift right 1, up 1", [9]float64{1, 0, 1, 0, 1, -1, 0, 0, 1}, 3, 4, []byte{
+			7, 50, 60, 70,
+			7, 90, 100, 110,
+			7, 7, 7, 7}},
+		{"half a pixel left", [9]float64{1, 0, -0.5, 0, 1, 0, 0, 0, 1}, 1, 4, []byte{15, 25, 35, 24}},
+		{"larger output", [9]float64{1, 0, 0, 0, 1, 0, 0, 0, 1}, 2, 5, []byte{10, 20, 30, 40, 7, 50, 60, 70, 80, 7}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			aff := make([]byte, tc.dh*tc.dw)
+			WarpAffineCV(aff, tc.dh, tc.dw, src, 3, 4, 1, [6]float64(tc.m[:6]), fill)
+			per := make([]byte, tc.dh*tc.dw)
+			WarpPerspectiveCV(per, tc.dh, tc.dw, src, 3, 4, 1, tc.m, fill)
+			if !bytes.Equal(aff, tc.want) || !bytes.Equal(per, tc.want) {
+				t.Fatalf("warpAffine %v, warpPerspective %v; want %v", aff, per, tc.want)
+			}
+		})
+	}
+}
