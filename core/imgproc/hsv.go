@@ -44,39 +44,68 @@ func RGBToHSV(r, g, b byte) (h, s, v byte) {
 // hsvSectors are OpenCV's (b, g, r) picks from (v, p, q, t) per sector.
 var hsvSectors = [6][3]uint8{{1, 3, 0}, {1, 0, 2}, {3, 0, 1}, {0, 2, 1}, {0, 1, 3}, {2, 1, 0}}
 
-// HSVToRGB is OpenCV's 8-bit HSV2RGB of one pixel (h <= 180): its float32
-// sector formula, the result ×255 rounded half to even (OpenCV's scalar
-// code) or, with trunc, truncated (its SIMD code).
-func HSVToRGB(h, s, v byte, trunc bool) (r, g, b byte) {
-	to8 := roundSat
-	if trunc {
-		to8 = truncSat
+// hsvUnit[x] is x/255 as OpenCV computes it, x·(1/255) in float32.
+var hsvUnit [256]float32
+
+// hueSector is a hue's sector and the fraction within it (and 1 minus it),
+// as OpenCV's HSV2RGB computes them in float32.
+type hueSector struct {
+	sector    int
+	frac, omf float32
+}
+
+// hsvHues holds hueSector of every hue a table may give (0..180).
+var hsvHues [181]hueSector
+
+func init() {
+	for i := range hsvUnit {
+		hsvUnit[i] = float32(i) * float32(1.0/255)
 	}
-	vf := float32(v) * float32(1.0/255)
+	for h := range hsvHues {
+		// Rounded here, so that it is never fused with the subtraction below.
+		hf := float32(float32(h) * float32(6.0/180))
+		// h = 180: OpenCV's fmod(h, 6).
+		if hf >= 6 {
+			hf = float32(math.Mod(float64(hf), 6))
+		}
+		sector := int(hf)
+		hf -= float32(sector)
+		hsvHues[h] = hueSector{sector, hf, 1 - hf}
+	}
+}
+
+// hsvScaled is OpenCV's 8-bit HSV2RGB of one pixel (h <= 180) before its
+// conversion to bytes: r, g and b times 255, from its float32 sector
+// formula.
+func hsvScaled(h, s, v byte) (r, g, b float32) {
+	vf := hsvUnit[v]
 	if s == 0 {
-		c := to8(vf * 255)
-		return c, c, c
+		x := vf * 255
+		return x, x, x
 	}
-	sf := float32(s) * float32(1.0/255)
-	// Rounded here, so that it is never fused with the subtraction below.
-	hf := float32(float32(h) * float32(6.0/180))
-	// h = 180 (a hue table may give it): OpenCV's fmod(h, 6).
-	if hf >= 6 {
-		hf = float32(math.Mod(float64(hf), 6))
-	}
-	sector := int(hf)
-	hf -= float32(sector)
+	sf, hu := hsvUnit[s], &hsvHues[h]
 	// OpenCV's build fuses 1 - s·h and 1 - s·(1-h) into FMAs (one
 	// rounding); the other products round on their own (explicit float32
 	// conversions keep Go from fusing them).
 	tab := [4]float32{
 		vf,
 		float32(vf * (1 - sf)),
-		float32(vf * fnma32(sf, hf)),
-		float32(vf * fnma32(sf, 1-hf)),
+		float32(vf * fnma32(sf, hu.frac)),
+		float32(vf * fnma32(sf, hu.omf)),
 	}
-	sec := hsvSectors[sector]
-	return to8(tab[sec[2]] * 255), to8(tab[sec[1]] * 255), to8(tab[sec[0]] * 255)
+	sec := &hsvSectors[hu.sector]
+	return float32(tab[sec[2]] * 255), float32(tab[sec[1]] * 255), float32(tab[sec[0]] * 255)
+}
+
+// HSVToRGB is OpenCV's 8-bit HSV2RGB of one pixel (h <= 180): its float32
+// sector formula, the result ×255 rounded half to even (OpenCV's scalar
+// code) or, with trunc, truncated (its SIMD code).
+func HSVToRGB(h, s, v byte, trunc bool) (r, g, b byte) {
+	rf, gf, bf := hsvScaled(h, s, v)
+	if trunc {
+		return truncSat(rf), truncSat(gf), truncSat(bf)
+	}
+	return roundSat(rf), roundSat(gf), roundSat(bf)
 }
 
 // fnma32 is 1 - a·b rounded once to float32, as an FMA instruction does.
@@ -119,9 +148,16 @@ const HSVBlock = 32
 // RandomHSV). lutH must map into [0, 180).
 func HSVLUT(img []byte, w int, lutH, lutS, lutV *[256]byte) {
 	simd := w / HSVBlock * HSVBlock
-	for i := 0; i+3 <= len(img); i += 3 {
-		p := img[i : i+3 : i+3]
-		h, s, v := RGBToHSV(p[0], p[1], p[2])
-		p[0], p[1], p[2] = HSVToRGB(lutH[h], lutS[s], lutV[v], (i/3)%w < simd)
+	for row := 0; row+3*w <= len(img); row += 3 * w {
+		for x := 0; x < w; x++ {
+			p := img[row+3*x : row+3*x+3 : row+3*x+3]
+			h, s, v := RGBToHSV(p[0], p[1], p[2])
+			r, g, b := hsvScaled(lutH[h], lutS[s], lutV[v])
+			if x < simd {
+				p[0], p[1], p[2] = truncSat(r), truncSat(g), truncSat(b)
+			} else {
+				p[0], p[1], p[2] = roundSat(r), roundSat(g), roundSat(b)
+			}
+		}
 	}
 }

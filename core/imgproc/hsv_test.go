@@ -66,3 +66,33 @@ func TestHSVLUTRows(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkHSVLUT(b *testing.B) {
+	const w, h = 640, 640
+	img := make([]byte, w*h*3)
+	for i := range img {
+		img[i] = byte(i * 37)
+	}
+	var lh, ls, lv [256]byte
+	for i := range lh {
+		lh[i], ls[i], lv[i] = byte((i+3)%180), byte(min(255, i*6/5)), byte(i*4/5)
+	}
+	b.SetBytes(int64(len(img)))
+	for i := 0; i < b.N; i++ {
+		HSVLUT(img, w, &lh, &ls, &lv)
+	}
+}
+
+func BenchmarkResizeLinear(b *testing.B) {
+	const sw, sh, dw, dh = 1280, 960, 640, 481
+	src := make([]byte, sw*sh*3)
+	for i := range src {
+		src[i] = byte(i * 37)
+	}
+	dst := make([]byte, dw*dh*3)
+	var r Resizer
+	b.SetBytes(int64(len(dst)))
+	for i := 0; i < b.N; i++ {
+		r.ResizeLinear(dst, dw, dh, src, sw, sh, sw*3, 3)
+	}
+}
