@@ -504,7 +504,8 @@ class LetterBoxRGBImageDecoder(_ImageDecoder):
                  fill=114, rect=False, batch_size=None, pad=0.5):
         super().__init__()
         self.new_shape = _letterbox_shape(new_shape)
-        self.auto, self.scale_fill, self.scaleup, self.center = bool(auto), bool(scale_fill), bool(scaleup), bool(center)
+        self.auto, self.scale_fill = bool(auto), bool(scale_fill)
+        self.scaleup, self.center = bool(scaleup), bool(center)
         self.stride = int(stride)
         self.fill = [int(fill)] if np.isscalar(fill) else [int(v) for v in fill]
         self.rect, self.pad = bool(rect), float(pad)
