@@ -148,6 +148,9 @@ BAD = [
     (D.RandomClipDecoder, dict(num_frames=4, short="wrap"), "short"),
     (D.RandomClipDecoder, dict(num_frames=4, fps=-5.0), "fps"),
     (D.ClipDecoder, dict(num_frames=4, num_clips=0), "num_clips"),
+    (D.AudioDecoder, dict(max_seconds=-1.0), "max_seconds"),
+    (D.RandomAudioCropDecoder, dict(seconds=0.0), "seconds"),
+    (D.RandomAudioCropDecoder, dict(seconds=float("inf")), "seconds"),
     (D.ClipDecoder, dict(num_frames=4, geometry=D.CenterCropRGBImageDecoder((8, 8)), short="cut"), "short"),
 ]
 

@@ -67,6 +67,8 @@ var validArgs = map[string]map[string]any{
 	"whisper_log_mel":      {"n_mels": 80, "pad_or_trim": true},
 	"time_masking":         {"mask_param": 30, "p": 1, "n": 2, "mask_value": 0},
 	"frequency_masking":    {"mask_param": 27, "p": 1, "n": 2, "mask_value": 0},
+	"audio":                {"max_seconds": 2.5, "mono": true},
+	"audio_random_crop":    {"seconds": 1.5, "seed": 3},
 }
 
 // TestCheck: Check builds every registered operation without a file --
