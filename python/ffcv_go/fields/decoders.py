@@ -6,7 +6,8 @@ from .bytes import BytesDecoder
 from .ndarray import NDArrayDecoder
 from .rgb_image import (SimpleRGBImageDecoder, ResizedCropRGBImageDecoder, RandomResizedCropRGBImageDecoder,
                         CenterCropRGBImageDecoder, PadRGBImageDecoder, ResizePadRGBImageDecoder,
-                        MosaicRGBImageDecoder, LabelMosaic)
+                        LetterBoxRGBImageDecoder, RandomIoUCropRGBImageDecoder, MosaicRGBImageDecoder,
+                        LabelMosaic)
 from .ragged import RaggedDecoder
 from .mask import MaskDecoder
 from .text import TokenDecoder, CaptionDecoder, Tokens
@@ -15,6 +16,7 @@ from .audio_decoders import AudioDecoder, RandomAudioCropDecoder, Audio
 
 __all__ = ["IntDecoder", "FloatDecoder", "NDArrayDecoder", "BytesDecoder", "SimpleRGBImageDecoder",
            "ResizedCropRGBImageDecoder", "RandomResizedCropRGBImageDecoder", "CenterCropRGBImageDecoder",
-           "PadRGBImageDecoder", "ResizePadRGBImageDecoder", "MosaicRGBImageDecoder", "LabelMosaic", "RaggedDecoder",
-           "MaskDecoder", "TokenDecoder", "CaptionDecoder", "Tokens", "RandomClipDecoder", "ClipDecoder", "AudioDecoder",
-           "RandomAudioCropDecoder", "Audio"]
+           "PadRGBImageDecoder", "ResizePadRGBImageDecoder", "LetterBoxRGBImageDecoder",
+           "RandomIoUCropRGBImageDecoder", "MosaicRGBImageDecoder", "LabelMosaic", "RaggedDecoder",
+           "MaskDecoder", "TokenDecoder", "CaptionDecoder", "Tokens", "RandomClipDecoder", "ClipDecoder",
+           "AudioDecoder", "RandomAudioCropDecoder", "Audio"]
