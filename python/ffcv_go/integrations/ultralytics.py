@@ -133,26 +133,46 @@ def _small_masks(masks, labels, counts, r, overlap):
     return (small[owner] == ids[:, None, None]).float(), sem
 
 
+def _hyp(hyp, name, default):
+    """The trainer's argument name, else Ultralytics' default."""
+    v = getattr(hyp, name, None) if hyp is not None else None
+    return float(default if v is None else v)
+
+
 def yolo_image_ops(train, imgsz, hyp=None, mosaic=True):
     """The image output's operations for Ultralytics' batches: every
     pipeline op here is followed by the boxes, masks and keypoints.
 
-    train: a random resized crop of each image to imgsz x imgsz with a
-    left-right flip (probability ``hyp.fliplr``, 0.5 without hyp); val:
-    the whole image resized, aspect kept, to fit imgsz x imgsz, padded with
-    114 (right and bottom). mosaic: whether the epoch is one of those with
-    Ultralytics' mosaic (``close_mosaic`` turns it off for the last ones);
-    hyp: the trainer's arguments (``fliplr``, ``scale``, ...)."""
+    train: Ultralytics' training augmentation, in its order:
+    ``MosaicRGBImageDecoder`` (4 tiles with probability ``hyp.mosaic``;
+    once ``mosaic`` is False, after ``close_mosaic``, the image alone,
+    letterboxed), ``RandomPerspective(degrees, translate, scale, shear,
+    perspective)`` cropping the mosaic's square back to imgsz, ``MixUp``
+    (``hyp.mixup``, off with the mosaic, as Ultralytics turns it off),
+    ``RandomHSV(hsv_h, hsv_s, hsv_v)`` and the up-down and left-right flips
+    (``flipud``, ``fliplr``). val: ``LetterBox`` to imgsz x imgsz without
+    enlarging, centred, padded with 114. hyp: the trainer's arguments;
+    Ultralytics' defaults where hyp is None or lacks one."""
     # YOLO's pipeline is defined here alone: beton_trainer, beton_validator,
     # UltralyticsLoader and bench/yolo.py all take their operations from it.
-    from ..fields.decoders import RandomResizedCropRGBImageDecoder, ResizePadRGBImageDecoder
-    from ..transforms import RandomHorizontalFlip
-    s = (int(imgsz), int(imgsz))
+    from ..fields.decoders import MosaicRGBImageDecoder
+    from ..transforms import (LetterBox, MixUp, RandomHorizontalFlip, RandomHSV, RandomPerspective,
+                              RandomVerticalFlip)
+    imgsz = int(imgsz)
     if not train:
-        return [ResizePadRGBImageDecoder(s, fill=(114, 114, 114))]
-    scale = float(getattr(hyp, "scale", 0.5))
-    return [RandomResizedCropRGBImageDecoder(s, scale=(max(0.1, 1 - scale) ** 2, 1.0)),
-            RandomHorizontalFlip(float(getattr(hyp, "fliplr", 0.5)))]
+        return [LetterBox((imgsz, imgsz), scaleup=False)]
+    h = lambda name, default: _hyp(hyp, name, default)  # noqa: E731
+    ops = [MosaicRGBImageDecoder(imgsz=imgsz, n=4, p=h("mosaic", 1.0) if mosaic else 0.0),
+           RandomPerspective(degrees=h("degrees", 0.0), translate=h("translate", 0.1), scale=h("scale", 0.5),
+                             shear=h("shear", 0.0), perspective=h("perspective", 0.0), border=-(imgsz // 2))]
+    if mosaic and h("mixup", 0.0) > 0:
+        ops.append(MixUp(p=h("mixup", 0.0)))
+    ops.append(RandomHSV(h("hsv_h", 0.015), h("hsv_s", 0.7), h("hsv_v", 0.4)))
+    if h("flipud", 0.0) > 0:
+        ops.append(RandomVerticalFlip(h("flipud", 0.0)))
+    if h("fliplr", 0.5) > 0:
+        ops.append(RandomHorizontalFlip(h("fliplr", 0.5)))
+    return ops
 
 
 class _Samples:
@@ -238,23 +258,37 @@ class UltralyticsLoader:
             raise ValueError(f"{self.path}: a {task} .beton needs the fields {', '.join(need)} "
                              f"(as YoloDataset(task={task!r}).fields() writes them); it has no {', '.join(missing)}")
         self._fields = names
-        self._n = int(Reader(self.path).num_samples)
+        reader = Reader(self.path)
+        self._n = int(reader.num_samples)
+        counts = reader.metadata[f"f{names.index('boxes')}"]["rows"]
+        self._most_rows = max(int(counts.max()) if len(counts) else 0, 1)
         self.dataset = _Samples(self)
         self.sampler = range(self._n)
         self._loader = self._build(0)
 
     def _build(self, epoch):
-        from ..fields.decoders import MaskDecoder, RaggedDecoder
+        from ..fields.decoders import MaskDecoder, MosaicRGBImageDecoder, RaggedDecoder
         from ..loader import Loader, OrderOption
+        from ..transforms import MixUp
         pipes = {name: None for name in self._fields}
         pipes["image"] = list(self.image_ops(self.train, self.imgsz, self.hyp, self.dataset.mosaic))
-        pipes["boxes"] = [RaggedDecoder(min_size=self.min_size, min_area=0)]
-        pipes["labels"] = [RaggedDecoder()]
+        # A mosaic shows 4 samples' rows, and MixUp adds another mosaic's.
+        ops = pipes["image"]
+        shown = 4 if any(isinstance(op, MosaicRGBImageDecoder) for op in ops) else 1
+        shown *= 2 if any(isinstance(op, MixUp) for op in ops) else 1
+        rows = self._most_rows * shown
+        if self.train:
+            # Ultralytics' box_candidates after its RandomPerspective.
+            pipes["boxes"] = [RaggedDecoder(max_rows=rows, min_size=0, min_area=0, wh_thr=self.min_size,
+                                            area_thr=0.01 if self.task == "segment" else 0.1, ar_thr=100)]
+        else:
+            pipes["boxes"] = [RaggedDecoder(max_rows=rows, min_size=0, min_area=0)]
+        pipes["labels"] = [RaggedDecoder(max_rows=rows)]
         if self.task == "segment":
             pipes["mask"] = [MaskDecoder(instances="boxes")]
         if self.task == "pose":
             flip = None if self.flip_idx is None else tuple(int(i) for i in self.flip_idx)
-            pipes["keypoints"] = [RaggedDecoder(boxes="boxes", flip_indices=flip)]
+            pipes["keypoints"] = [RaggedDecoder(max_rows=rows, boxes="boxes", flip_indices=flip)]
         loader = Loader(self.path, batch_size=self.batch_size, num_workers=self.num_workers,
                         order=OrderOption.RANDOM if self.train else OrderOption.SEQUENTIAL, seed=self.seed,
                         drop_last=self.drop_last, pipelines=pipes)
