@@ -316,8 +316,6 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    if not _speech.espeak_available():
-        raise SystemExit("espeak-ng not found: install Debian's espeak-ng")
     data = os.path.join(args.data, f"{args.source_rate}hz")
     log(f"{args.utterances} utterances of {args.min_seconds:g}-{args.max_seconds:g} s at {args.source_rate} Hz "
         f"under {data}")

@@ -38,10 +38,16 @@ FILLER = ("the", "a", "and", "then", "we", "will", "turn", "after", "before", "e
           "seven", "three", "twelve", "people", "always", "never", "today", "tomorrow", "machine", "light",
           "forward", "back", "open", "close", "water", "mountain", "city", "train", "station", "music")
 MANIFEST = "manifest.json"
+MARK = ".speech"  # this module made the folder (an interrupted run leaves it without a manifest)
 
 
 def espeak_available():
     return shutil.which("espeak-ng") is not None
+
+
+def _require_espeak():
+    if not espeak_available():
+        raise RuntimeError("espeak-ng not found: install Debian's espeak-ng (apt-get install espeak-ng)")
 
 
 def speakers():
@@ -99,7 +105,8 @@ def _write(path, x, rate):
 
 def _cached(out_dir, params):
     """The manifest's items when out_dir was made with these params, else None
-    (and out_dir emptied)."""
+    (out_dir then emptied when it was made by this module, refused when it
+    holds anything else)."""
     path = os.path.join(out_dir, MANIFEST)
     try:
         with open(path) as f:
@@ -108,9 +115,12 @@ def _cached(out_dir, params):
             return [dict(it, path=os.path.join(out_dir, it["path"])) for it in m["items"]]
     except (OSError, ValueError, KeyError):
         pass
-    if os.path.isdir(out_dir):
+    if os.path.exists(os.path.join(out_dir, MARK)):
         shutil.rmtree(out_dir)
-    os.makedirs(out_dir)
+    elif os.path.isdir(out_dir) and os.listdir(out_dir):
+        raise FileExistsError(f"{out_dir}: not empty and not made by _speech (no {MARK}); give another folder")
+    os.makedirs(out_dir, exist_ok=True)
+    open(os.path.join(out_dir, MARK), "w").close()
     return None
 
 
@@ -137,6 +147,7 @@ def keyword_clips(out_dir, num_speakers=40, clips_per_word=2, val_fraction=0.25,
     items = _cached(out_dir, params)
     if items is not None:
         return items
+    _require_espeak()
     rng = np.random.default_rng(seed)
     every = speakers()
     if num_speakers > len(every):
@@ -189,6 +200,7 @@ def long_utterances(out_dir, num=64, min_seconds=10.0, max_seconds=20.0, rate=16
     items = _cached(out_dir, params)
     if items is not None:
         return items
+    _require_espeak()
     every = speakers()
     words = KEYWORDS + FILLER
     jobs = []

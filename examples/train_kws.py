@@ -182,8 +182,6 @@ def main(argv=None):
     ap.add_argument("--reference", action="store_true",
                     help="load with a torch DataLoader (soundfile + torchaudio) instead of ffcv_go")
     args = ap.parse_args(argv)
-    if not _speech.espeak_available():
-        raise SystemExit("espeak-ng not found: install Debian's espeak-ng")
     torch.manual_seed(args.seed)
     device = torch.device(args.device)
     tmp = None if args.data else tempfile.TemporaryDirectory()
