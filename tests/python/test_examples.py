@@ -17,10 +17,13 @@
   at 24x24 on the CPU (10-30 s on 2 cores). Validation accuracy is 0.45-0.67
   over seeds 0-2 (chance 1/6); the test asserts > 0.30.
 - train_kws.py: keyword spotting on espeak-ng speech (examples/_speech.py,
-  Debian's espeak-ng; skipped when absent), 480 one-second clips of 24
-  speakers and 160 of 8 held-out ones, a small CNN on Whisper log-mel with
-  SpecAugment, 10 epochs through ffcv_go's AudioField pipeline (1-2 minutes
-  on 2 cores). The test asserts validation accuracy > 0.40 (chance 0.10).
+  Debian's espeak-ng; skipped when absent), its defaults: 600 one-second
+  clips of 30 speakers and 200 of 10 held-out ones, a small CNN on Whisper
+  log-mel with SpecAugment, 12 epochs through ffcv_go's AudioField pipeline
+  (about 20 s to synthesize, 2 minutes of CPU to train). The same through
+  --reference reaches 0.78 (seed 0; 0.51 on 32 speakers in 10 epochs, which
+  is why the test does not go smaller); the test asserts > 0.50 (chance
+  0.10).
 """
 import math
 import os
@@ -391,18 +394,17 @@ def test_speech_synthesis_is_deterministic(tmp_path):
 
 # The ffcv_go path of train_kws.py (AudioField, AudioDecoder, WhisperLogMel,
 # the masking transforms). `--reference` runs the same training through a
-# torch DataLoader (soundfile + whisper's log-mel) and reaches 0.6-0.9.
+# torch DataLoader (soundfile + whisper's log-mel) and reaches 0.78.
 @pytest.mark.skipif(not _audio_field(), reason="ffcv_go has no AudioField / audio transforms yet")
 def test_train_kws_cpu(tmp_path):
     import _speech
     if not _speech.espeak_available():
         pytest.skip("espeak-ng not installed (Debian's espeak-ng)")
-    out = run_example("train_kws.py", "--data", tmp_path, "--speakers", 32, "--epochs", 10, "--workers", 2,
-                      timeout=400)
+    out = run_example("train_kws.py", "--data", tmp_path, "--workers", 2, timeout=600)
     result = printed_results(out)[0]
-    assert result["loader"] == "ffcv_go" and result["train_clips"] == 480 and result["val_clips"] == 160
+    assert result["loader"] == "ffcv_go" and result["train_clips"] == 600 and result["val_clips"] == 200
     assert result["history"][-1]["loss"] < result["history"][0]["loss"]
-    assert result["val_accuracy"] > 0.40, out  # chance: 0.10
+    assert result["val_accuracy"] > 0.50, out  # chance: 0.10
 
 
 @pytest.mark.skipif(not _audio_field(), reason="ffcv_go has no AudioField / audio transforms yet")
@@ -411,6 +413,6 @@ def test_train_kws_cuda(tmp_path):
     import _speech
     if not _speech.espeak_available():
         pytest.skip("espeak-ng not installed (Debian's espeak-ng)")
-    out = run_example("train_kws.py", "--data", tmp_path, "--speakers", 32, "--device", "cuda", timeout=400)
+    out = run_example("train_kws.py", "--data", tmp_path, "--device", "cuda", timeout=600)
     result = printed_results(out)[0]
-    assert result["device"].startswith("cuda") and result["val_accuracy"] > 0.40, out
+    assert result["device"].startswith("cuda") and result["val_accuracy"] > 0.50, out
