@@ -12,13 +12,14 @@ PY := $(VENV)/bin/python
 LIB := python/ffcv_go/_ffcv_go.so
 GO_SOURCES := $(shell find core export include -name '*.go' -o -name '*.h' -o -name '*.c' 2>/dev/null) go.mod
 DEB_PACKAGES := libturbojpeg0-dev libjpeg62-turbo-dev libflac-dev libopus-dev libopusfile-dev libogg-dev
+# espeak-ng speaks the speech of examples/train_kws.py and bench/audio.py.
 DEB_DATA := mate-backgrounds lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 dataset-fashion-mnist espeak-ng
 PYTEST_ARGS ?=
 # pytest processes for the suite and FFCV's (pytest-xdist).
 PYTEST_WORKERS ?= 2
 CONFORMANCE_ARGS ?= -n $(PYTEST_WORKERS) --dist worksteal
 
-.PHONY: all build deps venv wheel wheel-deps check-wheel test test-torch113 aarch64-deps test-aarch64-quick test-aarch64 test-go test-python test-gpu gpu-bundle conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-ray bench-remote bench-mixture bench-detection bench-image-text bench-video bench-soak bench-wheel-ab bench-yolo ultralytics-venv clean docs docs-check
+.PHONY: all build deps venv wheel wheel-deps check-wheel test test-torch113 aarch64-deps test-aarch64-quick test-aarch64 test-go test-python test-gpu gpu-bundle conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-ray bench-remote bench-mixture bench-detection bench-image-text bench-video bench-audio bench-soak bench-wheel-ab bench-yolo ultralytics-venv clean docs docs-check
 
 all: build
 
@@ -327,6 +328,17 @@ bench-video: deps venv build
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libavdevice59 libavfilter8 >/dev/null; fi
 	$(PY) -m pip install -q --no-deps -r requirements-video-peers.txt
 	PYTHONPATH=python $(PY) bench/video.py $(BENCH_ARGS)
+
+# Speech: random 5 s windows of 10-20 s FLAC utterances (espeak-ng), Whisper
+# log-mel + SpecAugment; ffcv_go against DataLoader + torchcodec / soundfile
+# and lhotse (bench/audio.py). lhotse and torchcodec go into .venv with
+# --no-deps (a resolution would reinstall torch); torchcodec loads Debian's
+# FFmpeg libraries.
+bench-audio: deps venv build
+	@if ! dpkg -s libavdevice59 >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libavdevice59 libavfilter8 >/dev/null; fi
+	$(PY) -m pip install -q --no-deps -r requirements-video-peers.txt -r requirements-audio-peers.txt
+	PYTHONPATH=python $(PY) bench/audio.py $(BENCH_ARGS)
 
 # Where the CPU time of one RandomResizedCrop goes (Huffman, IDCT+colour,
 # resize), Go kernels against SSE2 and AVX2, on bench/data/imagenet-like.
