@@ -6,6 +6,8 @@ PYTHON ?= python3
 VENV := .venv
 # MosaicML Streaming and litdata, in a venv of their own (see requirements-mixture-peers.txt).
 PEERS_VENV := build/peers-venv
+# Ultralytics, in a venv of its own (see requirements-ultralytics.txt).
+ULTRA_VENV := build/ultralytics-venv
 PY := $(VENV)/bin/python
 LIB := python/ffcv_go/_ffcv_go.so
 GO_SOURCES := $(shell find core export include -name '*.go' -o -name '*.h' -o -name '*.c' 2>/dev/null) go.mod
@@ -16,7 +18,7 @@ PYTEST_ARGS ?=
 PYTEST_WORKERS ?= 2
 CONFORMANCE_ARGS ?= -n $(PYTEST_WORKERS) --dist worksteal
 
-.PHONY: all build deps venv wheel wheel-deps check-wheel test test-torch113 aarch64-deps test-aarch64-quick test-aarch64 test-go test-python test-gpu gpu-bundle conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-ray bench-remote bench-mixture bench-detection bench-image-text bench-video bench-soak bench-wheel-ab clean docs docs-check
+.PHONY: all build deps venv wheel wheel-deps check-wheel test test-torch113 aarch64-deps test-aarch64-quick test-aarch64 test-go test-python test-gpu gpu-bundle conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-ray bench-remote bench-mixture bench-detection bench-image-text bench-video bench-soak bench-wheel-ab bench-yolo ultralytics-venv clean docs docs-check
 
 all: build
 
@@ -150,9 +152,10 @@ fuzz: deps
 # The suite on PYTEST_WORKERS processes (pytest-xdist), then the tests
 # marked serial (the doctor's verdicts come from measured rates) alone,
 # collected from the files that mark any.
-test-python: deps venv build wheel $(PEERS_VENV)/.installed
+test-python: deps venv build wheel $(PEERS_VENV)/.installed $(ULTRA_VENV)/.installed
 	PYTHONPATH=python $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal -m "not serial" tests/python $(PYTEST_ARGS)
 	PYTHONPATH=python $(PY) -m pytest -q -m serial $$(grep -l 'pytest.mark.serial' tests/python/test_*.py) $(PYTEST_ARGS)
+	PYTHONPATH=python $(ULTRA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/python/test_ultralytics.py $(PYTEST_ARGS)
 
 # Everything that needs CUDA (tests/gpu): on a machine without it, one line
 # saying why, and success. From a wheel on a GPU machine without Go or
@@ -351,6 +354,24 @@ $(PEERS_VENV)/.installed: requirements-mixture-peers.txt $(VENV)/.installed
 	  "$$($(PEERS_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_ffcv_go_venv.pth"
 	$(PEERS_VENV)/bin/python -m pip install -q -r requirements-mixture-peers.txt
 	touch $@
+
+# Ultralytics (AGPL-3.0; tests/python/test_ultralytics.py, examples/train_yolo.py,
+# bench/yolo.py) in a venv of its own, built like the peers' from .venv's
+# interpreter and lending its packages; requirements-ultralytics.txt lists
+# everything it installs (--no-deps: torch is not downloaded again).
+$(ULTRA_VENV)/.installed: requirements-ultralytics.txt $(VENV)/.installed
+	test -x $(ULTRA_VENV)/bin/python || "$$($(PY) -c 'import os, sys; print(os.path.join(sys.base_prefix, "bin", "python3"))')" -m venv $(ULTRA_VENV)
+	echo "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" > \
+	  "$$($(ULTRA_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_ffcv_go_venv.pth"
+	$(ULTRA_VENV)/bin/python -m pip install -q --no-deps -r requirements-ultralytics.txt
+	touch $@
+
+ultralytics-venv: $(ULTRA_VENV)/.installed
+
+# Ultralytics' loader (cache=False and cache="ram") against ours at imgsz 640,
+# batch 16, 2 workers, on photos with pasted objects.
+bench-yolo: deps venv build $(ULTRA_VENV)/.installed
+	PYTHONPATH=python $(ULTRA_VENV)/bin/python bench/yolo.py $(BENCH_ARGS)
 
 bench-mixture: deps venv build $(PEERS_VENV)/.installed
 	PYTHONPATH=python $(PY) bench/mixture.py --peers-python $(PEERS_VENV)/bin/python $(BENCH_ARGS)
