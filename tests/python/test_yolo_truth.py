@@ -28,7 +28,6 @@ sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
 import make_dataset  # noqa: E402
 import scenes  # noqa: E402
 
-import cv2  # noqa: E402
 from ultralytics.data import augment  # noqa: E402
 from ultralytics.utils.instance import Instances  # noqa: E402
 
@@ -279,7 +278,8 @@ def yolo_data(tmp_path_factory):
     from ffcv_go import DatasetWriter
     from ffcv_go.detection import YoloDataset
     root = tmp_path_factory.mktemp("epoch")
-    yaml = scenes.write_yolo(str(root), {"train": range(EN), "val": range(100, 102)}, make_dataset.find_photos()[:3], height=EH, width=EW)
+    yaml = scenes.write_yolo(str(root), {"train": range(EN), "val": range(100, 102)}, make_dataset.find_photos()[:3],
+                             height=EH, width=EW)
     ds = YoloDataset(yaml, split="train")
     DatasetWriter(str(root / "train.beton"), ds.fields(), progress=False).from_indexed_dataset(ds)
     return yaml, root / "train.beton"
@@ -309,7 +309,6 @@ def _their_epochs(yaml):
 
 
 def _our_epochs(beton, scale=0.5):
-    from ffcv_go.loader import OrderOption
     out = []
     with Loader(str(beton), batch_size=16, num_workers=1, order=OrderOption.RANDOM, seed=5, pipelines={
             "image": [MosaicRGBImageDecoder(imgsz=IMGSZ, seed=1),
@@ -361,14 +360,15 @@ def test_epoch_statistics(yolo_data):
     distribution at the 1% level. The same test tells ours apart from ours
     with scale 0.25 (where the lost power would show)."""
     yaml, beton = yolo_data
-    theirs = _per_image(_their_epochs(yaml))
-    ours = _per_image(_our_epochs(beton))
+    their_wh, our_wh = _their_epochs(yaml), _our_epochs(beton)
+    theirs, ours = _per_image(their_wh), _per_image(our_wh)
     p_sizes, c_sizes = _permutation_p(ours[0], theirs[0])
     p_counts, c_counts = _permutation_p(ours[1], theirs[1])
-    mean = lambda h: (h[1] * COUNT_BINS[:-1]).sum() / len(h[1])  # noqa: E731
-    n_ours, n_theirs = ours[0].sum(), theirs[0].sum()
-    print(f"\n{len(ours[0])} images each: boxes {n_ours} ours, {n_theirs} theirs; sizes p={p_sizes:.3f} "
-          f"(chi2 {c_sizes:.1f}), boxes per image p={p_counts:.3f} (chi2 {c_counts:.1f})")
+    side = lambda x: np.sqrt(np.prod(np.concatenate(x), 1)).mean()  # noqa: E731
+    print(f"\n{len(our_wh)} images each: boxes per image {np.mean([len(b) for b in our_wh]):.2f} ours, "
+          f"{np.mean([len(b) for b in their_wh]):.2f} theirs (p={p_counts:.3f}, chi2 {c_counts:.1f}); "
+          f"mean sqrt(w * h) {side(our_wh):.2f} ours, {side(their_wh):.2f} theirs (p={p_sizes:.3f}, "
+          f"chi2 {c_sizes:.1f})")
     assert p_sizes > 0.01 and p_counts > 0.01
     other = _per_image(_our_epochs(beton, scale=0.25))
     assert _permutation_p(other[0], theirs[0])[0] < 0.01
