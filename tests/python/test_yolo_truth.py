@@ -1,9 +1,9 @@
-"""Our Mosaic and RandomPerspective against Ultralytics' own transforms
-(run, never copied) on the same images: the draws LabelMosaic and
-LabelRandomPerspective report, replayed through Ultralytics' Mosaic and
-RandomPerspective, give the same boxes and pixels; and over an epoch our
-pipeline and Ultralytics' YOLODataset give the same distribution of boxes
-per image and of box sizes.
+"""Our Mosaic, RandomPerspective and MixUp against Ultralytics' own
+transforms (run, never copied) on the same images: the draws LabelMosaic,
+LabelRandomPerspective and LabelMixUp report, replayed through Ultralytics'
+Mosaic, RandomPerspective and MixUp, give the same boxes and pixels; and
+over several epochs our pipeline and Ultralytics' YOLODataset give the same
+distribution of boxes per image and of box sizes.
 
 Ultralytics is not in .venv: this file runs under build/ultralytics-venv's
 python (make ultralytics-venv), as test_ultralytics.py does, and is skipped
@@ -38,7 +38,7 @@ from ffcv_go.fields.decoders import (IntDecoder, LabelMosaic, MosaicRGBImageDeco
                                      SimpleRGBImageDecoder)
 from ffcv_go.loader import OrderOption  # noqa: E402
 from ffcv_go.pipeline import PipelineSpec  # noqa: E402
-from ffcv_go.transforms import LabelRandomPerspective, RandomPerspective  # noqa: E402
+from ffcv_go.transforms import LabelMixUp, LabelRandomPerspective, MixUp, RandomPerspective  # noqa: E402
 
 S = 64          # imgsz
 H, W = 48, 64   # the stored images: longer side S, so neither side resizes a mosaic tile
@@ -262,6 +262,39 @@ def test_lone_images_with_odd_padding(tmp_path):
     assert kept > N
     print(f"\nlone images, {H - 1} x {W} into {S}: boxes of Ultralytics 8.4 (no letterbox) "
           f"differ by up to {max(to_plain):.3f} px in y")
+
+
+def test_mixup_replay(scene_file, source, monkeypatch):
+    """MixUp replayed through Ultralytics' MixUp with the (applied, partner,
+    r) LabelMixUp reports, on images no random operation changed before it
+    (the partner's own draws are not reported): the same blend, truncated
+    to uint8, and the sample's boxes and then the partner's."""
+    samples = _Samples(source)
+    mixed, alone, worst = 0, 0, 0.0
+    with Loader(str(scene_file), batch_size=8, num_workers=1, order=OrderOption.SEQUENTIAL, seed=3, pipelines={
+            "image": [SimpleRGBImageDecoder(), MixUp(p=0.5, seed=5)],
+            "boxes": [RaggedDecoder(max_rows=16)], "labels": [RaggedDecoder(max_rows=16)],
+            "idx": [IntDecoder(), LabelMixUp(p=0.5, seed=5)]}) as loader:
+        for img, boxes, labels, idx in loader:
+            for i in range(len(img)):
+                sample, on, partner, r = idx[i].tolist()
+                mix = augment.MixUp(samples, p=0.5)
+                mix.get_indexes = lambda: int(partner)
+                monkeypatch.setattr(augment, "random", _Draws([0.0 if on else 1.0]))
+                monkeypatch.setattr(augment.np.random, "beta", lambda a, b: r)
+                t = mix(samples.get_image_and_label(int(sample)))
+                monkeypatch.undo()
+                # r is reported as float32: a product on an integer may truncate the other way.
+                d = np.abs(img[i].numpy().astype(int) - t["img"].astype(int))
+                assert d.max() <= 1 and (d > 0).mean() < 0.002, (sample, (d > 0).mean(), d.max())
+                worst = max(worst, (d > 0).mean())
+                n = int(boxes.counts[i])
+                t["instances"].convert_bbox("xyxy")
+                np.testing.assert_allclose(boxes.data[i, :n].numpy(), t["instances"].bboxes, atol=1e-4)
+                np.testing.assert_array_equal(labels.data[i, :n].numpy(), t["cls"].reshape(-1).astype(np.int64))
+                mixed, alone = mixed + int(on), alone + int(not on)
+    assert mixed and alone
+    print(f"\nMixUp: {mixed} mixed, {alone} alone; values differing by 1: at most {worst:.4%} of an image")
 
 
 # Epoch statistics: Ultralytics' YOLODataset (its default hyperparameters:
