@@ -11,8 +11,8 @@ ULTRA_VENV := build/ultralytics-venv
 PY := $(VENV)/bin/python
 LIB := python/ffcv_go/_ffcv_go.so
 GO_SOURCES := $(shell find core export include -name '*.go' -o -name '*.h' -o -name '*.c' 2>/dev/null) go.mod
-DEB_PACKAGES := libturbojpeg0-dev libjpeg62-turbo-dev
-DEB_DATA := mate-backgrounds lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 dataset-fashion-mnist
+DEB_PACKAGES := libturbojpeg0-dev libjpeg62-turbo-dev libflac-dev libopus-dev libopusfile-dev libogg-dev
+DEB_DATA := mate-backgrounds lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 dataset-fashion-mnist espeak-ng
 PYTEST_ARGS ?=
 # pytest processes for the suite and FFCV's (pytest-xdist).
 PYTEST_WORKERS ?= 2
@@ -30,8 +30,9 @@ $(LIB): $(GO_SOURCES)
 	CGO_ENABLED=1 go build -trimpath -ldflags=-w -buildmode=c-shared -o $@ ./export
 	rm -f $(basename $@).h
 
-# Debian packages: the JPEG libraries to build, the photos and Fashion-MNIST
-# the benchmark, demo and examples use. Installed only when missing.
+# Debian packages: the JPEG and audio (FLAC, Opus, Ogg) libraries to build,
+# the photos and Fashion-MNIST the benchmark, demo and examples use, and
+# espeak-ng, whose speech the audio tests use. Installed only when missing.
 deps:
 	@missing=""; for p in $(DEB_PACKAGES) $(DEB_DATA); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -90,14 +91,17 @@ build/jpeg/%/lib/libjpeg.a: $(JPEG_SRC)/.unpacked build/toolchain/%/cc packaging
 	packaging/build-libjpeg-turbo.sh $(JPEG_SRC) build/toolchain/$* $* build/jpeg/$*
 
 # GOAMD64=v1 keeps x86-64's floor (and keeps Go from fusing multiply-adds,
-# which v3 allows). Nothing in the library depends on where the tree is:
+# which v3 allows). -tags ffcv_nocodecs: the wheels leave out the C audio
+# codecs (libFLAC, libopusfile, minimp3), whose libraries are not built for
+# them yet; their AudioField reads and writes WAV only (docs/install.md).
+# Nothing in the library depends on where the tree is:
 # -g0, as Zig's clang writes DWARF by default, with the build's paths; no Go
 # build ID, which hashes the compiler's path; a GNU build ID from the content.
 build/so/%/_ffcv_go.so: $(GO_SOURCES) build/jpeg/%/lib/libjpeg.a build/toolchain/%/cc Makefile
 	mkdir -p $(@D)
 	CGO_ENABLED=1 GOOS=linux GOARCH=$(GOARCH_$*) GOAMD64=v1 CC=$(abspath build/toolchain/$*/cc) \
 	  CGO_CFLAGS="-O2 -g0 -I$(abspath build/jpeg/$*/include)" CGO_LDFLAGS="-L$(abspath build/jpeg/$*/lib)" \
-	  go build -trimpath -ldflags='-w -buildid= -extldflags=-Wl,--build-id=sha1' -buildmode=c-shared -o $@.tmp ./export
+	  go build -trimpath -tags ffcv_nocodecs -ldflags='-w -buildid= -extldflags=-Wl,--build-id=sha1' -buildmode=c-shared -o $@.tmp ./export
 	rm -f $(@D)/*.h
 	mv $@.tmp $@
 
@@ -229,7 +233,7 @@ AARCH64_GO_QUICK := core/imgproc core/pipeline core/pipeline/rgb core/pipeline/t
   core/pipeline/policy core/pipeline/targets core/pipeline/clip core/pipeline/text core/pipeline/ops \
   core/audioproc core/pipeline/audio
 AARCH64_GO_FULL := $(AARCH64_GO_QUICK) core/jpeg core/field core/order core/beton
-ARM_CC_ENV = CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC=$(abspath build/toolchain/aarch64/cc) \
+ARM_CC_ENV = CGO_ENABLED=1 GOOS=linux GOARCH=arm64 GOFLAGS=-tags=ffcv_nocodecs CC=$(abspath build/toolchain/aarch64/cc) \
   CGO_CFLAGS="-O2 -I$(abspath build/jpeg/aarch64/include)" CGO_LDFLAGS="-L$(abspath build/jpeg/aarch64/lib)"
 
 aarch64-deps:

@@ -16,4 +16,5 @@ import (
 	_ "github.com/ffcv-go/ffcv-go/core/pipeline/targets"   // ragged and mask targets
 	_ "github.com/ffcv-go/ffcv-go/core/pipeline/text"      // TextField's tokens and captions
 	_ "github.com/ffcv-go/ffcv-go/core/pipeline/transform" // FFCV 1.0's transforms and mixup
+	_ "github.com/ffcv-go/ffcv-go/core/pipeline/waveform"  // AudioField's decoders
 )

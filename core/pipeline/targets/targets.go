@@ -98,7 +98,7 @@ func (f *rowFilter) keep(c *pipeline.Ctx, env pipeline.Env, sample uint64, a pip
 			b[k] = floatAt(boxes, item, 4*i+k)
 		}
 		cb, area := a.Box(b)
-		keep[i] = f.filter.keep(cb, area)
+		keep[i] = f.filter.keep(cb, area) && a.KeepsCentre(b)
 	}
 	return keep, nil
 }
