@@ -38,7 +38,8 @@ from ffcv_go.fields.decoders import (IntDecoder, LabelMosaic, MosaicRGBImageDeco
                                      SimpleRGBImageDecoder)
 from ffcv_go.loader import OrderOption  # noqa: E402
 from ffcv_go.pipeline import PipelineSpec  # noqa: E402
-from ffcv_go.transforms import LabelMixUp, LabelRandomPerspective, MixUp, RandomPerspective  # noqa: E402
+from ffcv_go.transforms import (LabelMixUp, LabelRandomHSV, LabelRandomPerspective, LetterBox, MixUp,  # noqa: E402
+                                RandomHSV, RandomPerspective)
 
 S = 64          # imgsz
 H, W = 48, 64   # the stored images: longer side S, so neither side resizes a mosaic tile
@@ -295,6 +296,57 @@ def test_mixup_replay(scene_file, source, monkeypatch):
                 mixed, alone = mixed + int(on), alone + int(not on)
     assert mixed and alone
     print(f"\nMixUp: {mixed} mixed, {alone} alone; values differing by 1: at most {worst:.4%} of an image")
+
+
+@pytest.mark.parametrize("side,scaleup", [(70, True), (50, False), (80, False), (80, True)])
+def test_letterbox_is_ultralytics(scene_file, source, side, scaleup):
+    """LetterBox against Ultralytics' LetterBox on the stored images,
+    enlarged and reduced (INTER_LINEAR both): the same padding, pixels,
+    and boxes within half a pixel (ours scale them by the resize's own
+    factor round(w r) / w, Ultralytics' by r)."""
+    samples = _Samples(source)
+    diffs, pix = [], []
+    with Loader(str(scene_file), batch_size=8, num_workers=1, order=OrderOption.SEQUENTIAL, pipelines={
+            "image": [LetterBox(side, scaleup=scaleup)], "boxes": [RaggedDecoder(max_rows=8)],
+            "labels": [RaggedDecoder(max_rows=8)], "idx": [IntDecoder()]}) as loader:
+        for img, boxes, labels, idx in loader:
+            for i in range(len(img)):
+                t = augment.LetterBox(new_shape=(side, side), scaleup=scaleup)(
+                    samples.get_image_and_label(int(idx[i])))
+                assert t["img"].shape == img[i].shape
+                d = np.abs(img[i].numpy().astype(int) - t["img"].astype(int))
+                pix.append(((d > 0).mean(), d.max()))
+                assert d.max() <= 1 and (d > 0).mean() < 0.01, (int(idx[i]), (d > 0).mean(), d.max())
+                t["instances"].convert_bbox("xyxy")
+                n = int(boxes.counts[i])
+                assert n == len(t["instances"])
+                np.testing.assert_array_equal(labels.data[i, :n].numpy(), t["cls"].reshape(-1).astype(np.int64))
+                if n:
+                    diffs.append(np.abs(boxes.data[i, :n].numpy() - t["instances"].bboxes).max())
+    print(f"\nLetterBox {H} x {W} into {side}: boxes differ by up to {max(diffs):.3f} px; pixels differing "
+          f"{max(q[0] for q in pix):.4%}, by at most {max(q[1] for q in pix)}")
+    assert max(diffs) <= 0.5
+
+
+def test_random_hsv_is_ultralytics(scene_file, source, monkeypatch):
+    """RandomHSV replayed through Ultralytics' RandomHSV with the gains
+    LabelRandomHSV reports (its images are BGR: ours go in reversed)."""
+    gains = (0.015, 0.7, 0.4)
+    worst = 0.0
+    with Loader(str(scene_file), batch_size=8, num_workers=1, order=OrderOption.SEQUENTIAL, seed=3, pipelines={
+            "image": [SimpleRGBImageDecoder(), RandomHSV(*gains, seed=9)],
+            "boxes": None, "labels": None, "idx": [IntDecoder(), LabelRandomHSV(*gains, seed=9)]}) as loader:
+        for img, idx in loader:
+            for i in range(len(img)):
+                sample, *g = idx[i].tolist()
+                monkeypatch.setattr(augment.np.random, "uniform",
+                                    lambda a, b, n, g=g: np.array(g) / np.array(gains))
+                t = augment.RandomHSV(*gains)({"img": np.ascontiguousarray(source[int(sample)][0][..., ::-1])})
+                monkeypatch.undo()
+                d = np.abs(img[i].numpy().astype(int) - t["img"][..., ::-1].astype(int))
+                worst = max(worst, (d > 0).mean())
+                assert d.max() <= 1 and (d > 0).mean() < 0.002, (sample, g, (d > 0).mean(), d.max())
+    print(f"\nRandomHSV: values differing by 1: at most {worst:.4%} of an image")
 
 
 # Epoch statistics: Ultralytics' YOLODataset (its default hyperparameters:
