@@ -2,8 +2,8 @@ package yolo
 
 import (
 	"image"
-	"math"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
