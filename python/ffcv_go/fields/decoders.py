@@ -7,12 +7,12 @@ from .ndarray import NDArrayDecoder
 from .rgb_image import (SimpleRGBImageDecoder, ResizedCropRGBImageDecoder, RandomResizedCropRGBImageDecoder,
                         CenterCropRGBImageDecoder, PadRGBImageDecoder, ResizePadRGBImageDecoder,
                         MosaicRGBImageDecoder, LabelMosaic)
-from .ragged import RaggedDecoder
+from .ragged import PolygonMaskDecoder, RaggedDecoder
 from .mask import MaskDecoder
 from .text import TokenDecoder, CaptionDecoder, Tokens
 from .video_decoders import RandomClipDecoder, ClipDecoder
 
 __all__ = ["IntDecoder", "FloatDecoder", "NDArrayDecoder", "BytesDecoder", "SimpleRGBImageDecoder",
            "ResizedCropRGBImageDecoder", "RandomResizedCropRGBImageDecoder", "CenterCropRGBImageDecoder",
-           "PadRGBImageDecoder", "ResizePadRGBImageDecoder", "MosaicRGBImageDecoder", "LabelMosaic", "RaggedDecoder",
+           "PadRGBImageDecoder", "ResizePadRGBImageDecoder", "MosaicRGBImageDecoder", "LabelMosaic", "RaggedDecoder", "PolygonMaskDecoder",
            "MaskDecoder", "TokenDecoder", "CaptionDecoder", "Tokens", "RandomClipDecoder", "ClipDecoder"]
