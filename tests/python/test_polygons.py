@@ -1,0 +1,165 @@
+"""Segments (polygon fields) against painted truth: objects of pure colours
+painted by their polygons over real photos, written as a YOLO segment
+dataset. Polygons follow Mosaic and RandomPerspective onto their objects'
+pixels, boxes from polygons hug rotated objects, and the masks at 1/4 are
+the followed polygons rasterized."""
+import numpy as np
+import pytest
+
+from _target_truth import colour_label, scenes
+from ffcv_go import DatasetWriter, Loader
+from ffcv_go.detection import YoloDataset
+from ffcv_go.fields.decoders import (CenterCropRGBImageDecoder, MosaicRGBImageDecoder, PolygonMaskDecoder,
+                                     RaggedDecoder)
+from ffcv_go.pipeline import PipelineSpec
+from ffcv_go.transforms import RandomPerspective
+
+import make_dataset  # noqa: E402  (bench/, on the path through _target_truth)
+
+N, S, K, ROWS = 12, 96, 200, 24
+
+
+def inside(xy, w, h):
+    """Pixels whose centres lie inside polygon xy (even-odd)."""
+    px, py = np.meshgrid(np.arange(w) + 0.5, np.arange(h) + 0.5)
+    out = np.zeros((h, w), bool)
+    x, y = np.asarray(xy, np.float64).T
+    for i in range(len(x)):
+        j = (i + 1) % len(x)
+        crosses = (y[i] <= py) != (y[j] <= py)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            xc = x[i] + (py - y[i]) * (x[j] - x[i]) / (y[j] - y[i])
+        out ^= crosses & (px < xc)
+    return out
+
+
+def shape(rng, cx, cy, r):
+    """A convex polygon around (cx, cy): a diamond, a triangle or a hexagon, turned."""
+    n = int(rng.choice([3, 4, 6]))
+    a0 = rng.uniform(0, np.pi)
+    a = a0 + 2 * np.pi * np.arange(n) / n
+    return np.stack([cx + r * np.cos(a), cy + r * np.sin(a)], 1)
+
+
+@pytest.fixture(scope="module")
+def seg_file(tmp_path_factory):
+    from PIL import Image
+    root = tmp_path_factory.mktemp("polygons")
+    (root / "images" / "train").mkdir(parents=True)
+    (root / "labels" / "train").mkdir(parents=True)
+    bgs = scenes.backgrounds(make_dataset.find_photos()[:3])
+    for i in range(N):
+        rng = np.random.default_rng(50 + i)
+        h, w = int(rng.integers(100, 160)), int(rng.integers(100, 160))
+        bg = bgs[i % len(bgs)]
+        img = bg[(np.arange(h) * bg.shape[0] // h)[:, None], (np.arange(w) * bg.shape[1] // w)[None, :]].copy()
+        lines = []
+        for k, cell in enumerate(rng.permutation(4)[:3]):  # a 2x2 grid keeps objects apart
+            cy, cx = divmod(int(cell), 2)
+            r = min(w, h) / 4 * rng.uniform(0.6, 0.9)
+            poly = shape(rng, (cx + 0.5) * w / 2, (cy + 0.5) * h / 2, r)
+            img[inside(poly, w, h)] = scenes.COLOURS[k]
+            lines.append(f"{k} " + " ".join(f"{float(x) / w!r} {float(y) / h!r}" for x, y in poly))
+        Image.fromarray(img).save(root / "images" / "train" / f"{i}.png")
+        (root / "labels" / "train" / f"{i}.txt").write_text("\n".join(lines) + "\n")
+    (root / "data.yaml").write_text("path: .\ntrain: images/train\nval: images/train\n"
+                                    "names:\n  0: a\n  1: b\n  2: c\n")
+    ds = YoloDataset(root / "data.yaml", task="segment", segment_points=K)
+    out = root / "seg.beton"
+    DatasetWriter(str(out), ds.fields(write_mode="raw"), num_workers=2, progress=False).from_indexed_dataset(ds)
+    return str(out)
+
+
+def near(m, r=2):
+    """Pixels within r px (a (2r+1)² square) of a pixel of m."""
+    h, w = m.shape
+    m = np.pad(m, r)
+    return np.any([m[dy:dy + h, dx:dx + w] for dy in range(2 * r + 1) for dx in range(2 * r + 1)], axis=0)
+
+
+def rows(r, i):
+    return r.data[i, :int(r.counts[i])].numpy()
+
+
+def test_polygons_follow_mosaic_and_perspective(seg_file):
+    loader = Loader(seg_file, batch_size=6, num_workers=1, seed=3, pipelines={
+        "image": [MosaicRGBImageDecoder(imgsz=S, seed=1),
+                  RandomPerspective(degrees=25, translate=0.1, scale=0.3, shear=5, border=(-S // 2, -S // 2), seed=2)],
+        "boxes": [RaggedDecoder(max_rows=ROWS, polygons="polygons", min_size=0, min_area=0,
+                                wh_thr=2, area_thr=0.01, ar_thr=100)],
+        "labels": [RaggedDecoder(max_rows=ROWS)],
+        "polygons": [RaggedDecoder(max_rows=ROWS)],
+        "masks": PipelineSpec("polygons", decoder=PolygonMaskDecoder(ratio=4))})
+    problems, checked, far, kept, shrunk = [], 0, 0, 0, [0, 0]
+    for epoch in range(2):
+        for img, boxes, labels, polys, masks in loader:
+            assert tuple(masks.shape[1:]) == (S // 4, S // 4) and masks.dtype.itemsize == 1
+            for i in range(len(img)):
+                lab = colour_label(img[i].numpy())
+                b, c, p = rows(boxes, i), rows(labels, i), rows(polys, i)
+                assert len(b) == len(c) == len(p)
+                kept += len(b)
+                for box, k, pts in zip(b, c, p):
+                    # The box is its polygon's bounds (segment2box).
+                    if np.abs(np.r_[pts.min(0), pts.max(0)] - box).max() > 1e-3:
+                        problems.append(f"box {box} is not the bounds of its polygon")
+                    # Within 1 px of its object's pixels (its colour, or its edge blended with the
+                    # background by the resizes and the warp), 2 px at an acute tip, whose pixels
+                    # the resizes blend away; or clamped, as YOLO clips segments: to the mosaic's
+                    # canvas, whose edge borders the fill (114) after the warp, or to the box.
+                    obj = (lab == k + 1) | (lab == -1)
+                    fill = near((np.abs(img[i].numpy().astype(int) - 114) <= 2).all(2), 3)
+                    ok1, ok2 = near(obj, 1) | fill, near(obj, 2) | fill
+                    for x, y in pts:
+                        if min(abs(x - box[0]), abs(x - box[2]), abs(y - box[1]), abs(y - box[3])) < 1e-3 or \
+                                not (1 <= x <= S - 1 and 1 <= y <= S - 1):
+                            continue
+                        checked += 1
+                        far += not ok1[int(y), int(x)]
+                        if not ok2[int(y), int(x)]:
+                            problems.append(f"point ({x:.1f}, {y:.1f}) of class {k} is not on its object")
+                # Masks at 1/4: the kept polygons rasterized, largest first, value = row + 1.
+                want = np.zeros((S // 4, S // 4), np.uint8)
+                fills = [inside(pts.astype(np.float64) / 4, S // 4, S // 4) for pts in p]
+                for j in sorted(range(len(p)), key=lambda j: -fills[j].sum()):
+                    want[fills[j]] = j + 1
+                bad = int((masks[i].numpy() != want).sum())
+                if bad > 2:
+                    problems.append(f"mask differs from the rasterized polygons at {bad} pixels")
+                # ... and agree with the polygons drawn at full size and shrunk (Ultralytics' way).
+                for j, pts in enumerate(p):
+                    full = inside(pts.astype(np.float64), S, S).reshape(S // 4, 4, S // 4, 4).mean((1, 3)) > 0.5
+                    shrunk[0] += int((fills[j] != full).sum())
+                    shrunk[1] += int(full.sum())
+    assert not problems, problems[:5]
+    assert kept > 2 * N and checked > 1000 and far < 0.01 * checked, (kept, checked, far)
+    assert shrunk[0] < 0.1 * shrunk[1], shrunk  # they differ on edge pixels only
+
+
+def test_boxes_from_polygons_are_tighter_under_rotation(seg_file):
+    def load(polygons):
+        loader = Loader(seg_file, batch_size=N, num_workers=1, seed=3, pipelines={
+            "image": [CenterCropRGBImageDecoder((96, 96), ratio=1.0),
+                      RandomPerspective(degrees=45, translate=0, scale=0, seed=4)],
+            "boxes": [RaggedDecoder(polygons=polygons, min_size=0, min_area=0)],
+            "labels": [RaggedDecoder()], "polygons": None})
+        return next(iter(loader))
+
+    img, poly_boxes, labels = load("polygons")
+    _, corner_boxes, _ = load(None)
+    tighter, total = 0.0, 0.0
+    for i in range(N):
+        pb, cb = rows(poly_boxes, i), rows(corner_boxes, i)
+        assert len(pb) == len(cb)
+        lab = colour_label(img[i].numpy())
+        h, w = lab.shape
+        for a, b, k in zip(pb, cb, rows(labels, i)):
+            assert (a[:2] >= b[:2] - 1e-3).all() and (a[2:] <= b[2:] + 1e-3).all()
+            area = lambda r: (r[2] - r[0]) * (r[3] - r[1])  # noqa: E731
+            tighter += area(b) - area(a)
+            total += area(b)
+            ys, xs = np.nonzero(lab == k + 1)
+            if len(xs) and a[0] > 2 and a[1] > 2 and a[2] < w - 2 and a[3] < h - 2:
+                seen = np.array([xs.min(), ys.min(), xs.max() + 1, ys.max() + 1])
+                assert np.abs(seen - a).max() <= 2.5, (a, seen)  # its pixels' bounds (tips blend away)
+    assert tighter > 0.15 * total
