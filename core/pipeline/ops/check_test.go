@@ -25,6 +25,7 @@ var validArgs = map[string]map[string]any{
 	"corner_crop":    {"size": []int{8, 8}, "ratio": 1, "corner": "top_right"},
 	"ragged":         {"max_rows": 3, "min_size": 1, "min_area": 1, "min_visibility": 0.5},
 	"mask":           {"fill": 255},
+	"polygon_mask":   {"ratio": 4, "max_rows": 3},
 	"text_tokens":    {"context_length": 77, "extra": "mask", "dtype": "<i4", "sot": 1},
 	"text_raw":       {"max_bytes": 100},
 	"flip_h":         {"p": 0.5}, "flip_v": {"p": 1},
