@@ -163,3 +163,24 @@ def test_boxes_from_polygons_are_tighter_under_rotation(seg_file):
                 seen = np.array([xs.min(), ys.min(), xs.max() + 1, ys.max() + 1])
                 assert np.abs(seen - a).max() <= 2.5, (a, seen)  # its pixels' bounds (tips blend away)
     assert tighter > 0.15 * total
+
+
+def test_guide_snippet_runs(seg_file, monkeypatch, tmp_path):
+    """docs/guides/yolo.md's Segments block, on the painted file, smaller."""
+    import re
+    from pathlib import Path
+    guide = (Path(__file__).parents[2] / "docs/guides/yolo.md").read_text()
+    section = guide[guide.index("## Segments"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    for old, new in {"imgsz=640": f"imgsz={S}", "border=(-320, -320)": f"border=({-S // 2}, {-S // 2})",
+                     "num_workers=8": "num_workers=1", "batch_size=16": "batch_size=4"}.items():
+        assert old in code
+        code = code.replace(old, new)
+    (tmp_path / "seg.beton").symlink_to(seg_file)
+    monkeypatch.chdir(tmp_path)
+    env = {}
+    exec(compile(code, "yolo.md", "exec"), env)
+    images, boxes, labels, polygons, masks = next(iter(env["loader"]))
+    assert polygons.data.shape == (4, 400, K, 2) and tuple(masks.shape) == (4, S // 4, S // 4)
+    assert int(masks.max()) <= int(boxes.counts.max()) and int(boxes.counts.sum()) > 0
+    env["loader"].close()
