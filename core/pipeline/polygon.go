@@ -2,6 +2,16 @@ package pipeline
 
 import "math"
 
+// Paster is an operation that pastes instances of the pieces its input
+// shows back onto it (CopyPaste): targets get a piece per pasted
+// instance, restricted to its row (Piece.Rows).
+type Paster interface {
+	Op
+	// Paste appends to dst the pieces it pastes, given the pieces of its
+	// input (own), for the sample in c: the choice its Run makes.
+	Paste(c *Ctx, key int, own, dst []Piece) ([]Piece, error)
+}
+
 // Polygon maps a stored-image polygon (xy: x, y pairs, in place) through
 // the map and clips it as YOLO clips segments, and returns the bounds of
 // the clipped polygon (empty, all zero, when none of it shows).

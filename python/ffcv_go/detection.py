@@ -131,6 +131,7 @@ def _link_targets(outputs, plans, reader):
     ids), the boxes field and its filter.
     outputs are the loader's (field index, name, ops, view), plans their plans."""
     named = {name: (fidx, ops, plan) for (fidx, name, ops, _), plan in zip(outputs, plans)}
+    _link_pasters(outputs, plans, reader)
 
     def handler(fidx):
         return reader.handlers[reader.field_names[fidx]]
@@ -284,6 +285,25 @@ def _link_targets(outputs, plans, reader):
                              f'{geo["ops"][0]["n"]} samples: give its RaggedDecoder max_rows (rows past it are '
                              f'dropped), the same for every output that goes with these boxes')
         plan.go_ops[0] = spec
+
+
+def _link_pasters(outputs, plans, reader):
+    """Gives each CopyPaste of an image pipeline its fields' indices and the
+    Go operations before it (which it replays to find the instances)."""
+    names = list(reader.field_names)
+    for (fidx, name, _, _), plan in zip(outputs, plans):
+        for k, spec in enumerate(plan.go_ops or []):
+            if spec.get("op") != "copy_paste" or not isinstance(spec.get("boxes"), str):
+                continue
+            spec = dict(spec)
+            for key, coords in (("boxes", "xyxy"), ("polygons", "polygon")):
+                f = reader.handlers.get(spec[key]) if spec[key] in names else None
+                if not isinstance(f, RaggedArrayField) or f.coords != coords:
+                    raise ValueError(f'output "{name}": CopyPaste({key}="{spec[key]}"): not a field of this file '
+                                     f'with coords="{coords}"')
+                spec[key] = names.index(spec[key])
+            spec["geometry"] = {"image": fidx, "ops": plan.go_ops[:k]}
+            plan.go_ops[k] = spec
 
 
 # ---- datasets ---------------------------------------------------------------

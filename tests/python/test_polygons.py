@@ -184,3 +184,42 @@ def test_guide_snippet_runs(seg_file, monkeypatch, tmp_path):
     assert polygons.data.shape == (4, 400, K, 2) and tuple(masks.shape) == (4, S // 4, S // 4)
     assert int(masks.max()) <= int(boxes.counts.max()) and int(boxes.counts.sum()) > 0
     env["loader"].close()
+
+
+def test_copy_paste_flips_instances_onto_free_places(seg_file):
+    from ffcv_go.transforms import CopyPaste
+
+    def load(paste):
+        image = [CenterCropRGBImageDecoder((S, S), ratio=1.0)] + ([CopyPaste(p=1.0)] if paste else [])
+        return next(iter(Loader(seg_file, batch_size=N, num_workers=1, seed=3, pipelines={
+            "image": image,
+            "boxes": [RaggedDecoder(max_rows=ROWS, polygons="polygons", min_size=0, min_area=0)],
+            "labels": [RaggedDecoder(max_rows=ROWS)],
+            "polygons": [RaggedDecoder(max_rows=ROWS)]})))
+
+    img0, b0, l0, p0 = load(False)
+    img1, b1, l1, p1 = load(True)
+    pasted_total = 0
+    for i in range(N):
+        own, out = rows(b0, i), rows(b1, i)
+        n = len(own)
+        np.testing.assert_array_equal(out[:n], own)  # the sample's own rows first, unchanged
+        np.testing.assert_array_equal(rows(l1, i)[:n], rows(l0, i))
+        # Candidates: flipped boxes covering < 0.30 of every box; with p=1 all are pasted, least overlap first.
+        flipped = np.stack([S - own[:, 2], own[:, 1], S - own[:, 0], own[:, 3]], 1) if n else own
+        iw = np.clip(np.minimum(flipped[:, None, 2], own[None, :, 2]) - np.maximum(flipped[:, None, 0], own[None, :, 0]), 0, None)
+        ih = np.clip(np.minimum(flipped[:, None, 3], own[None, :, 3]) - np.maximum(flipped[:, None, 1], own[None, :, 1]), 0, None)
+        ioa = iw * ih / ((own[:, 2] - own[:, 0]) * (own[:, 3] - own[:, 1]))[None, :]
+        cand = [j for j in np.argsort(ioa.max(1), kind="stable") if (ioa[j] < 0.3).all()]
+        assert len(out) == n + len(cand)
+        pasted_total += len(cand)
+        want_img = img0[i].numpy().copy()
+        for q, j in enumerate(cand):
+            np.testing.assert_allclose(out[n + q], flipped[j], atol=1e-4)
+            assert rows(l1, i)[n + q] == rows(l0, i)[j]
+            poly = rows(p1, i)[n + q].astype(np.float64)
+            np.testing.assert_allclose(poly, np.stack([S - rows(p0, i)[j][:, 0], rows(p0, i)[j][:, 1]], 1), atol=1e-4)
+            m = inside(poly, S, S)
+            want_img[m] = img0[i].numpy()[:, ::-1][m]  # the flipped image's pixels inside the flipped polygon
+        np.testing.assert_array_equal(img1[i].numpy(), want_img)
+    assert pasted_total > N // 2

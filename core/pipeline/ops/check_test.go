@@ -26,6 +26,7 @@ var validArgs = map[string]map[string]any{
 	"ragged":         {"max_rows": 3, "min_size": 1, "min_area": 1, "min_visibility": 0.5},
 	"mask":           {"fill": 255},
 	"polygon_mask":   {"ratio": 4, "max_rows": 3},
+	"copy_paste":     {"p": 0.5, "boxes": 1, "polygons": 2, "geometry": map[string]any{"image": 0, "ops": []any{map[string]any{"op": "rgb_simple"}}}},
 	"text_tokens":    {"context_length": 77, "extra": "mask", "dtype": "<i4", "sot": 1},
 	"text_raw":       {"max_bytes": 100},
 	"flip_h":         {"p": 0.5}, "flip_v": {"p": 1},

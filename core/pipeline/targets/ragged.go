@@ -161,7 +161,17 @@ func (d *raggedDecoder) Run(c *pipeline.Ctx, _ int, _, out []byte) error {
 				return err
 			}
 		}
-		for i := 0; i < rows && n < d.maxRows; i++ {
+		count := rows
+		if pc.Rows != nil {
+			count = len(pc.Rows) // a pasted instance: its row only
+		}
+		for q := 0; q < count && n < d.maxRows; q++ {
+			i := q
+			if pc.Rows != nil {
+				if i = pc.Rows[q]; i < 0 || i >= rows {
+					return fmt.Errorf("%w: pasted row %d of sample %d, which has %d", field.ErrData, i, pc.Sample, rows)
+				}
+			}
 			if keep != nil && !keep[i] {
 				continue
 			}
