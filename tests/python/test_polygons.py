@@ -12,11 +12,11 @@ from ffcv_go.detection import YoloDataset
 from ffcv_go.fields.decoders import (CenterCropRGBImageDecoder, MosaicRGBImageDecoder, PolygonMaskDecoder,
                                      RaggedDecoder)
 from ffcv_go.pipeline import PipelineSpec
-from ffcv_go.transforms import RandomPerspective
+from ffcv_go.transforms import CopyPaste, RandomPerspective
 
 import make_dataset  # noqa: E402  (bench/, on the path through _target_truth)
 
-N, S, K, ROWS = 12, 96, 200, 24
+N, S, K, ROWS = 12, 96, 200, 40
 
 
 def inside(xy, w, h):
@@ -81,9 +81,9 @@ def rows(r, i):
     return r.data[i, :int(r.counts[i])].numpy()
 
 
-def test_polygons_follow_mosaic_and_perspective(seg_file):
+def test_polygons_follow_mosaic_copy_paste_and_perspective(seg_file):
     loader = Loader(seg_file, batch_size=6, num_workers=1, seed=3, pipelines={
-        "image": [MosaicRGBImageDecoder(imgsz=S, seed=1),
+        "image": [MosaicRGBImageDecoder(imgsz=S, seed=1), CopyPaste(p=0.5),
                   RandomPerspective(degrees=25, translate=0.1, scale=0.3, shear=5, border=(-S // 2, -S // 2), seed=2)],
         "boxes": [RaggedDecoder(max_rows=ROWS, polygons="polygons", min_size=0, min_area=0,
                                 wh_thr=2, area_thr=0.01, ar_thr=100)],
@@ -187,8 +187,6 @@ def test_guide_snippet_runs(seg_file, monkeypatch, tmp_path):
 
 
 def test_copy_paste_flips_instances_onto_free_places(seg_file):
-    from ffcv_go.transforms import CopyPaste
-
     def load(paste):
         image = [CenterCropRGBImageDecoder((S, S), ratio=1.0)] + ([CopyPaste(p=1.0)] if paste else [])
         return next(iter(Loader(seg_file, batch_size=N, num_workers=1, seed=3, pipelines={

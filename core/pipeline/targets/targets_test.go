@@ -62,6 +62,7 @@ func TestBadArguments(t *testing.T) {
 		{Name: "mask", Args: map[string]any{"fill": -1}, Want: "fill -1 must be in [0, 65535]"},
 		{Name: "mask", Args: map[string]any{"fill": 0, "min_visibility": -0.5}, Want: "min_visibility -0.5"},
 		{Name: "polygon_mask", Args: map[string]any{"ratio": 0}, Want: "ratio 0 must be at least 1"},
+		{Name: "copy_paste", Args: map[string]any{"p": 0.5}, Want: "copy_paste needs the instances' boxes and polygons"},
 	})
 }
 
