@@ -205,8 +205,8 @@ def test_copy_paste_flips_instances_onto_free_places(seg_file):
         np.testing.assert_array_equal(rows(l1, i)[:n], rows(l0, i))
         # Candidates: flipped boxes covering < 0.30 of every box; with p=1 all are pasted, least overlap first.
         flipped = np.stack([S - own[:, 2], own[:, 1], S - own[:, 0], own[:, 3]], 1) if n else own
-        iw = np.clip(np.minimum(flipped[:, None, 2], own[None, :, 2]) - np.maximum(flipped[:, None, 0], own[None, :, 0]), 0, None)
-        ih = np.clip(np.minimum(flipped[:, None, 3], own[None, :, 3]) - np.maximum(flipped[:, None, 1], own[None, :, 1]), 0, None)
+        lo, hi = np.maximum(flipped[:, None, :2], own[None, :, :2]), np.minimum(flipped[:, None, 2:], own[None, :, 2:])
+        iw, ih = np.moveaxis(np.clip(hi - lo, 0, None), 2, 0)
         ioa = iw * ih / ((own[:, 2] - own[:, 0]) * (own[:, 3] - own[:, 1]))[None, :]
         cand = [j for j in np.argsort(ioa.max(1), kind="stable") if (ioa[j] < 0.3).all()]
         assert len(out) == n + len(cand)

@@ -14,5 +14,5 @@ from .video_decoders import RandomClipDecoder, ClipDecoder
 
 __all__ = ["IntDecoder", "FloatDecoder", "NDArrayDecoder", "BytesDecoder", "SimpleRGBImageDecoder",
            "ResizedCropRGBImageDecoder", "RandomResizedCropRGBImageDecoder", "CenterCropRGBImageDecoder",
-           "PadRGBImageDecoder", "ResizePadRGBImageDecoder", "MosaicRGBImageDecoder", "LabelMosaic", "RaggedDecoder", "PolygonMaskDecoder",
-           "MaskDecoder", "TokenDecoder", "CaptionDecoder", "Tokens", "RandomClipDecoder", "ClipDecoder"]
+           "PadRGBImageDecoder", "ResizePadRGBImageDecoder", "MosaicRGBImageDecoder", "LabelMosaic", "RaggedDecoder",
+           "PolygonMaskDecoder", "MaskDecoder", "TokenDecoder", "CaptionDecoder", "Tokens", "RandomClipDecoder", "ClipDecoder"]

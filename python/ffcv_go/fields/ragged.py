@@ -57,7 +57,8 @@ class RaggedArrayField(Field):
             if coords == "xyxy" and self.row_shape != (4,):
                 raise ValueError(f"RaggedArrayField: xyxy boxes need row_shape (4,), not {self.row_shape}")
             if coords == "polygon" and (len(self.row_shape) != 2 or self.row_shape[1] != 2 or self.row_shape[0] < 3):
-                raise ValueError(f"RaggedArrayField: polygons need row_shape (K, 2), K >= 3 points, not {self.row_shape}")
+                raise ValueError(f"RaggedArrayField: polygons need row_shape (K, 2) of K >= 3 points, "
+                                 f"not {self.row_shape}")
             if coords == "xy" and (not self.row_shape or self.row_shape[-1] < 2):
                 raise ValueError(f"RaggedArrayField: xy points need a last axis of at least 2, not {self.row_shape}")
             if not follows:
