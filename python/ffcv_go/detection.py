@@ -224,6 +224,9 @@ def _link_targets(outputs, plans, reader):
         spec = dict(plan.go_ops[0])
         if isinstance(dec, RaggedDecoder):
             plan.finish = dec._split
+            if dec.polygons is not None and field.coords != "xyxy":
+                raise ValueError(f'output "{name}": polygons= gives boxes their polygons\' bounds: it belongs on the '
+                                 'boxes output (a RaggedArrayField with coords="xyxy"), whose rows the others follow')
         target = follows_of(name, dec, field)
         if target is None:
             if isinstance(dec, PolygonMaskDecoder):

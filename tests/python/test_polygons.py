@@ -221,3 +221,23 @@ def test_copy_paste_flips_instances_onto_free_places(seg_file):
             want_img[m] = img0[i].numpy()[:, ::-1][m]  # the flipped image's pixels inside the flipped polygon
         np.testing.assert_array_equal(img1[i].numpy(), want_img)
     assert pasted_total > N // 2
+
+
+def test_misplaced_arguments_are_refused(seg_file):
+    with pytest.raises(ValueError, match='output "labels": polygons= .* belongs on the boxes output'):
+        Loader(seg_file, batch_size=2, pipelines={
+            "image": [CenterCropRGBImageDecoder((S, S), ratio=1.0)],
+            "boxes": [RaggedDecoder()], "labels": [RaggedDecoder(polygons="polygons")], "polygons": None})
+    with pytest.raises(ValueError, match='polygons="labels" is not a polygon field'):
+        Loader(seg_file, batch_size=2, pipelines={
+            "image": [CenterCropRGBImageDecoder((S, S), ratio=1.0)],
+            "boxes": [RaggedDecoder(polygons="labels")], "labels": [RaggedDecoder()], "polygons": None})
+    with pytest.raises(ValueError, match="PolygonMaskDecoder decodes a polygon field"):
+        Loader(seg_file, batch_size=2, pipelines={
+            "image": [CenterCropRGBImageDecoder((S, S), ratio=1.0)],
+            "boxes": [PolygonMaskDecoder()], "labels": None, "polygons": None})
+    from ffcv_go.transforms import CopyPaste
+    with pytest.raises(ValueError, match='CopyPaste\\(polygons="labels"\\)'):
+        Loader(seg_file, batch_size=2, pipelines={
+            "image": [CenterCropRGBImageDecoder((S, S), ratio=1.0), CopyPaste(polygons="labels")],
+            "boxes": None, "labels": None, "polygons": None})
