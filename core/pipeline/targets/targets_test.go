@@ -87,6 +87,7 @@ func TestMapRow(t *testing.T) {
 	boxes64.DType = "<f8"
 	points := field.Desc{Name: "kp", DType: "<f4", Shape: []uint64{2, 3}, Target: &field.TargetArgs{Coords: "xy"}}
 	bare := field.Desc{Name: "pt", DType: "<f4", Shape: []uint64{2}, Target: &field.TargetArgs{Coords: "xy"}}
+	poly := field.Desc{Name: "polygons", DType: "<f4", Shape: []uint64{3, 2}, Target: &field.TargetArgs{Coords: "polygon"}}
 	for _, tc := range []struct {
 		name string
 		desc field.Desc
@@ -106,6 +107,8 @@ func TestMapRow(t *testing.T) {
 		{"points flipped and swapped", points, []int{1, 0}, flip, []float64{10, 2, 2, 30, 4, 1}, []float64{70, 4, 1, 90, 2, 2}},
 		{"swap needs a mirror", points, []int{1, 0}, crop, []float64{10, 5, 2, 30, 15, 1}, []float64{0, 0, 2, 40, 20, 1}},
 		{"point without visibility", bare, nil, crop, []float64{5, 10}, []float64{-10, 10}},
+		{"polygon flipped", poly, nil, flip, []float64{10, 5, 20, 5, 15, 15}, []float64{90, 5, 80, 5, 85, 15}},
+		{"polygon clamped, unlike points", poly, nil, crop, []float64{5, 10, 30, 10, 30, 40}, []float64{0, 10, 40, 10, 40, 40}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			item, _ := tc.desc.ItemSize()
