@@ -6,17 +6,19 @@ PYTHON ?= python3
 VENV := .venv
 # MosaicML Streaming and litdata, in a venv of their own (see requirements-mixture-peers.txt).
 PEERS_VENV := build/peers-venv
+# Ultralytics, in a venv of its own (see requirements-ultralytics.txt).
+ULTRA_VENV := build/ultralytics-venv
 PY := $(VENV)/bin/python
 LIB := python/ffcv_go/_ffcv_go.so
 GO_SOURCES := $(shell find core export include -name '*.go' -o -name '*.h' -o -name '*.c' 2>/dev/null) go.mod
-DEB_PACKAGES := libturbojpeg0-dev libjpeg62-turbo-dev
-DEB_DATA := mate-backgrounds lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 dataset-fashion-mnist
+DEB_PACKAGES := libturbojpeg0-dev libjpeg62-turbo-dev libflac-dev libopus-dev libopusfile-dev libogg-dev
+DEB_DATA := mate-backgrounds lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 dataset-fashion-mnist espeak-ng
 PYTEST_ARGS ?=
 # pytest processes for the suite and FFCV's (pytest-xdist).
 PYTEST_WORKERS ?= 2
 CONFORMANCE_ARGS ?= -n $(PYTEST_WORKERS) --dist worksteal
 
-.PHONY: all build deps venv wheel wheel-deps check-wheel test test-torch113 aarch64-deps test-aarch64-quick test-aarch64 test-go test-python test-gpu gpu-bundle conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-ray bench-remote bench-mixture bench-detection bench-image-text bench-video bench-soak bench-wheel-ab clean docs docs-check
+.PHONY: all build deps venv wheel wheel-deps check-wheel test test-torch113 aarch64-deps test-aarch64-quick test-aarch64 test-go test-python test-gpu gpu-bundle conformance vet fuzz ffcv demo bench-peers bench-profile bench-writer bench-ray bench-remote bench-mixture bench-detection bench-image-text bench-video bench-soak bench-wheel-ab bench-yolo ultralytics-venv clean docs docs-check
 
 all: build
 
@@ -28,8 +30,9 @@ $(LIB): $(GO_SOURCES)
 	CGO_ENABLED=1 go build -trimpath -ldflags=-w -buildmode=c-shared -o $@ ./export
 	rm -f $(basename $@).h
 
-# Debian packages: the JPEG libraries to build, the photos and Fashion-MNIST
-# the benchmark, demo and examples use. Installed only when missing.
+# Debian packages: the JPEG and audio (FLAC, Opus, Ogg) libraries to build,
+# the photos and Fashion-MNIST the benchmark, demo and examples use, and
+# espeak-ng, whose speech the audio tests use. Installed only when missing.
 deps:
 	@missing=""; for p in $(DEB_PACKAGES) $(DEB_DATA); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -88,14 +91,17 @@ build/jpeg/%/lib/libjpeg.a: $(JPEG_SRC)/.unpacked build/toolchain/%/cc packaging
 	packaging/build-libjpeg-turbo.sh $(JPEG_SRC) build/toolchain/$* $* build/jpeg/$*
 
 # GOAMD64=v1 keeps x86-64's floor (and keeps Go from fusing multiply-adds,
-# which v3 allows). Nothing in the library depends on where the tree is:
+# which v3 allows). -tags ffcv_nocodecs: the wheels leave out the C audio
+# codecs (libFLAC, libopusfile, minimp3), whose libraries are not built for
+# them yet; their AudioField reads and writes WAV only (docs/install.md).
+# Nothing in the library depends on where the tree is:
 # -g0, as Zig's clang writes DWARF by default, with the build's paths; no Go
 # build ID, which hashes the compiler's path; a GNU build ID from the content.
 build/so/%/_ffcv_go.so: $(GO_SOURCES) build/jpeg/%/lib/libjpeg.a build/toolchain/%/cc Makefile
 	mkdir -p $(@D)
 	CGO_ENABLED=1 GOOS=linux GOARCH=$(GOARCH_$*) GOAMD64=v1 CC=$(abspath build/toolchain/$*/cc) \
 	  CGO_CFLAGS="-O2 -g0 -I$(abspath build/jpeg/$*/include)" CGO_LDFLAGS="-L$(abspath build/jpeg/$*/lib)" \
-	  go build -trimpath -ldflags='-w -buildid= -extldflags=-Wl,--build-id=sha1' -buildmode=c-shared -o $@.tmp ./export
+	  go build -trimpath -tags ffcv_nocodecs -ldflags='-w -buildid= -extldflags=-Wl,--build-id=sha1' -buildmode=c-shared -o $@.tmp ./export
 	rm -f $(@D)/*.h
 	mv $@.tmp $@
 
@@ -150,9 +156,10 @@ fuzz: deps
 # The suite on PYTEST_WORKERS processes (pytest-xdist), then the tests
 # marked serial (the doctor's verdicts come from measured rates) alone,
 # collected from the files that mark any.
-test-python: deps venv build wheel $(PEERS_VENV)/.installed
+test-python: deps venv build wheel $(PEERS_VENV)/.installed $(ULTRA_VENV)/.installed
 	PYTHONPATH=python $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal -m "not serial" tests/python $(PYTEST_ARGS)
 	PYTHONPATH=python $(PY) -m pytest -q -m serial $$(grep -l 'pytest.mark.serial' tests/python/test_*.py) $(PYTEST_ARGS)
+	PYTHONPATH=python $(ULTRA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/python/test_ultralytics.py $(PYTEST_ARGS)
 
 # Everything that needs CUDA (tests/gpu): on a machine without it, one line
 # saying why, and success. From a wheel on a GPU machine without Go or
@@ -223,9 +230,10 @@ AARCH64_DEB_PACKAGES := mmdebstrap qemu-user-static binfmt-support
 # The packages whose tests hold float arithmetic to x86-64's digests and
 # references: the kernels, and every op family with float draws or pixels.
 AARCH64_GO_QUICK := core/imgproc core/pipeline core/pipeline/rgb core/pipeline/transform core/pipeline/ssl \
-  core/pipeline/policy core/pipeline/targets core/pipeline/clip core/pipeline/text core/pipeline/ops
+  core/pipeline/policy core/pipeline/targets core/pipeline/clip core/pipeline/text core/pipeline/ops \
+  core/audioproc core/pipeline/audio
 AARCH64_GO_FULL := $(AARCH64_GO_QUICK) core/jpeg core/field core/order core/beton
-ARM_CC_ENV = CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC=$(abspath build/toolchain/aarch64/cc) \
+ARM_CC_ENV = CGO_ENABLED=1 GOOS=linux GOARCH=arm64 GOFLAGS=-tags=ffcv_nocodecs CC=$(abspath build/toolchain/aarch64/cc) \
   CGO_CFLAGS="-O2 -I$(abspath build/jpeg/aarch64/include)" CGO_LDFLAGS="-L$(abspath build/jpeg/aarch64/lib)"
 
 aarch64-deps:
@@ -350,6 +358,24 @@ $(PEERS_VENV)/.installed: requirements-mixture-peers.txt $(VENV)/.installed
 	  "$$($(PEERS_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_ffcv_go_venv.pth"
 	$(PEERS_VENV)/bin/python -m pip install -q -r requirements-mixture-peers.txt
 	touch $@
+
+# Ultralytics (AGPL-3.0; tests/python/test_ultralytics.py, examples/train_yolo.py,
+# bench/yolo.py) in a venv of its own, built like the peers' from .venv's
+# interpreter and lending its packages; requirements-ultralytics.txt lists
+# everything it installs (--no-deps: torch is not downloaded again).
+$(ULTRA_VENV)/.installed: requirements-ultralytics.txt $(VENV)/.installed
+	test -x $(ULTRA_VENV)/bin/python || "$$($(PY) -c 'import os, sys; print(os.path.join(sys.base_prefix, "bin", "python3"))')" -m venv $(ULTRA_VENV)
+	echo "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" > \
+	  "$$($(ULTRA_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_ffcv_go_venv.pth"
+	$(ULTRA_VENV)/bin/python -m pip install -q --no-deps -r requirements-ultralytics.txt
+	touch $@
+
+ultralytics-venv: $(ULTRA_VENV)/.installed
+
+# Ultralytics' loader (cache=False and cache="ram") against ours at imgsz 640,
+# batch 16, 2 workers, on photos with pasted objects.
+bench-yolo: deps venv build $(ULTRA_VENV)/.installed
+	PYTHONPATH=python $(ULTRA_VENV)/bin/python bench/yolo.py $(BENCH_ARGS)
 
 bench-mixture: deps venv build $(PEERS_VENV)/.installed
 	PYTHONPATH=python $(PY) bench/mixture.py --peers-python $(PEERS_VENV)/bin/python $(BENCH_ARGS)

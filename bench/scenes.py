@@ -78,3 +78,42 @@ class SceneDataset:
         if not 0 <= i < self.n:
             raise IndexError(i)
         return scene(i, self.bgs, self.height, self.width)
+
+
+def write_yolo(root, splits, photos=(), height=None, width=None, max_objects=6, quality=92, task="detect",
+               bg_side=256):
+    """A YOLO dataset of scenes in the Ultralytics layout under root:
+    images/<split>/<i>.jpg, labels/<split>/<i>.txt (``cls cx cy w h``
+    normalized, cls = label - 1; a scene without objects gets an empty
+    file) and data.yaml with a name per colour. splits maps a split name
+    to its range of scene indices. task 'segment' writes each rectangle as
+    a polygon of its 4 corners, 'pose' adds its top-left and bottom-right
+    corners as 2 visible keypoints. bg_side: the side of the photo crops
+    behind the objects. Returns the YAML's path."""
+    import os
+    from PIL import Image
+    bgs = backgrounds(list(photos), side=bg_side)
+    for split, indices in splits.items():
+        os.makedirs(os.path.join(root, "images", split), exist_ok=True)
+        os.makedirs(os.path.join(root, "labels", split), exist_ok=True)
+        for i in indices:
+            img, boxes, labels, _ = scene(i, bgs, height, width, max_objects)
+            h, w = img.shape[:2]
+            Image.fromarray(img).save(os.path.join(root, "images", split, f"{i:06d}.jpg"), quality=quality)
+            with open(os.path.join(root, "labels", split, f"{i:06d}.txt"), "w") as f:
+                for (x0, y0, x1, y1), k in zip(boxes.tolist(), labels.tolist()):
+                    x0, x1, y0, y1 = x0 / w, x1 / w, y0 / h, y1 / h
+                    if task == "segment":
+                        f.write(f"{k - 1} {x0:.6f} {y0:.6f} {x1:.6f} {y0:.6f} {x1:.6f} {y1:.6f} {x0:.6f} {y1:.6f}\n")
+                        continue
+                    f.write(f"{k - 1} {(x0 + x1) / 2:.6f} {(y0 + y1) / 2:.6f} {x1 - x0:.6f} {y1 - y0:.6f}")
+                    f.write(f" {x0:.6f} {y0:.6f} 2 {x1:.6f} {y1:.6f} 2\n" if task == "pose" else "\n")
+    yaml = os.path.join(root, "data.yaml")
+    with open(yaml, "w") as f:
+        f.write(f"path: {os.path.abspath(root)}\n")
+        for split in splits:
+            f.write(f"{split}: images/{split}\n")
+        f.write("names:\n" + "".join(f"  {k}: colour{k}\n" for k in range(len(COLOURS))))
+        if task == "pose":
+            f.write("kpt_shape: [2, 3]\nflip_idx: [0, 1]\n")
+    return yaml

@@ -455,6 +455,22 @@ func testOpCheck(spec string) cResult {
 	return cCall(func(e **C.char) C.int64_t { return ffcv_op_check(s, e) })
 }
 
+// testOpOut calls ffcv_op_out ("null" passes a NULL spec).
+func testOpOut(spec, in string) (string, cResult) {
+	var s *C.char
+	if spec != "null" {
+		var free func()
+		s, free = cStr(spec)
+		defer free()
+	}
+	i, free := cStr(in)
+	defer free()
+	var out *C.char
+	r := cCall(func(e **C.char) C.int64_t { return ffcv_op_out(s, i, &out, e) })
+	defer C.free(unsafe.Pointer(out))
+	return C.GoString(out), r
+}
+
 // testAugmentOps calls ffcv_augment_ops.
 func testAugmentOps() (string, cResult) {
 	var out *C.char

@@ -716,6 +716,32 @@ func TestOpCheck(t *testing.T) {
 	}
 }
 
+// ffcv_op_out: the output a transform makes of an input, as Build infers
+// it; an argument error for a bad argument, a refused input or a bad
+// input spec.
+func TestOpOut(t *testing.T) {
+	for _, tc := range []struct {
+		spec, in string
+		want     string // the output, or the argument error's message
+		ok       bool
+	}{
+		{`{"op": "audio_resample", "orig_freq": 22050, "new_freq": 16000}`, `{"shape": [2, 1000], "dtype": "<f4"}`, `{"shape":[2,726],"dtype":"<f4"}`, true},
+		{`{"op": "whisper_log_mel", "n_mels": 128}`, `{"shape": [100], "dtype": "<f4"}`, `{"shape":[128,3000],"dtype":"<f4"}`, true},
+		{`{"op": "flip_h", "p": 0.5}`, `{"shape": [4, 6, 3], "dtype": "|u1"}`, `{"shape":[4,6,3],"dtype":"|u1"}`, true},
+		{`{"op": "whisper_log_mel", "n_mels": 64}`, `{"shape": [100], "dtype": "<f4"}`, "n_mels 64 must be 80 or 128", false},
+		{`{"op": "mel_spectrogram"}`, `{"shape": [100], "dtype": "<i2"}`, "needs float32 waveforms of shape (N,) or (C, N), got [100] int16", false},
+		{`{"op": "mel_spectrogram"}`, `{"shape": [100]}`, `input spec {"shape": [100]}: want {"shape": [...], "dtype": "<f4"}`, false},
+	} {
+		out, r := testOpOut(tc.spec, tc.in)
+		if tc.ok && (r.err() != nil || out != tc.want) || !tc.ok && (r.ret != codeArgument || r.msg != tc.want) {
+			t.Errorf("%s on %s: %q, %d %q; want %q", tc.spec, tc.in, out, r.ret, r.msg, tc.want)
+		}
+	}
+	if _, r := testOpOut("null", `{"shape": [1], "dtype": "<f4"}`); r.ret != codeArgument || !strings.Contains(r.msg, "spec") {
+		t.Fatalf("NULL spec: %d %q", r.ret, r.msg)
+	}
+}
+
 func TestAugmentOps(t *testing.T) {
 	out, r := testAugmentOps()
 	if err := r.err(); err != nil {

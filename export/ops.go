@@ -12,6 +12,8 @@ import "C"
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 	"github.com/ffcv-go/ffcv-go/core/pipeline/policy"
@@ -36,6 +38,45 @@ func ffcv_op_check(spec *C.char, err **C.char) (ret C.int64_t) {
 	}
 	if e := pipeline.Check(json.RawMessage(s)); e != nil {
 		return fail(err, argError{e})
+	}
+	return 0
+}
+
+// ffcv_op_out writes into *out the output ({"shape", "dtype"}) that the
+// built-in transform spec makes of its input in_spec ({"shape", "dtype"}),
+// as Build infers it, so that Python declares the shapes the core
+// computes (a resampled length, a spectrogram's frames) without a second
+// copy of their rules. FFCV_ERR_ARGUMENT names the bad argument or input.
+//
+//export ffcv_op_out
+func ffcv_op_out(spec, inSpec *C.char, out **C.char, err **C.char) (ret C.int64_t) {
+	defer guard(err, &ret)
+	s, e := goString(spec, "spec")
+	if e != nil {
+		return fail(err, e)
+	}
+	i, e := goString(inSpec, "in_spec")
+	if e != nil {
+		return fail(err, e)
+	}
+	var in pipeline.Spec
+	if e := json.Unmarshal([]byte(i), &in); e != nil || len(in.DType) < 3 {
+		return fail(err, argError{fmt.Errorf("input spec %s: want {\"shape\": [...], \"dtype\": \"<f4\"}", i)})
+	}
+	op, e := pipeline.New(pipeline.Env{}, json.RawMessage(s))
+	if e != nil {
+		return fail(err, argError{e})
+	}
+	o, e := op.Out(in)
+	if e != nil {
+		return fail(err, argError{e})
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // "<f4" as it is
+	_ = enc.Encode(o)
+	if e := putString(out, strings.TrimSpace(b.String())); e != nil {
+		return fail(err, e)
 	}
 	return 0
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/ffcv-go/ffcv-go/core/audioenc"
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/dataset"
 	"github.com/ffcv-go/ffcv-go/core/field"
@@ -45,6 +46,8 @@ type fieldSpec struct {
 	Encoding string `json:"encoding"`
 	// TextField: its arguments (tokens, vocabulary, special tokens).
 	Text *field.TextArgs `json:"text"`
+	// AudioField: its write options (storage, bits, resample).
+	Audio *audioenc.Options `json:"audio"`
 }
 
 func (s fieldSpec) imageOptions(seed uint64) field.ImageOptions {
@@ -59,6 +62,13 @@ func (s fieldSpec) imageOptions(seed uint64) field.ImageOptions {
 func newEncoder(d field.Desc, s fieldSpec, seed uint64) (field.Encoder, error) {
 	if d.Type == field.Video {
 		return videoenc.NewEncoder(d, videoenc.Options{MaxResolution: s.MaxResolution, JPEGQuality: s.JPEGQuality})
+	}
+	if d.Type == field.Audio {
+		var o audioenc.Options
+		if s.Audio != nil {
+			o = *s.Audio
+		}
+		return audioenc.NewEncoder(d, o)
 	}
 	return imageenc.NewEncoder(d, s.imageOptions(seed))
 }
@@ -128,6 +138,9 @@ func buildFields(specs []fieldSpec, seed uint64) ([]field.Desc, []field.Encoder,
 	custom := map[string]field.Column{}
 	for i, f := range specs {
 		descs[i] = field.Desc{Type: field.Type(f.TypeID), Name: f.Name, Shape: f.Shape, DType: f.DType, Text: f.Text}
+		if descs[i].Type == field.Audio && f.Audio != nil {
+			descs[i].Audio = &field.AudioArgs{Storage: f.Audio.Storage}
+		}
 		if descs[i].Type.Targets() {
 			descs[i].Target = &field.TargetArgs{DType: f.DType, RowShape: f.Shape, Follows: f.Follows, Coords: f.Coords, Encoding: f.Encoding}
 		}

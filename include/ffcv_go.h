@@ -74,6 +74,10 @@ typedef struct {
   /* VideoField (type 103): data holds T frames of width x height x channels pixels
    * back to back, or (encoded 2) the paths of T image files separated by NUL bytes;
    * f is the frame rate (0: unknown). */
+  /* AudioField (type 104): an audio file's bytes (encoded 1) or path (encoded 2),
+   * or the samples of a (channels, frames) C-order array with i the sample rate,
+   * channels, and width the sample format (1 int16, 2 int32, 3 float32); or a
+   * clip ffcv_audio_encode made: column its 32-byte metadata, data its bytes. */
   /* Custom fields (type 255, encoded by the field's Python encode()): the metadata
    * column bytes, and where in them the writer stores data's file offset (-1: no
    * heap data). */
@@ -398,6 +402,11 @@ int64_t ffcv_loader_trace(int64_t loader, ffcv_trace_event *out, uint64_t cap, c
  * message that names the argument as the operation's Python constructor names it
  * (solarization_prob for solarize's "p") and not the operation: the caller names it. */
 int64_t ffcv_op_check(const char *spec_json, char **err);
+/* The output ({"shape": [...], "dtype": "<f4"}) a built-in transform spec makes
+ * of the input in_json (same form), as a loader's build infers it, as JSON in
+ * *out, freed with ffcv_free. Returns 0, or FFCV_ERR_ARGUMENT naming the bad
+ * argument or input. */
+int64_t ffcv_op_out(const char *spec_json, const char *in_json, char **out, char **err);
 /* The names of the automatic augmentation policies' operations (torchvision's:
  * what augment_op's "name" takes) as a JSON list in *out, freed with ffcv_free.
  * Returns their number. */
@@ -427,6 +436,13 @@ int64_t ffcv_pad(void *src, int64_t src_h, int64_t src_w, int64_t r0, int64_t r1
  * (free it with ffcv_free) holds *out_len bytes. */
 int64_t ffcv_encode_jpeg(void *pix, int64_t h, int64_t w, int64_t quality, void **out,
                          uint64_t *out_len, char **err);
+/* Encodes one AudioField value (an ffcv_value as the writer takes it) as the
+ * field with options spec ({"storage": "flac"|"source", "bits": 16|24}) stores
+ * it: *out (free it with ffcv_free) holds *out_len bytes, column (32 bytes) the
+ * metadata column. A file that is corrupt, truncated, empty, of an unknown
+ * codec or of sample rate 0 fails with FFCV_ERR_DATA, naming it. */
+int64_t ffcv_audio_encode(const char *spec, const ffcv_value *value, void **out, uint64_t *out_len,
+                          uint8_t *column, char **err);
 /* Writes the lookup table of a NormalizeImage spec ({"mean": [...], "std": [...],
  * "dtype": "<f2" or "<f4"}) into out: 256 rows, one per byte value, of one output
  * value per channel, little endian, in the spec's dtype, computed in double and

@@ -307,7 +307,7 @@ func parse(path string, head []byte, size uint64, table func(off, n uint64) ([]b
 	heapFields, hasCustom := uint64(0), false
 	for _, d := range r.Fields {
 		switch d.Type {
-		case field.Bytes, field.JSON, field.NDArray, field.TorchTensor, field.RGBImage, field.Ragged, field.Mask, field.Text, field.Video:
+		case field.Bytes, field.JSON, field.NDArray, field.TorchTensor, field.RGBImage, field.Ragged, field.Mask, field.Text, field.Video, field.Audio:
 			heapFields++
 		case field.Custom:
 			hasCustom = true

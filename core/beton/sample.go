@@ -68,6 +68,9 @@ func (r *Reader) heapRef(d *field.Desc, col []byte) (ptr, size uint64, has bool,
 	case field.Video:
 		m := field.ParseVideoMeta(col)
 		return m.Ptr, m.Size, true, nil
+	case field.Audio:
+		m := field.ParseAudioMeta(col)
+		return m.Ptr, m.Size, true, nil
 	case field.RGBImage:
 		m := field.ParseRGBMeta(col)
 		if m.Mode == field.ModeJPEG {

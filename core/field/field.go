@@ -53,13 +53,15 @@ func (t Type) String() string {
 		return "TextField"
 	case Video:
 		return "VideoField"
+	case Audio:
+		return "AudioField"
 	}
 	return fmt.Sprintf("Type(%d)", uint8(t))
 }
 
 // Known reports whether t is a type id this package understands.
 func (t Type) Known() bool {
-	return t <= TorchTensor || t == Custom || t.Targets() || t == Text || t == Video
+	return t <= TorchTensor || t == Custom || t.Targets() || t == Text || t == Video || t == Audio
 }
 
 // Descriptor sizes fixed by the format.
@@ -87,6 +89,8 @@ type Desc struct {
 	Target *TargetArgs
 	// Text holds a Text field's arguments.
 	Text *TextArgs
+	// Audio holds an Audio field's arguments.
+	Audio *AudioArgs
 }
 
 // Arrays reports whether the field stores fixed-shape arrays.
@@ -204,6 +208,14 @@ func (d *Desc) MarshalBinary() ([]byte, error) {
 		if err := marshalVideo(args); err != nil {
 			return nil, err
 		}
+	case d.Type == Audio:
+		var a AudioArgs
+		if d.Audio != nil {
+			a = *d.Audio
+		}
+		if err := marshalAudio(args, a); err != nil {
+			return nil, fmt.Errorf("field %q: %w", d.Name, err)
+		}
 	case d.Type == Custom:
 		if len(d.Args) > ArgsSize {
 			return nil, fmt.Errorf("field %q: %d argument bytes, at most %d", d.Name, len(d.Args), ArgsSize)
@@ -269,6 +281,11 @@ func ParseDesc(b []byte) (Desc, error) {
 	case d.Type == Video:
 		d.Args = args
 		if err := d.videoArgs(); err != nil {
+			return d, err
+		}
+	case d.Type == Audio:
+		d.Args = args
+		if err := d.audioArgs(); err != nil {
 			return d, err
 		}
 	}

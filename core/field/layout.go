@@ -39,6 +39,8 @@ func ColumnOf(t Type) (Column, error) {
 		return Column{TextColumnSize, 8}, nil
 	case Video:
 		return Column{VideoColumnSize, 8}, nil
+	case Audio:
+		return Column{AudioColumnSize, 8}, nil
 	}
 	return Column{}, fmt.Errorf("type %v has no built-in column", t)
 }
@@ -48,7 +50,7 @@ func ColumnOf(t Type) (Column, error) {
 // custom ones, whose layout only their handler knows.
 func HeapPtrOffset(t Type) (off int, ok bool) {
 	switch t {
-	case Bytes, JSON, NDArray, TorchTensor, Ragged, Mask, Text, Video:
+	case Bytes, JSON, NDArray, TorchTensor, Ragged, Mask, Text, Video, Audio:
 		return 0, true
 	case RGBImage:
 		return RGBPtrOff, true

@@ -20,3 +20,13 @@ func ParseRGBMeta(col []byte) RGBMeta {
 		Ptr:    binary.LittleEndian.Uint64(col[RGBPtrOff:]),
 	}
 }
+
+// Aspect is the image's height / width (0 for an empty image): the key of
+// the rect order (order.Rect), which the loader and the letterbox that
+// batches by it both read here.
+func (m RGBMeta) Aspect() float64 {
+	if m.Width == 0 {
+		return 0
+	}
+	return float64(m.Height) / float64(m.Width)
+}

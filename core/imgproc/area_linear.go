@@ -19,22 +19,40 @@ type linTab struct {
 // build mirrors the coefficient loop of cv::resize for INTER_AREA when an
 // axis is upscaled ("area_mode"): sx = floor(dx*scale) and the fractional
 // weight is (dx+1) - (sx+1)/scale, wrapped to [0,1).
-func (t *linTab) build(ssize, dsize int, scale, inv float64) {
+// With linear set it is cv::resize's INTER_LINEAR loop instead: the source
+// point is (dx+0.5)·scale - 0.5 (in float32), clamped to the first pixel.
+//
+// rows is set for the vertical axis of INTER_LINEAR: OpenCV keeps the
+// fraction of an output row whose source point lies above the first row or
+// below the last (s = -1 or ssize-1), weighting the edge row twice, and
+// the two products round separately.
+func (t *linTab) build(ssize, dsize int, scale, inv float64, linear, rows bool) {
 	t.ofs = growI32(t.ofs, dsize)
 	t.a0 = growI32(t.a0, dsize)
 	t.a1 = growI32(t.a1, dsize)
 	t.limit = dsize
 	for d := 0; d < dsize; d++ {
-		s := int(math.Floor(float64(d) * scale))
-		f := float32(float64(d+1) - float64(float64(s+1)*inv))
-		if f <= 0 {
-			f = 0
+		var s int
+		var f float32
+		if linear {
+			fx := float32((float64(d)+0.5)*scale - 0.5)
+			s = int(math.Floor(float64(fx)))
+			f = fx - float32(s)
+			if s < 0 && !rows {
+				s, f = 0, 0
+			}
 		} else {
-			f -= float32(math.Floor(float64(f)))
+			s = int(math.Floor(float64(d) * scale))
+			f = float32(float64(d+1) - float64(float64(s+1)*inv))
+			if f <= 0 {
+				f = 0
+			} else {
+				f -= float32(math.Floor(float64(f)))
+			}
 		}
 		if s+1 >= ssize {
 			t.limit = min(t.limit, d)
-			if s >= ssize-1 {
+			if s >= ssize-1 && !(linear && rows) {
 				f, s = 0, ssize-1
 			}
 		}
@@ -46,8 +64,8 @@ func (t *linTab) build(ssize, dsize int, scale, inv float64) {
 
 // With simd it also builds the C kernels' tables, the horizontal one
 // mirrored when flip is set.
-func (r *Resizer) prepareLinear(sw, sh, dw, dh, cn int, scaleX, scaleY, invX, invY float64, flip, simd bool) {
-	k := geomKey{mode: modeLinear, sw: sw, sh: sh, dw: dw, dh: dh, cn: cn, flip: flip}
+func (r *Resizer) prepareLinear(sw, sh, dw, dh, cn int, scaleX, scaleY, invX, invY float64, flip, simd, linear bool) {
+	k := geomKey{mode: modeLinear, sw: sw, sh: sh, dw: dw, dh: dh, cn: cn, flip: flip, linear: linear}
 	if !simd {
 		k.mode = modeLinearGo // the C tables are not built
 	}
@@ -55,8 +73,8 @@ func (r *Resizer) prepareLinear(sw, sh, dw, dh, cn int, scaleX, scaleY, invX, in
 		return
 	}
 	r.key = geomKey{}
-	r.lx.build(sw, dw, scaleX, invX)
-	r.ly.build(sh, dh, scaleY, invY)
+	r.lx.build(sw, dw, scaleX, invX, linear, false)
+	r.ly.build(sh, dh, scaleY, invY, linear, true)
 	if simd {
 		r.sx.fromX(&r.lx, sw, flip)
 		r.sy.fromY(&r.ly)
@@ -123,7 +141,7 @@ func (r *Resizer) linearRun(dst []byte, dw, dh int, src []byte, sh, srcStride, c
 	have := [2]int{-1, -1}
 	for dy := 0; dy < dh; dy++ {
 		sy := int(r.ly.ofs[dy])
-		y0, y1 := min(sy, sh-1), min(sy+1, sh-1)
+		y0, y1 := max(0, min(sy, sh-1)), min(sy+1, sh-1) // sy = -1 above the first row
 		if have[0] != y0 {
 			if have[1] == y0 {
 				rows[0], rows[1] = rows[1], rows[0]

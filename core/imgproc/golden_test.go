@@ -75,3 +75,33 @@ func TestResizeAreaGolden(t *testing.T) {
 		})
 	}
 }
+
+// TestResizeLinearGolden compares against cv2.resize(..., INTER_LINEAR)
+// (testdata/gen_linear.py): equal to the byte, edge rows included, with one
+// Resizer across shapes so cached tables of the other interpolation or
+// geometry are never reused.
+func TestResizeLinearGolden(t *testing.T) {
+	var g golden
+	if err := json.Unmarshal(readTestdata(t, "golden.json"), &g); err != nil {
+		t.Fatal(err)
+	}
+	var lin golden
+	if err := json.Unmarshal(readTestdata(t, "golden_linear.json"), &lin); err != nil {
+		t.Fatal(err)
+	}
+	var rs Resizer
+	for _, c := range lin.Cases {
+		t.Run(c.Name, func(t *testing.T) {
+			s := g.Sources[c.Src]
+			src := readTestdata(t, c.Src+".src")
+			want := readTestdata(t, c.Name+".out")
+			got := make([]byte, c.DW*c.DH*s.C)
+			rs.ResizeArea(got, c.DW, c.DH, src, s.W, s.H, s.W*s.C, s.C) // fills the cache with area tables
+			rs.ResizeLinear(got, c.DW, c.DH, src, s.W, s.H, s.W*s.C, s.C)
+			if md, n := diffStats(got, want); md != 0 {
+				t.Errorf("%dx%dx%d -> %dx%d: max diff %d, %d of %d bytes differ from OpenCV %s",
+					s.W, s.H, s.C, c.DW, c.DH, md, n, len(want), lin.OpenCV)
+			}
+		})
+	}
+}

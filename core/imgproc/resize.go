@@ -56,6 +56,7 @@ type geomKey struct {
 	sw, sh, dw, dh, cn int
 	region             RectF
 	flip               bool
+	linear             bool // INTER_LINEAR's tables, not INTER_AREA's
 }
 
 // ResizeArea is the table-caching form of the package-level ResizeArea.
@@ -90,13 +91,39 @@ func (r *Resizer) ResizeAreaFlip(dst []byte, dw, dh int, src []byte, sw, sh, src
 		return
 	}
 	simd := useSIMD(sw, channels)
-	r.prepareLinear(sw, sh, dw, dh, channels, scaleX, scaleY, invX, invY, flip, simd)
+	r.prepareLinear(sw, sh, dw, dh, channels, scaleX, scaleY, invX, invY, flip, simd, false)
 	if simd {
 		r.linearRunSIMD(dst, dw, dh, src, sh, srcStride)
 		return
 	}
 	r.linearRun(dst, dw, dh, src, sh, srcStride, channels)
 	flipAfter(dst, dw, dh, channels, flip)
+}
+
+// ResizeLinear resizes like ResizeArea (same arguments) with the semantics
+// of OpenCV's cv2.resize(src, (dw, dh), interpolation=INTER_LINEAR) on
+// 8-bit images: bilinear weights at half-pixel centres, in OpenCV's 11-bit
+// fixed point, the edges clamped. At exactly half size on both axes OpenCV
+// takes its INTER_AREA path, and so does this.
+func (r *Resizer) ResizeLinear(dst []byte, dw, dh int, src []byte, sw, sh, srcStride, channels int) {
+	checkArgs("ResizeLinear", dst, dw, dh, src, sw, sh, srcStride, channels)
+	if sw == dw && sh == dh {
+		copyRows(dst, src, dw*channels, srcStride, dh)
+		return
+	}
+	invX, invY := float64(dw)/float64(sw), float64(dh)/float64(sh)
+	scaleX, scaleY := 1/invX, 1/invY
+	if sw == 2*dw && sh == 2*dh {
+		r.areaFast(dst, dw, dh, src, srcStride, channels, 2, 2)
+		return
+	}
+	simd := useSIMD(sw, channels)
+	r.prepareLinear(sw, sh, dw, dh, channels, scaleX, scaleY, invX, invY, false, simd, true)
+	if simd {
+		r.linearRunSIMD(dst, dw, dh, src, sh, srcStride)
+		return
+	}
+	r.linearRun(dst, dw, dh, src, sh, srcStride, channels)
 }
 
 // useSIMD reports whether the C kernels handle a source sw pixels wide:

@@ -30,7 +30,7 @@ func goResizeFlip(r *Resizer, dst []byte, dw, dh int, src []byte, sw, sh, stride
 		r.areaRun(dst, dw, dh, src, stride, 3)
 		return
 	}
-	r.prepareLinear(sw, sh, dw, dh, 3, scaleX, scaleY, invX, invY, false, false)
+	r.prepareLinear(sw, sh, dw, dh, 3, scaleX, scaleY, invX, invY, false, false, false)
 	r.linearRun(dst, dw, dh, src, sh, stride, 3)
 	flipAfter(dst, dw, dh, 3, flip)
 }

@@ -28,7 +28,7 @@ type Config struct {
 	BatchesAhead int
 	DropLast     bool
 	Seed         uint64
-	Order        string   // "sequential", "sequential_contiguous", "random", "quasi_random" or "bucketed"
+	Order        string   // "sequential", "sequential_contiguous", "random", "quasi_random", "bucketed" or "rect"
 	Indices      []uint64 // nil: every sample
 	Rank, World  int      // World 0 or 1: not distributed
 	OSCache      bool
@@ -83,6 +83,9 @@ type Loader struct {
 	// nil for the other orders.
 	bucketing *order.Bucketing
 	durations []float64
+	// Every sample's image aspect (height / width) for the rect order; nil
+	// for the others.
+	aspects []float64
 
 	mu      sync.Mutex
 	iters   map[*Iterator]struct{}
@@ -112,7 +115,7 @@ func New(r *beton.Reader, cfg Config, progs []*pipeline.Program) (*Loader, error
 		cfg.Workers = procs.CPUs()
 	}
 	switch cfg.Order {
-	case "sequential", "sequential_contiguous", "random", "quasi_random", "bucketed":
+	case "sequential", "sequential_contiguous", "random", "quasi_random", "bucketed", "rect":
 	default:
 		return nil, fmt.Errorf("unknown order %q", cfg.Order)
 	}
@@ -163,6 +166,11 @@ func New(r *beton.Reader, cfg Config, progs []*pipeline.Program) (*Loader, error
 	}
 	if cfg.Order == "bucketed" {
 		if err := l.newBucketing(); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Order == "rect" {
+		if err := l.newRect(); err != nil {
 			return nil, err
 		}
 	}
@@ -276,6 +284,11 @@ func (l *Loader) GlobalOrderAs(epoch uint64, name string, window int) ([]uint64,
 		}
 		ord, _ := flatten(l.GlobalBatches(epoch))
 		return ord, nil
+	case "rect":
+		if l.aspects == nil {
+			return nil, fmt.Errorf("the rect order needs a loader made with it (its images' aspects)")
+		}
+		return order.Rect(l.indices(), func(id uint64) float64 { return l.aspects[id] }), nil
 	case "random":
 		return order.Random(l.indices(), l.cfg.Seed+epoch), nil
 	case "quasi_random":

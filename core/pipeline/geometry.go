@@ -176,6 +176,15 @@ type Geometric interface {
 	Place(c *Ctx, key, w, h int) (Step, error)
 }
 
+// CentreCropper is a Geometric operation that also decides which boxes
+// survive by their centres (torchvision's RandomIoUCrop): a box stays only
+// when its centre, where the box is in the op's input, lies strictly
+// inside the window. ok is false when every box stays.
+type CentreCropper interface {
+	Geometric
+	Window(c *Ctx, key, w, h int) (win [4]float64, ok bool, err error)
+}
+
 // Photometric marks an operation that changes pixel values only: the
 // targets that follow its image pass it by.
 type Photometric interface {
@@ -199,6 +208,16 @@ type Affine struct {
 	W, H           int
 	Valid          [4]float64 // x0, y0, x1, y1
 	Warp           *Warp
+	// Centres are the windows of CentreCropper steps, each with the map up
+	// to it.
+	Centres []CentreWindow
+}
+
+// CentreWindow is a CentreCropper step's window and the map of the
+// pipeline before it.
+type CentreWindow struct {
+	Before Affine
+	Win    [4]float64
 }
 
 // Identity is the map of a w×h image that no operation has moved.
@@ -220,6 +239,7 @@ func (a Affine) Then(s Step) Affine {
 			max(min(x0, x1), 0), max(min(y0, y1), 0),
 			min(max(x0, x1), float64(s.W)), min(max(y0, y1), float64(s.H)),
 		},
+		Centres: a.Centres,
 	}
 }
 
@@ -237,7 +257,7 @@ func (a Affine) thenWarp(s Step) Affine {
 		nv = b
 	}
 	w.stages[len(w.stages)-1].v = nv
-	return Affine{SX: 1, SY: 1, W: s.W, H: s.H, Valid: nv, Warp: &w}
+	return Affine{SX: 1, SY: 1, W: s.W, H: s.H, Valid: nv, Warp: &w, Centres: a.Centres}
 }
 
 // stages are the affine's stages (see Warp).
@@ -324,6 +344,20 @@ func (a Affine) Mirrored() bool {
 		return a.Warp.Mirror
 	}
 	return a.SX < 0
+}
+
+// KeepsCentre reports whether the stored-image box b survives every
+// CentreCropper step: its centre, as the box is (clipped) before the step,
+// strictly inside the step's window.
+func (a Affine) KeepsCentre(b [4]float64) bool {
+	for _, c := range a.Centres {
+		cb, _ := c.Before.Box(b)
+		cx, cy := 0.5*(cb[0]+cb[2]), 0.5*(cb[1]+cb[3])
+		if !(c.Win[0] < cx && cx < c.Win[2] && c.Win[1] < cy && cy < c.Win[3]) {
+			return false
+		}
+	}
+	return true
 }
 
 // Box maps a stored-image box and clips it to the visible output; area is
@@ -539,6 +573,20 @@ func (g *Geometry) piecesUpTo(c *Ctx, r interface {
 		st, err := s.op.Place(c, s.key, own[0].Map.W, own[0].Map.H)
 		if err != nil {
 			return nil, err
+		}
+		if cc, ok := s.op.(CentreCropper); ok {
+			win, has, err := cc.Window(c, s.key, own[0].Map.W, own[0].Map.H)
+			if err != nil {
+				return nil, err
+			}
+			for i := range own {
+				if has {
+					before := own[i].Map
+					before.Centres = nil
+					cs := own[i].Map.Centres
+					own[i].Map.Centres = append(cs[:len(cs):len(cs)], CentreWindow{before, win})
+				}
+			}
 		}
 		for i := range own {
 			own[i].Map = own[i].Map.Then(st)

@@ -162,3 +162,31 @@ func TestMatrix(t *testing.T) {
 		t.Fatal("a point shifted out of the frame is not shown after shifting back")
 	}
 }
+
+// TestAffineKeepsCentre: a CentreCropper step's window keeps the boxes whose centre,
+// where the box is before the step (clipped), lies strictly inside it, and
+// later steps carry the windows.
+func TestAffineKeepsCentre(t *testing.T) {
+	before := Identity(100, 80).Then(Step{SX: 0.5, SY: 0.5, W: 50, H: 40}) // halved
+	a := before
+	a.Centres = []CentreWindow{{Before: before, Win: [4]float64{10, 10, 30, 30}}}
+	a = a.Then(CropStep(image.Rect(10, 10, 30, 30), 20, 20)).Then(Same(20, 20).FlipX())
+	for _, c := range []struct {
+		box  [4]float64
+		want bool
+	}{
+		{[4]float64{30, 30, 50, 50}, true},   // centre (20, 20) after halving
+		{[4]float64{0, 0, 40, 40}, false},    // centre (10, 10): on the edge
+		{[4]float64{18, 18, 60, 60}, true},   // (19.5, 19.5)
+		{[4]float64{70, 0, 100, 20}, false},  // (42.5, 5)
+		{[4]float64{-40, 30, 42, 50}, true},  // clipped to x in [0, 21): centre 10.5
+		{[4]float64{-40, 30, 40, 50}, false}, // clipped: centre 10
+	} {
+		if got := a.KeepsCentre(c.box); got != c.want {
+			t.Errorf("box %v: kept %v, want %v", c.box, got, c.want)
+		}
+	}
+	if !Identity(10, 10).KeepsCentre([4]float64{100, 100, 200, 200}) {
+		t.Error("no window dropped a box")
+	}
+}

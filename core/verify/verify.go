@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ffcv-go/ffcv-go/core/audio"
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/jpeg"
@@ -90,6 +91,9 @@ func check(r *beton.Reader, d *jpeg.Decoder, buf *[]byte, i uint64, f int) (err 
 	if err == nil && r.Fields[f].Type == field.Video {
 		return checkVideo(d, buf, col, heap)
 	}
+	if err == nil && r.Fields[f].Type == field.Audio {
+		return checkAudio(col, heap)
+	}
 	if err != nil || r.Fields[f].Type != field.RGBImage {
 		return err
 	}
@@ -114,6 +118,19 @@ func checkJPEG(d *jpeg.Decoder, buf *[]byte, data []byte, w, h int) error {
 	}
 	_, _, err = d.Decode(data, (*buf)[:w*h*3])
 	return err
+}
+
+// checkAudio decodes a whole clip: exactly the frames its metadata gives.
+func checkAudio(col, heap []byte) error {
+	m := field.ParseAudioMeta(col)
+	if err := field.CheckAudio(m); err != nil {
+		return err
+	}
+	if m.Frames*uint64(m.Channels) > 16384*uint64(len(heap))+1<<19 { // as audio.DecodeAll bounds it
+		return fmt.Errorf("%w: a clip of %d frames in %d bytes", field.ErrData, m.Frames, len(heap))
+	}
+	out := make([]float32, m.Frames*uint64(m.Channels))
+	return audio.Window(m.Codec, heap, m.Channels, 0, int(m.Frames), int(m.Frames), out)
 }
 
 // checkVideo decodes every frame of a video fully.

@@ -61,6 +61,13 @@ def _describe(handler, column, n):
         lines.append(f"frames: {frames.min()}-{frames.max()} (mean {frames.mean():.0f}), "
                      f"fps: {_span(fps, '{:.3g}')}, duration {_span(frames / np.maximum(fps, 1e-9), '{:.1f}')} s")
         lines.append(f"mean size {column['width'].mean():.0f} x {column['height'].mean():.0f} (W x H)")
+    elif n and kind == "AudioField":
+        frames, rate = column["frames"].astype(np.float64), column["sample_rate"].astype(np.float64)
+        codecs = {1: "FLAC", 2: "WAV", 3: "MP3", 4: "Opus"}
+        kinds = np.unique(column["codec"])
+        lines.append(f"sample rate: {_span(column['sample_rate'], '{} Hz')}, channels: {_span(column['channels'], '{}')}, "
+                     f"duration {_span(frames / rate, '{:.1f}')} s (total {(frames / rate).sum() / 3600:.2f} h), "
+                     f"stored as {', '.join(codecs.get(int(k), str(k)) for k in kinds)}")
     elif n and kind == "TextField":
         lines.append(f"captions a sample: {_span(column['captions'], '{}')}")
         if handler.tokens:

@@ -190,8 +190,10 @@ def _signatures():
         "ffcv_resize_crop": (i64, [vp] + [i64] * 6 + [vp, i64, i64, err]),
         "ffcv_pad": (i64, [vp] + [i64] * 6 + [vp, i64, i64, err]),
         "ffcv_encode_jpeg": (i64, [vp, i64, i64, i64, ctypes.POINTER(vp), ctypes.POINTER(u64), err]),
+        "ffcv_audio_encode": (i64, [cp, ctypes.POINTER(Value), ctypes.POINTER(vp), ctypes.POINTER(u64), vp, err]),
         "ffcv_normalize_table": (i64, [cp, vp, u64, err]),
         "ffcv_op_check": (i64, [cp, err]),
+        "ffcv_op_out": (i64, [cp, cp, out_str, err]),
         "ffcv_augment_ops": (i64, [out_str, err]),
     }
 
@@ -229,6 +231,19 @@ def encode_jpeg(pixels, height, width, quality):
     call("ffcv_encode_jpeg", pixels.ctypes.data, height, width, quality, ctypes.byref(out), ctypes.byref(n))
     try:
         return ctypes.string_at(out.value, n.value)
+    finally:
+        lib.ffcv_free(out.value)
+
+
+def audio_encode(options, value):
+    """(stored bytes, 32-byte metadata column) of one AudioField value (a
+    Value as the writer takes it), encoded with options by the Go core."""
+    out, n = ctypes.c_void_p(), ctypes.c_uint64()
+    column = (ctypes.c_uint8 * 32)()
+    call("ffcv_audio_encode", json.dumps(options).encode(), ctypes.byref(value), ctypes.byref(out),
+         ctypes.byref(n), column)
+    try:
+        return ctypes.string_at(out.value, n.value), bytes(column)
     finally:
         lib.ffcv_free(out.value)
 
@@ -542,6 +557,15 @@ def check_op(spec):
     """Checks the arguments of a built-in operation's spec (a dict) in the Go
     core, without a file; ValueError, naming the argument, for a bad one."""
     call("ffcv_op_check", json.dumps(spec).encode())
+
+
+def op_out(spec, shape, dtype):
+    """(shape, numpy dtype str) of what a built-in transform's spec (a dict)
+    makes of an input of shape and dtype, as the Go core infers it;
+    ValueError naming the argument or input it refuses."""
+    out = call_json("ffcv_op_out", json.dumps(spec).encode(),
+                    json.dumps({"shape": [int(d) for d in shape], "dtype": dtype}).encode())
+    return tuple(out["shape"]), out["dtype"]
 
 
 def augment_ops():

@@ -5,7 +5,7 @@ from typing import List
 import numpy as np
 
 from .fields import (Field, FloatField, IntField, RGBImageField, BytesField, NDArrayField, JSONField,
-                     TorchTensorField, RaggedArrayField, MaskField, TextField, VideoField)
+                     TorchTensorField, RaggedArrayField, MaskField, TextField, VideoField, AudioField)
 
 CURRENT_VERSION = 2
 
@@ -43,6 +43,7 @@ TYPE_ID_HANDLER = {
     101: MaskField,
     102: TextField,
     103: VideoField,
+    104: AudioField,
 }
 
 

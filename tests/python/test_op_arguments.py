@@ -57,6 +57,16 @@ BAD = [
     (T.GaussianBlur, dict(blur_prob=0.5, sigma=(2, 1)), "sigma"),
     (T.GaussianBlur, dict(blur_prob=0.5, sigma=0), "sigma"),
     (T.RandomErasing, dict(erase_prob=-0.5), "erase_prob"),
+    (T.Resample, dict(orig_freq=0, new_freq=16000), "orig_freq"),
+    (T.Resample, dict(orig_freq=16000, new_freq=8000, rolloff=0), "rolloff"),
+    (T.Gain, dict(min_db=6, max_db=-6), "min_db"),
+    (T.SpeedPerturbation, dict(orig_freq=16000, factors=[]), "factors"),
+    (T.MelSpectrogram, dict(n_fft=400, win_length=512), "win_length"),
+    (T.MelSpectrogram, dict(hop_length=0), "hop_length"),
+    (T.WhisperLogMel, dict(n_mels=64), "n_mels"),
+    (T.TimeMasking, dict(time_mask_param=-1), "time_mask_param"),
+    (T.TimeMasking, dict(time_mask_param=10, p=2), "p"),
+    (T.FrequencyMasking, dict(freq_mask_param=-3), "freq_mask_param"),
     (T.RandomErasing, dict(scale=(0.4, 1.5)), "scale"),
     (T.RandomErasing, dict(ratio=(3, 0.3)), "ratio"),
     (T.RandomErasing, dict(mean=[0, 300, 0]), "mean"),
@@ -107,6 +117,19 @@ BAD = [
     (D.LabelMosaic, dict(n=3, seed=1), "n"),
     (T.MixUp, dict(p=2), "p"),
     (T.LabelMixUp, dict(p=-1, seed=1), "p"),
+    (D.LetterBoxRGBImageDecoder, dict(new_shape=(8, 8), fill=(1, 2)), "fill"),
+    (D.RandomIoUCropRGBImageDecoder, dict(output_size=8, min_aspect_ratio=3), "min_aspect_ratio"),
+    (T.LetterBox, dict(new_shape=8, auto=True), "auto"),
+    (T.LetterBox, dict(new_shape=0), "new_shape"),
+    (T.LabelLetterBox, dict(new_shape=(8, -1)), "new_shape"),
+    (T.LetterBox, dict(new_shape=8, rect=True), "rect"),
+    (T.RandomHSV, dict(hgain=2), "hgain"),
+    (T.LabelRandomHSV, dict(vgain=-1, seed=1), "vgain"),
+    (T.RandomIoUCrop, dict(output_size=8, min_scale=0), "min_scale"),
+    (T.RandomIoUCrop, dict(output_size=8, sampler_options=[]), "sampler_options"),
+    (T.LabelRandomIoUCrop, dict(output_size=8, trials=0, seed=1), "trials"),
+    (T.RandomZoomOut, dict(side_range=(0.5, 2)), "side_range"),
+    (T.LabelRandomZoomOut, dict(p=2, seed=1), "p"),
     (D.RaggedDecoder, dict(max_rows=-1), "max_rows"),
     (D.RaggedDecoder, dict(min_visibility=2), "min_visibility"),
     (D.RaggedDecoder, dict(min_size=-1), "min_size"),
@@ -125,6 +148,9 @@ BAD = [
     (D.RandomClipDecoder, dict(num_frames=4, short="wrap"), "short"),
     (D.RandomClipDecoder, dict(num_frames=4, fps=-5.0), "fps"),
     (D.ClipDecoder, dict(num_frames=4, num_clips=0), "num_clips"),
+    (D.AudioDecoder, dict(max_seconds=-1.0), "max_seconds"),
+    (D.RandomAudioCropDecoder, dict(seconds=0.0), "seconds"),
+    (D.RandomAudioCropDecoder, dict(seconds=float("inf")), "seconds"),
     (D.ClipDecoder, dict(num_frames=4, geometry=D.CenterCropRGBImageDecoder((8, 8)), short="cut"), "short"),
 ]
 
@@ -151,7 +177,7 @@ DTYPE_CODE = re.compile(r"[<>|=][biufc][0-9]+")
 NOTHING_TO_CHECK = {"ToTensor", "ToDevice", "ToTorchImage", "ToTorchVideo", "Convert", "View", "Squeeze",
                     "ModuleWrapper", "Photometric", "MixupToOneHot", "ReplaceLabel", "PadRGBImageDecoder", "IntDecoder",
                     "FloatDecoder", "NDArrayDecoder", "BytesDecoder", "SimpleRGBImageDecoder",
-                    "ResizedCropRGBImageDecoder"}
+                    "ResizedCropRGBImageDecoder", "MonoMix"}
 
 
 def test_every_builtin_operation_is_covered():

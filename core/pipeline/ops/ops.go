@@ -7,6 +7,7 @@
 package ops
 
 import (
+	_ "github.com/ffcv-go/ffcv-go/core/pipeline/audio"     // waveforms and spectrograms: resampling, mel, Whisper, SpecAugment
 	_ "github.com/ffcv-go/ffcv-go/core/pipeline/basic"     // int, float, ndarray, bytes
 	_ "github.com/ffcv-go/ffcv-go/core/pipeline/clip"      // VideoField's clip decoders
 	_ "github.com/ffcv-go/ffcv-go/core/pipeline/policy"    // RandAugment, TrivialAugmentWide, AutoAugment, AugMix
@@ -15,4 +16,5 @@ import (
 	_ "github.com/ffcv-go/ffcv-go/core/pipeline/targets"   // ragged and mask targets
 	_ "github.com/ffcv-go/ffcv-go/core/pipeline/text"      // TextField's tokens and captions
 	_ "github.com/ffcv-go/ffcv-go/core/pipeline/transform" // FFCV 1.0's transforms and mixup
+	_ "github.com/ffcv-go/ffcv-go/core/pipeline/waveform"  // AudioField's decoders
 )

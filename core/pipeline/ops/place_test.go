@@ -25,13 +25,29 @@ var placeArgs = map[string][]map[string]any{
 	"rgb_center":     {{"size": []int{20, 20}, "ratio": 0.8}},
 	"rgb_corner":     {{"size": []int{16, 16}, "ratio": 0.6, "corner": "top_right"}, {"size": []int{18, 14}, "ratio": 0.7, "corner": "bottom_left"}},
 	"rgb_resize_pad": {{"size": []int{24, 28}, "scale": []float64{0.5, 1}, "fill": []int{0, 0, 0}}},
-	"rrc":            {{"size": []int{20, 24}, "scale": []float64{0.2, 1}, "ratio": []float64{0.75, 1.33}}},
-	"center_crop":    {{"size": []int{20, 20}, "ratio": 0.8}},
-	"corner_crop":    {{"size": []int{16, 16}, "ratio": 0.6, "corner": "bottom_right"}},
-	"flip_h":         {{"p": 0.5}},
-	"flip_v":         {{"p": 0.5}},
-	"translate":      {{"padding": 6, "fill": []int{0, 0, 0}}},
-	"random_crop":    {{"size": []int{24, 30}, "padding": 4}},
+	"rgb_letterbox": {
+		// fill 0: the test follows the marker's brightness.
+		{"size": []int{24, 28}, "fill": []int{0}}, {"size": []int{20, 36}, "scaleup": false, "center": false, "fill": []int{0}},
+		{"size": []int{24, 24}, "scale_fill": true}, {"size": []int{50, 30}, "fill": []int{0, 0, 0}},
+	},
+	"rgb_iou_crop": {
+		{"size": []int{24, 20}, "boxes": "boxes", "min_scale": 0.3, "max_scale": 1.0, "min_aspect_ratio": 0.5,
+			"max_aspect_ratio": 2.0, "trials": 40},
+		{"size": []int{30, 40}, "boxes": "boxes", "min_scale": 0.5, "max_scale": 0.9, "min_aspect_ratio": 0.5,
+			"max_aspect_ratio": 2.0, "trials": 5, "sampler_options": []float64{0, 0.3}, "seed": 3},
+	},
+	"zoom_out": {
+		{"fill": []int{0}, "side_range": []float64{1, 2.5}, "p": 0.7},
+		{"fill": []int{0, 0, 0}, "side_range": []float64{1.5, 3}, "p": 1, "size": []int{20, 24}},
+	},
+	"letterbox":   {{"size": []int{24, 28}, "fill": []int{0}}, {"size": []int{26, 20}, "center": false, "fill": []int{0}}},
+	"rrc":         {{"size": []int{20, 24}, "scale": []float64{0.2, 1}, "ratio": []float64{0.75, 1.33}}},
+	"center_crop": {{"size": []int{20, 20}, "ratio": 0.8}},
+	"corner_crop": {{"size": []int{16, 16}, "ratio": 0.6, "corner": "bottom_right"}},
+	"flip_h":      {{"p": 0.5}},
+	"flip_v":      {{"p": 0.5}},
+	"translate":   {{"padding": 6, "fill": []int{0, 0, 0}}},
+	"random_crop": {{"size": []int{24, 30}, "padding": 4}},
 	"random_perspective": {
 		{"degrees": 10, "translate": 0.1, "scale": 0.3, "shear": 5},
 		{"degrees": 5, "scale": 0.2, "perspective": 0.001, "border": []int{-4, 3}, "fill": []int{9, 8, 7}},
@@ -68,7 +84,8 @@ var placeDecoders = []optest.Named{
 // an image's, and its targets' replay with pipeline.NewGeometry from the
 // same specs, so fusing and keys are those targets get.
 func TestPlaceFollowsRun(t *testing.T) {
-	r := optest.ReaderOf(t, placeW, placeH)
+	// The file has boxes: rgb_iou_crop draws its crop around them.
+	r := optest.ReaderWithBoxes(t, placeW, placeH)
 	env := pipeline.Env{Reader: r, Field: optest.ImageField, Desc: r.Fields[optest.ImageField]}
 	geometric := 0
 	for _, name := range pipeline.Names() {
@@ -175,6 +192,7 @@ func checkPlace(t *testing.T, env pipeline.Env, ops []optest.Named) {
 					}
 					c := pipeline.NewCtx()
 					c.Seed, c.Pos, c.Sample, c.Col, c.Heap = 3, pos, 0, col, img
+					c.Read = func(f int) ([]byte, []byte, error) { return env.Reader.Read(c.Sample, f) }
 					if err := p.Run(c, &s, nil, dst); err != nil {
 						t.Fatal(err)
 					}

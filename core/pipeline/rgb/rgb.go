@@ -4,13 +4,15 @@
 // size (FFCV-SSL's PadRGBImageDecoder); rgb_rrc, rgb_center and rgb_corner,
 // random resized crops and centre and corner squares, which decode only
 // the region of a JPEG they need and may flip while they resize;
-// rgb_resize_pad, the detection resize; mosaic, YOLO's Mosaic of several
-// samples, and label_mosaic, which reports its draws -- the same crops
+// rgb_resize_pad, the detection resize; rgb_letterbox, YOLO's LetterBox,
+// rect batches included; rgb_iou_crop, SSD's IoU crop around the stored
+// boxes; mosaic, YOLO's Mosaic of several samples -- and the same crops
 // after decoding: rrc (RandomResizedCrop), FFCV-SSL's center_crop and
-// corner_crop; yolo_mixup, YOLO's MixUp of the sample with a partner; and
-// label_rrc, which reports rgb_rrc's crop. Crop decoders
-// of one field in several programs (views) share each sample's JPEG
-// entropy decoding.
+// corner_crop, and letterbox and zoom_out (SSD's zoom out); yolo_mixup,
+// YOLO's MixUp of the sample with a partner; label_rrc, label_letterbox,
+// label_iou_crop and label_mosaic report what their decoders draw. Crop
+// decoders of one field in several programs (views) share each sample's
+// JPEG entropy decoding.
 package rgb
 
 import (
@@ -32,6 +34,12 @@ func init() {
 	pipeline.RegisterDecoder("rgb_pad", newPadRGB)
 	pipeline.RegisterDecoder("rgb_resize_pad", newResizePad)
 	pipeline.RegisterDecoder("label_rrc", newLabelRRC)
+	pipeline.RegisterDecoder("rgb_letterbox", newLetterboxDecoder)
+	pipeline.RegisterDecoder("label_letterbox", newLabelLetterbox)
+	pipeline.Register("letterbox", newLetterboxTransform)
+	pipeline.RegisterDecoder("rgb_iou_crop", newIoUCrop)
+	pipeline.RegisterDecoder("label_iou_crop", newLabelIoUCrop)
+	pipeline.Register("zoom_out", newZoomOut)
 	pipeline.RegisterDecoder("mosaic", newMosaic)
 	pipeline.RegisterDecoder("label_mosaic", newLabelMosaic)
 	pipeline.Register("yolo_mixup", newYoloMixUp)

@@ -120,7 +120,7 @@ func (f *rowFilter) keep(c *pipeline.Ctx, env pipeline.Env, sample uint64, a pip
 			row = append(row[:0], polys[i*prow:(i+1)*prow]...)
 			cb, pts = mapPolygon(a, row, pitem, pts)
 		}
-		keep[i], out[i] = f.filter.keep(cb, area), cb
+		keep[i], out[i] = f.filter.keep(cb, area) && a.KeepsCentre(b), cb
 	}
 	return keep, out, nil
 }

@@ -1,7 +1,7 @@
 // Package transform registers FFCV 1.0's transforms, with its semantics:
 // on uint8 (H, W, C) images flip_h and flip_v, translate, cutout,
 // brightness, contrast and saturation, grayscale, solarize, random_crop and
-// normalize (to float32 or float16); on labels replace_label; poison; and
+// normalize (to float32 or float16), and YOLO's random_hsv; on labels replace_label; poison; and
 // on whole batches image_mixup and label_mixup. Random decisions come from
 // Ctx.Rand(key), so they depend only on (seed, epoch, position, key).
 package transform
@@ -24,6 +24,7 @@ func init() {
 	pipeline.Register("normalize", newNormalize)
 	pipeline.Register("replace_label", newReplaceLabel)
 	pipeline.Register("poison", newPoison)
+	pipeline.Register("random_hsv", newRandomHSV)
 	pipeline.RegisterBatch("image_mixup", newMixup(false))
 	pipeline.RegisterBatch("label_mixup", newMixup(true))
 }

@@ -9,7 +9,8 @@ from .ragged import RaggedArrayField
 from .mask import MaskField
 from .text import TextField
 from .video import VideoField, Frames
+from .audio import AudioField, Waveform
 
 __all__ = ["Field", "IntField", "FloatField", "BytesField", "NDArrayField", "TorchTensorField",
            "JSONField", "RGBImageField", "RaggedArrayField", "MaskField", "TextField",
-           "VideoField", "Frames"]
+           "VideoField", "Frames", "AudioField", "Waveform"]

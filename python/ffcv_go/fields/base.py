@@ -6,8 +6,8 @@ import numpy as np
 from ..pipeline.operation import Operation
 
 ARG_TYPE = np.dtype([("", "<u1", 1024)])  # raw descriptor arguments
-# Float, Int, RGBImage, Bytes, NDArray, JSON, TorchTensor; then ours: RaggedArray, Mask, Text, Video
-BUILTIN_TYPE_IDS = (*range(7), 100, 101, 102, 103)
+# Float, Int, RGBImage, Bytes, NDArray, JSON, TorchTensor; then ours: RaggedArray, Mask, Text, Video, Audio
+BUILTIN_TYPE_IDS = (*range(7), 100, 101, 102, 103, 104)
 
 
 class Field(ABC):

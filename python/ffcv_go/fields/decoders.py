@@ -6,13 +6,18 @@ from .bytes import BytesDecoder
 from .ndarray import NDArrayDecoder
 from .rgb_image import (SimpleRGBImageDecoder, ResizedCropRGBImageDecoder, RandomResizedCropRGBImageDecoder,
                         CenterCropRGBImageDecoder, PadRGBImageDecoder, ResizePadRGBImageDecoder,
-                        MosaicRGBImageDecoder, LabelMosaic)
+                        LetterBoxRGBImageDecoder, RandomIoUCropRGBImageDecoder, MosaicRGBImageDecoder,
+                        LabelMosaic)
 from .ragged import PolygonMaskDecoder, RaggedDecoder
 from .mask import MaskDecoder
 from .text import TokenDecoder, CaptionDecoder, Tokens
 from .video_decoders import RandomClipDecoder, ClipDecoder
+from .audio_decoders import AudioDecoder, RandomAudioCropDecoder, Audio
 
 __all__ = ["IntDecoder", "FloatDecoder", "NDArrayDecoder", "BytesDecoder", "SimpleRGBImageDecoder",
            "ResizedCropRGBImageDecoder", "RandomResizedCropRGBImageDecoder", "CenterCropRGBImageDecoder",
-           "PadRGBImageDecoder", "ResizePadRGBImageDecoder", "MosaicRGBImageDecoder", "LabelMosaic", "RaggedDecoder",
-           "PolygonMaskDecoder", "MaskDecoder", "TokenDecoder", "CaptionDecoder", "Tokens", "RandomClipDecoder", "ClipDecoder"]
+           "PadRGBImageDecoder", "ResizePadRGBImageDecoder", "LetterBoxRGBImageDecoder",
+           "RandomIoUCropRGBImageDecoder", "MosaicRGBImageDecoder", "LabelMosaic", "RaggedDecoder",
+           "PolygonMaskDecoder", "MaskDecoder", "TokenDecoder", "CaptionDecoder", "Tokens", "RandomClipDecoder",
+           "ClipDecoder",
+           "AudioDecoder", "RandomAudioCropDecoder", "Audio"]

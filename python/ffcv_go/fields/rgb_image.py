@@ -468,3 +468,147 @@ class LabelMosaic(MosaicRGBImageDecoder):
 
     def _spec(self):
         return dict(super()._spec(), op="label_mosaic")
+
+
+def _letterbox_shape(new_shape):
+    """YOLO's new_shape: an int (square) or (rows, cols)."""
+    if np.isscalar(new_shape):
+        return (int(new_shape), int(new_shape))
+    return (int(new_shape[0]), int(new_shape[1]))
+
+
+class LetterBoxRGBImageDecoder(_ImageDecoder):
+    """YOLO's LetterBox as the decoder (``ffcv_go.transforms.LetterBox``
+    first in a pipeline is this): each whole image resized, aspect kept, by
+    r = min(rows / h, cols / w) (at most 1 with scaleup=False) with
+    cv2.resize's INTER_LINEAR, to (round(w r), round(h r)), then padded to
+    new_shape with fill, split as Ultralytics splits it (left =
+    round(dw / 2 - 0.1), right = round(dw / 2 + 0.1); all of it right and
+    below with center=False). scale_fill stretches to new_shape. auto=True
+    (pad to a multiple of stride only) gives each image its own shape,
+    which a batch cannot hold: it is refused. Targets that follow it are
+    scaled and shifted with the pixels.
+
+    rect=True gives Ultralytics' rect batches (its validation's
+    rect=True), with the loader's ``order=OrderOption.RECT`` and the same
+    batch_size: each batch of the aspect-sorted samples is letterboxed to
+    its own shape (rows, cols), each side ceil(side / imgsz * imgsz /
+    stride + pad) * stride as Ultralytics computes it, imgsz being
+    new_shape (a square); the image's long side is first brought to imgsz
+    at most, as Ultralytics' load_image does. The batch's images lie at the
+    top-left of an output of side ceil(imgsz / stride + pad) * stride, the
+    rest filled: the batch is ``images[:, :rows, :cols]``, its shape given
+    per image by LabelLetterBox."""
+
+    def __init__(self, new_shape=(640, 640), auto=False, scale_fill=False, scaleup=True, center=True, stride=32,
+                 fill=114, rect=False, batch_size=None, pad=0.5):
+        super().__init__()
+        self.new_shape = _letterbox_shape(new_shape)
+        self.auto, self.scale_fill = bool(auto), bool(scale_fill)
+        self.scaleup, self.center = bool(scaleup), bool(center)
+        self.stride = int(stride)
+        self.fill = [int(fill)] if np.isscalar(fill) else [int(v) for v in fill]
+        self.rect, self.pad = bool(rect), float(pad)
+        self.batch_size = None if batch_size is None else int(batch_size)
+        name = type(self).__name__
+        if self.stride < 1:
+            raise ValueError(f"{name}: stride {self.stride} must be positive")
+        if self.rect and (self.batch_size is None or self.new_shape[0] != self.new_shape[1]):
+            raise ValueError(f"{name}: rect=True needs the loader's batch_size and a square new_shape (imgsz)")
+        _check_spec(self, self._go_spec())
+
+    def _out_shape(self):
+        if self.rect:
+            side = int(np.ceil(self.new_shape[0] / self.stride + self.pad)) * self.stride
+            return (side, side)
+        return self.new_shape
+
+    def declare_state_and_memory(self, previous_state):
+        shape = (*self._out_shape(), 3)
+        return (State(previous_state.jit_mode, previous_state.device, shape, np.dtype("u1")),
+                AllocationQuery(shape, np.dtype("u1")))
+
+    def _args(self):
+        a = {"size": list(self.new_shape), "auto": self.auto, "scale_fill": self.scale_fill,
+             "scaleup": self.scaleup, "center": self.center, "fill": self.fill}
+        if self.rect:
+            a["rect"] = {"batch_size": self.batch_size, "imgsz": self.new_shape[0], "stride": self.stride,
+                         "pad": self.pad}
+        return a
+
+    def _go_spec(self, previous_state=None):
+        return {"op": "rgb_letterbox", **self._args()}
+
+
+class LabelLetterBox(LetterBoxRGBImageDecoder):
+    """A decoder of the image field that outputs, as float32 (8,), what
+    ``LetterBox`` with the same arguments does to each image: Ultralytics'
+    ratio_pad -- (ratio_w, ratio_h, pad_left, pad_top) -- then the stored
+    image's (width, height) and the shape (rows, cols) it is letterboxed to
+    (new_shape; with rect=True its batch's). It reads only the images'
+    metadata; give it a view of its own over the image field
+    (custom_field_mapper)."""
+
+    def declare_state_and_memory(self, previous_state):
+        shape, dtype = (8,), np.dtype("<f4")
+        return State(previous_state.jit_mode, previous_state.device, shape, dtype), AllocationQuery(shape, dtype)
+
+    def _go_spec(self, previous_state=None):
+        return {"op": "label_letterbox", **self._args()}
+
+
+class RandomIoUCropRGBImageDecoder(_ImageDecoder):
+    """torchvision.transforms.v2's RandomIoUCrop as the decoder
+    (``ffcv_go.transforms.RandomIoUCrop`` is this), resized to output_size
+    (rows, cols): SSD's crop, drawn around the sample's stored boxes (the
+    file's field ``boxes``, a RaggedArrayField of xyxy boxes) -- a minimum
+    IoU from sampler_options (1 keeps the whole image), then up to trials
+    crops, each side a factor in [min_scale, max_scale] of the image's and
+    the aspect in [min_aspect_ratio, max_aspect_ratio], until one holds a
+    box's centre and has IoU >= the minimum with such a box. Boxes whose
+    centre lies outside the crop are dropped from the targets that
+    follow, as torchvision marks them for SanitizeBoundingBoxes."""
+
+    def __init__(self, output_size, min_scale=0.3, max_scale=1.0, min_aspect_ratio=0.5, max_aspect_ratio=2.0,
+                 sampler_options=None, trials=40, boxes="boxes", seed=None):
+        super().__init__()
+        self.output_size = _letterbox_shape(output_size)
+        self.min_scale, self.max_scale = float(min_scale), float(max_scale)
+        self.min_aspect_ratio, self.max_aspect_ratio = float(min_aspect_ratio), float(max_aspect_ratio)
+        self.sampler_options = None if sampler_options is None else [float(o) for o in sampler_options]
+        self.trials, self.boxes, self.seed = int(trials), str(boxes), _seed_arg(seed)
+        _check_spec(self, self._go_spec())
+
+    def declare_state_and_memory(self, previous_state):
+        shape = (*self.output_size, 3)
+        return (State(previous_state.jit_mode, previous_state.device, shape, np.dtype("u1")),
+                AllocationQuery(shape, np.dtype("u1")))
+
+    def _args(self):
+        a = {"size": list(self.output_size), "boxes": self.boxes, "min_scale": self.min_scale,
+             "max_scale": self.max_scale, "min_aspect_ratio": self.min_aspect_ratio,
+             "max_aspect_ratio": self.max_aspect_ratio, "trials": self.trials}
+        if self.sampler_options is not None:
+            a["sampler_options"] = self.sampler_options
+        if self.seed is not None:
+            a["seed"] = self.seed
+        return a
+
+    def _go_spec(self, previous_state=None):
+        return {"op": "rgb_iou_crop", **self._args()}
+
+
+class LabelRandomIoUCrop(RandomIoUCropRGBImageDecoder):
+    """A decoder of the image field that outputs, as float32 (4,), the crop
+    (top, left, height, width) ``RandomIoUCrop`` with the same arguments
+    and seed takes from each stored image (the whole image where it keeps
+    it): torchvision's ``F.crop`` parameters. It needs the RandomIoUCrop's
+    seed (its key is that seed's). Give it a view of its own over the image
+    field (custom_field_mapper)."""
+
+    def declare_state_and_memory(self, previous_state):
+        shape, dtype = (4,), np.dtype("<f4")
+        return State(previous_state.jit_mode, previous_state.device, shape, dtype), AllocationQuery(shape, dtype)
+
+    def _go_spec(self, previous_state=None):
+        return {"op": "label_iou_crop", **self._args()}

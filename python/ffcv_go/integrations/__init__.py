@@ -8,6 +8,10 @@
 - ``ffcv_go.integrations.lightning``: ``FFCVDataModule``, a Lightning
   ``LightningDataModule`` whose dataloaders are ffcv_go Loaders sharded by
   the trainer's rank and world size.
+- ``ffcv_go.integrations.ultralytics``: ``beton_trainer`` and
+  ``beton_validator`` make Ultralytics YOLO's trainers and validators read
+  .beton files (``write_data_yaml``); ``to_ultralytics_batch`` turns a
+  loader batch into their batch dict. It never imports Ultralytics.
 
 Importing this package imports neither Composer nor Lightning; each
 submodule imports its framework when it is itself imported (or when one of

@@ -17,7 +17,7 @@ from ..pipeline import PipelineSpec
 from ..pipeline.operation import Operation
 from ..pipeline.pipeline import PyStage, plan_output
 from ..reader import Reader
-from ..traversal_order import TraversalOrder, Sequential, SequentialContiguous, Random, QuasiRandom, Bucketed
+from ..traversal_order import TraversalOrder, Sequential, SequentialContiguous, Random, QuasiRandom, Bucketed, Rect
 from ..transforms.ops import ModuleWrapper, ToTensor
 from ..utils import _cpu_count
 from ..detection import _link_targets
@@ -33,6 +33,7 @@ class OrderOption(enum.Enum):
     RANDOM = Random
     QUASI_RANDOM = QuasiRandom
     BUCKETED = Bucketed  # batches by total duration (order_kwargs: see _bucketing_args)
+    RECT = Rect  # Ultralytics' rect batches: sorted by image aspect ratio
 
 
 ORDER_TYPE = OrderOption

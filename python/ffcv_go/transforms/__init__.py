@@ -13,6 +13,12 @@ from .auto_augment import RandAugment, TrivialAugmentWide, AutoAugment, AugMix, 
 from .video import ToTorchVideo
 from .photometric import Photometric
 from .mix_samples import CopyPaste, MixUp, LabelMixUp
+from .audio import (MonoMix, Resample, Gain, SpeedPerturbation, MelSpectrogram, WhisperLogMel, TimeMasking,
+                    FrequencyMasking)
+from .letterbox import LetterBox
+from .hsv import RandomHSV, LabelRandomHSV
+from .flip import RandomFlip
+from .ssd import RandomIoUCrop, RandomZoomOut, LabelRandomZoomOut
 
 __all__ = ["ToTensor", "ToDevice", "ToTorchImage", "Convert", "View", "Squeeze", "ModuleWrapper",
            "RandomHorizontalFlip", "RandomVerticalFlip", "RandomTranslate", "Cutout", "RandomBrightness",
@@ -23,14 +29,21 @@ __all__ = ["ToTensor", "ToDevice", "ToTorchImage", "Convert", "View", "Squeeze",
            "LabelColorJitter", "LabelGrayscale", "LabelSolarization", "LabelGaussianBlur", "LabelRotate",
            "LabelTranslate", "LabelRandomHorizontalFlip", "LabelRandomResizedCrop", "PadRGBImageDecoder",
            "RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AugmentOp", "ToTorchVideo", "Photometric",
-           "MixUp", "LabelMixUp", "CopyPaste", "RandomPerspective", "LabelRandomPerspective"]
+           "MixUp", "LabelMixUp", "CopyPaste", "RandomPerspective", "LabelRandomPerspective",
+           "MonoMix", "Resample", "Gain", "SpeedPerturbation", "MelSpectrogram", "WhisperLogMel", "TimeMasking",
+           "FrequencyMasking",
+           "LetterBox", "LabelLetterBox", "RandomHSV", "LabelRandomHSV", "RandomFlip",
+           "RandomIoUCrop", "LabelRandomIoUCrop", "RandomZoomOut", "LabelRandomZoomOut"]
 
 
 def __getattr__(name):
-    # LabelRandomResizedCrop and PadRGBImageDecoder are decoders of
-    # ffcv_go.fields, which imports this package while it loads: they are
-    # imported on first use.
+    # LabelRandomResizedCrop, PadRGBImageDecoder, LabelLetterBox and
+    # LabelRandomIoUCrop are decoders of ffcv_go.fields, which imports this
+    # package while it loads: they are imported on first use.
     if name in ("LabelRandomResizedCrop", "PadRGBImageDecoder"):
         from . import resized_crop
         return getattr(resized_crop, name)
+    if name in ("LabelLetterBox", "LabelRandomIoUCrop"):
+        from ..fields import rgb_image
+        return getattr(rgb_image, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

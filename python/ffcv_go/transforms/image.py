@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from .. import _lib
-from ..pipeline.operation import _check_spec, _seed_arg
+from ..pipeline.operation import _ArgumentError, _check_spec, _seed_arg
 from ._base import Transform, numpy_dtype, replace_state, torch_dtype
 
 
@@ -24,6 +24,18 @@ def _seeded(spec, seed):
     if seed is not None:
         spec["seed"] = _seed_arg(seed)
     return spec
+
+
+def _as_named(op, make):
+    """make() (an operation's decoder form), its argument errors naming op's
+    class, the one the user wrote."""
+    try:
+        return make()
+    except _ArgumentError as e:
+        raise _ArgumentError(type(op).__name__, e.detail) from None
+    except ValueError as e:
+        head, sep, rest = str(e).partition(": ")
+        raise ValueError(f"{type(op).__name__}: {rest}" if sep else str(e)) from None
 
 
 class _RandomImage(Transform):

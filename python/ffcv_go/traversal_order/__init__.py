@@ -1,5 +1,5 @@
 """Sample orders (FFCV's ffcv.traversal_order)."""
 from .base import TraversalOrder
-from ._builtin import Sequential, SequentialContiguous, Random, QuasiRandom, Bucketed
+from ._builtin import Sequential, SequentialContiguous, Random, QuasiRandom, Bucketed, Rect
 
-__all__ = ["TraversalOrder", "Sequential", "SequentialContiguous", "Random", "QuasiRandom", "Bucketed"]
+__all__ = ["TraversalOrder", "Sequential", "SequentialContiguous", "Random", "QuasiRandom", "Bucketed", "Rect"]

@@ -48,6 +48,15 @@ class Bucketed(_GoOrder):
     _go_name = "bucketed"
 
 
+class Rect(_GoOrder):
+    """Ultralytics' rect order (its validation's rect=True): the samples
+    sorted by their image's aspect ratio, height / width (ties in id
+    order), the same every epoch, so that each batch holds images of
+    similar shape; ``LetterBox(rect=...)`` gives each batch its shape. The
+    file must have one RGBImageField; one process only."""
+    _go_name = "rect"
+
+
 class QuasiRandom(_GoOrder):
     """Random within a window of heap pages (few pages read at a time); works
     distributed too, each rank taking a contiguous block of the global order."""

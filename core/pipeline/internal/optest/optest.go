@@ -5,7 +5,9 @@
 package optest
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -128,6 +130,38 @@ func ReaderOf(t testing.TB, w, h int) *beton.Reader {
 	return betontest.Write(t, path, descs, []field.Encoder{img, field.NewIntEncoder()},
 		beton.WriterOptions{PageSize: beton.MinPageSize, Workers: 1}, 2, func(i int) []field.Value {
 			return []field.Value{{Data: testimg.PhotoLike(h, w, 3), Width: w, Height: h, Channels: 3}, {Int: int64(i)}}
+		})
+}
+
+// BoxesField is ReaderWithBoxes' boxes: a RaggedArrayField of float32 xyxy
+// boxes that follows the image.
+const BoxesField = 2
+
+// ReaderWithBoxes is ReaderOf with a third field, "boxes": in each w×h
+// image a box in its top-left quarter and one in its bottom-right.
+func ReaderWithBoxes(t testing.TB, w, h int) *beton.Reader {
+	t.Helper()
+	img, err := imageenc.NewEncoder(field.Desc{Type: field.RGBImage}, field.ImageOptions{WriteMode: "raw", JPEGQuality: 90})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bd := field.Desc{Type: field.Ragged, Name: "boxes",
+		Target: &field.TargetArgs{DType: "<f4", RowShape: []uint64{4}, Follows: "image", Coords: "xyxy"}}
+	boxes, err := field.NewTargetEncoder(bd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	descs := []field.Desc{{Type: field.RGBImage, Name: "image"}, {Type: field.Int, Name: "label"}, bd}
+	fw, fh := float32(w), float32(h)
+	var data []byte
+	for _, v := range []float32{0.1 * fw, 0.1 * fh, 0.4 * fw, 0.45 * fh, 0.5 * fw, 0.35 * fh, 0.9 * fw, 0.9 * fh} {
+		data = binary.LittleEndian.AppendUint32(data, math.Float32bits(v))
+	}
+	path := filepath.Join(t.TempDir(), "optest_boxes.beton")
+	return betontest.Write(t, path, descs, []field.Encoder{img, field.NewIntEncoder(), boxes},
+		beton.WriterOptions{PageSize: beton.MinPageSize, Workers: 1}, 2, func(i int) []field.Value {
+			return []field.Value{{Data: testimg.PhotoLike(h, w, 3), Width: w, Height: h, Channels: 3},
+				{Int: int64(i)}, {Data: data}}
 		})
 }
 

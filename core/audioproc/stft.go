@@ -1,0 +1,153 @@
+package audioproc
+
+import (
+	"fmt"
+	"math"
+)
+
+// PadMode is how a centred STFT extends the signal by n_fft/2 at each end
+// (torch.stft's pad_mode).
+type PadMode int
+
+const (
+	Reflect   PadMode = iota // x[1], x[2], ... mirrored, the edge sample not repeated
+	Constant                 // zeros
+	Replicate                // the edge sample repeated
+)
+
+// ParsePadMode reads a pad mode's torch name.
+func ParsePadMode(s string) (PadMode, error) {
+	switch s {
+	case "", "reflect":
+		return Reflect, nil
+	case "constant":
+		return Constant, nil
+	case "replicate":
+		return Replicate, nil
+	}
+	return 0, fmt.Errorf("pad_mode %q must be reflect, constant or replicate", s)
+}
+
+// Spectrogram computes |STFT|^power frame by frame as torch.stft and
+// torchaudio's Spectrogram do: a periodic Hann window of win_length,
+// centred in n_fft when shorter; with center, the signal padded by
+// n_fft/2 at each end (PadMode); one-sided, unnormalised. Not safe for
+// concurrent use.
+type Spectrogram struct {
+	NFFT, Hop int
+	Center    bool
+	Pad       PadMode
+	Power     float64
+	window    []float64 // n_fft long, zero outside the window
+	rfft      *RFFT
+	frame     []float64
+	bins      []complex128
+	power     []float64
+}
+
+// NewSpectrogram plans spectrograms of the given geometry; power > 0.
+func NewSpectrogram(nFFT, winLength, hop int, center bool, pad PadMode, power float64) (*Spectrogram, error) {
+	switch {
+	case nFFT < 2 || nFFT > 1<<16:
+		return nil, fmt.Errorf("n_fft %d out of range [2, 65536]", nFFT)
+	case winLength < 1 || winLength > nFFT:
+		return nil, fmt.Errorf("win_length %d must be in [1, n_fft %d]", winLength, nFFT)
+	case hop < 1:
+		return nil, fmt.Errorf("hop_length %d must be positive", hop)
+	case !(power > 0) || math.IsInf(power, 0):
+		return nil, fmt.Errorf("power %v must be positive", power)
+	}
+	rf, err := NewRFFT(nFFT)
+	if err != nil {
+		return nil, err
+	}
+	s := &Spectrogram{NFFT: nFFT, Hop: hop, Center: center, Pad: pad, Power: power, rfft: rf,
+		window: make([]float64, nFFT), frame: make([]float64, nFFT),
+		bins: make([]complex128, nFFT/2+1), power: make([]float64, nFFT/2+1)}
+	left := (nFFT - winLength) / 2
+	for i := 0; i < winLength; i++ {
+		s.window[left+i] = HannPeriodic(winLength, i)
+	}
+	return s, nil
+}
+
+// HannPeriodic is sample i of torch.hann_window(n, periodic=True):
+// sin²(π·i/n), which is 0.5 − 0.5·cos(2π·i/n).
+func HannPeriodic(n, i int) float64 {
+	s := math.Sin(math.Pi * float64(i) / float64(n))
+	return s * s
+}
+
+// NFreqs is the number of bins of a frame: n_fft/2 + 1.
+func (s *Spectrogram) NFreqs() int { return s.NFFT/2 + 1 }
+
+// Frames is the number of frames of a signal of n samples: 1 + n/hop
+// when centred, else 1 + (n − n_fft)/hop (0 when n < n_fft).
+func (s *Spectrogram) Frames(n int) int {
+	if s.Center {
+		return 1 + n/s.Hop
+	}
+	if n < s.NFFT {
+		return 0
+	}
+	return 1 + (n-s.NFFT)/s.Hop
+}
+
+// sample is the padded signal at index j (j < 0 or j ≥ len(x) in the
+// padding). Reflection repeats for signals shorter than the padding
+// (numpy's reflect), where torch refuses them.
+func (s *Spectrogram) sample(x []float32, j int) float64 {
+	n := len(x)
+	if j >= 0 && j < n {
+		return float64(x[j])
+	}
+	switch {
+	case n == 0 || s.Pad == Constant:
+		return 0
+	case s.Pad == Replicate:
+		return float64(x[min(max(j, 0), n-1)])
+	case n == 1:
+		return float64(x[0])
+	}
+	period := 2 * (n - 1)
+	j %= period
+	if j < 0 {
+		j += period
+	}
+	if j >= n {
+		j = period - j
+	}
+	return float64(x[j])
+}
+
+// Frame writes frame t's |X|^power (len NFreqs) of the signal x, and
+// returns it; the slice is reused by the next call.
+func (s *Spectrogram) Frame(x []float32, t int) []float64 {
+	start := t * s.Hop
+	if s.Center {
+		start -= s.NFFT / 2
+	}
+	f := s.frame
+	if start >= 0 && start+s.NFFT <= len(x) {
+		for i, v := range x[start : start+s.NFFT] {
+			f[i] = float64(v) * s.window[i]
+		}
+	} else {
+		for i := range f {
+			f[i] = s.sample(x, start+i) * s.window[i]
+		}
+	}
+	s.rfft.Forward(f, s.bins)
+	for k, c := range s.bins {
+		p := real(c)*real(c) + imag(c)*imag(c)
+		switch s.Power {
+		case 2:
+		case 1:
+			p = math.Sqrt(p)
+		default:
+			p = math.Pow(p, s.Power/2)
+		}
+		s.power[k] = p
+	}
+	return s.power
+}

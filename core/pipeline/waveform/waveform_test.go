@@ -1,0 +1,158 @@
+//go:build !ffcv_nocodecs
+
+package waveform_test
+
+import (
+	"encoding/binary"
+	"path/filepath"
+	"testing"
+
+	"github.com/ffcv-go/ffcv-go/core/audioenc"
+	"github.com/ffcv-go/ffcv-go/core/beton"
+	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/internal/betontest"
+	"github.com/ffcv-go/ffcv-go/core/pipeline"
+	"github.com/ffcv-go/ffcv-go/core/pipeline/internal/optest"
+	"github.com/ffcv-go/ffcv-go/core/pipeline/waveform"
+)
+
+const rate = 1000
+
+// lengths are the clips' frames: longer than the windows, and shorter.
+var lengths = []int{2500, 700, 1200}
+
+// sample is clip i's value at frame k of channel c (16-bit exact).
+func sample(i, c, k int) int16 { return int16((i+1)*1000 + c*500 + k%400 - 200) }
+
+// audioFile writes an Audio field of stereo int16 clips (FLAC).
+func audioFile(t *testing.T, storage string) *beton.Reader {
+	t.Helper()
+	descs := []field.Desc{{Type: field.Audio, Name: "audio", Audio: &field.AudioArgs{Storage: storage}}}
+	enc, err := audioenc.NewEncoder(descs[0], audioenc.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "audio.beton")
+	return betontest.Write(t, path, descs, []field.Encoder{enc},
+		beton.WriterOptions{PageSize: beton.MinPageSize, Workers: 2}, len(lengths), func(i int) []field.Value {
+			data := make([]byte, 2*2*lengths[i])
+			for c := 0; c < 2; c++ {
+				for k := 0; k < lengths[i]; k++ {
+					binary.LittleEndian.PutUint16(data[2*(c*lengths[i]+k):], uint16(sample(i, c, k)))
+				}
+			}
+			return []field.Value{{Data: data, Channels: 2, Int: rate, Width: audioenc.Int16}}
+		})
+}
+
+func run(t *testing.T, p *pipeline.Program, r *beton.Reader, i int, pos uint64) []byte {
+	t.Helper()
+	col, heap, err := r.Read(uint64(i), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := pipeline.NewCtx()
+	c.Sample, c.Pos, c.Col, c.Heap = uint64(i), pos, col, heap
+	out := make([]byte, p.SampleOut.Bytes())
+	if err := p.Run(c, &pipeline.Scratch{}, nil, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestDecoders(t *testing.T) {
+	for _, storage := range []string{"flac", "source"} {
+		r := audioFile(t, storage)
+		for _, tc := range []struct {
+			name   string
+			args   map[string]any
+			frames int
+			random bool
+			mono   bool
+		}{
+			{"audio", map[string]any{}, 2500, false, false},
+			{"audio", map[string]any{"max_seconds": 1.0}, 1000, false, false},
+			{"audio", map[string]any{"max_seconds": 0.9, "mono": true}, 900, false, true},
+			{"audio_random_crop", map[string]any{"seconds": 1.0}, 1000, true, false},
+			{"audio_random_crop", map[string]any{"seconds": 0.5, "mono": true}, 500, true, true},
+		} {
+			p := optest.Build(t, r, 0, optest.Named{Name: tc.name, Args: tc.args})
+			channels := 2
+			if tc.mono {
+				channels = 1
+			}
+			if c, n, ok := waveform.Layout(p.SampleOut); !ok || c != channels || n != tc.frames {
+				t.Fatalf("%s %v: layout %v", tc.name, tc.args, p.SampleOut)
+			}
+			starts := map[int]bool{}
+			for i, length := range lengths {
+				for pos := uint64(0); pos < 6; pos++ {
+					out := run(t, p, r, i, pos)
+					n := min(length, tc.frames)
+					start := -1
+					for c := 0; c < channels; c++ {
+						row := waveform.Row(out, tc.frames, c)
+						if got := waveform.Length(out[c*(8+4*tc.frames):]); got != n {
+							t.Fatalf("%s %v clip %d: length %d, want %d", tc.name, tc.args, i, got, n)
+						}
+						if start < 0 { // the window's start, from its first sample
+							for s := 0; s+n <= length; s++ {
+								if want := value(i, c, s, tc.mono); row[0] == want && row[n-1] == value(i, c, s+n-1, tc.mono) {
+									start = s
+									break
+								}
+							}
+						}
+						for k := 0; k < tc.frames; k++ {
+							want := float32(0)
+							if k < n {
+								want = value(i, c, start+k, tc.mono)
+							}
+							if row[k] != want {
+								t.Fatalf("%s %v clip %d channel %d frame %d = %g, want %g (start %d)", tc.name, tc.args, i, c, k, row[k], want, start)
+							}
+						}
+					}
+					if !tc.random && start != 0 {
+						t.Fatalf("%s: starts at %d", tc.name, start)
+					}
+					if i == 0 {
+						starts[start] = true
+					}
+				}
+			}
+			if tc.random && len(starts) < 3 {
+				t.Fatalf("%s: windows of clip 0 start at %v over 6 positions", tc.name, starts)
+			}
+		}
+	}
+}
+
+// value is clip i's decoded sample: channel c's, or the channels' mean.
+func value(i, c, k int, mono bool) float32 {
+	if !mono {
+		return float32(sample(i, c, k)) / 32768
+	}
+	a, b := float32(sample(i, 0, k))/32768, float32(sample(i, 1, k))/32768
+	return (a + b) / 2
+}
+
+func TestBadArgs(t *testing.T) {
+	optest.CheckBadArgs(t, []optest.BadArgs{
+		{Name: "audio_random_crop", Args: map[string]any{"seconds": 0}, Want: "seconds 0 must be positive"},
+		{Name: "audio_random_crop", Args: map[string]any{"seconds": -1}, Want: "must be positive"},
+		{Name: "audio", Args: map[string]any{"max_seconds": -2}, Want: "max_seconds -2"},
+		{Name: "audio", Args: map[string]any{"seconds": 2}, Want: "AudioDecoder takes max_seconds"},
+		{Name: "audio", Args: map[string]any{"frames": 2}, Want: "frames"},
+	})
+}
+
+func TestLayout(t *testing.T) {
+	c, n, ok := waveform.Layout(waveform.Spec(2, 1000))
+	if !ok || c != 2 || n != 1000 {
+		t.Fatal(c, n, ok)
+	}
+	if _, _, ok := waveform.Layout(pipeline.Spec{Shape: []int{4, 8, 3}, DType: "|u1"}); ok {
+		t.Fatal("an image taken for a waveform")
+	}
+}
