@@ -19,6 +19,8 @@ type yoloSpec struct {
 	Split      string `json:"split"`
 	Task       string `json:"task"`
 	NumWorkers int    `json:"num_workers"`
+	// SegmentPoints: segment polygons resampled to this many points.
+	SegmentPoints int `json:"segment_points"`
 }
 
 type yoloScan struct {
@@ -55,7 +57,8 @@ func scanYOLO(spec yoloSpec) (yoloScan, error) {
 	if err != nil {
 		return yoloScan{}, badDataset{err}
 	}
-	f := yolo.Format{Task: yolo.Task(spec.Task), NumClasses: len(cfg.Names), Keypoints: cfg.KptShape}
+	f := yolo.Format{Task: yolo.Task(spec.Task), NumClasses: len(cfg.Names), Keypoints: cfg.KptShape,
+		SegmentPoints: spec.SegmentPoints}
 	if err := f.Check(); err != nil {
 		return yoloScan{}, fmt.Errorf("%w: %s: %v", errArgument, spec.YAML, err)
 	}

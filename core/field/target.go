@@ -32,7 +32,9 @@ type TargetArgs struct {
 	Follows string `json:"follows,omitempty"`
 	// Coords says which values of a row are pixel coordinates: "xyxy"
 	// (boxes: x0, y0, x1, y1) or "xy" (points: x, y first in the last
-	// axis, e.g. keypoints (K, 3) as x, y, visibility); "" for none.
+	// axis, e.g. keypoints (K, 3) as x, y, visibility); "polygon" (row
+	// shape (K, 2): one instance's outline as K x, y vertices, clipped to
+	// the image where it leaves it); "" for none.
 	Coords string `json:"coords,omitempty"`
 	// Encoding of masks: "lz4" (an LZ4 block of the raw little-endian
 	// pixels; stored raw, column encoding 0, when it does not shrink).
@@ -111,19 +113,20 @@ func (d *Desc) checkTarget() error {
 	}
 	switch a.Coords {
 	case "":
-	case "xyxy", "xy":
+	case "xyxy", "xy", "polygon":
 		last := uint64(1)
 		if len(a.RowShape) > 0 {
 			last = a.RowShape[len(a.RowShape)-1]
 		}
-		if (a.Coords == "xyxy" && (len(a.RowShape) != 1 || last != 4)) || (a.Coords == "xy" && last < 2) {
+		if (a.Coords == "xyxy" && (len(a.RowShape) != 1 || last != 4)) || (a.Coords == "xy" && last < 2) ||
+			(a.Coords == "polygon" && (len(a.RowShape) != 2 || last != 2 || a.RowShape[0] < 3)) {
 			return fmt.Errorf("field %q: coords %q do not fit row shape %v", d.Name, a.Coords, a.RowShape)
 		}
 		if a.DType != "<f4" && a.DType != "<f8" {
 			return fmt.Errorf("field %q: coordinates need float32 or float64, not %s", d.Name, DTypeName(a.DType))
 		}
 	default:
-		return fmt.Errorf("field %q: coords %q must be 'xyxy', 'xy' or empty", d.Name, a.Coords)
+		return fmt.Errorf("field %q: coords %q must be 'xyxy', 'xy', 'polygon' or empty", d.Name, a.Coords)
 	}
 	if a.Coords != "" && a.Follows == "" {
 		return fmt.Errorf("field %q: coordinates need the image field they follow", d.Name)
@@ -335,7 +338,7 @@ func (e *raggedEncoder) scale(data []byte, img ImageGeometry) error {
 	}
 	n := len(data) / e.item
 	last := 4
-	if e.args.Coords == "xy" {
+	if e.args.Coords != "xyxy" {
 		last = int(e.args.RowShape[len(e.args.RowShape)-1])
 	}
 	const eps = 1e-3

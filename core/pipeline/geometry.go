@@ -406,6 +406,9 @@ func (a Affine) Point(x, y float64) (px, py float64, inside bool) {
 type Piece struct {
 	Sample uint64
 	Map    Affine
+	// Rows, when not nil, are the only rows of the sample the piece shows
+	// (a Paster's pasted instance); nil: every row.
+	Rows []int
 }
 
 // Mixer is a decoder whose output shows the images of several samples (its
@@ -438,6 +441,7 @@ type geoStep struct {
 	op    Geometric
 	key   int
 	blend Blender
+	paste Paster
 }
 
 // GeometrySpec is how a target names what it follows: the image field and
@@ -472,6 +476,11 @@ func NewGeometry(env Env, spec GeometrySpec) (*Geometry, error) {
 			g.mixer, g.mixKey, g.mixName = o, p.keys[i], p.labels[i]
 		case *blendStage:
 			g.steps = append(g.steps, geoStep{key: p.keys[i], blend: o.b})
+			if g.mixName == "" {
+				g.mixName = p.labels[i]
+			}
+		case Paster:
+			g.steps = append(g.steps, geoStep{paste: o, key: p.keys[i]})
 			if g.mixName == "" {
 				g.mixName = p.labels[i]
 			}
@@ -551,6 +560,13 @@ func (g *Geometry) piecesUpTo(c *Ctx, r interface {
 			})
 			if err != nil {
 				return nil, fmt.Errorf("partner sample %d: %w", partner, err)
+			}
+			continue
+		}
+		if s.paste != nil {
+			var err error
+			if pieces, err = s.paste.Paste(c, s.key, own, pieces); err != nil {
+				return nil, err
 			}
 			continue
 		}

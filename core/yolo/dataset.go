@@ -257,7 +257,11 @@ func convert(img string, f Format) Item {
 		it.Classes = append(it.Classes, o.Class)
 		it.Boxes = append(it.Boxes, [4]float64{o.Box[0] * w, o.Box[1] * h, o.Box[2] * w, o.Box[3] * h})
 		if f.Task == Segment {
-			it.Polygons = append(it.Polygons, scale(o.Polygon, 2, w, h))
+			poly := scale(o.Polygon, 2, w, h)
+			if f.SegmentPoints > 0 {
+				poly = Resample(poly, f.SegmentPoints)
+			}
+			it.Polygons = append(it.Polygons, poly)
 		}
 		if f.Task == Pose {
 			it.Keypoints = append(it.Keypoints, scale(o.Points, f.Keypoints[1], w, h))

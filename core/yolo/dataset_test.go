@@ -3,6 +3,7 @@ package yolo
 import (
 	"image"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -126,4 +127,49 @@ func FuzzOrientation(f *testing.F) {
 			t.Fatalf("orientation %d", o)
 		}
 	})
+}
+
+func TestResample(t *testing.T) {
+	sq := []float64{0, 0, 4, 0, 4, 2, 0, 2} // perimeter 12: edges 4, 2, 4, 2
+	for _, tc := range []struct {
+		name string
+		xy   []float64
+		k    int
+		want []float64
+	}{
+		{"same", sq, 4, sq},
+		{"vertices kept, points by length", sq, 8,
+			[]float64{0, 0, 2, 0, 4, 0, 4, 1, 4, 2, 2, 2, 0, 2, 0, 1}},
+		{"fewer, by arc length", sq, 3, []float64{0, 0, 4, 0, 2, 2}},
+		{"longest edges first", sq, 6, []float64{0, 0, 2, 0, 4, 0, 4, 2, 2, 2, 0, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Resample(tc.xy, tc.k)
+			if len(got) != 2*tc.k {
+				t.Fatalf("%d values, want %d", len(got), 2*tc.k)
+			}
+			for i := range got {
+				if math.Abs(got[i]-tc.want[i]) > 1e-9 {
+					t.Fatalf("got %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+	// Every vertex stays; new points lie on the outline.
+	got := Resample(sq, 8)
+	for v := 0; v < 4; v++ {
+		found := false
+		for p := 0; p < 8; p++ {
+			found = found || (got[2*p] == sq[2*v] && got[2*p+1] == sq[2*v+1])
+		}
+		if !found {
+			t.Fatalf("vertex %d lost: %v", v, got)
+		}
+	}
+	for p := 0; p < 8; p++ {
+		x, y := got[2*p], got[2*p+1]
+		if !(x == 0 || x == 4 || y == 0 || y == 2) {
+			t.Fatalf("point (%g, %g) is off the outline", x, y)
+		}
+	}
 }

@@ -31,6 +31,9 @@ type Format struct {
 	Task       Task
 	NumClasses int    // class ids are 0 .. NumClasses-1
 	Keypoints  [2]int // pose: points per object and values per point (2: x y, 3: x y visibility)
+	// SegmentPoints (segment): every polygon resampled to this many points
+	// (Resample); 0 keeps them as written.
+	SegmentPoints int
 }
 
 // Object is one label line, coordinates normalized and clipped to [0, 1].
@@ -64,6 +67,9 @@ func (f Format) Check() error {
 	}
 	if f.NumClasses < 1 {
 		return fmt.Errorf("no class names")
+	}
+	if f.SegmentPoints != 0 && (f.Task != Segment || f.SegmentPoints < 3) {
+		return fmt.Errorf("segment_points %d: a segment dataset's polygons need at least 3", f.SegmentPoints)
 	}
 	return nil
 }

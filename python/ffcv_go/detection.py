@@ -13,7 +13,7 @@ import os
 import numpy as np
 
 from .fields.mask import MaskDecoder, MaskField
-from .fields.ragged import Ragged, RaggedArrayField, RaggedDecoder
+from .fields.ragged import PolygonMaskDecoder, Ragged, RaggedArrayField, RaggedDecoder
 from .utils import _raise_at_item
 
 __all__ = ["Ragged", "to_torchvision_images", "to_torchvision_targets", "CocoDetection", "TargetDataset",
@@ -131,6 +131,7 @@ def _link_targets(outputs, plans, reader):
     ids), the boxes field and its filter.
     outputs are the loader's (field index, name, ops, view), plans their plans."""
     named = {name: (fidx, ops, plan) for (fidx, name, ops, _), plan in zip(outputs, plans)}
+    _link_pasters(outputs, plans, reader)
 
     def handler(fidx):
         return reader.handlers[reader.field_names[fidx]]
@@ -197,19 +198,42 @@ def _link_targets(outputs, plans, reader):
                              'has another number of rows in each field')
         return wanted
 
+    def polygons_of(name, dec):
+        """The index of the polygon field dec (a boxes decoder) names, or None."""
+        p = getattr(dec, "polygons", None)
+        if p is None:
+            return None
+        names = list(reader.field_names)
+        f = reader.handlers.get(p) if p in names else None
+        if not isinstance(f, RaggedArrayField) or f.coords != "polygon":
+            raise ValueError(f'output "{name}": polygons="{p}" is not a polygon field of this file '
+                             f'(a RaggedArrayField with coords="polygon")')
+        return names.index(p)
+
     def with_boxes(spec, boxes):
         spec.update(boxes=named[boxes][0], **decoder(boxes).filter)
+        p = polygons_of(boxes, decoder(boxes))
+        if p is not None:
+            spec["polygons"] = p
 
     for (fidx, name, ops, _), plan in zip(outputs, plans):
         dec = ops[0] if ops else None
-        if not isinstance(dec, (RaggedDecoder, MaskDecoder)) or plan.go_ops is None:
+        if not isinstance(dec, (RaggedDecoder, MaskDecoder, PolygonMaskDecoder)) or plan.go_ops is None:
             continue
         field = handler(fidx)
         spec = dict(plan.go_ops[0])
         if isinstance(dec, RaggedDecoder):
             plan.finish = dec._split
+            if dec.polygons is not None and field.coords != "xyxy":
+                raise ValueError(f'output "{name}": polygons= gives boxes their polygons\' bounds: it belongs on the '
+                                 'boxes output (a RaggedArrayField with coords="xyxy"), whose rows the others follow')
         target = follows_of(name, dec, field)
         if target is None:
+            if isinstance(dec, PolygonMaskDecoder):
+                raise ValueError(f'output "{name}": a PolygonMaskDecoder needs the image output it follows '
+                                 f'(follows="...")')
+            if isinstance(dec, RaggedDecoder) and dec.polygons is not None:
+                raise ValueError(f'output "{name}": polygons give boxes that follow an image output')
             if isinstance(dec, MaskDecoder):
                 raise ValueError(f'output "{name}": a MaskDecoder needs the image output it follows '
                                  f'(follows="...")')
@@ -219,7 +243,8 @@ def _link_targets(outputs, plans, reader):
         tfield = handler(named[target][0])
         if isinstance(decoder(target), RaggedDecoder):
             # Rows that go with a boxes output (labels): its image's geometry and its kept rows.
-            if isinstance(dec, MaskDecoder) or field.coords or getattr(tfield, "coords", None) != "xyxy":
+            if isinstance(dec, (MaskDecoder, PolygonMaskDecoder)) or field.coords or \
+                    getattr(tfield, "coords", None) != "xyxy":
                 raise ValueError(f'output "{name}" follows "{target}": only rows without coordinates follow '
                                  f'a boxes output (a RaggedArrayField with coords="xyxy"); points follow the '
                                  f'image and name their boxes with boxes="{target}"')
@@ -234,8 +259,22 @@ def _link_targets(outputs, plans, reader):
                 if dec.instances is not None:
                     with_boxes(spec, boxes_for(name, dec.instances, target))
                     spec["instances"] = spec.pop("boxes")
+            elif isinstance(dec, PolygonMaskDecoder):
+                if field.coords != "polygon":
+                    raise ValueError(f'output "{name}": a PolygonMaskDecoder decodes a polygon field '
+                                     f'(coords="polygon"), not coords={field.coords!r}')
+                rows = reader.metadata[f"f{fidx}"]["rows"]
+                boxes = boxes_for(name, dec.boxes, target, rows)
+                if boxes is None:
+                    raise ValueError(f'output "{name}": give boxes= the boxes output its polygons go with '
+                                     f'(none, or several, follow "{target}" with as many rows)')
+                with_boxes(spec, boxes)
+                spec["max_rows"] = decoder(boxes)._rows()
             elif field.coords == "xyxy":
                 spec.update(dec.filter)
+                p = polygons_of(name, dec)
+                if p is not None:
+                    spec["polygons"] = p
             else:
                 rows = reader.metadata[f"f{fidx}"]["rows"]
                 boxes = None if dec.boxes is None else boxes_for(name, dec.boxes, target, rows)
@@ -249,6 +288,25 @@ def _link_targets(outputs, plans, reader):
                              f'{geo["ops"][0]["n"]} samples: give its RaggedDecoder max_rows (rows past it are '
                              f'dropped), the same for every output that goes with these boxes')
         plan.go_ops[0] = spec
+
+
+def _link_pasters(outputs, plans, reader):
+    """Gives each CopyPaste of an image pipeline its fields' indices and the
+    Go operations before it (which it replays to find the instances)."""
+    names = list(reader.field_names)
+    for (fidx, name, _, _), plan in zip(outputs, plans):
+        for k, spec in enumerate(plan.go_ops or []):
+            if spec.get("op") != "copy_paste" or not isinstance(spec.get("boxes"), str):
+                continue
+            spec = dict(spec)
+            for key, coords in (("boxes", "xyxy"), ("polygons", "polygon")):
+                f = reader.handlers.get(spec[key]) if spec[key] in names else None
+                if not isinstance(f, RaggedArrayField) or f.coords != coords:
+                    raise ValueError(f'output "{name}": CopyPaste({key}="{spec[key]}"): not a field of this file '
+                                     f'with coords="{coords}"')
+                spec[key] = names.index(spec[key])
+            spec["geometry"] = {"image": fidx, "ops": plan.go_ops[:k]}
+            plan.go_ops[k] = spec
 
 
 # ---- datasets ---------------------------------------------------------------
@@ -464,16 +522,20 @@ class YoloDataset:
     its extension by ``.txt``) as an indexed dataset for
     ``DatasetWriter.from_indexed_dataset`` with fields ``fields()``: (image
     path, boxes (N, 4) float32 xyxy in pixels, labels (N,) int64 class
-    ids[, mask (H, W) uint16 instance map (segment)][, keypoints (N, K, D)
-    float32 in pixels, visibility kept (pose)]).
+    ids[, polygons (N, segment_points, 2) float32 in pixels (segment)][,
+    keypoints (N, K, D) float32 in pixels, visibility kept (pose)]).
 
     The YAML and the label files are read by Go threads (num_workers, < 1:
     every CPU) when the dataset is made; images are read by the writer's Go
     threads. task: 'detect' (``cls cx cy w h``; a polygon line gives its
     bounding box, as in Ultralytics), 'segment' (``cls x1 y1 ... xn yn``:
-    the box around the polygon, and the polygon rasterized as pycocotools
-    does into the instance map, object k painted k + 1 over earlier ones:
-    decode it with ``MaskDecoder(instances="boxes")``) or 'pose' (``cls cx
+    the box around the polygon, and the polygon resampled in Go to
+    ``segment_points`` points (every vertex kept, the new points spread
+    along the edges by length; Ultralytics resamples to 1000) as a
+    ``RaggedArrayField(coords='polygon')``: decode it with ``RaggedDecoder``,
+    give the boxes' decoder ``polygons="polygons"``, and rasterize masks
+    with ``PolygonMaskDecoder`` (``ratio=1`` for a full-size instance map,
+    ``ratio=4`` for Ultralytics' masks)) or 'pose' (``cls cx
     cy w h`` and ``kpt_shape`` points; ``flip_indices`` is the YAML's
     ``flip_idx`` for ``RaggedDecoder(flip_indices=)``).
 
@@ -490,14 +552,19 @@ class YoloDataset:
     Label files in a split folder's label folders without their image are
     refused here (``errors='raise'``) or listed in ``orphan_labels``."""
 
-    def __init__(self, yaml_path, split="train", task="detect", errors="raise", num_workers=-1):
+    def __init__(self, yaml_path, split="train", task="detect", errors="raise", num_workers=-1,
+                 segment_points=1000):
         from . import _lib
         if task not in ("detect", "segment", "pose"):
             raise ValueError(f"task {task!r} must be 'detect', 'segment' or 'pose'")
+        if int(segment_points) < 3:
+            raise ValueError(f"segment_points {segment_points!r} must be at least 3")
+        self.segment_points = int(segment_points)
         if errors not in ("raise", "skip"):
             raise ValueError(f"errors {errors!r} must be 'raise' or 'skip'")
         self.yaml_path, self.split, self.task = os.fspath(yaml_path), split, task
-        spec = {"yaml": self.yaml_path, "split": split, "task": task, "num_workers": int(num_workers)}
+        spec = {"yaml": self.yaml_path, "split": split, "task": task, "num_workers": int(num_workers),
+                "segment_points": self.segment_points if task == "segment" else 0}
         scan = _lib.call_json("ffcv_yolo_scan", json.dumps(spec).encode(), context=self.yaml_path)
         self.names = scan["names"]
         self.kpt_shape = tuple(scan["kpt_shape"]) if task == "pose" else None
@@ -521,7 +588,7 @@ class YoloDataset:
              "boxes": RaggedArrayField(np.float32, (4,), follows="image", coords="xyxy"),
              "labels": RaggedArrayField(np.int64, (), follows="boxes")}
         if self.task == "segment":
-            f["mask"] = MaskField("image", dtype=np.uint16)
+            f["polygons"] = RaggedArrayField(np.float32, (self.segment_points, 2), follows="image", coords="polygon")
         if self.task == "pose":
             f["keypoints"] = RaggedArrayField(np.float32, self.kpt_shape, follows="image", coords="xy")
         return f
@@ -539,12 +606,9 @@ class YoloDataset:
             return (_ImagePath(it["image"]), bad) + (None,) * (n - 2)
         boxes = np.asarray(it["boxes"], np.float64).reshape(-1, 4).astype(np.float32)
         out = (_ImagePath(it["image"]), boxes, np.asarray(it["classes"], np.int64))
-        w, h = it["width"], it["height"]
         if self.task == "segment":
-            mask = np.zeros((h, w), np.uint16)
-            for k, poly in enumerate(it.get("polygons") or []):
-                mask[rasterize_polygon(np.asarray(poly, np.float64).reshape(-1, 2), w, h)] = k + 1
-            out += (mask,)
+            polys = np.asarray(it.get("polygons") or [], np.float64)
+            out += (polys.reshape(-1, self.segment_points, 2).astype(np.float32),)
         if self.task == "pose":
             pts = np.asarray(it.get("keypoints") or [], np.float64)
             out += (pts.reshape((-1, *self.kpt_shape)).astype(np.float32),)

@@ -204,7 +204,7 @@ def test_close_mosaic_rebuilds_the_pipeline(wide):
 
 
 def test_refuses_a_beton_without_its_fields(wide):
-    with pytest.raises(ValueError, match=r"train.beton: a segment .beton needs the fields .*it has no mask"):
+    with pytest.raises(ValueError, match=r"train.beton: a segment .beton needs the fields .*it has no polygons"):
         UltralyticsLoader(wide[0] / "train.beton", 4, task="segment")
 
 

@@ -10,9 +10,10 @@ sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
 import make_dataset  # noqa: E402
 
 from ffcv_go import DatasetWriter, Loader  # noqa: E402
-from ffcv_go.detection import YoloDataset, rasterize_polygon  # noqa: E402
+from ffcv_go.pipeline import PipelineSpec  # noqa: E402
+from ffcv_go.detection import YoloDataset  # noqa: E402
 from ffcv_go.reader import Reader  # noqa: E402
-from ffcv_go.fields.decoders import MaskDecoder, RaggedDecoder, SimpleRGBImageDecoder  # noqa: E402
+from ffcv_go.fields.decoders import PolygonMaskDecoder, RaggedDecoder, SimpleRGBImageDecoder  # noqa: E402
 
 W, H = 64, 32  # powers of two: pixel coordinates / size are exact in the label text
 
@@ -90,27 +91,47 @@ def test_detect(tmp_path, photos):
         np.testing.assert_array_equal(_rows(lab, i), [c for c, _ in objs])
 
 
+def _inside(xy, w, h):
+    """Pixels whose centres lie inside polygon xy (even-odd): the reference rasterization."""
+    px, py = np.meshgrid(np.arange(w) + 0.5, np.arange(h) + 0.5)
+    inside = np.zeros((h, w), bool)
+    x, y = np.asarray(xy, np.float64).T
+    for i in range(len(x)):
+        j = (i + 1) % len(x)
+        crosses = (y[i] <= py) != (y[j] <= py)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            xc = x[i] + (py - y[i]) * (x[j] - x[i]) / (y[j] - y[i])
+        inside ^= crosses & (px < xc)
+    return inside
+
+
 def test_segment(tmp_path, photos):
     polys = {"a": [(1, [(4, 2), (30, 6), (12, 28)]), (0, [(40, 4), (60, 4), (60, 20), (40, 20)])],
-             "b": [(2, [(0, 0), (63.5, 0), (63.5, 31.5), (0, 31.5)])]}
+             "b": [(2, [(0, 0), (63.5, 0), (63.5, 31.5), (0, 31.5)]), (0, [(20, 8), (28, 8), (24, 16)])]}
     labels = {n: "".join(f"{c} {_points(p)}\n" for c, p in objs) for n, objs in polys.items()}
     labels["c"] = ""
-    ds = YoloDataset(_dataset(tmp_path, photos, labels), split="val", task="segment")
+    ds = YoloDataset(_dataset(tmp_path, photos, labels), split="val", task="segment", segment_points=16)
     out = tmp_path / "seg.beton"
     DatasetWriter(str(out), ds.fields(), num_workers=2, progress=False).from_indexed_dataset(ds)
-    _, boxes, lab, mask = _load(out, boxes=[RaggedDecoder(min_size=0, min_area=0)],
-                                labels=[RaggedDecoder()], mask=[MaskDecoder()])
+    _, boxes, lab, got, mask = _load(out, boxes=[RaggedDecoder(min_size=0, min_area=0)],
+                                     labels=[RaggedDecoder()], polygons=[RaggedDecoder()],
+                                     mask=PipelineSpec("polygons", decoder=PolygonMaskDecoder(ratio=1)))
+    assert got.data.shape[2:] == (16, 2)
     for i, name in enumerate("abc"):
         objs = polys.get(name, [])
-        want = np.zeros((H, W), np.uint16)
+        want = np.zeros((H, W), np.uint8)
         for k, (_, p) in enumerate(objs):
-            want[rasterize_polygon(np.asarray(p, np.float64), W, H)] = k + 1
+            pts = _rows(got, i)[k]
+            # Resampled in Go: every vertex kept, the outline unchanged.
+            assert all(np.abs(pts - v).sum(1).min() < 1e-4 for v in np.asarray(p, np.float32))
+            want[_inside(p, W, H)] = k + 1  # later objects here are the smaller: on top
         np.testing.assert_array_equal(mask[i].numpy(), want)
         bounds = [(min(x for x, _ in p), min(y for _, y in p), max(x for x, _ in p), max(y for _, y in p))
                   for _, p in objs]
         np.testing.assert_array_equal(_rows(boxes, i), np.asarray(bounds, np.float32).reshape(-1, 4))
         np.testing.assert_array_equal(_rows(lab, i), [c for c, _ in objs])
     assert mask[0].numpy().max() == 2 and (mask[2].numpy() == 0).all()
+    assert (mask[1].numpy() == 2).sum() > 0  # the small object painted over the large one
 
 
 def test_pose(tmp_path, photos):
@@ -168,7 +189,7 @@ def test_bad_label_names_file_and_line(tmp_path, photos, case):
         (p,) = report.problems
         assert p["shard"] == str(bad) and p["key"] == 1 and f"{bad}: line 3: " in p["reason"] and what in p["reason"]
     out = _load(tmp_path / "skip.beton", boxes=[RaggedDecoder(min_size=0, min_area=0)],
-                **{name: [RaggedDecoder() if name == "labels" else MaskDecoder()] for name in list(fields)[2:]})
+                **{name: [RaggedDecoder()] for name in list(fields)[2:]})
     assert out[1].counts.tolist() == [1, 1]
 
 

@@ -102,7 +102,9 @@ func TestPlaceFollowsRun(t *testing.T) {
 		if err != nil {
 			// An operation that cannot be built for an RGBImageField (a
 			// decoder of another field) is never in a pipeline targets follow.
-			if !strings.Contains(err.Error(), "cannot decode a") {
+			// copy_paste reads the boxes and polygons fields the test file
+			// lacks; it is a pipeline.Paster, not Geometric.
+			if !strings.Contains(err.Error(), "cannot decode a") && name != "copy_paste" {
 				t.Errorf("%s: %v", name, err)
 			}
 			continue

@@ -29,6 +29,7 @@ func newMaskDecoder(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error) 
 		Geometry  *pipeline.GeometrySpec `json:"geometry"`
 		Fill      int                    `json:"fill"`
 		Instances *int                   `json:"instances"`
+		Polygons  *int                   `json:"polygons"`
 		BoxFilter
 	}
 	if err := pipeline.Parse(raw, &a); err != nil {
@@ -58,7 +59,7 @@ func newMaskDecoder(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error) 
 		return nil, fmt.Errorf("masks cannot follow %s, which shows several samples in one image: "+
 			"decode its boxes, labels and keypoints with RaggedDecoder", name)
 	}
-	rows, err := newRowFilter(env, a.Instances, a.BoxFilter)
+	rows, err := newRowFilter(env, a.Instances, a.Polygons, a.BoxFilter)
 	if err != nil {
 		return nil, fmt.Errorf("instances: %w", err)
 	}
@@ -120,7 +121,7 @@ func (d *maskDecoder) renumber(c *pipeline.Ctx, a pipeline.Affine, buf *maskBuf)
 		return nil, fmt.Errorf("instances' boxes: %w", err)
 	}
 	_, rows := field.RaggedRef(bcol)
-	keep, err := d.instances.keep(c, d.env, c.Sample, a, nil, int(rows))
+	keep, _, err := d.instances.keep(c, d.env, c.Sample, a, nil, int(rows))
 	if err != nil {
 		return nil, err
 	}

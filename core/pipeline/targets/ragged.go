@@ -36,6 +36,7 @@ func newRaggedDecoder(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error
 		Geometry    *pipeline.GeometrySpec `json:"geometry"`
 		Boxes       *int                   `json:"boxes"`
 		FlipIndices []int                  `json:"flip_indices"`
+		Polygons    *int                   `json:"polygons"`
 		BoxFilter
 	}
 	if err := pipeline.Parse(raw, &a); err != nil {
@@ -66,8 +67,8 @@ func newRaggedDecoder(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error
 		coords = env.Desc.Target.Coords
 	}
 	if a.Geometry == nil {
-		if a.Boxes != nil || a.FlipIndices != nil {
-			return nil, fmt.Errorf("boxes and flip_indices need the image pipeline the rows follow")
+		if a.Boxes != nil || a.FlipIndices != nil || a.Polygons != nil {
+			return nil, fmt.Errorf("boxes, polygons and flip_indices need the image pipeline the rows follow")
 		}
 		return d, nil
 	}
@@ -77,7 +78,10 @@ func newRaggedDecoder(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error
 	if coords == "xyxy" && a.Boxes == nil {
 		a.Boxes = &env.Field // boxes decide their own rows
 	}
-	if d.rows, err = newRowFilter(env, a.Boxes, a.BoxFilter); err != nil {
+	if a.Polygons != nil && a.Boxes == nil {
+		return nil, fmt.Errorf("polygons give boxes to rows that go with a boxes field: field %q names none", env.Desc.Name)
+	}
+	if d.rows, err = newRowFilter(env, a.Boxes, a.Polygons, a.BoxFilter); err != nil {
 		return nil, err
 	}
 	if a.FlipIndices != nil {
@@ -151,18 +155,36 @@ func (d *raggedDecoder) Run(c *pipeline.Ctx, _ int, _, out []byte) error {
 			heap, rows = h, int(r)
 		}
 		var keep []bool
+		var boxes [][4]float64
 		if d.rows != nil {
-			if keep, err = d.rows.keep(c, d.env, pc.Sample, pc.Map, heap, rows); err != nil {
+			if keep, boxes, err = d.rows.keep(c, d.env, pc.Sample, pc.Map, heap, rows); err != nil {
 				return err
 			}
 		}
-		for i := 0; i < rows && n < d.maxRows; i++ {
+		count := rows
+		if pc.Rows != nil {
+			count = len(pc.Rows) // a pasted instance: its row only
+		}
+		for q := 0; q < count && n < d.maxRows; q++ {
+			i := q
+			if pc.Rows != nil {
+				if i = pc.Rows[q]; i < 0 || i >= rows {
+					return fmt.Errorf("%w: pasted row %d of sample %d, which has %d", field.ErrData, i, pc.Sample, rows)
+				}
+			}
 			if keep != nil && !keep[i] {
 				continue
 			}
 			dst := out[RaggedHeader+n*d.row : RaggedHeader+(n+1)*d.row]
 			copy(dst, heap[i*d.row:(i+1)*d.row])
-			d.mapRow(pc.Map, dst, item)
+			if boxes != nil && d.desc.Target.Coords == "xyxy" {
+				// The filter's boxes: the corners' or the polygon's (rows' polygons).
+				for k, x := range boxes[i] {
+					putFloat(dst, item, k, x)
+				}
+			} else {
+				d.mapRow(pc.Map, dst, item)
+			}
 			n++
 		}
 	}
@@ -197,7 +219,27 @@ func (d *raggedDecoder) mapRow(a pipeline.Affine, row []byte, item int) {
 		if d.flip != nil && a.Mirrored() {
 			d.reorder(row, last*item)
 		}
+	case "polygon":
+		mapPolygon(a, row, item, nil)
 	}
+}
+
+// mapPolygon maps and clips a polygon row in place (Affine.Polygon) and
+// returns its box; pts is scratch space.
+func mapPolygon(a pipeline.Affine, row []byte, item int, pts []float64) ([4]float64, []float64) {
+	n := len(row) / item
+	if cap(pts) < n {
+		pts = make([]float64, n)
+	}
+	pts = pts[:n]
+	for k := range pts {
+		pts[k] = floatAt(row, item, k)
+	}
+	box := a.Polygon(pts)
+	for k, x := range pts {
+		putFloat(row, item, k, x)
+	}
+	return box, pts
 }
 
 // reorder puts point flip[k] of the row at place k (points of size bytes).

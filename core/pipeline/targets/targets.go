@@ -69,38 +69,68 @@ func (f BoxFilter) keep(b [4]float64, area float64) bool {
 // Rows of other fields (labels, keypoints, instance ids) that go with the
 // boxes stay or go with them.
 type rowFilter struct {
-	boxes  int // the boxes field
-	filter BoxFilter
+	boxes int // the boxes field
+	// polygons, when not -1, is the polygon field of the boxes' objects:
+	// under a map that is not axis-aligned a box is its mapped polygon's
+	// (YOLO's segment2box) rather than its mapped corners' bounds.
+	polygons int
+	filter   BoxFilter
 }
 
 // keep decides which of sample's rows stay (c.Sample's own, or a partner
-// a Mixer shows). own is the heap of the decoder's field for that sample:
-// the boxes themselves when the field is the boxes field.
-func (f *rowFilter) keep(c *pipeline.Ctx, env pipeline.Env, sample uint64, a pipeline.Affine, own []byte, rows int) ([]bool, error) {
-	boxes := own
-	if f.boxes != env.Field {
-		heap, err := readField(c, env, sample, f.boxes)
-		if err != nil {
-			return nil, fmt.Errorf("followed boxes: %w", err)
-		}
-		boxes = heap
+// a Mixer shows) and maps their boxes (clipped). own is the heap of the
+// decoder's field for that sample: the boxes themselves when the field is
+// the boxes field, the polygons when it is the polygon field.
+func (f *rowFilter) keep(c *pipeline.Ctx, env pipeline.Env, sample uint64, a pipeline.Affine, own []byte, rows int) ([]bool, [][4]float64, error) {
+	boxes, err := f.heap(c, env, sample, f.boxes, own)
+	if err != nil {
+		return nil, nil, fmt.Errorf("followed boxes: %w", err)
 	}
 	bd := env.Reader.Fields[f.boxes]
 	item, _ := bd.ItemSize()
 	if len(boxes) != rows*4*item {
-		return nil, fmt.Errorf("%w: %d rows here, the boxes field %q has %d bytes for them",
+		return nil, nil, fmt.Errorf("%w: %d rows here, the boxes field %q has %d bytes for them",
 			field.ErrData, rows, bd.Name, len(boxes))
 	}
+	var polys []byte
+	var prow, pitem int
+	if f.polygons >= 0 && a.Warp != nil {
+		if polys, err = f.heap(c, env, sample, f.polygons, own); err != nil {
+			return nil, nil, fmt.Errorf("followed polygons: %w", err)
+		}
+		pd := env.Reader.Fields[f.polygons]
+		pitem, _ = pd.ItemSize()
+		r, _ := pd.RowBytes()
+		if prow = int(r); len(polys) != rows*prow {
+			return nil, nil, fmt.Errorf("%w: %d rows here, the polygon field %q has %d bytes for them",
+				field.ErrData, rows, pd.Name, len(polys))
+		}
+	}
 	keep := make([]bool, rows)
+	out := make([][4]float64, rows)
+	var row []byte
+	var pts []float64
 	for i := range keep {
 		var b [4]float64
 		for k := range b {
 			b[k] = floatAt(boxes, item, 4*i+k)
 		}
 		cb, area := a.Box(b)
-		keep[i] = f.filter.keep(cb, area) && a.KeepsCentre(b)
+		if polys != nil {
+			row = append(row[:0], polys[i*prow:(i+1)*prow]...)
+			cb, pts = mapPolygon(a, row, pitem, pts)
+		}
+		keep[i], out[i] = f.filter.keep(cb, area) && a.KeepsCentre(b), cb
 	}
-	return keep, nil
+	return keep, out, nil
+}
+
+// heap is field fi's bytes of sample: own when fi is the decoder's field.
+func (f *rowFilter) heap(c *pipeline.Ctx, env pipeline.Env, sample uint64, fi int, own []byte) ([]byte, error) {
+	if fi == env.Field {
+		return own, nil
+	}
+	return readField(c, env, sample, fi)
 }
 
 // readField returns field f's heap bytes of sample: through the loader
@@ -122,15 +152,31 @@ func readField(c *pipeline.Ctx, env pipeline.Env, sample uint64, f int) ([]byte,
 }
 
 // newRowFilter checks that field f is a boxes field for the rows of env's
-// field (nil when f is nil: every row stays).
-func newRowFilter(env pipeline.Env, f *int, filter BoxFilter) (*rowFilter, error) {
+// field (nil when f is nil: every row stays) and polygons, if not nil, a
+// polygon field.
+func newRowFilter(env pipeline.Env, f, polygons *int, filter BoxFilter) (*rowFilter, error) {
 	if f == nil {
 		return nil, nil
 	}
 	if !isBoxes(env, *f) {
 		return nil, fmt.Errorf("rows follow field %d, which is not a RaggedArrayField of xyxy boxes", *f)
 	}
-	return &rowFilter{boxes: *f, filter: filter}, nil
+	r := &rowFilter{boxes: *f, polygons: -1, filter: filter}
+	if polygons != nil {
+		if !isPolygons(env, *polygons) {
+			return nil, fmt.Errorf("polygons: field %d is not a RaggedArrayField of polygons", *polygons)
+		}
+		r.polygons = *polygons
+	}
+	return r, nil
+}
+
+func isPolygons(env pipeline.Env, f int) bool {
+	if f < 0 || f >= len(env.Reader.Fields) {
+		return false
+	}
+	d := env.Reader.Fields[f]
+	return d.Type == field.Ragged && d.Target != nil && d.Target.Coords == "polygon"
 }
 
 func isBoxes(env pipeline.Env, f int) bool {

@@ -61,6 +61,8 @@ func TestBadArguments(t *testing.T) {
 		{Name: "ragged", Args: map[string]any{"max_rows": 2, "min_visibility": 1.5}, Want: "min_visibility 1.5 must be in [0, 1]"},
 		{Name: "mask", Args: map[string]any{"fill": -1}, Want: "fill -1 must be in [0, 65535]"},
 		{Name: "mask", Args: map[string]any{"fill": 0, "min_visibility": -0.5}, Want: "min_visibility -0.5"},
+		{Name: "polygon_mask", Args: map[string]any{"ratio": 0}, Want: "ratio 0 must be at least 1"},
+		{Name: "copy_paste", Args: map[string]any{"p": 0.5}, Want: "copy_paste needs the instances' boxes and polygons"},
 	})
 }
 
@@ -85,6 +87,7 @@ func TestMapRow(t *testing.T) {
 	boxes64.DType = "<f8"
 	points := field.Desc{Name: "kp", DType: "<f4", Shape: []uint64{2, 3}, Target: &field.TargetArgs{Coords: "xy"}}
 	bare := field.Desc{Name: "pt", DType: "<f4", Shape: []uint64{2}, Target: &field.TargetArgs{Coords: "xy"}}
+	poly := field.Desc{Name: "polygons", DType: "<f4", Shape: []uint64{3, 2}, Target: &field.TargetArgs{Coords: "polygon"}}
 	for _, tc := range []struct {
 		name string
 		desc field.Desc
@@ -104,6 +107,8 @@ func TestMapRow(t *testing.T) {
 		{"points flipped and swapped", points, []int{1, 0}, flip, []float64{10, 2, 2, 30, 4, 1}, []float64{70, 4, 1, 90, 2, 2}},
 		{"swap needs a mirror", points, []int{1, 0}, crop, []float64{10, 5, 2, 30, 15, 1}, []float64{0, 0, 2, 40, 20, 1}},
 		{"point without visibility", bare, nil, crop, []float64{5, 10}, []float64{-10, 10}},
+		{"polygon flipped", poly, nil, flip, []float64{10, 5, 20, 5, 15, 15}, []float64{90, 5, 80, 5, 85, 15}},
+		{"polygon clamped, unlike points", poly, nil, crop, []float64{5, 10, 30, 10, 30, 40}, []float64{0, 10, 40, 10, 40, 40}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			item, _ := tc.desc.ItemSize()

@@ -8,7 +8,7 @@ from .rgb_image import (SimpleRGBImageDecoder, ResizedCropRGBImageDecoder, Rando
                         CenterCropRGBImageDecoder, PadRGBImageDecoder, ResizePadRGBImageDecoder,
                         LetterBoxRGBImageDecoder, RandomIoUCropRGBImageDecoder, MosaicRGBImageDecoder,
                         LabelMosaic)
-from .ragged import RaggedDecoder
+from .ragged import PolygonMaskDecoder, RaggedDecoder
 from .mask import MaskDecoder
 from .text import TokenDecoder, CaptionDecoder, Tokens
 from .video_decoders import RandomClipDecoder, ClipDecoder
@@ -18,5 +18,6 @@ __all__ = ["IntDecoder", "FloatDecoder", "NDArrayDecoder", "BytesDecoder", "Simp
            "ResizedCropRGBImageDecoder", "RandomResizedCropRGBImageDecoder", "CenterCropRGBImageDecoder",
            "PadRGBImageDecoder", "ResizePadRGBImageDecoder", "LetterBoxRGBImageDecoder",
            "RandomIoUCropRGBImageDecoder", "MosaicRGBImageDecoder", "LabelMosaic", "RaggedDecoder",
-           "MaskDecoder", "TokenDecoder", "CaptionDecoder", "Tokens", "RandomClipDecoder", "ClipDecoder",
+           "PolygonMaskDecoder", "MaskDecoder", "TokenDecoder", "CaptionDecoder", "Tokens", "RandomClipDecoder",
+           "ClipDecoder",
            "AudioDecoder", "RandomAudioCropDecoder", "Audio"]

@@ -10,7 +10,7 @@ from ..pipeline.allocation_query import AllocationQuery
 from ..pipeline.operation import _check_spec
 from ..pipeline.state import State
 
-_COORDS = (None, "xyxy", "xy")
+_COORDS = (None, "xyxy", "xy", "polygon")
 
 
 def _target_args(args):
@@ -33,9 +33,10 @@ class RaggedArrayField(Field):
     follows names the RGBImageField the rows belong to. With coords='xyxy'
     (row_shape (4,): boxes x0, y0, x1, y1) or coords='xy' (the first two
     values of each point's last axis, e.g. keypoints (K, 3) as x, y,
-    visibility) the values are pixel coordinates of the image as handed to
-    the writer: they must lie inside it, and the writer scales them with
-    the image's max_resolution. Rows without coordinates (labels) may name
+    visibility) or coords='polygon' (row_shape (K, 2): one instance's
+    outline as K x, y vertices, a segment) the values are pixel coordinates
+    of the image as handed to the writer: they must lie inside it, and the
+    writer scales them with the image's max_resolution. Rows without coordinates (labels) may name
     the boxes field they go with; the loader then drops their rows with the
     boxes. FFCV cannot read files with this field (type id 100).
     """
@@ -49,12 +50,15 @@ class RaggedArrayField(Field):
         if any(s <= 0 for s in self.row_shape) or len(self.row_shape) > 31:
             raise ValueError(f"RaggedArrayField: row_shape {self.row_shape} must have positive dimensions")
         if coords not in _COORDS:
-            raise ValueError(f"RaggedArrayField: coords {coords!r} must be 'xyxy', 'xy' or None")
+            raise ValueError(f"RaggedArrayField: coords {coords!r} must be 'xyxy', 'xy', 'polygon' or None")
         if coords is not None:
             if self.dtype not in (np.dtype("<f4"), np.dtype("<f8")):
                 raise TypeError(f"RaggedArrayField: coordinates need float32 or float64, not {self.dtype}")
             if coords == "xyxy" and self.row_shape != (4,):
                 raise ValueError(f"RaggedArrayField: xyxy boxes need row_shape (4,), not {self.row_shape}")
+            if coords == "polygon" and (len(self.row_shape) != 2 or self.row_shape[1] != 2 or self.row_shape[0] < 3):
+                raise ValueError(f"RaggedArrayField: polygons need row_shape (K, 2) of K >= 3 points, "
+                                 f"not {self.row_shape}")
             if coords == "xy" and (not self.row_shape or self.row_shape[-1] < 2):
                 raise ValueError(f"RaggedArrayField: xy points need a last axis of at least 2, not {self.row_shape}")
             if not follows:
@@ -153,11 +157,24 @@ class RaggedDecoder(_Decoder):
     horizontal flip; an even number of them cancel out): point
     ``flip_indices[k]`` takes place k, so left and right keypoints swap.
     For COCO's 17 person keypoints it is
-    ``ffcv_go.detection.COCO_PERSON_KEYPOINT_FLIP``."""
+    ``ffcv_go.detection.COCO_PERSON_KEYPOINT_FLIP``.
+
+    Polygons (coords='polygon') go with their boxes output like points.
+    Each point is mapped; an axis-aligned step (crop, flip, a mosaic's
+    tile) clamps the points to what it shows, and a rotation, shear or
+    perspective keeps the points that land on the image, takes their box
+    and clamps every point to it, as Ultralytics clips segments.
+    ``polygons`` (on the boxes output) names the polygon field of the
+    file whose outlines the boxes bound: under a map that is not
+    axis-aligned each box becomes its polygon's box so computed
+    (Ultralytics' segment2box) instead of the bounds of its mapped corners,
+    which grow with the rotation; every output that goes with these boxes
+    keeps the same rows. With segments YOLO's candidate filter uses
+    area_thr=0.01 instead of 0.1 (the threshold stays yours to give)."""
     _go_name = "ragged"
 
     def __init__(self, follows="auto", max_rows=None, min_size=1.0, min_area=1.0, min_visibility=0.0,
-                 boxes="auto", flip_indices=None, wh_thr=0.0, area_thr=0.0, ar_thr=0.0):
+                 boxes="auto", flip_indices=None, wh_thr=0.0, area_thr=0.0, ar_thr=0.0, polygons=None):
         super().__init__()
         self.follows = follows
         self.max_rows = None if max_rows is None else int(max_rows)
@@ -169,6 +186,9 @@ class RaggedDecoder(_Decoder):
             raise TypeError(f"RaggedDecoder: boxes names a loader output, got {boxes!r}")
         self.boxes = boxes
         self.flip_indices = None if flip_indices is None else [int(k) for k in flip_indices]
+        if polygons is not None and not isinstance(polygons, str):
+            raise TypeError(f"RaggedDecoder: polygons names a polygon field of the file, got {polygons!r}")
+        self.polygons = polygons
 
     def _field_classes(self):
         return (RaggedArrayField,)
@@ -208,3 +228,48 @@ class RaggedDecoder(_Decoder):
 def _torch_dtype(dt):
     from .._dtypes import torch_dtype
     return torch_dtype(dt)
+
+
+class PolygonMaskDecoder(_Decoder):
+    """A polygon RaggedArrayField (coords='polygon') → (B, H // ratio,
+    W // ratio) instance maps, H x W the size of the image output it
+    follows: Ultralytics' segment masks with ``overlap_mask=True`` at
+    ``ratio=4`` (its mask_ratio). The polygons go through the image's
+    geometry as ``RaggedDecoder`` takes them (the same rows, kept with the
+    same boxes output, in the same order, mosaic tiles included), and are
+    rasterized in Go: a pixel is covered where its centre lies inside the
+    polygon (even-odd rule). The value is j + 1 on the pixels of row j of
+    the boxes output, 0 for background; larger polygons are painted first,
+    so a small object over a large one stays on top. The dtype is uint8,
+    or int32 when max_rows (the boxes output's) exceeds 255.
+
+    Ultralytics also paints largest first, but then reorders its boxes and
+    classes by area so that value k + 1 is its k-th box; here the rows keep
+    their order and the values name them, which is the pairing its loss
+    reads (mask value == box index + 1)."""
+    _go_name = "polygon_mask"
+
+    def __init__(self, follows="auto", ratio=4, boxes="auto"):
+        super().__init__()
+        self.follows = follows
+        self.ratio = int(ratio)
+        if self.ratio < 1:
+            raise ValueError(f"PolygonMaskDecoder: ratio {ratio!r} must be at least 1")
+        if boxes is None or not isinstance(boxes, str):
+            raise TypeError(f"PolygonMaskDecoder: boxes names the boxes output the polygons go with, got {boxes!r}")
+        self.boxes = boxes
+        self.polygons = None
+
+    def _field_classes(self):
+        return (RaggedArrayField,)
+
+    def declare_state_and_memory(self, previous_state):
+        shape = (0, 0)  # the Go program gives the size of the followed output
+        return (State(previous_state.jit_mode, previous_state.device, shape, np.dtype("u1")),
+                AllocationQuery(shape, np.dtype("u1")))
+
+    def _go_spec(self, previous_state=None):
+        return {"op": "polygon_mask", "ratio": self.ratio}
+
+    def generate_code(self):
+        raise NotImplementedError("PolygonMaskDecoder runs in the Go core only")

@@ -1,7 +1,7 @@
 """Ultralytics YOLO's trainers and validators on a .beton.
 
 A .beton written from ``ffcv_go.detection.YoloDataset`` (fields ``image``,
-``boxes``, ``labels``, and ``mask`` for segment or ``keypoints`` for pose)
+``boxes``, ``labels``, and ``polygons`` for segment or ``keypoints`` for pose)
 feeds Ultralytics' ``DetectionTrainer``, ``SegmentationTrainer`` and
 ``PoseTrainer`` (and their validators) in place of their dataset and
 DataLoader:
@@ -61,9 +61,10 @@ def to_ultralytics_batch(images, boxes, labels, masks=None, keypoints=None, *, i
 
     images: (B, H, W, 3) uint8 (the loader's, or (B, 3, H, W)); boxes and
     labels: ``Ragged`` outputs (xyxy in the image's pixels, class ids);
-    masks: the (B, H, W) instance map decoded with
-    ``MaskDecoder(instances="boxes")`` (box j's pixels are j + 1), given to
-    segment models at 1/mask_ratio of the image: with overlap_mask one
+    masks: the instance map of the boxes (box j's pixels are j + 1):
+    ``PolygonMaskDecoder(ratio=mask_ratio)``'s (B, H/r, W/r), or a
+    full-size (B, H, W) one (``MaskDecoder(instances="boxes")``), taken at
+    1/mask_ratio; given to segment models: with overlap_mask one
     (B, H/r, W/r) map holding j + 1 where box j shows (Ultralytics'
     ``overlap_mask=True``), otherwise (N, H/r, W/r) 0/1 masks, one per box
     (each box's visible pixels), and ``sem_masks`` (B, H/r, W/r), each
@@ -101,7 +102,7 @@ def to_ultralytics_batch(images, boxes, labels, masks=None, keypoints=None, *, i
            "ori_shape": ((h, w),) * b, "resized_shape": ((h, w),) * b, "ratio_pad": (((1.0, 1.0), (0, 0)),) * b}
     if masks is not None:
         out["masks"], out["sem_masks"] = _small_masks(_tensor(masks), _tensor(labels[0]), counts, mask_ratio,
-                                                      overlap_mask)
+                                                      overlap_mask, (h, w))
     if keypoints is not None:
         pts, pcounts = _rows(keypoints)
         if not torch.equal(pcounts, counts):
@@ -113,9 +114,9 @@ def to_ultralytics_batch(images, boxes, labels, masks=None, keypoints=None, *, i
     return out
 
 
-def _small_masks(masks, labels, counts, r, overlap):
+def _small_masks(masks, labels, counts, r, overlap, size):
     """Instance maps (B, H, W) at 1/r, each small pixel the map's pixel
-    nearest its centre: (masks: with overlap (B, H/r, W/r) ids, else
+    nearest its centre, or maps already (B, H/r, W/r): (masks: with overlap (B, H/r, W/r) ids, else
     (N, H/r, W/r) 0/1, one per box in batch order, float32 as Ultralytics'
     collate makes them of a batch with a background image; sem_masks: (B, H/r, W/r) float32, each pixel its object's class,
     0 where none)."""
@@ -123,7 +124,10 @@ def _small_masks(masks, labels, counts, r, overlap):
     if masks.ndim != 3:
         raise ValueError(f"to_ultralytics_batch: masks must be a (B, H, W) instance map, got {tuple(masks.shape)}")
     b = masks.shape[0]
-    small = masks[:, r // 2::r, r // 2::r][:, :masks.shape[1] // r, :masks.shape[2] // r].to(torch.int64)
+    small = masks
+    if tuple(masks.shape[1:]) != (size[0] // r, size[1] // r):
+        small = masks[:, r // 2::r, r // 2::r][:, :masks.shape[1] // r, :masks.shape[2] // r]
+    small = small.to(torch.int64)
     classes = torch.cat([torch.zeros(b, 1), labels.reshape(b, -1).float()], 1)  # id j + 1 -> class of row j
     sem = torch.gather(classes, 1, small.reshape(b, -1).clamp(max=classes.shape[1] - 1)).reshape(small.shape)
     if overlap:
@@ -146,8 +150,9 @@ def yolo_image_ops(train, imgsz, hyp=None, mosaic=True):
     train: Ultralytics' training augmentation, in its order:
     ``MosaicRGBImageDecoder`` (4 tiles with probability ``hyp.mosaic``;
     once ``mosaic`` is False, after ``close_mosaic``, the image alone,
-    letterboxed), ``RandomPerspective(degrees, translate, scale, shear,
-    perspective)`` cropping the mosaic's square back to imgsz, ``MixUp``
+    letterboxed), for segments ``CopyPaste`` (``hyp.copy_paste``),
+    ``RandomPerspective(degrees, translate, scale, shear, perspective)``
+    cropping the mosaic's square back to imgsz, ``MixUp``
     (``hyp.mixup``, off with the mosaic, as Ultralytics turns it off),
     ``RandomHSV(hsv_h, hsv_s, hsv_v)`` and the up-down and left-right flips
     (``flipud``, ``fliplr``). val: ``LetterBox`` to imgsz x imgsz without
@@ -156,7 +161,7 @@ def yolo_image_ops(train, imgsz, hyp=None, mosaic=True):
     # YOLO's pipeline is defined here alone: beton_trainer, beton_validator,
     # UltralyticsLoader and bench/yolo.py all take their operations from it.
     from ..fields.decoders import MosaicRGBImageDecoder
-    from ..transforms import (LetterBox, MixUp, RandomHorizontalFlip, RandomHSV, RandomPerspective,
+    from ..transforms import (CopyPaste, LetterBox, MixUp, RandomHorizontalFlip, RandomHSV, RandomPerspective,
                               RandomVerticalFlip)
     imgsz = int(imgsz)
     if not train:
@@ -165,6 +170,8 @@ def yolo_image_ops(train, imgsz, hyp=None, mosaic=True):
     ops = [MosaicRGBImageDecoder(imgsz=imgsz, n=4, p=h("mosaic", 1.0) if mosaic else 0.0),
            RandomPerspective(degrees=h("degrees", 0.0), translate=h("translate", 0.1), scale=h("scale", 0.5),
                              shear=h("shear", 0.0), perspective=h("perspective", 0.0), border=-(imgsz // 2))]
+    if mosaic and h("copy_paste", 0.0) > 0 and getattr(hyp, "task", None) == "segment":
+        ops.insert(1, CopyPaste(p=h("copy_paste", 0.0)))  # between the mosaic and its perspective
     if mosaic and h("mixup", 0.0) > 0:
         ops.append(MixUp(p=h("mixup", 0.0)))
     ops.append(RandomHSV(h("hsv_h", 0.015), h("hsv_s", 0.7), h("hsv_v", 0.4)))
@@ -252,7 +259,7 @@ class UltralyticsLoader:
         self.flip_idx, self.overlap_mask, self.mask_ratio = flip_idx, bool(overlap_mask), int(mask_ratio)
         self.min_size, self.im_files, self.drop_last = float(min_size), im_files, False
         names = Reader(self.path).field_names
-        need = ["image", "boxes", "labels"] + {"segment": ["mask"], "pose": ["keypoints"]}.get(task, [])
+        need = ["image", "boxes", "labels"] + {"segment": ["polygons"], "pose": ["keypoints"]}.get(task, [])
         missing = [f for f in need if f not in names]
         if missing:
             raise ValueError(f"{self.path}: a {task} .beton needs the fields {', '.join(need)} "
@@ -267,25 +274,29 @@ class UltralyticsLoader:
         self._loader = self._build(0)
 
     def _build(self, epoch):
-        from ..fields.decoders import MaskDecoder, MosaicRGBImageDecoder, RaggedDecoder
+        from ..fields.decoders import MosaicRGBImageDecoder, PolygonMaskDecoder, RaggedDecoder
         from ..loader import Loader, OrderOption
+        from ..pipeline import PipelineSpec
         from ..transforms import MixUp
         pipes = {name: None for name in self._fields}
         pipes["image"] = list(self.image_ops(self.train, self.imgsz, self.hyp, self.dataset.mosaic))
+        segment = self.task == "segment"
         # A mosaic shows 4 samples' rows, and MixUp adds another mosaic's.
         ops = pipes["image"]
         shown = 4 if any(isinstance(op, MosaicRGBImageDecoder) for op in ops) else 1
         shown *= 2 if any(isinstance(op, MixUp) for op in ops) else 1
         rows = self._most_rows * shown
+        # Segments: boxes from the warped polygons, as YOLO's segment2box.
+        polygons = "polygons" if segment else None
         if self.train:
             # Ultralytics' box_candidates after its RandomPerspective.
             pipes["boxes"] = [RaggedDecoder(max_rows=rows, min_size=0, min_area=0, wh_thr=self.min_size,
-                                            area_thr=0.01 if self.task == "segment" else 0.1, ar_thr=100)]
+                                            area_thr=0.01 if segment else 0.1, ar_thr=100, polygons=polygons)]
         else:
-            pipes["boxes"] = [RaggedDecoder(max_rows=rows, min_size=0, min_area=0)]
+            pipes["boxes"] = [RaggedDecoder(max_rows=rows, min_size=0, min_area=0, polygons=polygons)]
         pipes["labels"] = [RaggedDecoder(max_rows=rows)]
-        if self.task == "segment":
-            pipes["mask"] = [MaskDecoder(instances="boxes")]
+        if segment:
+            pipes["mask"] = PipelineSpec("polygons", decoder=PolygonMaskDecoder(ratio=self.mask_ratio))
         if self.task == "pose":
             flip = None if self.flip_idx is None else tuple(int(i) for i in self.flip_idx)
             pipes["keypoints"] = [RaggedDecoder(max_rows=rows, boxes="boxes", flip_indices=flip)]
@@ -293,7 +304,7 @@ class UltralyticsLoader:
                         order=OrderOption.RANDOM if self.train else OrderOption.SEQUENTIAL, seed=self.seed,
                         drop_last=self.drop_last, pipelines=pipes)
         loader.next_epoch = epoch
-        self._order = [n for n in self._fields if pipes[n] is not None]
+        self._order = [n for n in pipes if pipes[n] is not None]
         return loader
 
     def __len__(self):

@@ -12,7 +12,7 @@ from .perspective import RandomPerspective, LabelRandomPerspective
 from .auto_augment import RandAugment, TrivialAugmentWide, AutoAugment, AugMix, AugmentOp
 from .video import ToTorchVideo
 from .photometric import Photometric
-from .mix_samples import MixUp, LabelMixUp
+from .mix_samples import CopyPaste, MixUp, LabelMixUp
 from .audio import (MonoMix, Resample, Gain, SpeedPerturbation, MelSpectrogram, WhisperLogMel, TimeMasking,
                     FrequencyMasking)
 from .letterbox import LetterBox
@@ -29,7 +29,7 @@ __all__ = ["ToTensor", "ToDevice", "ToTorchImage", "Convert", "View", "Squeeze",
            "LabelColorJitter", "LabelGrayscale", "LabelSolarization", "LabelGaussianBlur", "LabelRotate",
            "LabelTranslate", "LabelRandomHorizontalFlip", "LabelRandomResizedCrop", "PadRGBImageDecoder",
            "RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AugmentOp", "ToTorchVideo", "Photometric",
-           "MixUp", "LabelMixUp", "RandomPerspective", "LabelRandomPerspective",
+           "MixUp", "LabelMixUp", "CopyPaste", "RandomPerspective", "LabelRandomPerspective",
            "MonoMix", "Resample", "Gain", "SpeedPerturbation", "MelSpectrogram", "WhisperLogMel", "TimeMasking",
            "FrequencyMasking",
            "LetterBox", "LabelLetterBox", "RandomHSV", "LabelRandomHSV", "RandomFlip",

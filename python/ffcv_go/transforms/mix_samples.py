@@ -1,10 +1,10 @@
 """Operations that blend a sample with other samples of the file (YOLO's
 MixUp), unlike ImageMixup and LabelMixup, which mix the images of a batch."""
-from ..pipeline.operation import _seed_arg
+from ..pipeline.operation import _check_spec, _seed_arg
 from .image import _RandomImage, _seeded
 from .ssl import _Label
 
-__all__ = ["MixUp", "LabelMixUp"]
+__all__ = ["MixUp", "LabelMixUp", "CopyPaste"]
 
 
 class MixUp(_RandomImage):
@@ -37,3 +37,30 @@ class LabelMixUp(_Label):
     def __init__(self, p=0.0, seed=None):
         super().__init__()
         self._reports(lambda: MixUp(p, seed=seed))
+
+
+class CopyPaste(_RandomImage):
+    """YOLO's CopyPaste (Ultralytics' ``CopyPaste(p, mode="flip")``), for
+    segment datasets, after the mosaic and before its perspective: every
+    instance the image shows (a mosaic's tiles included) is flipped left to
+    right across the image; those whose flipped box covers less than 0.30 of
+    every shown box's area are candidates, and the ``round(p * n)`` that
+    overlap least (Python's round, half to even) are pasted: the flipped
+    image's pixels inside their flipped polygons. Nothing is drawn at
+    random. ``boxes`` and ``polygons`` name the file's boxes and polygon
+    fields. Outputs that follow the image get each pasted instance's rows
+    (box, label, polygon) after the shown ones, through the mirrored map.
+    It needs the image decoder and built-in operations before it (no Python
+    stage between)."""
+
+    def __init__(self, p=0.5, boxes="boxes", polygons="polygons"):
+        super().__init__()
+        self.p = float(p)
+        if not isinstance(boxes, str) or not isinstance(polygons, str):
+            raise TypeError(f"CopyPaste: boxes and polygons name fields of the file, got {boxes!r}, {polygons!r}")
+        self.boxes, self.polygons = boxes, polygons
+        # The loader gives the fields' indices and the operations before it.
+        _check_spec(self, {**self._spec(), "boxes": 0, "polygons": 0, "geometry": {"image": 0, "ops": []}})
+
+    def _spec(self):
+        return {"op": "copy_paste", "p": self.p, "boxes": self.boxes, "polygons": self.polygons}
