@@ -109,7 +109,9 @@ func run(t *testing.T, name string, args map[string]any, in pipeline.Spec, x []f
 func wav(shape ...int) pipeline.Spec { return pipeline.Spec{Shape: shape, DType: "<f4"} }
 
 // rowsOf is the rows layout spec of shape (its last axis the samples).
-func rowsOf(shape ...int) pipeline.Spec { return waveform.SpecOf(shape[:len(shape)-1], shape[len(shape)-1]) }
+func rowsOf(shape ...int) pipeline.Spec {
+	return waveform.SpecOf(shape[:len(shape)-1], shape[len(shape)-1])
+}
 
 // Each operation's output shape, and the inputs and arguments it refuses.
 func TestOutAndArguments(t *testing.T) {
