@@ -5,6 +5,7 @@ package waveform_test
 import (
 	"encoding/binary"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/ffcv-go/ffcv-go/core/audioenc"
@@ -12,6 +13,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/internal/betontest"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
+	_ "github.com/ffcv-go/ffcv-go/core/pipeline/audio"
 	"github.com/ffcv-go/ffcv-go/core/pipeline/internal/optest"
 	"github.com/ffcv-go/ffcv-go/core/pipeline/waveform"
 )
@@ -154,5 +156,52 @@ func TestLayout(t *testing.T) {
 	}
 	if _, _, ok := waveform.Layout(pipeline.Spec{Shape: []int{4, 8, 3}, DType: "|u1"}); ok {
 		t.Fatal("an image taken for a waveform")
+	}
+}
+
+// A decoder's valid length travels through the audio operations in their
+// rows: each stage's rows hold the length of its own valid part (clips
+// shorter than the slot), the rest zero.
+func TestLengthThroughOperations(t *testing.T) {
+	r := audioFile(t, "flac")
+	resample := optest.Named{Name: "audio_resample", Args: map[string]any{"orig_freq": rate, "new_freq": 1500}}
+	mel := optest.Named{Name: "mel_spectrogram", Args: map[string]any{"sample_rate": 1500, "n_fft": 64,
+		"hop_length": 32, "n_mels": 8}}
+	for _, tc := range []struct {
+		ops  []optest.Named
+		lead []int
+		want func(n int) int // the output's valid length of a clip of n frames
+	}{
+		{[]optest.Named{{Name: "audio_gain", Args: map[string]any{"min_db": -3, "max_db": 3}}}, []int{2},
+			func(n int) int { return n }},
+		{[]optest.Named{{Name: "audio_mono"}}, []int{1}, func(n int) int { return n }},
+		{[]optest.Named{resample}, []int{2}, func(n int) int { return (n*3 + 1) / 2 }},
+		{[]optest.Named{resample, mel}, []int{2, 8}, func(n int) int { return 1 + (n*3+1)/2/32 }},
+		{[]optest.Named{{Name: "audio_mono"}, resample, mel,
+			{Name: "time_masking", Args: map[string]any{"mask_param": 10}}}, []int{8},
+			func(n int) int { return 1 + (n*3+1)/2/32 }},
+		{[]optest.Named{{Name: "audio_mono"}, {Name: "whisper_log_mel", Args: map[string]any{"pad_or_trim": false}}},
+			[]int{80}, func(n int) int { return n / 160 }},
+	} {
+		ops := append([]optest.Named{{Name: "audio", Args: map[string]any{}}}, tc.ops...)
+		p := optest.Build(t, r, 0, ops...)
+		lead, m, ok := waveform.Rows(p.SampleOut)
+		if !ok || !slices.Equal(lead, tc.lead) {
+			t.Fatalf("%v: output %v, want rows of shape %v", tc.ops, p.SampleOut, tc.lead)
+		}
+		for i, n := range lengths {
+			out := run(t, p, r, i, 0)
+			rows := len(out) / (8 + 4*m)
+			for row := 0; row < rows; row++ {
+				if got := waveform.Length(out[row*(8+4*m):]); got != tc.want(n) {
+					t.Fatalf("%v clip %d row %d: length %d, want %d", tc.ops, i, row, got, tc.want(n))
+				}
+				for k, v := range waveform.Row(out, m, row)[tc.want(n):] {
+					if v != 0 {
+						t.Fatalf("%v clip %d row %d: %v past the valid length, at %d", tc.ops, i, row, v, tc.want(n)+k)
+					}
+				}
+			}
+		}
 	}
 }
