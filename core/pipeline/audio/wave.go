@@ -166,6 +166,7 @@ func init() {
 	pipeline.Register("audio_resample", newResample)
 	pipeline.Register("audio_gain", newGain)
 	pipeline.Register("audio_speed", newSpeed)
+	pipeline.Register("audio_add_noise", newAddNoise)
 	pipeline.Register("mel_spectrogram", newMel)
 	pipeline.Register("whisper_log_mel", newWhisper)
 	pipeline.Register("time_masking", newTimeMask)

@@ -4,8 +4,11 @@ package waveform_test
 
 import (
 	"encoding/binary"
+	"encoding/json"
+	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ffcv-go/ffcv-go/core/audioenc"
@@ -203,5 +206,63 @@ func TestLengthThroughOperations(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// AddNoise adds a clip of the noise field at the drawn SNR: on each row's
+// valid samples the added part's energy stands at snr_db below the
+// clip's; the padding stays zero; draws are keyed.
+func TestAddNoise(t *testing.T) {
+	r := audioFile(t, "flac")
+	for _, tc := range []struct {
+		args map[string]any
+		lo   float64
+		hi   float64
+	}{
+		{map[string]any{"snr_db": []float64{10, 10}, "noise": "audio"}, 10, 10},
+		{map[string]any{"snr_db": []float64{0, 20}, "noise": "audio"}, 0, 20},
+	} {
+		clean := optest.Build(t, r, 0, optest.Named{Name: "audio", Args: map[string]any{}})
+		noisy := optest.Build(t, r, 0, optest.Named{Name: "audio", Args: map[string]any{}},
+			optest.Named{Name: "audio_add_noise", Args: tc.args})
+		_, m, _ := waveform.Rows(noisy.SampleOut)
+		for i, n := range lengths {
+			for pos := uint64(0); pos < 3; pos++ {
+				x, y := run(t, clean, r, i, pos), run(t, noisy, r, i, pos)
+				if !slices.Equal(y, run(t, noisy, r, i, pos)) {
+					t.Fatalf("clip %d: drawn twice differently", i)
+				}
+				for c := 0; c < 2; c++ {
+					if waveform.Length(y[c*(8+4*m):]) != n {
+						t.Fatalf("clip %d: length %d, want %d", i, waveform.Length(y[c*(8+4*m):]), n)
+					}
+					xs, ys := waveform.Row(x, m, c), waveform.Row(y, m, c)
+					var es, en float64
+					for k := 0; k < n; k++ {
+						d := float64(ys[k]) - float64(xs[k])
+						es, en = es+float64(xs[k])*float64(xs[k]), en+d*d
+					}
+					snr := 10 * math.Log10(es/en)
+					if snr < tc.lo-0.01 || snr > tc.hi+0.01 {
+						t.Fatalf("clip %d channel %d: SNR %.3f dB, want in [%v, %v]", i, c, snr, tc.lo, tc.hi)
+					}
+					for k, v := range ys[n:] {
+						if v != 0 {
+							t.Fatalf("clip %d: %v past the valid length at %d", i, v, n+k)
+						}
+					}
+				}
+			}
+		}
+	}
+	optest.CheckBadArgs(t, []optest.BadArgs{
+		{Name: "audio_add_noise", Args: map[string]any{"snr_db": []float64{20, 10}, "noise": "n"}, Want: "low <= high"},
+		{Name: "audio_add_noise", Args: map[string]any{"snr_db": []float64{10}, "noise": "n"}, Want: "give (low, high)"},
+		{Name: "audio_add_noise", Args: map[string]any{"snr_db": []float64{0, 10}}, Want: "noise: name the AudioField"},
+	})
+	if _, err := pipeline.Build(r, 0, []json.RawMessage{optest.Spec(t, "audio", nil),
+		optest.Spec(t, "audio_add_noise", map[string]any{"snr_db": []float64{0, 10}, "noise": "label"})}); err == nil ||
+		!strings.Contains(err.Error(), `noise "label" is not an AudioField`) {
+		t.Fatalf("a noise field not in the file: %v", err)
 	}
 }
