@@ -23,7 +23,7 @@ sf = pytest.importorskip("soundfile")
 from ffcv_go import Loader  # noqa: E402
 from ffcv_go.fields import AudioField, NDArrayField  # noqa: E402
 from ffcv_go.fields.decoders import Audio, AudioDecoder, NDArrayDecoder, RandomAudioCropDecoder  # noqa: E402
-from ffcv_go.transforms import (MonoMix, Resample, Gain, SpeedPerturbation, MelSpectrogram,  # noqa: E402
+from ffcv_go.transforms import (MonoMix, Resample, Gain, SpeedPerturbation, AddNoise, MelSpectrogram,  # noqa: E402
                                 WhisperLogMel, TimeMasking, FrequencyMasking)
 from ffcv_go.writer import DatasetWriter  # noqa: E402
 
@@ -75,7 +75,8 @@ def _load(path, ops, seed=0, decoder=None):
     assert all(isinstance(b, Audio) for b in batches)
     n = max(b.data.shape[-1] for b in batches)
     assert all(b.data.shape[-1] == n for b in batches)
-    return Audio(np.concatenate([b.data.numpy() for b in batches]), np.concatenate([b.lengths.numpy() for b in batches]))
+    return Audio(np.concatenate([b.data.numpy() for b in batches]),
+                 np.concatenate([b.lengths.numpy() for b in batches]))
 
 
 def _check(a, k, want, tol, rel=False):
@@ -195,6 +196,35 @@ def test_gain_and_speed(speech, flac):
                 break
         else:
             raise AssertionError("speed perturbation matches none of torchaudio's speeds for its factors")
+
+
+def test_add_noise_at_snr(speech, tmp_path):
+    """AddNoise(snr_db, noise="noise"): a clip of the noise field (white
+    noise, shorter than some clips: repeated) added to each clip's valid
+    samples at an SNR in the range, the padding left zero, keyed draws."""
+    rng = np.random.default_rng(0)
+    noise = [(rng.standard_normal(n).astype(np.float32) * 0.1) for n in (30000, 70000)]
+    path = tmp_path / "noisy.beton"
+    DatasetWriter(str(path), {"audio": AudioField(), "noise": AudioField()}, progress=False,
+                  num_workers=1).from_indexed_dataset(
+        ListDataset([((x, 22050), (noise[i % 2], 22050)) for i, x in enumerate(speech)]))
+
+    def run(ops, seed=0):
+        (a,), = list(Loader(str(path), batch_size=3, num_workers=1, seed=seed, drop_last=False,
+                            pipelines={"audio": [AudioDecoder(), *ops], "noise": None}))
+        return a
+
+    clean = run([])
+    for lo, hi in [(10, 10), (0, 20)]:
+        noisy = run([AddNoise((lo, hi), noise="noise")])
+        assert torch.equal(noisy.lengths, clean.lengths)
+        for k, n in enumerate(clean.lengths.tolist()):
+            x, y = clean.data[k, 0].numpy().astype(np.float64), noisy.data[k, 0].numpy().astype(np.float64)
+            snr = 10 * np.log10((x[:n] ** 2).sum() / ((y[:n] - x[:n]) ** 2).sum())
+            assert lo - 0.01 <= snr <= hi + 0.01 and not y[n:].any()
+    assert torch.equal(run([AddNoise((0, 20), noise="noise")], 1).data, run([AddNoise((0, 20), noise="noise")], 1).data)
+    with pytest.raises(ValueError, match='noise "audio2" is not an AudioField'):
+        run([AddNoise((0, 20), noise="audio2")])
 
 
 def test_ndarray_waveforms_are_all_valid(speech, tmp_path):

@@ -13,8 +13,8 @@ from .auto_augment import RandAugment, TrivialAugmentWide, AutoAugment, AugMix, 
 from .video import ToTorchVideo
 from .photometric import Photometric
 from .mix_samples import MixUp, LabelMixUp
-from .audio import (MonoMix, Resample, Gain, SpeedPerturbation, MelSpectrogram, WhisperLogMel, TimeMasking,
-                    FrequencyMasking)
+from .audio import (MonoMix, Resample, Gain, SpeedPerturbation, AddNoise, MelSpectrogram, WhisperLogMel,
+                    TimeMasking, FrequencyMasking)
 
 __all__ = ["ToTensor", "ToDevice", "ToTorchImage", "Convert", "View", "Squeeze", "ModuleWrapper",
            "RandomHorizontalFlip", "RandomVerticalFlip", "RandomTranslate", "Cutout", "RandomBrightness",
@@ -26,8 +26,8 @@ __all__ = ["ToTensor", "ToDevice", "ToTorchImage", "Convert", "View", "Squeeze",
            "LabelTranslate", "LabelRandomHorizontalFlip", "LabelRandomResizedCrop", "PadRGBImageDecoder",
            "RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AugmentOp", "ToTorchVideo", "Photometric",
            "MixUp", "LabelMixUp", "RandomPerspective", "LabelRandomPerspective",
-           "MonoMix", "Resample", "Gain", "SpeedPerturbation", "MelSpectrogram", "WhisperLogMel", "TimeMasking",
-           "FrequencyMasking"]
+           "MonoMix", "Resample", "Gain", "SpeedPerturbation", "AddNoise", "MelSpectrogram", "WhisperLogMel",
+           "TimeMasking", "FrequencyMasking"]
 
 
 def __getattr__(name):

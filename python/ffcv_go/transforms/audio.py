@@ -1,5 +1,5 @@
 """Audio transforms, run in Go per sample: on waveforms (MonoMix, Resample,
-Gain, SpeedPerturbation, MelSpectrogram, WhisperLogMel) and on
+Gain, SpeedPerturbation, AddNoise, MelSpectrogram, WhisperLogMel) and on
 spectrograms (TimeMasking, FrequencyMasking). Each is equal to the
 torchaudio or Whisper function it names (see docs/guides/audio.md for the
 tolerances).
@@ -132,6 +132,32 @@ class SpeedPerturbation(_Audio):
         return _seeded({"op": "audio_speed", "orig_freq": self.orig_freq, "factors": self.factors}, self.seed)
 
 
+class AddNoise(_Audio):
+    """Adds noise at a signal-to-noise ratio drawn uniformly in ``snr_db``
+    = (low, high) decibels, by torchaudio.functional.add_noise's rule on
+    each channel's valid samples (the padding stays zero). The noise is a
+    clip of ``noise``, another AudioField of the same file (at the clips'
+    sample rate: put AddNoise before a Resample), drawn per sample with a
+    window of it as long as the clip (a shorter noise clip repeats), keyed
+    like every random transform. A noise of the clip's channel count is
+    added channel to channel, another one mixed down to mono first."""
+
+    def __init__(self, snr_db=(0.0, 20.0), noise=None, seed=None):
+        super().__init__()
+        try:
+            self.snr_db = tuple(float(v) for v in snr_db)
+        except (TypeError, ValueError):
+            raise _ArgumentError(type(self).__name__, f"snr_db {snr_db!r}: give (low, high) in dB") from None
+        if not isinstance(noise, str):
+            raise _ArgumentError(type(self).__name__, f"noise {noise!r}: name the AudioField of the file the "
+                                 f"noise clips are drawn from")
+        self.noise, self.seed = noise, _seed_arg(seed)
+        self._check()
+
+    def _spec(self):
+        return _seeded({"op": "audio_add_noise", "snr_db": list(self.snr_db), "noise": self.noise}, self.seed)
+
+
 class MelSpectrogram(_Audio):
     """torchaudio.transforms.MelSpectrogram with its defaults and
     arguments (a periodic Hann window): one channel to (n_mels, T), C > 1
@@ -233,5 +259,6 @@ def _int(v, name, op):
     return int(v)
 
 
-__all__ = ["MonoMix", "Resample", "Gain", "SpeedPerturbation", "MelSpectrogram", "WhisperLogMel", "TimeMasking",
+__all__ = ["MonoMix", "Resample", "Gain", "SpeedPerturbation", "AddNoise", "MelSpectrogram", "WhisperLogMel",
+           "TimeMasking",
            "FrequencyMasking"]
