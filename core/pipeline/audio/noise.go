@@ -2,6 +2,7 @@ package audio
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/ffcv-go/ffcv-go/core/audio"
@@ -52,8 +53,11 @@ func newAddNoise(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 		return nil, fmt.Errorf("noise: name the AudioField of the file the noise clips are drawn from")
 	}
 	o := &addNoise{lo: a.SNR[0], hi: a.SNR[1], name: a.Noise}
-	if env.Reader == nil { // checking the arguments alone
-		return o, nil
+	if err := pipeline.NeedType(env, field.Audio, field.NDArray); err != nil {
+		if errors.Is(err, pipeline.ErrNoFile) {
+			return o, nil // checking the arguments alone
+		}
+		return nil, fmt.Errorf("%w: noise is added to the waveforms of an AudioField or an NDArrayField", err)
 	}
 	o.r, o.f = env.Reader, env.Reader.FieldIndex(a.Noise)
 	if o.f < 0 || env.Reader.Fields[o.f].Type != field.Audio {
