@@ -725,11 +725,11 @@ func TestOpOut(t *testing.T) {
 		want     string // the output, or the argument error's message
 		ok       bool
 	}{
-		{`{"op": "audio_resample", "orig_freq": 22050, "new_freq": 16000}`, `{"shape": [2, 1000], "dtype": "<f4"}`, `{"shape":[2,726],"dtype":"<f4"}`, true},
-		{`{"op": "whisper_log_mel", "n_mels": 128}`, `{"shape": [100], "dtype": "<f4"}`, `{"shape":[128,3000],"dtype":"<f4"}`, true},
+		{`{"op": "audio_resample", "orig_freq": 22050, "new_freq": 16000}`, `{"shape": [2, 1000], "dtype": "<f4"}`, `{"shape":[2,2912],"dtype":"|u1"}`, true},
+		{`{"op": "whisper_log_mel", "n_mels": 128}`, `{"shape": [100], "dtype": "<f4"}`, `{"shape":[128,12008],"dtype":"|u1"}`, true},
 		{`{"op": "flip_h", "p": 0.5}`, `{"shape": [4, 6, 3], "dtype": "|u1"}`, `{"shape":[4,6,3],"dtype":"|u1"}`, true},
 		{`{"op": "whisper_log_mel", "n_mels": 64}`, `{"shape": [100], "dtype": "<f4"}`, "n_mels 64 must be 80 or 128", false},
-		{`{"op": "mel_spectrogram"}`, `{"shape": [100], "dtype": "<i2"}`, "needs float32 waveforms of shape (N,) or (C, N), got [100] int16", false},
+		{`{"op": "mel_spectrogram"}`, `{"shape": [100], "dtype": "<i2"}`, "needs waveforms: an audio decoder's or audio operation's rows (C, 8 + 4·N) uint8 (a length, then float32 samples, per row), or float32 (N,) or (C, N); got [100] int16", false},
 		{`{"op": "mel_spectrogram"}`, `{"shape": [100]}`, `input spec {"shape": [100]}: want {"shape": [...], "dtype": "<f4"}`, false},
 	} {
 		out, r := testOpOut(tc.spec, tc.in)

@@ -14,8 +14,8 @@ import (
 // Durations returns every sample's duration as field name of r stores it.
 // It is the one place the bucketed order learns durations: an IntField or
 // FloatField column (seconds, frames, tokens: any unit max_duration is
-// given in). An audio field's duration (frames / sample rate from its
-// metadata) belongs here too.
+// given in), or an AudioField's clips, in seconds (frames / sample rate,
+// from their metadata: nothing is decoded).
 func Durations(r *beton.Reader, name string) ([]float64, error) {
 	f := r.FieldIndex(name)
 	if f < 0 {
@@ -26,9 +26,9 @@ func Durations(r *beton.Reader, name string) ([]float64, error) {
 		return nil, fmt.Errorf("duration field %q is not a field of %s (fields: %v)", name, r.Path, names)
 	}
 	typ := r.Fields[f].Type
-	if typ != field.Int && typ != field.Float {
-		return nil, fmt.Errorf("duration field %q is a %s: durations are read from an IntField or a FloatField",
-			name, typ)
+	if typ != field.Int && typ != field.Float && typ != field.Audio {
+		return nil, fmt.Errorf("duration field %q is a %s: durations are read from an IntField, a FloatField "+
+			"or an AudioField", name, typ)
 	}
 	out := make([]float64, r.NumSamples())
 	for i := range out {
@@ -36,11 +36,17 @@ func Durations(r *beton.Reader, name string) ([]float64, error) {
 		if err != nil {
 			return nil, fmt.Errorf("duration field %q: %w", name, err)
 		}
-		v := binary.LittleEndian.Uint64(col)
-		if typ == field.Int {
-			out[i] = float64(int64(v))
-		} else {
-			out[i] = math.Float64frombits(v)
+		switch typ {
+		case field.Audio:
+			m := field.ParseAudioMeta(col)
+			if err := field.CheckAudio(m); err != nil {
+				return nil, fmt.Errorf("duration field %q, sample %d: %w", name, i, err)
+			}
+			out[i] = float64(m.Frames) / float64(m.SampleRate)
+		case field.Int:
+			out[i] = float64(int64(binary.LittleEndian.Uint64(col)))
+		default:
+			out[i] = math.Float64frombits(binary.LittleEndian.Uint64(col))
 		}
 	}
 	return out, nil

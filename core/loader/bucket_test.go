@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ffcv-go/ffcv-go/core/audioenc"
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/internal/betontest"
@@ -219,7 +220,7 @@ func TestBucketedErrors(t *testing.T) {
 		want string
 	}{
 		{func(c *Config) { c.DurationField = "length" }, `duration field "length" is not a field`},
-		{func(c *Config) { c.DurationField = "wave" }, "is a BytesField: durations are read from an IntField or a FloatField"},
+		{func(c *Config) { c.DurationField = "wave" }, "is a BytesField: durations are read from an IntField, a FloatField or an AudioField"},
 		{func(c *Config) { c.DurationField = "" }, "needs a duration field"},
 		{func(c *Config) { c.MaxDuration = 20 }, "has duration 35, more than max_duration 20"},
 		{func(c *Config) { c.MaxDuration = 0 }, "max_duration 0 must be a positive"},
@@ -236,5 +237,40 @@ func TestBucketedErrors(t *testing.T) {
 	l := newLoader(t, r, bucketConfig(2, 0), clipPipeline)
 	if _, err := l.Start(0, 0, []uint64{1, 2, 3}, true); err == nil || !strings.Contains(err.Error(), "not made of the bucketed batches") {
 		t.Errorf("an order of other batches: %v", err)
+	}
+}
+
+// Durations reads an IntField's or FloatField's values, or an AudioField's
+// clips' seconds (frames / sample rate) from their metadata.
+func TestDurations(t *testing.T) {
+	frames := []int{800, 2000, 1, 1500}
+	rates := []int{1000, 1000, 8000, 500}
+	descs := []field.Desc{{Type: field.Audio, Name: "audio", Audio: &field.AudioArgs{Storage: "source"}},
+		{Type: field.Int, Name: "frames"}}
+	aenc, err := audioenc.NewEncoder(descs[0], audioenc.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ienc, err := field.NewEncoder(descs[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := writeFile(t, filepath.Join(t.TempDir(), "audio.beton"), descs, []field.Encoder{aenc, ienc}, len(frames),
+		func(i int) []field.Value {
+			return []field.Value{{Data: make([]byte, 2*frames[i]), Channels: 1, Int: int64(rates[i]), Width: audioenc.Int16},
+				{Int: int64(frames[i])}}
+		})
+	r := betontest.Open(t, path)
+	for _, tc := range []struct {
+		name string
+		want []float64
+	}{
+		{"audio", []float64{0.8, 2, 1.0 / 8000, 3}},
+		{"frames", []float64{800, 2000, 1, 1500}},
+	} {
+		got, err := Durations(r, tc.name)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, %v; want %v", tc.name, got, err, tc.want)
+		}
 	}
 }

@@ -188,7 +188,8 @@ def test_padding_lengths_and_mask(speech, tmp_path, capsys):
     assert seen[0].dtype == torch.uint8 and tuple(seen[0].shape) == (4, 1, 8 + 4 * max(lengths))
     b = Audio.of(seen[0])
     assert torch.equal(b.waveform, a.waveform) and torch.equal(b.lengths, a.lengths)
-    with pytest.raises(ValueError, match=r"Audio.of takes an audio decoder's \(B, C, 8 \+ 4\*N\) uint8 batch"):
+    with pytest.raises(ValueError, match=r"Audio.of takes an audio decoder's or audio transform's \(B, \.\.\., "
+                                          r"8 \+ 4\*N\) uint8 batch"):
         Audio.of(a.waveform)
     for k, p in enumerate(speech):
         assert np.array_equal(a.waveform[k, 0, :lengths[k]].numpy(), reference(p)[0])
@@ -310,3 +311,42 @@ def test_damaged_clip_in_the_file_is_refused_when_read(speech, tmp_path):
     problems = Reader(str(path)).verify()
     assert [(p["sample"], p["field"]) for p in problems] == [(2, "audio")], problems
     assert "FLAC" in problems[0]["error"]
+
+
+def test_batch_of_one_and_numpy_batches(speech, tmp_path):
+    """A batch of one clip whose rows are not a multiple of 8 bytes still
+    gives its int64 lengths; Audio.of a numpy batch gives a numpy mask."""
+    write(tmp_path / "a.beton", [str(speech[0])])
+    n = 11025  # (8 + 4·n) bytes a row: not a multiple of 8
+    a = only(tmp_path / "a.beton", AudioDecoder(max_seconds=0.5))
+    assert a.lengths.tolist() == [n] and a.mask().sum().item() == n
+    seen = []
+    list(Loader(str(tmp_path / "a.beton"), batch_size=1, num_workers=1, drop_last=False,
+                pipelines={"audio": [AudioDecoder(max_seconds=0.5), _Keep(seen)], "label": [IntDecoder()]}))
+    b = Audio.of(seen[0].numpy())
+    assert b.lengths.tolist() == [n] and b.mask().dtype == np.bool_ and b.mask().sum() == n
+    assert np.array_equal(b.data, a.data.numpy())
+
+
+def test_bucketed_by_audio_duration(speech, tmp_path):
+    """order_kwargs={"duration_field": "audio"}: batches by the clips' total
+    seconds (frames / sample rate, from the metadata), each at most
+    max_duration, every clip once an epoch; a clip longer than
+    max_duration is refused by name."""
+    paths = [str(p) for p in speech] * 6
+    write(tmp_path / "a.beton", paths)
+    frames = np.array([sf.info(p).frames for p in paths])
+    secs = frames / 22050
+    loader = load(tmp_path / "a.beton", RandomAudioCropDecoder(1.0), batch_size=16, order=OrderOption.BUCKETED,
+                  order_kwargs={"duration_field": "audio", "max_duration": 4.0}, seed=3)
+    seen, sizes = [], set()
+    for a, y in loader:
+        ids = y.reshape(-1).tolist()
+        assert secs[ids].sum() <= 4.0 + 1e-9
+        assert a.lengths.tolist() == np.minimum(frames[ids], 22050).tolist()
+        seen += ids
+        sizes.add(len(ids))
+    assert sorted(seen) == list(range(len(paths))) and len(sizes) > 1
+    with pytest.raises(ValueError, match=r"duration field \"audio\".*more than max_duration 1"):
+        load(tmp_path / "a.beton", order=OrderOption.BUCKETED, order_kwargs={"duration_field": "audio",
+                                                                            "max_duration": 1.0})

@@ -64,6 +64,7 @@ BAD = [
     (T.MelSpectrogram, dict(n_fft=400, win_length=512), "win_length"),
     (T.MelSpectrogram, dict(hop_length=0), "hop_length"),
     (T.WhisperLogMel, dict(n_mels=64), "n_mels"),
+    (T.AddNoise, dict(snr_db=(20, 10), noise="noise"), "snr_db"),
     (T.TimeMasking, dict(time_mask_param=-1), "time_mask_param"),
     (T.TimeMasking, dict(time_mask_param=10, p=2), "p"),
     (T.FrequencyMasking, dict(freq_mask_param=-3), "freq_mask_param"),

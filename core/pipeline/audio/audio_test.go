@@ -11,6 +11,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/audioproc"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 	"github.com/ffcv-go/ffcv-go/core/pipeline/internal/optest"
+	"github.com/ffcv-go/ffcv-go/core/pipeline/waveform"
 )
 
 func bytesOf(x []float32) []byte {
@@ -41,31 +42,76 @@ func chirp(rows, n int) []float32 {
 	return x
 }
 
-// run builds op, checks its output against want, and runs it on x for
-// the sample at position pos, with a valid length recorded first when
-// valid ≥ 0; it returns the output and the valid length after it.
-func run(t *testing.T, name string, args map[string]any, in pipeline.Spec, x []float32, pos uint64, valid int) ([]float32, pipeline.Spec, int) {
+// layout is x, rows of the last axis of in's shape, in the rows layout
+// with valid as their length.
+func layout(in pipeline.Spec, x []float32, valid int) (pipeline.Spec, []byte) {
+	lead, n := in.Shape[:len(in.Shape)-1], in.Shape[len(in.Shape)-1]
+	if len(lead) == 0 {
+		lead = []int{1}
+	}
+	spec := waveform.SpecOf(lead, n)
+	b := make([]byte, spec.Bytes())
+	for r := 0; r < len(x)/n; r++ {
+		copy(b[r*(8+4*n)+8:], bytesOf(x[r*n:(r+1)*n]))
+	}
+	waveform.SetLength(b, len(x)/n, n, valid)
+	return spec, b
+}
+
+// run builds op, and runs it on x (of shape in) for the sample at
+// position pos: in the rows layout with valid as its length when valid ≥
+// 0, else as a plain float32 array. It returns the output's rows, one
+// after the other, their shape (lead, then samples) and their length,
+// which every row must hold.
+func run(t *testing.T, name string, args map[string]any, in pipeline.Spec, x []float32, pos uint64, valid int) ([]float32, []int, int) {
 	t.Helper()
 	op := optest.NewOp(t, name, args)
+	xb := bytesOf(x)
+	if valid >= 0 {
+		in, xb = layout(in, x, valid)
+	}
 	out, err := op.Out(in)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
+	lead, m, ok := waveform.Rows(out)
+	if !ok {
+		t.Fatalf("%s: output %v %s is not the rows layout", name, out.Shape, out.DType)
+	}
 	c := pipeline.NewCtx()
 	defer c.Close()
 	c.Pos, c.Sample, c.Seed = pos, pos, 7
-	last := in.Shape[len(in.Shape)-1]
-	if valid >= 0 {
-		SetLength(c, valid, last)
-	}
 	y := make([]byte, out.Bytes())
-	if err := op.Run(c, 0, bytesOf(x), y); err != nil {
+	for i := range y {
+		y[i] = 0xAB // what is not written shows
+	}
+	if err := op.Run(c, 0, xb, y); err != nil {
 		t.Fatal(err)
 	}
-	return floatsOf(y), out, Length(c, out.Shape[len(out.Shape)-1])
+	rows := len(y) / (8 + 4*m)
+	got := make([]float32, 0, rows*m)
+	n := waveform.Length(y)
+	for r := 0; r < rows; r++ {
+		row := y[r*(8+4*m):]
+		if waveform.Length(row) != n || n > m {
+			t.Fatalf("%s: row %d holds length %d, row 0 %d (of %d)", name, r, waveform.Length(row), n, m)
+		}
+		got = append(got, floatsOf(row[8:8+4*m])...)
+		for i, v := range got[len(got)-m+n:] {
+			if v != 0 {
+				t.Fatalf("%s: row %d [%d] = %v past the valid %d", name, r, n+i, v, n)
+			}
+		}
+	}
+	return got, append(slices.Clone(lead), m), n
 }
 
 func wav(shape ...int) pipeline.Spec { return pipeline.Spec{Shape: shape, DType: "<f4"} }
+
+// rowsOf is the rows layout spec of shape (its last axis the samples).
+func rowsOf(shape ...int) pipeline.Spec {
+	return waveform.SpecOf(shape[:len(shape)-1], shape[len(shape)-1])
+}
 
 // Each operation's output shape, and the inputs and arguments it refuses.
 func TestOutAndArguments(t *testing.T) {
@@ -73,14 +119,25 @@ func TestOutAndArguments(t *testing.T) {
 		op   string
 		args map[string]any
 		in   pipeline.Spec
-		want string // the output shape, or a part of the error
+		want string // the output's rows shape (lead, then samples), or a part of the error
 	}{
+		// the rows layout of the decoders and of every operation here
+		{"audio_mono", nil, rowsOf(2, 100), "[1 100]"},
+		{"audio_mono", nil, rowsOf(1, 100), "[1 100]"},
+		{"audio_gain", nil, rowsOf(2, 100), "[2 100]"},
+		{"audio_resample", map[string]any{"orig_freq": 22050, "new_freq": 16000}, rowsOf(2, 1000), "[2 726]"},
+		{"audio_speed", map[string]any{"orig_freq": 16000, "factors": []float64{0.9, 1.1}}, rowsOf(1, 1000), "[1 1112]"},
+		{"mel_spectrogram", nil, rowsOf(1, 16000), "[128 81]"},
+		{"mel_spectrogram", map[string]any{"n_mels": 40}, rowsOf(2, 16000), "[2 40 81]"},
+		{"whisper_log_mel", nil, rowsOf(1, 100), "[80 3000]"},
+		{"time_masking", map[string]any{"mask_param": 5}, rowsOf(40, 81), "[40 81]"},
+		{"frequency_masking", map[string]any{"mask_param": 5}, rowsOf(2, 40, 81), "[2 40 81]"},
+		// plain float32 arrays (an NDArrayField's), all valid
 		{"audio_mono", nil, wav(2, 100), "[1 100]"},
-		{"audio_mono", map[string]any{"keepdim": false}, wav(2, 100), "[100]"},
-		{"audio_mono", nil, wav(100), "[100]"},
+		{"audio_mono", nil, wav(100), "[1 100]"},
 		{"audio_resample", map[string]any{"orig_freq": 22050, "new_freq": 16000}, wav(2, 1000), "[2 726]"},
-		{"audio_resample", map[string]any{"orig_freq": 8000, "new_freq": 16000}, wav(5), "[10]"},
-		{"audio_speed", map[string]any{"orig_freq": 16000, "factors": []float64{0.9, 1.1}}, wav(1000), "[1112]"},
+		{"audio_resample", map[string]any{"orig_freq": 8000, "new_freq": 16000}, wav(5), "[1 10]"},
+		{"audio_speed", map[string]any{"orig_freq": 16000, "factors": []float64{0.9, 1.1}}, wav(1000), "[1 1112]"},
 		{"mel_spectrogram", nil, wav(16000), "[128 81]"},
 		{"mel_spectrogram", map[string]any{"n_fft": 512, "hop_length": 160, "n_mels": 40, "center": false}, wav(2, 16000), "[2 40 97]"},
 		{"whisper_log_mel", nil, wav(100), "[80 3000]"},
@@ -88,11 +145,14 @@ func TestOutAndArguments(t *testing.T) {
 		{"time_masking", map[string]any{"mask_param": 5}, wav(2, 40, 81), "[2 40 81]"},
 		{"frequency_masking", map[string]any{"mask_param": 5}, wav(40, 81), "[40 81]"},
 		// refused inputs
-		{"audio_mono", nil, pipeline.Spec{Shape: []int{2, 100}, DType: "<i2"}, "needs float32 waveforms"},
-		{"mel_spectrogram", nil, wav(2, 2, 100), "needs float32 waveforms"},
+		{"audio_mono", nil, pipeline.Spec{Shape: []int{2, 100}, DType: "<i2"}, "needs waveforms"},
+		{"audio_mono", nil, pipeline.Spec{Shape: []int{2, 101}, DType: "|u1"}, "needs waveforms"},
+		{"audio_gain", nil, rowsOf(2, 3, 100), "needs waveforms"},
+		{"mel_spectrogram", nil, wav(2, 2, 100), "needs waveforms"},
 		{"mel_spectrogram", map[string]any{"center": false}, wav(100), "make no frame"},
 		{"whisper_log_mel", map[string]any{"pad_or_trim": false}, wav(100), "make no frame"},
-		{"time_masking", map[string]any{"mask_param": 5}, wav(100), "needs float32 spectrograms"},
+		{"time_masking", map[string]any{"mask_param": 5}, wav(100), "needs spectrograms"},
+		{"time_masking", map[string]any{"mask_param": 5}, rowsOf(2, 2, 40, 81), "needs spectrograms"},
 		// refused arguments
 		{"audio_resample", map[string]any{"orig_freq": 0, "new_freq": 16000}, wav(10), "orig_freq 0 and new_freq 16000 must be positive"},
 		{"audio_resample", map[string]any{"orig_freq": 16000, "new_freq": 8000, "rolloff": 1.5}, wav(10), "rolloff 1.5"},
@@ -117,21 +177,25 @@ func TestOutAndArguments(t *testing.T) {
 			if err == nil {
 				out, err = op.Out(tc.in)
 			}
-			got := fmt.Sprint(out.Shape)
+			var got string
 			if err != nil {
 				got = err.Error()
+			} else if lead, n, ok := waveform.Rows(out); ok {
+				got = fmt.Sprint(append(slices.Clone(lead), n))
+			} else {
+				got = fmt.Sprintf("%v %s, not the rows layout", out.Shape, out.DType)
 			}
-			if !strings.Contains(got, tc.want) || (err == nil && out.DType != "<f4") {
-				t.Fatalf("got %s %s, want %s", got, out.DType, tc.want)
+			if !strings.Contains(got, tc.want) {
+				t.Fatalf("got %s, want %s", got, tc.want)
 			}
 		})
 	}
 }
 
-// A sample's valid length: each operation computes on the valid part as
-// if it were the whole sample, writes zeros after its own, and records
-// its own length. The input's padding is not zero here, so reading it
-// would show.
+// A sample's valid length, read from its rows: each operation computes
+// on the valid part as if it were the whole sample, writes zeros after
+// its own, and heads its output rows with its own length. The input's
+// padding is not zero here, so reading it would show.
 func TestValidLength(t *testing.T) {
 	const n, valid = 4000, 2500
 	x := chirp(2, n)
@@ -164,13 +228,8 @@ func TestValidLength(t *testing.T) {
 			}
 			got, out, gotValid := run(t, tc.op, tc.args, wav(2, n), x, 3, valid)
 			want, wantOut, wantValid := run(t, tc.op, tc.args, wav(2, valid), cut, 3, -1)
-			rows := out.Shape[0] * func() int {
-				if len(out.Shape) == 3 {
-					return out.Shape[1]
-				}
-				return 1
-			}()
-			m, wm := out.Shape[len(out.Shape)-1], wantOut.Shape[len(wantOut.Shape)-1]
+			m, wm := out[len(out)-1], wantOut[len(wantOut)-1]
+			rows := len(got) / m
 			if tc.op == "whisper_log_mel" && tc.args == nil {
 				wantValid = m // padded to 30 s: every frame is the sample's
 			}
@@ -191,17 +250,29 @@ func TestValidLength(t *testing.T) {
 			}
 		})
 	}
-	// Without a recorded length (or one recorded for another sample) the
-	// whole axis is the sample's.
-	c := pipeline.NewCtx()
-	c.Pos = 1
-	SetLength(c, 10, 100)
-	if Length(c, 100) != 10 || Length(c, 99) != 99 {
-		t.Fatal("length not kept for its sample and axis")
-	}
-	c.Pos = 2
-	if Length(c, 100) != 100 {
-		t.Fatal("length of another sample used")
+	// A length past the rows is refused, not read past.
+	for _, tc := range []struct {
+		op   string
+		args map[string]any
+	}{
+		{"audio_gain", nil},
+		{"audio_mono", nil},
+		{"audio_resample", map[string]any{"orig_freq": 2, "new_freq": 3}},
+		{"mel_spectrogram", map[string]any{"n_fft": 16, "n_mels": 4}},
+		{"time_masking", map[string]any{"mask_param": 2}},
+	} {
+		op := optest.NewOp(t, tc.op, tc.args)
+		in, b := layout(wav(2, 64), chirp(2, 64), 65)
+		spec, err := op.Out(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := pipeline.NewCtx()
+		err = op.Run(c, 0, b, make([]byte, spec.Bytes()))
+		c.Close()
+		if err == nil || !strings.Contains(err.Error(), "a valid length of 65 in rows of 64 samples") {
+			t.Fatalf("%s: a length past the rows: %v", tc.op, err)
+		}
 	}
 }
 
@@ -228,9 +299,11 @@ func TestMaskDraws(t *testing.T) {
 		if _, err := op.Out(in); err != nil {
 			t.Fatal(err)
 		}
-		x := make([]float32, F*T)
+		x := make([]float32, F*T) // ones, zeros past the valid frames
 		for i := range x {
-			x[i] = 1
+			if i%T < tc.valid {
+				x[i] = 1
+			}
 		}
 		seen := map[string]bool{}
 		for pos := uint64(0); pos < 60; pos++ {
@@ -263,7 +336,9 @@ func TestMaskDraws(t *testing.T) {
 						in = in || (k >= m[0] && k < m[1] && tt < tc.valid)
 					}
 					want := float32(1)
-					if in {
+					if tt >= tc.valid {
+						want = 0
+					} else if in {
 						want = op.value
 					}
 					if y[f*T+tt] != want {
@@ -304,8 +379,8 @@ func TestGainAndSpeed(t *testing.T) {
 	drawn := map[int]bool{}
 	for pos := uint64(0); pos < 30; pos++ {
 		y, out, valid := run(t, "audio_speed", map[string]any{"orig_freq": 16000, "factors": factors}, wav(3000), x, pos, -1)
-		if out.Shape[0] != 3334 {
-			t.Fatalf("output of %d samples, want the slowest factor's 3334", out.Shape[0])
+		if out[1] != 3334 {
+			t.Fatalf("output of %d samples, want the slowest factor's 3334", out[1])
 		}
 		found := false
 		for _, f := range factors {

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
+	"github.com/ffcv-go/ffcv-go/core/pipeline/waveform"
 )
 
 // mask is SpecAugment's masking (torchaudio's TimeMasking and
@@ -24,15 +24,15 @@ type mask struct {
 	n        int
 	p        float64
 	value    float32
-	rows     int // channels
-	f, t     int
+	w        wave
+	f        int // frequency bands
 }
 
 func newTimeMask(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) { return newMask(raw, true) }
 func newFreqMask(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 	return newMask(raw, false)
 }
-func (o *mask) InPlace() bool { return true }
+func (o *mask) InPlace() bool { return o.w.framed }
 func (o *mask) axisName() string {
 	if o.time {
 		return "time_mask_param"
@@ -70,15 +70,12 @@ func newMask(raw json.RawMessage, time bool) (pipeline.Op, error) {
 }
 
 func (o *mask) Out(in pipeline.Spec) (pipeline.Spec, error) {
-	if in.DType != "<f4" || len(in.Shape) < 2 || len(in.Shape) > 3 {
-		return in, fmt.Errorf("needs float32 spectrograms of shape (F, T) or (C, F, T), got %v %s", in.Shape, field.DTypeName(in.DType))
+	w, err := needWave(in, "spectrograms", "(F, T) or (C, F, T)", false, 1, 2)
+	if err != nil {
+		return in, err
 	}
-	s := in.Shape
-	o.rows, o.f, o.t = 1, s[len(s)-2], s[len(s)-1]
-	if len(s) == 3 {
-		o.rows = s[0]
-	}
-	return in, nil
+	o.w, o.f = w, w.lead[len(w.lead)-1]
+	return waveform.SpecOf(w.lead, w.n), nil
 }
 
 // Masks are the [start, end) ranges the op draws for the sample in c
@@ -104,19 +101,29 @@ func (o *mask) Masks(c *pipeline.Ctx, key, size int) [][2]int {
 }
 
 func (o *mask) Run(c *pipeline.Ctx, key int, in, out []byte) error {
-	pipeline.CopyIfNeeded(out, in)
-	_, y, err := views(nil, out)
+	if err := aligned(in, out); err != nil {
+		return err
+	}
+	valid, err := o.w.valid(in) // frames past it stay the zeros they are
 	if err != nil {
 		return err
 	}
-	valid := Length(c, o.t) // frames past it stay the padding they are
+	dst := rows{o.w.rows, o.w.n}
+	if o.w.framed {
+		pipeline.CopyIfNeeded(out, in)
+	} else {
+		for r := 0; r < o.w.rows; r++ {
+			copy(dst.row(out, r), o.w.row(in, r))
+		}
+		waveform.SetLength(out, dst.n, dst.m, valid)
+	}
 	size := o.f
 	if o.time {
 		size = valid
 	}
 	for _, m := range o.Masks(c, key, size) {
-		for row := 0; row < o.rows*o.f; row++ {
-			line := y[row*o.t : (row+1)*o.t]
+		for row := 0; row < o.w.rows; row++ {
+			line := dst.row(out, row)
 			if o.time {
 				for t := m[0]; t < m[1]; t++ {
 					line[t] = o.value

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ffcv-go/ffcv-go/core/audioproc"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
+	"github.com/ffcv-go/ffcv-go/core/pipeline/waveform"
 )
 
 // melOp is torchaudio.transforms.MelSpectrogram: |STFT|^power through a
@@ -99,8 +100,17 @@ func newMel(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 	return o, nil
 }
 
+// specOut is the spectrogram rows of w's waveforms: (bands, 8 + 4·T),
+// or (C, bands, 8 + 4·T) for C > 1 channels.
+func specOut(w wave, bands, frames int) pipeline.Spec {
+	if w.rows == 1 {
+		return waveform.SpecOf([]int{bands}, frames)
+	}
+	return waveform.SpecOf([]int{w.rows, bands}, frames)
+}
+
 func (o *melOp) Out(in pipeline.Spec) (pipeline.Spec, error) {
-	w, err := needWave(in, "waveforms")
+	w, err := needWave(in, "waveforms", wavePlain, true, 1)
 	if err != nil {
 		return in, err
 	}
@@ -110,7 +120,7 @@ func (o *melOp) Out(in pipeline.Spec) (pipeline.Spec, error) {
 	if o.frames < 1 {
 		return in, fmt.Errorf("%d samples make no frame of n_fft %d without center", w.n, o.nFFT)
 	}
-	return spec(w.lead, o.nMels, o.frames), nil
+	return specOut(w, o.nMels, o.frames), nil
 }
 
 func (o *melOp) scratch(c *pipeline.Ctx, n int) *melScratch {
@@ -130,29 +140,30 @@ func growF64(b []float64, n int) []float64 {
 }
 
 func (o *melOp) Run(c *pipeline.Ctx, _ int, in, out []byte) error {
-	x, y, err := views(in, out)
+	if err := aligned(in, out); err != nil {
+		return err
+	}
+	valid, err := o.w.valid(in)
 	if err != nil {
 		return err
 	}
-	valid := Length(c, o.w.n)
 	T := o.frames
 	sc := o.scratch(c, o.nMels*T)
 	frames := min(sc.s.Frames(valid), T)
 	if valid == 0 {
 		frames = 0
 	}
+	dst := rows{o.w.rows * o.nMels, T}
 	for row := 0; row < o.w.rows; row++ {
-		audioproc.MelFrames(sc.s, o.bank, x[row*o.w.n:row*o.w.n+valid], frames, sc.buf, T)
-		dst := y[row*o.nMels*T : (row+1)*o.nMels*T]
+		audioproc.MelFrames(sc.s, o.bank, o.w.row(in, row)[:valid], frames, sc.buf, T)
 		for m := 0; m < o.nMels; m++ {
-			d, src := dst[m*T:(m+1)*T], sc.buf[m*T:]
+			d, src := dst.row(out, row*o.nMels+m), sc.buf[m*T:]
 			for t := 0; t < frames; t++ {
 				d[t] = float32(src[t])
 			}
-			clear(d[frames:])
 		}
 	}
-	SetLength(c, frames, T)
+	dst.finish(out, frames)
 	return nil
 }
 
@@ -191,7 +202,7 @@ func newWhisper(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 }
 
 func (o *whisper) Out(in pipeline.Spec) (pipeline.Spec, error) {
-	w, err := needWave(in, "16 kHz waveforms")
+	w, err := needWave(in, "16 kHz waveforms", wavePlain, true, 1)
 	if err != nil {
 		return in, err
 	}
@@ -203,7 +214,7 @@ func (o *whisper) Out(in pipeline.Spec) (pipeline.Spec, error) {
 	if o.frames < 1 {
 		return in, fmt.Errorf("%d samples make no frame (Whisper's hop is %d)", w.n, audioproc.WhisperHop)
 	}
-	return spec(w.lead, o.nMels, o.frames), nil
+	return specOut(w, o.nMels, o.frames), nil
 }
 
 type whisperScratch struct {
@@ -213,7 +224,10 @@ type whisperScratch struct {
 }
 
 func (o *whisper) Run(c *pipeline.Ctx, _ int, in, out []byte) error {
-	x, y, err := views(in, out)
+	if err := aligned(in, out); err != nil {
+		return err
+	}
+	valid, err := o.w.valid(in)
 	if err != nil {
 		return err
 	}
@@ -221,7 +235,6 @@ func (o *whisper) Run(c *pipeline.Ctx, _ int, in, out []byte) error {
 		s, _ := audioproc.NewSpectrogram(audioproc.WhisperNFFT, audioproc.WhisperNFFT, audioproc.WhisperHop, true, audioproc.Reflect, 2)
 		return &whisperScratch{s: s}
 	}).(*whisperScratch)
-	valid := Length(c, o.w.n)
 	n := valid // the samples Whisper sees: the valid ones, or 30 s of them
 	if o.pad {
 		n = o.n
@@ -230,7 +243,7 @@ func (o *whisper) Run(c *pipeline.Ctx, _ int, in, out []byte) error {
 	T, per := o.frames, o.nMels*o.frames
 	sc.buf = growF64(sc.buf, o.w.rows*per)
 	for row := 0; row < o.w.rows; row++ {
-		src := x[row*o.w.n : row*o.w.n+valid]
+		src := o.w.row(in, row)[:valid]
 		if o.pad {
 			sc.wave = append(sc.wave[:0], src[:min(valid, n)]...)
 			for len(sc.wave) < n {
@@ -250,16 +263,14 @@ func (o *whisper) Run(c *pipeline.Ctx, _ int, in, out []byte) error {
 	}
 	audioproc.LogMel(vals)
 	k := 0
-	for row := 0; row < o.w.rows; row++ {
-		for m := 0; m < o.nMels; m++ {
-			d := y[row*per+m*T : row*per+(m+1)*T]
-			for t := 0; t < frames; t++ {
-				d[t] = float32(vals[k])
-				k++
-			}
-			clear(d[frames:])
+	dst := rows{o.w.rows * o.nMels, T}
+	for r := 0; r < dst.n; r++ {
+		d := dst.row(out, r)
+		for t := 0; t < frames; t++ {
+			d[t] = float32(vals[k])
+			k++
 		}
 	}
-	SetLength(c, frames, T)
+	dst.finish(out, frames)
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ffcv-go/ffcv-go/core/audioproc"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
+	"github.com/ffcv-go/ffcv-go/core/pipeline/waveform"
 )
 
 // resample is torchaudio.functional.resample with sinc_interp_hann:
@@ -41,35 +42,37 @@ func newResample(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 }
 
 func (o *resample) Out(in pipeline.Spec) (pipeline.Spec, error) {
-	w, err := needWave(in, "waveforms")
+	w, err := needWave(in, "waveforms", wavePlain, true, 1)
 	if err != nil {
 		return in, err
 	}
 	o.w = w
-	return spec(w.lead, o.r.OutLen(w.n)), nil
+	return waveform.SpecOf(w.lead, o.r.OutLen(w.n)), nil
 }
 
-func (o *resample) Run(c *pipeline.Ctx, _ int, in, out []byte) error {
-	x, y, err := views(in, out)
-	if err != nil {
-		return err
-	}
-	resampleRows(c, o.r, o.w, x, y, o.r.OutLen(o.w.n))
-	return nil
+func (o *resample) Run(_ *pipeline.Ctx, _ int, in, out []byte) error {
+	return resampleRows(o.r, o.w, in, out, o.r.OutLen(o.w.n))
 }
 
 // resampleRows resamples each row's valid part (the zeros after it are
 // what torchaudio's own padding reads) into rows of m samples, zero after
-// their valid part, and records that length.
-func resampleRows(c *pipeline.Ctx, r *audioproc.Resampler, w wave, x, y []float32, m int) {
-	valid := Length(c, w.n)
-	got := r.OutLen(valid)
-	for row := 0; row < w.rows; row++ {
-		dst := y[row*m : (row+1)*m]
-		r.Apply(x[row*w.n:row*w.n+valid], dst)
-		clear(dst[got:])
+// their valid part, headed by that length.
+func resampleRows(r *audioproc.Resampler, w wave, in, out []byte, m int) error {
+	if err := aligned(in, out); err != nil {
+		return err
 	}
-	SetLength(c, got, m)
+	valid, err := w.valid(in)
+	if err != nil {
+		return err
+	}
+	dst := rows{w.rows, m}
+	got := min(r.OutLen(valid), m)
+	for row := 0; row < w.rows; row++ {
+		y := dst.row(out, row)
+		r.Apply(w.row(in, row)[:valid], y[:got])
+	}
+	dst.finish(out, got)
+	return nil
 }
 
 // speed is torchaudio's SpeedPerturbation: a factor drawn uniformly from
@@ -113,7 +116,7 @@ func newSpeed(_ pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 }
 
 func (o *speed) Out(in pipeline.Spec) (pipeline.Spec, error) {
-	w, err := needWave(in, "waveforms")
+	w, err := needWave(in, "waveforms", wavePlain, true, 1)
 	if err != nil {
 		return in, err
 	}
@@ -121,7 +124,7 @@ func (o *speed) Out(in pipeline.Spec) (pipeline.Spec, error) {
 	for _, r := range o.rs {
 		o.m = max(o.m, r.OutLen(w.n))
 	}
-	return spec(w.lead, o.m), nil
+	return waveform.SpecOf(w.lead, o.m), nil
 }
 
 // Factor is the index of the factor drawn for the sample in c under key.
@@ -130,10 +133,5 @@ func (o *speed) Factor(c *pipeline.Ctx, key int) int {
 }
 
 func (o *speed) Run(c *pipeline.Ctx, key int, in, out []byte) error {
-	x, y, err := views(in, out)
-	if err != nil {
-		return err
-	}
-	resampleRows(c, o.rs[o.Factor(c, key)], o.w, x, y, o.m)
-	return nil
+	return resampleRows(o.rs[o.Factor(c, key)], o.w, in, out, o.m)
 }

@@ -1,7 +1,8 @@
 // Package waveform holds the decoders of AudioField: a clip's frames
 // (whole, its first seconds, or a random window drawn per sample and
 // epoch), decoded straight into the batch as float32, optionally mixed
-// down to mono, with the clip's valid length.
+// down to mono, with the clip's valid length; and the layout that carries
+// that length through every audio operation to the batch.
 //
 // # Layout
 //
@@ -11,6 +12,9 @@
 // holds the same length, so the layout is known from the shape alone
 // (Layout), and a batch (B, C, 8 + 4·N) is viewed in Python, without a
 // copy, as the waveforms (B, C, N) float32 and the lengths (B,) int64.
+// The audio operations (core/pipeline/audio) read and write the same
+// layout with more leading axes (a spectrogram's (n_mels, 8 + 4·T) or
+// (C, n_mels, 8 + 4·T)): Rows and SpecOf.
 package waveform
 
 import (
@@ -39,13 +43,39 @@ func Spec(channels, frames int) pipeline.Spec {
 	return pipeline.Spec{Shape: []int{channels, Header + 4*frames}, DType: "|u1"}
 }
 
+// SpecOf is the output spec of rows of frames samples, the rows shaped
+// lead (one axis or more).
+func SpecOf(lead []int, frames int) pipeline.Spec {
+	return pipeline.Spec{Shape: append(append([]int(nil), lead...), Header+4*frames), DType: "|u1"}
+}
+
 // Layout reads a waveform spec's channels and frames; ok is false for a
 // spec of another layout.
 func Layout(s pipeline.Spec) (channels, frames int, ok bool) {
-	if s.DType != "|u1" || len(s.Shape) != 2 || s.Shape[0] < 1 || s.Shape[1] < Header || (s.Shape[1]-Header)%4 != 0 {
+	if len(s.Shape) != 2 {
 		return 0, 0, false
 	}
-	return s.Shape[0], (s.Shape[1] - Header) / 4, true
+	lead, frames, ok := Rows(s)
+	if !ok {
+		return 0, 0, false
+	}
+	return lead[0], frames, true
+}
+
+// Rows reads the leading shape and the frames of a spec of rows with a
+// valid length, of any number of leading axes; ok is false for a spec of
+// another layout.
+func Rows(s pipeline.Spec) (lead []int, frames int, ok bool) {
+	n := len(s.Shape)
+	if s.DType != "|u1" || n < 2 || s.Shape[n-1] < Header || (s.Shape[n-1]-Header)%4 != 0 {
+		return nil, 0, false
+	}
+	for _, d := range s.Shape[:n-1] {
+		if d < 1 {
+			return nil, 0, false
+		}
+	}
+	return s.Shape[:n-1], (s.Shape[n-1] - Header) / 4, true
 }
 
 // Length is a waveform sample's valid frames.
@@ -61,7 +91,7 @@ func Row(out []byte, frames, c int) []float32 {
 	return unsafe.Slice((*float32)(unsafe.Pointer(&out[at])), frames)
 }
 
-// SetLength stores a sample's valid frames in every channel row.
+// SetLength stores a sample's valid frames in every row (channels rows).
 func SetLength(out []byte, channels, frames, n int) {
 	for c := 0; c < channels; c++ {
 		binary.LittleEndian.PutUint64(out[c*(Header+4*frames):], uint64(n))

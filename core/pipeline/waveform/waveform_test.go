@@ -4,7 +4,11 @@ package waveform_test
 
 import (
 	"encoding/binary"
+	"encoding/json"
+	"math"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ffcv-go/ffcv-go/core/audioenc"
@@ -12,6 +16,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/internal/betontest"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
+	_ "github.com/ffcv-go/ffcv-go/core/pipeline/audio"
 	"github.com/ffcv-go/ffcv-go/core/pipeline/internal/optest"
 	"github.com/ffcv-go/ffcv-go/core/pipeline/waveform"
 )
@@ -154,5 +159,110 @@ func TestLayout(t *testing.T) {
 	}
 	if _, _, ok := waveform.Layout(pipeline.Spec{Shape: []int{4, 8, 3}, DType: "|u1"}); ok {
 		t.Fatal("an image taken for a waveform")
+	}
+}
+
+// A decoder's valid length travels through the audio operations in their
+// rows: each stage's rows hold the length of its own valid part (clips
+// shorter than the slot), the rest zero.
+func TestLengthThroughOperations(t *testing.T) {
+	r := audioFile(t, "flac")
+	resample := optest.Named{Name: "audio_resample", Args: map[string]any{"orig_freq": rate, "new_freq": 1500}}
+	mel := optest.Named{Name: "mel_spectrogram", Args: map[string]any{"sample_rate": 1500, "n_fft": 64,
+		"hop_length": 32, "n_mels": 8}}
+	for _, tc := range []struct {
+		ops  []optest.Named
+		lead []int
+		want func(n int) int // the output's valid length of a clip of n frames
+	}{
+		{[]optest.Named{{Name: "audio_gain", Args: map[string]any{"min_db": -3, "max_db": 3}}}, []int{2},
+			func(n int) int { return n }},
+		{[]optest.Named{{Name: "audio_mono"}}, []int{1}, func(n int) int { return n }},
+		{[]optest.Named{resample}, []int{2}, func(n int) int { return (n*3 + 1) / 2 }},
+		{[]optest.Named{resample, mel}, []int{2, 8}, func(n int) int { return 1 + (n*3+1)/2/32 }},
+		{[]optest.Named{{Name: "audio_mono"}, resample, mel,
+			{Name: "time_masking", Args: map[string]any{"mask_param": 10}}}, []int{8},
+			func(n int) int { return 1 + (n*3+1)/2/32 }},
+		{[]optest.Named{{Name: "audio_mono"}, {Name: "whisper_log_mel", Args: map[string]any{"pad_or_trim": false}}},
+			[]int{80}, func(n int) int { return n / 160 }},
+	} {
+		ops := append([]optest.Named{{Name: "audio", Args: map[string]any{}}}, tc.ops...)
+		p := optest.Build(t, r, 0, ops...)
+		lead, m, ok := waveform.Rows(p.SampleOut)
+		if !ok || !slices.Equal(lead, tc.lead) {
+			t.Fatalf("%v: output %v, want rows of shape %v", tc.ops, p.SampleOut, tc.lead)
+		}
+		for i, n := range lengths {
+			out := run(t, p, r, i, 0)
+			rows := len(out) / (8 + 4*m)
+			for row := 0; row < rows; row++ {
+				if got := waveform.Length(out[row*(8+4*m):]); got != tc.want(n) {
+					t.Fatalf("%v clip %d row %d: length %d, want %d", tc.ops, i, row, got, tc.want(n))
+				}
+				for k, v := range waveform.Row(out, m, row)[tc.want(n):] {
+					if v != 0 {
+						t.Fatalf("%v clip %d row %d: %v past the valid length, at %d", tc.ops, i, row, v, tc.want(n)+k)
+					}
+				}
+			}
+		}
+	}
+}
+
+// AddNoise adds a clip of the noise field at the drawn SNR: on each row's
+// valid samples the added part's energy stands at snr_db below the
+// clip's; the padding stays zero; draws are keyed.
+func TestAddNoise(t *testing.T) {
+	r := audioFile(t, "flac")
+	for _, tc := range []struct {
+		args map[string]any
+		lo   float64
+		hi   float64
+	}{
+		{map[string]any{"snr_db": []float64{10, 10}, "noise": "audio"}, 10, 10},
+		{map[string]any{"snr_db": []float64{0, 20}, "noise": "audio"}, 0, 20},
+	} {
+		clean := optest.Build(t, r, 0, optest.Named{Name: "audio", Args: map[string]any{}})
+		noisy := optest.Build(t, r, 0, optest.Named{Name: "audio", Args: map[string]any{}},
+			optest.Named{Name: "audio_add_noise", Args: tc.args})
+		_, m, _ := waveform.Rows(noisy.SampleOut)
+		for i, n := range lengths {
+			for pos := uint64(0); pos < 3; pos++ {
+				x, y := run(t, clean, r, i, pos), run(t, noisy, r, i, pos)
+				if !slices.Equal(y, run(t, noisy, r, i, pos)) {
+					t.Fatalf("clip %d: drawn twice differently", i)
+				}
+				for c := 0; c < 2; c++ {
+					if waveform.Length(y[c*(8+4*m):]) != n {
+						t.Fatalf("clip %d: length %d, want %d", i, waveform.Length(y[c*(8+4*m):]), n)
+					}
+					xs, ys := waveform.Row(x, m, c), waveform.Row(y, m, c)
+					var es, en float64
+					for k := 0; k < n; k++ {
+						d := float64(ys[k]) - float64(xs[k])
+						es, en = es+float64(xs[k])*float64(xs[k]), en+d*d
+					}
+					snr := 10 * math.Log10(es/en)
+					if snr < tc.lo-0.01 || snr > tc.hi+0.01 {
+						t.Fatalf("clip %d channel %d: SNR %.3f dB, want in [%v, %v]", i, c, snr, tc.lo, tc.hi)
+					}
+					for k, v := range ys[n:] {
+						if v != 0 {
+							t.Fatalf("clip %d: %v past the valid length at %d", i, v, n+k)
+						}
+					}
+				}
+			}
+		}
+	}
+	optest.CheckBadArgs(t, []optest.BadArgs{
+		{Name: "audio_add_noise", Args: map[string]any{"snr_db": []float64{20, 10}, "noise": "n"}, Want: "low <= high"},
+		{Name: "audio_add_noise", Args: map[string]any{"snr_db": []float64{10}, "noise": "n"}, Want: "give (low, high)"},
+		{Name: "audio_add_noise", Args: map[string]any{"snr_db": []float64{0, 10}}, Want: "noise: name the AudioField"},
+	})
+	if _, err := pipeline.Build(r, 0, []json.RawMessage{optest.Spec(t, "audio", nil),
+		optest.Spec(t, "audio_add_noise", map[string]any{"snr_db": []float64{0, 10}, "noise": "label"})}); err == nil ||
+		!strings.Contains(err.Error(), `noise "label" is not an AudioField`) {
+		t.Fatalf("a noise field not in the file: %v", err)
 	}
 }

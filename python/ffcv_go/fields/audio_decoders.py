@@ -3,11 +3,11 @@ or a window drawn per sample and epoch -- decoded in Go straight into the
 batch as float32, optionally mixed down to mono, with each clip's valid
 length.
 
-Batches come as ``Audio(waveform, lengths)``: ``waveform`` (B, C, N)
-float32, zero past each clip's ``lengths`` (B,) int64 frames, read from
-one uint8 batch buffer of shape (B, C, 8 + 4·N) (per channel row an int64
-length, then the N samples), which is the decoders' output for any Go
-operation after them."""
+Batches come as ``Audio(data, lengths)``: ``data`` (B, C, N) float32,
+zero past each clip's ``lengths`` (B,) int64 frames, read from one uint8
+batch buffer of shape (B, C, 8 + 4·N) (per channel row an int64 length,
+then the N samples): the layout every audio transform after the decoder
+reads and writes, so the lengths reach the batch through them."""
 import math
 from typing import NamedTuple
 
@@ -21,33 +21,54 @@ from ..pipeline.state import State
 
 
 class Audio(NamedTuple):
-    """A batch of clips: ``waveform`` (B, C, N) float32, zero past each
-    clip's ``lengths`` (B,) int64 frames (``mask()`` gives the (B, N)
-    attention mask); the waveform is a view of the batch buffer."""
-    waveform: "object"
+    """A batch of an audio pipeline: ``data`` float32, (B, C, N) waveforms
+    or (B, n_mels, T) (or (B, C, n_mels, T)) spectrograms, zero past each
+    sample's ``lengths`` (B,) int64 (frames of the waveform, or of the
+    spectrogram); ``mask()`` gives the (B, N) or (B, T) attention mask. The
+    data is a view of the batch buffer, whose rows each begin with the
+    sample's length (the layout every audio operation reads and writes)."""
+    data: "object"
     lengths: "object"
+
+    @property
+    def waveform(self):
+        """``data``, by its name for waveforms."""
+        return self.data
 
     @staticmethod
     def of(x):
-        """The Audio view of a decoder's raw batch ``x``, a (B, C, 8 + 4·N)
-        uint8 tensor or array, as a Python stage after the decoder gets it."""
-        if x.ndim != 3 or x.shape[2] < 8 or (x.shape[2] - 8) % 4 or str(x.dtype) not in ("torch.uint8", "uint8"):
-            raise ValueError(f"Audio.of takes an audio decoder's (B, C, 8 + 4*N) uint8 batch, "
+        """The Audio view of an audio decoder's or audio transform's raw
+        batch ``x``, a (B, ..., 8 + 4·N) uint8 tensor or array (each row an
+        int64 length, then N float32), as a Python stage after it gets it."""
+        if (x.ndim < 3 or x.shape[-1] < 8 or (x.shape[-1] - 8) % 4
+                or str(x.dtype) not in ("torch.uint8", "uint8")):
+            raise ValueError(f"Audio.of takes an audio decoder's or audio transform's (B, ..., 8 + 4*N) uint8 batch, "
                              f"got shape {tuple(x.shape)}, dtype {x.dtype}")
+        first = (slice(None),) + (0,) * (x.ndim - 2) + (slice(0, 8),)
         if isinstance(x, np.ndarray):
-            return Audio(x[:, :, 8:].view("<f4"), x[:, 0, :8].copy().view("<i8").reshape(-1))
+            return Audio(x[..., 8:].view("<f4"), x[first].copy().view("<i8").reshape(-1))
         import torch
-        # The lengths are copied (B × 8 bytes): a row is 8 + 4·N bytes, not
-        # always a multiple of 8, so no int64 view of them in place.
-        return Audio(x[:, :, 8:].view(torch.float32), x[:, 0, :8].contiguous().view(torch.int64).reshape(-1))
+        # The lengths are copied (B × 8 bytes) into memory of their own: a
+        # row is 8 + 4·N bytes, not always a multiple of 8, so no int64 view
+        # of them in place.
+        return Audio(x[..., 8:].view(torch.float32), x[first].reshape(-1).clone().view(torch.int64))
 
     def mask(self):
-        """(B, N) bool: True on each clip's valid frames."""
-        n = self.waveform.shape[-1]
-        if hasattr(self.lengths, "device"):
-            import torch
-            return torch.arange(n, device=self.lengths.device)[None, :] < self.lengths[:, None]
-        return np.arange(n)[None, :] < np.asarray(self.lengths)[:, None]
+        """(B, N) bool: True on each sample's valid frames."""
+        n = self.data.shape[-1]
+        if isinstance(self.lengths, np.ndarray):  # numpy 2's arrays have a .device too
+            return np.arange(n)[None, :] < self.lengths[:, None]
+        import torch
+        return torch.arange(n, device=self.lengths.device)[None, :] < self.lengths[:, None]
+
+
+def _finish_audio(x):
+    """A batch in the rows layout as Audio; anything else (a Python stage
+    changed it) as it is."""
+    if (x.ndim >= 3 and x.shape[-1] >= 8 and (x.shape[-1] - 8) % 4 == 0
+            and str(x.dtype) in ("torch.uint8", "uint8")):
+        return Audio.of(x)
+    return x
 
 
 def _finite(op, name, value):
@@ -90,8 +111,8 @@ class _AudioDecoder(_Decoder):
                 AllocationQuery(shape, np.dtype("u1")))
 
     def _finish_batch(self, x):
-        """The (B, C, 8 + 4·N) uint8 batch as Audio(waveform, lengths) views;
-        a batch that later operations changed is handed on as it is."""
+        """The (B, C, 8 + 4·N) uint8 batch as Audio(data, lengths) views;
+        a batch that a Python stage changed is handed on as it is."""
         c, n = self._layout()
         if tuple(x.shape[1:]) != (c, 8 + 4 * n) or str(x.dtype) not in ("torch.uint8", "uint8"):
             return x
@@ -105,7 +126,7 @@ class AudioDecoder(_AudioDecoder):
     """Whole clips, or their first ``max_seconds`` seconds: (C, N) float32
     per sample, N the longest clip's frames (or max_seconds × the sample
     rate, rounded), shorter clips zero-padded; batches are
-    ``Audio(waveform (B, C, N), lengths (B,))``. ``mono=True`` mixes the
+    ``Audio(data (B, C, N), lengths (B,))``. ``mono=True`` mixes the
     channels down to one (their mean). Every clip of the file must have one
     sample rate, and, unless mono, one channel count."""
     _go_name = "audio"

@@ -663,8 +663,9 @@ _BUCKETING_KEYS = {"duration_field", "max_duration", "num_buckets"}
 
 def _bucketing_args(kwargs, reader):
     """OrderOption.BUCKETED's order_kwargs, checked: duration_field (an
-    IntField or FloatField of the file: seconds, frames, tokens, ...),
-    max_duration (a batch's total, in that field's unit) and num_buckets
+    IntField or FloatField of the file: seconds, frames, tokens, ...; or an
+    AudioField: its clips' seconds), max_duration (a batch's total, in that
+    field's unit) and num_buckets
     (10 by default, as lhotse's). The loader's batch_size bounds a batch's
     samples. A sample longer than max_duration is refused when the Loader
     is made (by the Go side, naming it)."""
@@ -675,7 +676,7 @@ def _bucketing_args(kwargs, reader):
     name = kwargs.get("duration_field")
     if not isinstance(name, str):
         raise ValueError(f"order BUCKETED needs order_kwargs['duration_field'], the name of an IntField or FloatField "
-                         f"holding each sample's duration (fields: {', '.join(reader.field_names)})")
+                         f"holding each sample's duration, or of an AudioField (fields: {', '.join(reader.field_names)})")
     md = kwargs.get("max_duration")
     if isinstance(md, bool) or not isinstance(md, (int, float, np.integer, np.floating)) or not 0 < md < float("inf"):
         raise ValueError(f"order BUCKETED: order_kwargs['max_duration'] {md!r} must be a positive number, a batch's "

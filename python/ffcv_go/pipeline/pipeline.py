@@ -219,7 +219,8 @@ def plan_output(field_index, name, ops, field, metadata, memory_read, compiled_s
     except (TypeError, ValueError) as e:
         if f'"{name}"' in str(e):
             raise
-        raise type(e)(f'output "{name}": {e}') from e
+        # ValueError or TypeError itself: a subclass may take other arguments.
+        raise (ValueError if isinstance(e, ValueError) else TypeError)(f'output "{name}": {e}') from e
 
 
 def _plan(field_index, name, ops, field, metadata, memory_read, compiled_stage, view):
@@ -301,8 +302,10 @@ def _plan(field_index, name, ops, field, metadata, memory_read, compiled_stage, 
         plan.steps.append(compiled_stage(m, go_state, mi))
         go_state = plan.steps[-1].state
     plan.state = state
-    if plan.go_ops is not None:  # a decoder whose batches the user gets in another form (captions, token rows)
-        plan.finish = getattr(ops[0], "_finish_batch", None)
+    if plan.go_ops is not None:  # batches the user gets in another form (captions, token rows, Audio)
+        # The last operation's form (an audio transform's), else the decoder's.
+        last = next((op for op in reversed(ops) if not op._marker), ops[0])
+        plan.finish = getattr(last, "_finish_batch", None) or getattr(ops[0], "_finish_batch", None)
     last = plan.steps[-1] if plan.steps else None
     if isinstance(last, PyStage) and last.kind == "custom" and last.state.jit_mode:
         last.keep_numpy = True  # FFCV hands out what jit-mode custom code returns: numpy arrays

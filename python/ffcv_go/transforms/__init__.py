@@ -13,8 +13,8 @@ from .auto_augment import RandAugment, TrivialAugmentWide, AutoAugment, AugMix, 
 from .video import ToTorchVideo
 from .photometric import Photometric
 from .mix_samples import CopyPaste, MixUp, LabelMixUp
-from .audio import (MonoMix, Resample, Gain, SpeedPerturbation, MelSpectrogram, WhisperLogMel, TimeMasking,
-                    FrequencyMasking)
+from .audio import (MonoMix, Resample, Gain, SpeedPerturbation, AddNoise, MelSpectrogram, WhisperLogMel,
+                    TimeMasking, FrequencyMasking)
 from .letterbox import LetterBox
 from .hsv import RandomHSV, LabelRandomHSV
 from .flip import RandomFlip
@@ -30,7 +30,7 @@ __all__ = ["ToTensor", "ToDevice", "ToTorchImage", "Convert", "View", "Squeeze",
            "LabelTranslate", "LabelRandomHorizontalFlip", "LabelRandomResizedCrop", "PadRGBImageDecoder",
            "RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AugmentOp", "ToTorchVideo", "Photometric",
            "MixUp", "LabelMixUp", "CopyPaste", "RandomPerspective", "LabelRandomPerspective",
-           "MonoMix", "Resample", "Gain", "SpeedPerturbation", "MelSpectrogram", "WhisperLogMel", "TimeMasking",
+           "MonoMix", "Resample", "Gain", "SpeedPerturbation", "AddNoise", "MelSpectrogram", "WhisperLogMel", "TimeMasking",
            "FrequencyMasking",
            "LetterBox", "LabelLetterBox", "RandomHSV", "LabelRandomHSV", "RandomFlip",
            "RandomIoUCrop", "LabelRandomIoUCrop", "RandomZoomOut", "LabelRandomZoomOut"]

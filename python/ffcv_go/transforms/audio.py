@@ -1,34 +1,44 @@
-"""Audio transforms, run in Go per sample: on float32 waveforms of shape
-(N,) or (C, N) (MonoMix, Resample, Gain, SpeedPerturbation,
-MelSpectrogram, WhisperLogMel) and on float32 spectrograms of shape
-(F, T) or (C, F, T) (TimeMasking, FrequencyMasking). Each is equal to the
-torchaudio or Whisper function it names (see docs/guides/audio.md for
-the tolerances). A sample padded to its slot by its decoder carries its
-valid length: each transform works on the valid part, leaves zeros after
-it and passes its new length on. The classes describe the operations and
-ask the Go core for their arguments' checks and their output shapes."""
+"""Audio transforms, run in Go per sample: on waveforms (MonoMix, Resample,
+Gain, SpeedPerturbation, AddNoise, MelSpectrogram, WhisperLogMel) and on
+spectrograms (TimeMasking, FrequencyMasking). Each is equal to the
+torchaudio or Whisper function it names (see docs/guides/audio.md for the
+tolerances).
+
+They take what an audio decoder gives, (C, 8 + 4·N) uint8 rows (each an
+int64 valid length, then N float32 samples), and give the same layout:
+waveforms (C, 8 + 4·N'), spectrograms (n_mels, 8 + 4·T) (or (C, n_mels,
+8 + 4·T) for C > 1 channels) with their valid frames. Each works on the
+valid part, leaves zeros after it and heads its rows with its own length,
+so a batch comes as ``Audio(data, lengths)`` whatever the transforms. A
+plain float32 array (an NDArrayField's (N,) or (C, N) waveforms, (F, T) or
+(C, F, T) spectrograms) is taken as all valid. The classes describe the
+operations and ask the Go core for their arguments' checks and their
+output shapes."""
 import numpy as np
 import torch
 
 from .. import _lib
+from ..fields.audio_decoders import _finish_audio
 from ..pipeline.operation import _ArgumentError, _check_spec, _seed_arg
 from ._base import Transform, replace_state
 from .image import _seeded
 
 
 class _Audio(Transform):
-    """A Go transform of float32 CPU samples of ``_ndims`` dimensions,
-    described by ``_spec()``."""
+    """A Go transform of the rows layout (or float32 arrays of ``_ndims``
+    dimensions) on the CPU, described by ``_spec()``."""
 
     _ndims = (1, 2)
-    _input = "waveforms (N,) or (C, N)"
+    _input = "waveforms: an audio decoder's (C, 8 + 4*N) uint8 rows, or float32 (N,) or (C, N)"
 
     def _check(self):
         _check_spec(self, self._spec())
 
     def _fits(self, state):
-        return (state.jit_mode and state.shape is not None and len(state.shape) in self._ndims
-                and np.dtype(state.dtype) == np.float32)
+        if not state.jit_mode or state.shape is None:
+            return False
+        dt = np.dtype(state.dtype)
+        return (dt == np.float32 and len(state.shape) in self._ndims) or (dt == np.uint8 and len(state.shape) >= 2)
 
     def _go_spec(self, state):
         return self._spec() if self._fits(state) else None
@@ -37,13 +47,17 @@ class _Audio(Transform):
         if not self._fits(previous_state):
             return previous_state, None
         try:
-            shape, dtype = _lib.op_out(self._spec(), previous_state.shape, "<f4")
+            shape, dtype = _lib.op_out(self._spec(), previous_state.shape, np.dtype(previous_state.dtype).str)
         except ValueError as e:
             raise _ArgumentError(type(self).__name__, str(e)) from None
         return replace_state(previous_state, shape=shape, dtype=np.dtype(dtype)), None
 
+    def _finish_batch(self, x):
+        """The batch as Audio(data, lengths) views."""
+        return _finish_audio(x)
+
     def _misplaced(self, name, index, state):
-        return (f"{name!r}: {type(self).__name__} (operation {index}) runs in Go on float32 CPU "
+        return (f"{name!r}: {type(self).__name__} (operation {index}) runs in Go on CPU "
                 f"{self._input}; here its input is shape {state.shape}, dtype {state.dtype}, "
                 f"on {state.device}. Put it right after an audio decoder or another audio transform, "
                 f"before ToTensor/ToDevice.")
@@ -51,16 +65,14 @@ class _Audio(Transform):
 
 class MonoMix(_Audio):
     """Averages the channels of a (C, N) waveform: ``waveform.mean(0,
-    keepdim=keepdim)``, (1, N), or (N,) without keepdim. An (N,) waveform
-    is mono already and passes unchanged."""
+    keepdim=True)``, (1, N)."""
 
-    def __init__(self, keepdim=True):
+    def __init__(self):
         super().__init__()
-        self.keepdim = bool(keepdim)
         self._check()
 
     def _spec(self):
-        return {"op": "audio_mono", "keepdim": self.keepdim}
+        return {"op": "audio_mono"}
 
 
 class Resample(_Audio):
@@ -120,10 +132,38 @@ class SpeedPerturbation(_Audio):
         return _seeded({"op": "audio_speed", "orig_freq": self.orig_freq, "factors": self.factors}, self.seed)
 
 
+class AddNoise(_Audio):
+    """Adds noise at a signal-to-noise ratio drawn uniformly in ``snr_db``
+    = (low, high) decibels, by torchaudio.functional.add_noise's rule on
+    each channel's valid samples (the padding stays zero). The noise is a
+    clip of ``noise``, another AudioField of the same file (at the clips'
+    sample rate: put AddNoise before a Resample), drawn per sample with a
+    window of it as long as the clip (a shorter noise clip repeats), keyed
+    like every random transform. A noise of the clip's channel count is
+    added channel to channel, another one mixed down to mono first."""
+
+    def __init__(self, snr_db=(0.0, 20.0), noise=None, seed=None):
+        super().__init__()
+        try:
+            self.snr_db = tuple(float(v) for v in snr_db)
+        except (TypeError, ValueError):
+            raise _ArgumentError(type(self).__name__, f"snr_db {snr_db!r}: give (low, high) in dB") from None
+        if not isinstance(noise, str):
+            raise _ArgumentError(type(self).__name__, f"noise {noise!r}: name the AudioField of the file the "
+                                 f"noise clips are drawn from")
+        self.noise, self.seed = noise, _seed_arg(seed)
+        self._check()
+
+    def _spec(self):
+        return _seeded({"op": "audio_add_noise", "snr_db": list(self.snr_db), "noise": self.noise}, self.seed)
+
+
 class MelSpectrogram(_Audio):
     """torchaudio.transforms.MelSpectrogram with its defaults and
-    arguments (a periodic Hann window): (N,) to (n_mels, T), (C, N) to
-    (C, n_mels, T), T = 1 + N // hop_length when centred."""
+    arguments (a periodic Hann window): one channel to (n_mels, T), C > 1
+    channels to (C, n_mels, T), T = 1 + N // hop_length when centred; of
+    a clip shorter than its slot, the frames of its valid samples, 1 +
+    length // hop_length, the rest zero."""
 
     def __init__(self, sample_rate=16000, n_fft=400, win_length=None, hop_length=None, f_min=0.0, f_max=None,
                  pad=0, n_mels=128, window_fn=torch.hann_window, power=2.0, normalized=False, wkwargs=None,
@@ -155,9 +195,11 @@ class MelSpectrogram(_Audio):
 
 
 class WhisperLogMel(_Audio):
-    """whisper.audio.log_mel_spectrogram of 16 kHz waveforms: (N,) to
-    (n_mels, N // 160), n_mels 80 or 128; with pad_or_trim (the default)
-    of ``whisper.pad_or_trim(waveform)``, 30 s, so (n_mels, 3000)."""
+    """whisper.audio.log_mel_spectrogram of 16 kHz waveforms: (n_mels,
+    N // 160), n_mels 80 or 128, of a clip's valid samples (length // 160
+    valid frames, the rest zero); with pad_or_trim (the default) of
+    ``whisper.pad_or_trim(waveform)``, 30 s, so (n_mels, 3000), every frame
+    valid, as Whisper's encoder takes them."""
 
     def __init__(self, n_mels=80, pad_or_trim=True):
         super().__init__()
@@ -170,7 +212,8 @@ class WhisperLogMel(_Audio):
 
 class _Masking(_Audio):
     _ndims = (2, 3)
-    _input = "spectrograms (F, T) or (C, F, T)"
+    _input = ("spectrograms: a spectrogram transform's (F, 8 + 4*T) or (C, F, 8 + 4*T) uint8 rows, "
+              "or float32 (F, T) or (C, F, T)")
 
     def __init__(self, mask_param, iid_masks, p, n, mask_value, seed):
         super().__init__()
@@ -216,5 +259,6 @@ def _int(v, name, op):
     return int(v)
 
 
-__all__ = ["MonoMix", "Resample", "Gain", "SpeedPerturbation", "MelSpectrogram", "WhisperLogMel", "TimeMasking",
+__all__ = ["MonoMix", "Resample", "Gain", "SpeedPerturbation", "AddNoise", "MelSpectrogram", "WhisperLogMel",
+           "TimeMasking",
            "FrequencyMasking"]
