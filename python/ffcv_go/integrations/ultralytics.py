@@ -118,8 +118,8 @@ def _small_masks(masks, labels, counts, r, overlap, size):
     """Instance maps (B, H, W) at 1/r, each small pixel the map's pixel
     nearest its centre, or maps already (B, H/r, W/r): (masks: with overlap (B, H/r, W/r) ids, else
     (N, H/r, W/r) 0/1, one per box in batch order, float32 as Ultralytics'
-    collate makes them of a batch with a background image; sem_masks: (B, H/r, W/r) float32, each pixel its object's class,
-    0 where none)."""
+    collate makes them of a batch with a background image; sem_masks: (B, H/r, W/r) float32, each
+    pixel its object's class, 0 where none)."""
     torch = _torch()
     if masks.ndim != 3:
         raise ValueError(f"to_ultralytics_batch: masks must be a (B, H, W) instance map, got {tuple(masks.shape)}")

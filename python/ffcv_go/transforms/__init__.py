@@ -30,8 +30,8 @@ __all__ = ["ToTensor", "ToDevice", "ToTorchImage", "Convert", "View", "Squeeze",
            "LabelTranslate", "LabelRandomHorizontalFlip", "LabelRandomResizedCrop", "PadRGBImageDecoder",
            "RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AugmentOp", "ToTorchVideo", "Photometric",
            "MixUp", "LabelMixUp", "CopyPaste", "RandomPerspective", "LabelRandomPerspective",
-           "MonoMix", "Resample", "Gain", "SpeedPerturbation", "AddNoise", "MelSpectrogram", "WhisperLogMel", "TimeMasking",
-           "FrequencyMasking",
+           "MonoMix", "Resample", "Gain", "SpeedPerturbation", "AddNoise", "MelSpectrogram", "WhisperLogMel",
+           "TimeMasking", "FrequencyMasking",
            "LetterBox", "LabelLetterBox", "RandomHSV", "LabelRandomHSV", "RandomFlip",
            "RandomIoUCrop", "LabelRandomIoUCrop", "RandomZoomOut", "LabelRandomZoomOut"]
 
