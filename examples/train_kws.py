@@ -81,6 +81,25 @@ def write_betons(root, items):
     return paths["train"], paths["val"]
 
 
+class _Mels:
+    """(log-mel (B, n_mels, T) on device, labels) from a Loader whose audio
+    output is an Audio(data, lengths) batch: every clip is 1 s long, so all
+    of data is valid and the lengths are not needed."""
+
+    def __init__(self, loader, device):
+        self.loader, self.device = loader, device
+
+    def __len__(self):
+        return len(self.loader)
+
+    def __iter__(self):
+        for audio, y in self.loader:
+            yield audio.data.to(self.device, non_blocking=True), y
+
+    def close(self):
+        self.loader.close()
+
+
 def ffcv_go_loaders(root, items, args, device):
     from ffcv_go import Loader
     from ffcv_go.fields.decoders import AudioDecoder, IntDecoder
@@ -93,11 +112,11 @@ def ffcv_go_loaders(root, items, args, device):
     train_l = Loader(train, batch_size=args.batch_size, num_workers=args.workers, order=OrderOption.RANDOM,
                      seed=args.seed, drop_last=True, pipelines={
                          "audio": [AudioDecoder(mono=True), mel, FrequencyMasking(args.freq_mask),
-                                   TimeMasking(args.time_mask), ToTensor(), *to_dev],
+                                   TimeMasking(args.time_mask)],
                          "label": label})
     val_l = Loader(val, batch_size=args.batch_size, num_workers=args.workers, order=OrderOption.SEQUENTIAL,
-                   pipelines={"audio": [AudioDecoder(mono=True), mel, ToTensor(), *to_dev], "label": label})
-    return train_l, val_l
+                   pipelines={"audio": [AudioDecoder(mono=True), mel], "label": label})
+    return _Mels(train_l, device), _Mels(val_l, device)
 
 # ==== end of the ffcv_go pipeline ===============================================================
 
