@@ -90,14 +90,13 @@ def write_beton(items, path):
 def make_ours(path, args):
     from ffcv_go.fields.decoders import RandomAudioCropDecoder
     from ffcv_go.loader import Loader, OrderOption
-    from ffcv_go.transforms import FrequencyMasking, Resample, TimeMasking, ToTensor, WhisperLogMel
+    from ffcv_go.transforms import FrequencyMasking, Resample, TimeMasking, WhisperLogMel
     resample = [Resample(args.source_rate, RATE)] if args.source_rate != RATE else []
     return Loader(path, batch_size=args.batch_size, num_workers=args.workers, order=OrderOption.RANDOM,
                   seed=args.seed, drop_last=True, pipelines={
                       "audio": [RandomAudioCropDecoder(args.window, mono=True), *resample,
                                 WhisperLogMel(args.n_mels, pad_or_trim=False),
-                                FrequencyMasking(FREQ_MASK, n=N_FREQ), TimeMasking(TIME_MASK, p=TIME_P, n=N_TIME),
-                                ToTensor()]})
+                                FrequencyMasking(FREQ_MASK, n=N_FREQ), TimeMasking(TIME_MASK, p=TIME_P, n=N_TIME)]})
 
 # ==== end of the ffcv_go pipeline ===============================================================
 
