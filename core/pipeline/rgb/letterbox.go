@@ -246,6 +246,16 @@ func (l *letterbox) run(c *pipeline.Ctx, src []byte, w, h, stride int, out []byt
 type lbDecoder struct{ *letterbox }
 
 func newLetterboxDecoder(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
+	l, err := letterboxOfField(env, raw)
+	if err != nil {
+		return nil, err
+	}
+	return &lbDecoder{l}, nil
+}
+
+// letterboxOfField builds the letterbox of a decoder of env's image field:
+// the decoder's and its Label op's.
+func letterboxOfField(env pipeline.Env, raw json.RawMessage) (*letterbox, error) {
 	l, err := parseLetterbox(raw)
 	if err != nil {
 		return nil, err
@@ -256,7 +266,7 @@ func newLetterboxDecoder(env pipeline.Env, raw json.RawMessage) (pipeline.Op, er
 	if err := l.withRect(env, raw); err != nil {
 		return nil, err
 	}
-	return &lbDecoder{l}, nil
+	return l, nil
 }
 
 func (d *lbDecoder) Out(pipeline.Spec) (pipeline.Spec, error) {
@@ -348,14 +358,8 @@ func (t *lbTransform) Run(c *pipeline.Ctx, _ int, in, out []byte) error {
 type labelLetterbox struct{ *letterbox }
 
 func newLabelLetterbox(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
-	l, err := parseLetterbox(raw)
+	l, err := letterboxOfField(env, raw)
 	if err != nil {
-		return nil, err
-	}
-	if err := pipeline.NeedType(env, field.RGBImage); err != nil {
-		return nil, err
-	}
-	if err := l.withRect(env, raw); err != nil {
 		return nil, err
 	}
 	return &labelLetterbox{l}, nil
