@@ -156,11 +156,13 @@ fuzz: deps
 
 # The suite on PYTEST_WORKERS processes (pytest-xdist), then the tests
 # marked serial (the doctor's verdicts come from measured rates) alone,
-# collected from the files that mark any.
+# collected from the files that mark any; then the tests that run Ultralytics,
+# in its venv, a file per process (each builds its datasets once).
 test-python: deps venv build wheel $(PEERS_VENV)/.installed $(ULTRA_VENV)/.installed
 	PYTHONPATH=python $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal -m "not serial" tests/python $(PYTEST_ARGS)
 	PYTHONPATH=python $(PY) -m pytest -q -m serial $$(grep -l 'pytest.mark.serial' tests/python/test_*.py) $(PYTEST_ARGS)
-	PYTHONPATH=python $(ULTRA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/python/test_ultralytics.py tests/python/test_yolo_truth.py $(PYTEST_ARGS)
+	PYTHONPATH=python $(ULTRA_VENV)/bin/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile \
+	  tests/python/test_ultralytics.py tests/python/test_yolo_truth.py $(PYTEST_ARGS)
 
 # Everything that needs CUDA (tests/gpu): on a machine without it, one line
 # saying why, and success. From a wheel on a GPU machine without Go or
