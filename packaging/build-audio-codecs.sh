@@ -34,17 +34,25 @@ cmake_lib() {
 		-DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR="$cpu" \
 		-DCMAKE_C_COMPILER="$tc/cc" -DCMAKE_AR="$tc/ar" -DCMAKE_RANLIB="$tc/ranlib" \
 		-DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS="$cflags" \
-		-DCMAKE_POSITION_INDEPENDENT_CODE=ON -DBUILD_SHARED_LIBS=OFF "$@" &&
+		-DCMAKE_POSITION_INDEPENDENT_CODE=ON -DBUILD_SHARED_LIBS=OFF \
+		-DCMAKE_DISABLE_FIND_PACKAGE_Git=ON "$@" &&
 		make -C "$b" -j"$(nproc)" "$target"; } >"$work/$name.log" 2>&1 ||
 		{ tail -50 "$work/$name.log"; echo "build-audio-codecs: $name failed" >&2; return 1; }
 }
+
+# Git would have opus and flac take their version from the repository the
+# build directory is in (above: CMAKE_DISABLE_FIND_PACKAGE_Git;
+# flac: HAVE_GIT). Opus
+# 1.3.1's release leaves out opus_buildtype.cmake, which its CMakeLists.txt
+# includes to pick a default build type; this build names its own.
+[ -f "$opus/opus_buildtype.cmake" ] || : >"$opus/opus_buildtype.cmake"
 
 cmake_lib ogg "$ogg" ogg -DINSTALL_DOCS=OFF -DINSTALL_PKG_CONFIG_MODULE=OFF \
 	-DINSTALL_CMAKE_PACKAGE_MODULE=OFF -DBUILD_TESTING=OFF &
 p_ogg=$!
 cmake_lib flac "$flac" FLAC -DBUILD_CXXLIBS=OFF -DBUILD_PROGRAMS=OFF -DBUILD_EXAMPLES=OFF \
 	-DBUILD_TESTING=OFF -DBUILD_DOCS=OFF -DINSTALL_MANPAGES=OFF -DINSTALL_PKGCONFIG_MODULES=OFF \
-	-DINSTALL_CMAKE_CONFIG_MODULE=OFF -DWITH_OGG=OFF &
+	-DINSTALL_CMAKE_CONFIG_MODULE=OFF -DWITH_OGG=OFF -DHAVE_GIT=OFF &
 p_flac=$!
 cmake_lib opus "$opus" opus -DOPUS_BUILD_PROGRAMS=OFF -DOPUS_BUILD_TESTING=OFF -DBUILD_TESTING=OFF \
 	-DOPUS_INSTALL_PKG_CONFIG_MODULE=OFF -DOPUS_INSTALL_CMAKE_CONFIG_MODULE=OFF &
