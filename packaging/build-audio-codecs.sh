@@ -72,7 +72,7 @@ cp "$opusfile"/include/opusfile.h "$out.tmp/include/opus/"
 
 mkdir -p "$work/opusfile"
 for f in info internal opusfile stream; do
-	"$tc/cc" -c -O2 -fPIC $cflags '-DOP_GNUC_PREREQ(_maj,_min)=0' -DOP_HAVE_LRINTF -I"$opusfile/include" -I"$out.tmp/include" \
+	"$tc/cc" -c -O2 -w -fPIC $cflags '-DOP_GNUC_PREREQ(_maj,_min)=0' -DOP_HAVE_LRINTF -I"$opusfile/include" -I"$out.tmp/include" \
 		-I"$out.tmp/include/opus" -o "$work/opusfile/$f.o" "$opusfile/src/$f.c"
 done
 "$tc/ar" rcs "$out.tmp/lib/libopusfile.a" "$work"/opusfile/*.o

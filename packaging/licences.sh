@@ -5,7 +5,9 @@
 # directories): libjpeg-turbo, libFLAC, libogg, libopus and libopusfile from
 # the source trees the wheels build them from; minimp3 from core/audio; Go's
 # standard library and runtime from GOROOT; and each Go module ./export
-# imports, from the module cache. Run in the repository's root.
+# imports, from the module cache, less a nested module's text that repeats
+# its parent's (the AWS SDK's modules each carry the SDK's Apache-2.0 text).
+# Run in the repository's root.
 set -eu
 out=$1 jpeg=$2 flac=$3 ogg=$4 opus=$5 opusfile=$6
 rm -rf "$out" "$out.tmp"
@@ -23,14 +25,21 @@ cp core/audio/minimp3/LICENSE "$out.tmp/minimp3-LICENSE"
 goroot=$(go env GOROOT)
 cp "$goroot/LICENSE" "$out.tmp/go-LICENSE"
 cp "$goroot/PATENTS" "$out.tmp/go-PATENTS"
+modules=
 go list -deps -f '{{with .Module}}{{if not .Main}}{{.Path}} {{.Dir}}{{end}}{{end}}' ./export | sort -u |
 	while read -r path dir; do
 		found=
 		for f in "$dir"/LICENSE* "$dir"/LICENCE* "$dir"/COPYING* "$dir"/NOTICE*; do
 			[ -f "$f" ] || continue
-			cp "$f" "$out.tmp/go-$(echo "$path" | tr / _)-$(basename "$f")"
 			found=1
+			for parent in $modules; do
+				case $path in "$parent"/*)
+					cmp -s "$f" "$out.tmp/go-$(echo "$parent" | tr / _)-$(basename "$f")" && continue 2 ;;
+				esac
+			done
+			cp "$f" "$out.tmp/go-$(echo "$path" | tr / _)-$(basename "$f")"
 		done
 		[ -n "$found" ] || { echo "licences: no licence file in $dir ($path)" >&2; exit 1; }
+		modules="$modules $path"
 	done
 mv "$out.tmp" "$out"
