@@ -254,10 +254,11 @@ AARCH64 := build/aarch64
 AARCH64_ROOT := $(AARCH64)/root
 AARCH64_DEB_PACKAGES := mmdebstrap qemu-user-static binfmt-support
 # The packages whose tests hold float arithmetic to x86-64's digests and
-# references: the kernels, and every op family with float draws or pixels.
+# references: the kernels, every op family with float draws or pixels, and
+# the audio decoders (libFLAC, libopus, minimp3 as the aarch64 wheel links them).
 AARCH64_GO_QUICK := core/imgproc core/pipeline core/pipeline/rgb core/pipeline/transform core/pipeline/ssl \
   core/pipeline/policy core/pipeline/targets core/pipeline/clip core/pipeline/text core/pipeline/ops \
-  core/audioproc core/pipeline/audio
+  core/audioproc core/pipeline/audio core/audio
 AARCH64_GO_FULL := $(AARCH64_GO_QUICK) core/jpeg core/field core/order core/beton
 ARM_CC_ENV = CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC=$(abspath build/toolchain/aarch64/cc) $(call wheel-cgo-flags,aarch64)
 
@@ -286,7 +287,7 @@ $(AARCH64)/photos-%/.done: bench/make_dataset.py
 # arm64 and run under qemu, in the package's directory (testdata), with the
 # test binary's FLAGS (-test.short: fewer random draws in the long sweeps).
 define aarch64-go-test
-	mkdir -p $(AARCH64)/go-tests; set -e; for p in $(1); do t=$(abspath $(AARCH64))/go-tests/$$(basename $$p).test; \
+	mkdir -p $(AARCH64)/go-tests; set -e; for p in $(1); do t=$(abspath $(AARCH64))/go-tests/$$(echo $$p | tr / _).test; \
 	  $(ARM_CC_ENV) go test -c -o $$t ./$$p; \
 	  if ! (cd $$p && QEMU_LD_PREFIX=$(abspath $(AARCH64_ROOT)) $$t -test.count=1 $(2) >$$t.log 2>&1); then \
 	    cat $$t.log; echo "arm64 $$p: FAIL"; exit 1; fi; \
@@ -319,7 +320,7 @@ test-aarch64: deps venv aarch64-deps wheel $(AARCH64_ROOT)/.extracted $(AARCH64)
 	tests/aarch64/in-root.sh $(AARCH64_ROOT) 'cd /tmp/xarch && FFCV_GO_SIMD=off python3 crossarch.py run photos out-go --full --epochs 3'
 	/usr/bin/python3 tests/aarch64/crossarch.py compare $(AARCH64)/out-x86 $(AARCH64_ROOT)/tmp/xarch/out-go
 	@echo "NEON against the Go resize kernels, emulated (indicative only):"
-	cd core/imgproc && QEMU_LD_PREFIX=$(abspath $(AARCH64_ROOT)) $(abspath $(AARCH64))/go-tests/imgproc.test \
+	cd core/imgproc && QEMU_LD_PREFIX=$(abspath $(AARCH64_ROOT)) $(abspath $(AARCH64))/go-tests/core_imgproc.test \
 	  -test.run '^$$' -test.bench Kernels -test.cpu 1 -test.benchtime 20x | grep -E 'Benchmark|ok'
 
 
