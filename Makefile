@@ -147,8 +147,8 @@ wheel: wheel-deps dist/.wheels check-wheel
   build/codecs/$(a)/lib/libopusfile.a build/so/$(a)/_ffcv_go.so)
 
 # Each wheel's library: the right machine, no GLIBC symbol version above
-# 2.17, nothing NEEDED outside glibc, libjpeg's symbols not exported; and
-# auditwheel agrees with the tag.
+# 2.17, nothing NEEDED outside glibc, libjpeg's and the codecs' symbols not
+# exported; the licence texts beside it; and auditwheel agrees with the tag.
 check-wheel: $(TOOLS)/.installed
 	packaging/check-wheel.sh $(TOOLS)/bin/auditwheel dist/ffcv_go-*-py3-none-manylinux2014_*.whl
 
