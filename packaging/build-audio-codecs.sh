@@ -23,7 +23,13 @@ flac=$(cd "$4" && pwd) ogg=$(cd "$5" && pwd) opus=$(cd "$6" && pwd) opusfile=$(c
 work=$out.work
 rm -rf "$work" "$out" "$out.tmp"
 mkdir -p "$work" "$out.tmp/lib" "$out.tmp/include"
+work=$(cd "$work" && pwd)
 cflags="-g0 -fvisibility=hidden -DFLAC__NO_DLL -DOPUS_EXPORT="
+# Nothing may depend on where the tree is: opus names its source files in
+# its assertion messages (__FILE__), so the trees' paths are mapped to their
+# names.
+for d in "$flac" "$ogg" "$opus" "$opusfile"; do cflags="$cflags -ffile-prefix-map=$d=$(basename "$d")"; done
+cflags="$cflags -ffile-prefix-map=$work=build"
 
 # cmake_lib NAME SRC TARGET ARGS...: configures SRC and builds TARGET only.
 cmake_lib() {
