@@ -53,14 +53,23 @@ venv: $(VENV)/.installed
 # ---- Wheels --------------------------------------------------------------
 # dist/ffcv_go-<version>-py3-none-manylinux2014_{x86_64,aarch64}.whl, both
 # built here (x86-64): the Go library cross-compiled with cgo and Zig's C
-# compiler for glibc 2.17, with libjpeg-turbo (Debian's source package,
-# pinned in packaging/) built by the same compiler, with its SIMD, and linked
-# in statically. The library is loaded with ctypes, so one wheel per
-# architecture serves every CPython 3. Everything is cached under build/:
-# a second `make wheel` only repackages. See docs/install.md.
+# compiler for glibc 2.17, with libjpeg-turbo and the audio codecs (libFLAC,
+# libogg, libopus, libopusfile: Debian's source packages, pinned in
+# packaging/) built by the same compiler and linked in statically, and the
+# licence texts of all it links in. The library is loaded with ctypes, so one
+# wheel per architecture serves every CPython 3. Everything is cached under
+# build/: a second `make wheel` only repackages. See docs/install.md.
 WHEEL_ARCHES := x86_64 aarch64
 JPEG_VERSION := 1:2.1.5-2
-JPEG_SRC := build/src/libjpeg-turbo-$(subst :,_,$(JPEG_VERSION))
+FLAC_VERSION := 1.4.2+ds-2
+OGG_VERSION := 1.3.5-3
+OPUS_VERSION := 1.3.1-3
+OPUSFILE_VERSION := 0.12-4
+src-dir = build/src/$(1)-$(subst :,_,$(2))
+JPEG_SRC := $(call src-dir,libjpeg-turbo,$(JPEG_VERSION))
+# In the order build-audio-codecs.sh takes them.
+CODEC_SRCS := $(call src-dir,flac,$(FLAC_VERSION)) $(call src-dir,libogg,$(OGG_VERSION)) \
+  $(call src-dir,opus,$(OPUS_VERSION)) $(call src-dir,opusfile,$(OPUSFILE_VERSION))
 TOOLS := build/tools
 WHEEL_DEB_PACKAGES := cmake nasm dpkg-dev binutils
 GOARCH_x86_64 := amd64
@@ -84,32 +93,51 @@ build/toolchain/%/cc: $(TOOLS)/.installed packaging/toolchain.sh
 	packaging/toolchain.sh "$$($(TOOLS)/bin/python -c 'import os, ziglang; print(os.path.join(os.path.dirname(ziglang.__file__), "zig"))')" \
 	  $*-linux-gnu.2.17 build/toolchain/$*
 
-$(JPEG_SRC)/.unpacked: packaging/fetch-libjpeg-turbo.sh packaging/libjpeg-turbo.sha256
-	packaging/fetch-libjpeg-turbo.sh $(JPEG_VERSION) $(JPEG_SRC)
-	touch $@
+# build/src/PACKAGE-VERSION: Debian's source package, fetched and unpacked.
+define debian-source
+$(call src-dir,$(1),$(2))/.unpacked: packaging/fetch-source.sh packaging/$(1).sha256
+	packaging/fetch-source.sh $(1) $(2) $$(@D)
+	touch $$@
+endef
+$(eval $(call debian-source,libjpeg-turbo,$(JPEG_VERSION)))
+$(eval $(call debian-source,flac,$(FLAC_VERSION)))
+$(eval $(call debian-source,libogg,$(OGG_VERSION)))
+$(eval $(call debian-source,opus,$(OPUS_VERSION)))
+$(eval $(call debian-source,opusfile,$(OPUSFILE_VERSION)))
 
 build/jpeg/%/lib/libjpeg.a: $(JPEG_SRC)/.unpacked build/toolchain/%/cc packaging/build-libjpeg-turbo.sh
 	packaging/build-libjpeg-turbo.sh $(JPEG_SRC) build/toolchain/$* $* build/jpeg/$*
 
+build/codecs/%/lib/libopusfile.a: $(addsuffix /.unpacked,$(CODEC_SRCS)) build/toolchain/%/cc packaging/build-audio-codecs.sh
+	packaging/build-audio-codecs.sh build/toolchain/$* $* build/codecs/$* $(CODEC_SRCS)
+
+# The licence texts of what the wheels link in, from the trees they are
+# built from (see packaging/licences.sh), into each wheel's .dist-info.
+build/licences/.done: $(JPEG_SRC)/.unpacked $(addsuffix /.unpacked,$(CODEC_SRCS)) packaging/licences.sh go.mod go.sum
+	packaging/licences.sh build/licences $(JPEG_SRC) $(CODEC_SRCS)
+	touch $@
+
+# cgo's flags for the wheels' library and the arm64 tests: libjpeg-turbo's
+# and the codecs' headers and static libraries built for CPU $(1).
+wheel-cgo-flags = CGO_CFLAGS="-O2 -g0 -I$(abspath build/jpeg/$(1)/include) -I$(abspath build/codecs/$(1)/include) \
+  -I$(abspath build/codecs/$(1)/include/opus)" CGO_LDFLAGS="-L$(abspath build/jpeg/$(1)/lib) -L$(abspath build/codecs/$(1)/lib)"
+
 # GOAMD64=v1 keeps x86-64's floor (and keeps Go from fusing multiply-adds,
-# which v3 allows). -tags ffcv_nocodecs: the wheels leave out the C audio
-# codecs (libFLAC, libopusfile, minimp3), whose libraries are not built for
-# them yet; their AudioField reads and writes WAV only (docs/install.md).
-# Nothing in the library depends on where the tree is:
+# which v3 allows). Nothing in the library depends on where the tree is:
 # -g0, as Zig's clang writes DWARF by default, with the build's paths; no Go
 # build ID, which hashes the compiler's path; a GNU build ID from the content.
-build/so/%/_ffcv_go.so: $(GO_SOURCES) build/jpeg/%/lib/libjpeg.a build/toolchain/%/cc Makefile
+build/so/%/_ffcv_go.so: $(GO_SOURCES) build/jpeg/%/lib/libjpeg.a build/codecs/%/lib/libopusfile.a build/toolchain/%/cc Makefile
 	mkdir -p $(@D)
-	CGO_ENABLED=1 GOOS=linux GOARCH=$(GOARCH_$*) GOAMD64=v1 CC=$(abspath build/toolchain/$*/cc) \
-	  CGO_CFLAGS="-O2 -g0 -I$(abspath build/jpeg/$*/include)" CGO_LDFLAGS="-L$(abspath build/jpeg/$*/lib)" \
-	  go build -trimpath -tags ffcv_nocodecs -ldflags='-w -buildid= -extldflags=-Wl,--build-id=sha1' -buildmode=c-shared -o $@.tmp ./export
+	CGO_ENABLED=1 GOOS=linux GOARCH=$(GOARCH_$*) GOAMD64=v1 CC=$(abspath build/toolchain/$*/cc) $(call wheel-cgo-flags,$*) \
+	  go build -trimpath -ldflags='-w -buildid= -extldflags=-Wl,--build-id=sha1' -buildmode=c-shared -o $@.tmp ./export
 	rm -f $(@D)/*.h
 	mv $@.tmp $@
 
-dist/.wheels: $(foreach a,$(WHEEL_ARCHES),build/so/$(a)/_ffcv_go.so) $(shell find python -name '*.py') setup.py pyproject.toml README.md
+dist/.wheels: $(foreach a,$(WHEEL_ARCHES),build/so/$(a)/_ffcv_go.so) build/licences/.done $(shell find python -name '*.py') setup.py pyproject.toml README.md
 	rm -rf build/lib build/bdist.* build/wheel dist/ffcv_go-*.whl
 	set -e; for a in $(WHEEL_ARCHES); do \
-	  FFCV_GO_LIB=build/so/$$a/_ffcv_go.so FFCV_GO_PLAT=manylinux2014_$$a SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) \
+	  FFCV_GO_LIB=build/so/$$a/_ffcv_go.so FFCV_GO_PLAT=manylinux2014_$$a FFCV_GO_LICENCES=build/licences \
+	  SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) \
 	    $(TOOLS)/bin/python -m pip wheel -q --no-deps --no-build-isolation -w build/wheel .; \
 	  rm -rf build/lib build/bdist.*; done
 	mkdir -p dist && mv build/wheel/ffcv_go-*.whl dist/ && rm -rf build/wheel
@@ -118,11 +146,12 @@ dist/.wheels: $(foreach a,$(WHEEL_ARCHES),build/so/$(a)/_ffcv_go.so) $(shell fin
 wheel: wheel-deps dist/.wheels check-wheel
 
 # Pattern-rule intermediates: kept, they are the cache.
-.SECONDARY: $(foreach a,$(WHEEL_ARCHES),build/toolchain/$(a)/cc build/jpeg/$(a)/lib/libjpeg.a build/so/$(a)/_ffcv_go.so)
+.SECONDARY: $(foreach a,$(WHEEL_ARCHES),build/toolchain/$(a)/cc build/jpeg/$(a)/lib/libjpeg.a \
+  build/codecs/$(a)/lib/libopusfile.a build/so/$(a)/_ffcv_go.so)
 
 # Each wheel's library: the right machine, no GLIBC symbol version above
-# 2.17, nothing NEEDED outside glibc, libjpeg's symbols not exported; and
-# auditwheel agrees with the tag.
+# 2.17, nothing NEEDED outside glibc, libjpeg's and the codecs' symbols not
+# exported; the licence texts beside it; and auditwheel agrees with the tag.
 check-wheel: $(TOOLS)/.installed
 	packaging/check-wheel.sh $(TOOLS)/bin/auditwheel dist/ffcv_go-*-py3-none-manylinux2014_*.whl
 
@@ -231,13 +260,13 @@ AARCH64 := build/aarch64
 AARCH64_ROOT := $(AARCH64)/root
 AARCH64_DEB_PACKAGES := mmdebstrap qemu-user-static binfmt-support
 # The packages whose tests hold float arithmetic to x86-64's digests and
-# references: the kernels, and every op family with float draws or pixels.
+# references: the kernels, every op family with float draws or pixels, and
+# the audio decoders (libFLAC, libopus, minimp3 as the aarch64 wheel links them).
 AARCH64_GO_QUICK := core/imgproc core/pipeline core/pipeline/rgb core/pipeline/transform core/pipeline/ssl \
   core/pipeline/policy core/pipeline/targets core/pipeline/clip core/pipeline/text core/pipeline/ops \
-  core/audioproc core/pipeline/audio
+  core/audioproc core/pipeline/audio core/audio
 AARCH64_GO_FULL := $(AARCH64_GO_QUICK) core/jpeg core/field core/order core/beton
-ARM_CC_ENV = CGO_ENABLED=1 GOOS=linux GOARCH=arm64 GOFLAGS=-tags=ffcv_nocodecs CC=$(abspath build/toolchain/aarch64/cc) \
-  CGO_CFLAGS="-O2 -I$(abspath build/jpeg/aarch64/include)" CGO_LDFLAGS="-L$(abspath build/jpeg/aarch64/lib)"
+ARM_CC_ENV = CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC=$(abspath build/toolchain/aarch64/cc) $(call wheel-cgo-flags,aarch64)
 
 aarch64-deps:
 	@missing=""; for p in $(AARCH64_DEB_PACKAGES) $(TORCH113_DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -264,7 +293,7 @@ $(AARCH64)/photos-%/.done: bench/make_dataset.py
 # arm64 and run under qemu, in the package's directory (testdata), with the
 # test binary's FLAGS (-test.short: fewer random draws in the long sweeps).
 define aarch64-go-test
-	mkdir -p $(AARCH64)/go-tests; set -e; for p in $(1); do t=$(abspath $(AARCH64))/go-tests/$$(basename $$p).test; \
+	mkdir -p $(AARCH64)/go-tests; set -e; for p in $(1); do t=$(abspath $(AARCH64))/go-tests/$$(echo $$p | tr / _).test; \
 	  $(ARM_CC_ENV) go test -c -o $$t ./$$p; \
 	  if ! (cd $$p && QEMU_LD_PREFIX=$(abspath $(AARCH64_ROOT)) $$t -test.count=1 $(2) >$$t.log 2>&1); then \
 	    cat $$t.log; echo "arm64 $$p: FAIL"; exit 1; fi; \
@@ -297,7 +326,7 @@ test-aarch64: deps venv aarch64-deps wheel $(AARCH64_ROOT)/.extracted $(AARCH64)
 	tests/aarch64/in-root.sh $(AARCH64_ROOT) 'cd /tmp/xarch && FFCV_GO_SIMD=off python3 crossarch.py run photos out-go --full --epochs 3'
 	/usr/bin/python3 tests/aarch64/crossarch.py compare $(AARCH64)/out-x86 $(AARCH64_ROOT)/tmp/xarch/out-go
 	@echo "NEON against the Go resize kernels, emulated (indicative only):"
-	cd core/imgproc && QEMU_LD_PREFIX=$(abspath $(AARCH64_ROOT)) $(abspath $(AARCH64))/go-tests/imgproc.test \
+	cd core/imgproc && QEMU_LD_PREFIX=$(abspath $(AARCH64_ROOT)) $(abspath $(AARCH64))/go-tests/core_imgproc.test \
 	  -test.run '^$$' -test.bench Kernels -test.cpu 1 -test.benchtime 20x | grep -E 'Benchmark|ok'
 
 

@@ -6,8 +6,11 @@ one build serves every CPython 3 and every torch version.
 
 `make wheel` builds the library first, for each target, and passes it in:
 FFCV_GO_LIB is a prebuilt _ffcv_go.so to package instead of building one, and
-FFCV_GO_PLAT the wheel's platform tag (e.g. manylinux2014_aarch64).
+FFCV_GO_PLAT the wheel's platform tag (e.g. manylinux2014_aarch64), and
+FFCV_GO_LICENCES a directory (relative to this one) of the licence texts of
+what that library links in, which go into the wheel's .dist-info.
 """
+import glob
 import os
 import shutil
 import subprocess
@@ -62,4 +65,6 @@ class Py3Wheel(bdist_wheel):
         return "py3", "none", os.environ.get("FFCV_GO_PLAT") or plat
 
 
-setup(cmdclass={"build_py": BuildGo, "bdist_wheel": Py3Wheel}, distclass=BinaryDistribution)
+licences = os.environ.get("FFCV_GO_LICENCES")
+extra = {"license_files": sorted(glob.glob(os.path.join(licences, "*")))} if licences else {}
+setup(cmdclass={"build_py": BuildGo, "bdist_wheel": Py3Wheel}, distclass=BinaryDistribution, **extra)

@@ -1,10 +1,11 @@
 #!/bin/sh
 # check-wheel.sh AUDITWHEEL WHEEL...: each wheel's _ffcv_go.so is for the
 # machine its tag names, asks for no GLIBC symbol version newer than 2.17 and
-# for no shared library outside glibc, and exports none of libjpeg-turbo's
-# symbols (they are linked in, hidden); the wheel carries no other library,
-# and `auditwheel show` finds it consistent with manylinux_2_17 on that
-# machine. Prints one line per wheel; exits non-zero on the first failure.
+# for no shared library outside glibc, and exports none of the symbols of
+# libjpeg-turbo or the audio codecs (they are linked in, hidden); the wheel
+# carries no other library, and the licence texts of those it links in; and
+# `auditwheel show` finds it consistent with manylinux_2_17 on that machine.
+# Prints one line per wheel; exits non-zero on the first failure.
 set -eu
 auditwheel=$1
 shift
@@ -35,9 +36,16 @@ for whl; do
 	newest=$(readelf -V -W "$so" | grep -o 'GLIBC_[0-9][0-9.]*' | sort -u -V | tail -1)
 	[ -n "$newest" ] || fail "no GLIBC symbol versions found"
 	[ "$(printf '%s\nGLIBC_2.17\n' "$newest" | sort -V | tail -1)" = GLIBC_2.17 ] || fail "needs $newest (> GLIBC_2.17)"
-	if readelf --dyn-syms -W "$so" | awk '$7 != "UND" {print $8}' | grep -qE '^(jpeg_|jinit_|jsimd_|jcopy_|jdiv_round_up|jround_up)'; then
+	exported=$(readelf --dyn-syms -W "$so" | awk '$7 != "UND" {print $8}')
+	if echo "$exported" | grep -qE '^(jpeg_|jinit_|jsimd_|jcopy_|jdiv_round_up|jround_up)'; then
 		fail "exports libjpeg symbols"
 	fi
+	leak=$(echo "$exported" | grep -E '^(FLAC__|op_|opus_|ogg_|oggpack_|mp3dec_|ffa_)' | head -3 | tr '\n' ' ')
+	[ -z "$leak" ] || fail "exports audio codec symbols: $leak"
+	for l in libjpeg-turbo-LICENSE.md libjpeg-turbo-README.ijg flac-COPYING.Xiph libogg-COPYING opus-COPYING \
+		opusfile-COPYING minimp3-LICENSE go-LICENSE; do
+		ls "$tmp"/w/ffcv_go-*.dist-info/"$l" >/dev/null 2>&1 || fail "no licence text $l in its .dist-info"
+	done
 	show=$("$auditwheel" show "$whl" 2>&1) || fail "auditwheel show failed: $show"
 	echo "$show" | tr -s ' \n' ' ' | grep -q "consistent with the following platform tag: \"manylinux_2_17_$arch\"" ||
 		fail "auditwheel does not find it manylinux_2_17_$arch: $show"

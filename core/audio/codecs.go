@@ -4,10 +4,13 @@ package audio
 
 // The C codecs: libFLAC, libopusfile (with libopus and libogg) and minimp3.
 // A build with -tags ffcv_nocodecs leaves them out (nocodecs.go): WAV
-// alone is read then.
+// alone is read then. -fvisibility=hidden keeps minimp3's functions and
+// this package's C private to the library, as the wheels' static libFLAC,
+// libopus and libogg are: another copy loaded in the process cannot take
+// their place.
 
 /*
-#cgo CFLAGS: -O2 -I/usr/include/opus
+#cgo CFLAGS: -O2 -fvisibility=hidden -I/usr/include/opus
 #cgo LDFLAGS: -lFLAC -lopusfile -lopus -logg -lm
 #include <stdlib.h>
 #include "codecs.h"
