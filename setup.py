@@ -66,5 +66,6 @@ class Py3Wheel(bdist_wheel):
 
 
 licences = os.environ.get("FFCV_GO_LICENCES")
-extra = {"license_files": sorted(glob.glob(os.path.join(licences, "*")))} if licences else {}
+# ffcv-go's own licence, then those of what the library links.
+extra = {"license_files": ["LICENSE"] + (sorted(glob.glob(os.path.join(licences, "*"))) if licences else [])}
 setup(cmdclass={"build_py": BuildGo, "bdist_wheel": Py3Wheel}, distclass=BinaryDistribution, **extra)
