@@ -553,6 +553,7 @@ func (g *Geometry) piecesUpTo(c *Ctx, r interface {
 			if !ok {
 				continue
 			}
+			start := len(pieces)
 			err := withPartner(c, nil, -1, partner, s.key, func() error {
 				var err error
 				pieces, err = g.piecesUpTo(c, r, pieces, k)
@@ -560,6 +561,12 @@ func (g *Geometry) piecesUpTo(c *Ctx, r interface {
 			})
 			if err != nil {
 				return nil, fmt.Errorf("partner sample %d: %w", partner, err)
+			}
+			if cut, ok := s.blend.(Cutter); ok {
+				shown := append([]Piece(nil), pieces[start:]...)
+				if pieces, err = cut.Cut(c, s.key, pieces[len(dst):start], shown, pieces[:start]); err != nil {
+					return nil, err
+				}
 			}
 			continue
 		}
