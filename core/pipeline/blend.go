@@ -90,8 +90,11 @@ func withPartner(c *Ctx, r *beton.Reader, f int, partner uint64, key int, fn fun
 	return fn()
 }
 
-// runPrefix runs the program's first n operations on the sample in c,
-// the last writing into out.
+// runPrefix runs the program's first n operations on the sample in c, a
+// blend's partner, the last writing into out. Blends among them pass
+// their input on: a partner goes through the operations before the blends
+// alone (Ultralytics' pre_transform: CutMix's partner is not itself mixed
+// up).
 func (p *Program) runPrefix(c *Ctx, s *Scratch, n int, out []byte) error {
 	var in []byte
 	for i, op := range p.ops[:n] {
@@ -104,6 +107,11 @@ func (p *Program) runPrefix(c *Ctx, s *Scratch, n int, out []byte) error {
 				s.b = Grow(s.b, p.specs[i].Bytes())
 				dst = s.b
 			}
+		}
+		if _, ok := op.(*blendStage); ok {
+			copy(dst, in)
+			in = dst
+			continue
 		}
 		if err := op.Run(c, p.keys[i], in, dst); err != nil {
 			return fmt.Errorf("%s: %w", p.labels[i], err)
@@ -141,7 +149,7 @@ func (g *Geometry) PartnerPieces(c *Ctx, r interface {
 }, partner uint64, key int, dst []Piece) ([]Piece, error) {
 	err := withPartner(c, nil, -1, partner, key, func() error {
 		var err error
-		dst, err = g.Pieces(c, r, dst)
+		dst, err = g.piecesUpTo(c, r, dst, len(g.steps), true)
 		return err
 	})
 	return dst, err

@@ -522,13 +522,14 @@ func (g *Geometry) Sample(c *Ctx, r interface {
 func (g *Geometry) Pieces(c *Ctx, r interface {
 	Column(uint64, int) ([]byte, error)
 }, dst []Piece) ([]Piece, error) {
-	return g.piecesUpTo(c, r, dst, len(g.steps))
+	return g.piecesUpTo(c, r, dst, len(g.steps), false)
 }
 
-// piecesUpTo is Pieces through the first n steps.
+// piecesUpTo is Pieces through the first n steps; a blend's partner
+// (partner true) skips the blends among them, as its run does.
 func (g *Geometry) piecesUpTo(c *Ctx, r interface {
 	Column(uint64, int) ([]byte, error)
-}, dst []Piece, n int) ([]Piece, error) {
+}, dst []Piece, n int, partner bool) ([]Piece, error) {
 	pieces := dst
 	if g.mixer != nil {
 		var err error
@@ -549,6 +550,9 @@ func (g *Geometry) piecesUpTo(c *Ctx, r interface {
 	for k, s := range g.steps[:n] {
 		own := pieces[len(dst):]
 		if s.blend != nil {
+			if partner {
+				continue
+			}
 			partner, ok := s.blend.Partner(c, s.key)
 			if !ok {
 				continue
@@ -556,7 +560,7 @@ func (g *Geometry) piecesUpTo(c *Ctx, r interface {
 			start := len(pieces)
 			err := withPartner(c, nil, -1, partner, s.key, func() error {
 				var err error
-				pieces, err = g.piecesUpTo(c, r, pieces, k)
+				pieces, err = g.piecesUpTo(c, r, pieces, k, true)
 				return err
 			})
 			if err != nil {

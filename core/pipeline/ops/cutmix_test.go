@@ -3,6 +3,7 @@ package ops
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
@@ -22,25 +23,35 @@ func TestCutMixFollowsRun(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		args     map[string]any
-		minCount int // positions where it must apply
+		minCount int  // positions where it must apply
+		mixUp    bool // a MixUp before it, which its partner skips
 	}{
-		{"p=1, 3 areas", map[string]any{"p": 1, "beta": 1, "num_areas": 3}, 1},
-		{"p=1, 10 areas, segments", map[string]any{"p": 1, "beta": 0.5, "num_areas": 10, "segments": true}, 1},
-		{"p=0", map[string]any{"p": 0, "beta": 1, "num_areas": 3}, 0},
+		{"p=1, 3 areas", map[string]any{"p": 1, "beta": 1, "num_areas": 3}, 1, false},
+		{"p=1, 10 areas, segments", map[string]any{"p": 1, "beta": 0.5, "num_areas": 10, "segments": true}, 1, false},
+		{"p=0", map[string]any{"p": 0, "beta": 1, "num_areas": 3}, 0, false},
+		{"after MixUp", map[string]any{"p": 1, "beta": 1, "num_areas": 10}, 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			prefix := []json.RawMessage{mosaic}
+			if tc.mixUp {
+				prefix = append(prefix, optest.Spec(t, "yolo_mixup", map[string]any{"p": 0.5, "seed": 3}))
+			}
 			args := map[string]any{"boxes": mBoxes, "seed": 5,
-				"geometry": map[string]any{"image": mImage, "ops": []json.RawMessage{mosaic}}}
+				"geometry": map[string]any{"image": mImage, "ops": prefix}}
 			for k, v := range tc.args {
 				args[k] = v
 			}
 			cut := optest.Spec(t, "cut_mix", args)
-			specs := []json.RawMessage{mosaic, cut}
+			specs := append(slices.Clone(prefix), cut)
+			partnerOps, err := pipeline.Build(r, mImage, specs[:1])
+			if err != nil {
+				t.Fatal(err)
+			}
 			p, err := pipeline.Build(r, mImage, specs)
 			if err != nil {
 				t.Fatal(err)
 			}
-			before, err := pipeline.Build(r, mImage, specs[:1])
+			before, err := pipeline.Build(r, mImage, prefix)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,23 +89,28 @@ func TestCutMixFollowsRun(t *testing.T) {
 					t.Fatal(err)
 				}
 				if rp[0] == 0 {
-					if len(pieces) != 4 || !bytes.Equal(out, own) {
+					if pieces[len(pieces)-1].Rows != nil || !bytes.Equal(out, own) {
 						t.Fatalf("position %d: not applied, yet %d pieces or other pixels", pos, len(pieces))
 					}
 					continue
 				}
 				applied++
 				a := [4]float64{float64(rp[2]), float64(rp[3]), float64(rp[4]), float64(rp[5])}
-				for _, pc := range pieces[:4] {
+				nOwn := len(pieces) - 1
+				for nOwn > 0 && pieces[nOwn].Rows != nil {
+					nOwn--
+				}
+				nOwn++
+				for _, pc := range pieces[:nOwn] {
 					b, _ := pc.Map.Box(boxOf(mosaicBox(int(pc.Sample))))
 					if b[2] > b[0] && b[3] > b[1] && min(a[2], b[2]) > max(a[0], b[0]) && min(a[3], b[3]) > max(a[1], b[1]) {
 						t.Errorf("position %d: area %v overlaps own box %v of sample %d", pos, a, b, pc.Sample)
 					}
 				}
-				if len(pieces) == 4 {
+				if nOwn == len(pieces) {
 					t.Fatalf("position %d: applied, yet no partner piece", pos)
 				}
-				for _, pc := range pieces[4:] {
+				for _, pc := range pieces[nOwn:] {
 					if len(pc.Rows) == 0 {
 						t.Errorf("position %d: partner piece without rows", pos)
 					}
@@ -107,7 +123,7 @@ func TestCutMixFollowsRun(t *testing.T) {
 				pc.Sample, pc.Pos = uint64(rp[1]), pipeline.PartnerPos(pos, key)
 				pc.Col, pc.Heap, _ = r.Read(pc.Sample, mImage)
 				pc.Read = func(f int) ([]byte, []byte, error) { return r.Read(pc.Sample, f) }
-				if err := before.Run(pc, &pipeline.Scratch{}, nil, other); err != nil {
+				if err := partnerOps.Run(pc, &pipeline.Scratch{}, nil, other); err != nil {
 					t.Fatal(err)
 				}
 				for y := 0; y < side; y++ {
