@@ -409,6 +409,11 @@ type Piece struct {
 	// Rows, when not nil, are the only rows of the sample the piece shows
 	// (a Paster's pasted instance); nil: every row.
 	Rows []int
+	// Filter, when not nil, is the map that decides which rows stay (a
+	// box filter's); Map then clips them further. CutMix clips its
+	// partner's rows to its area after they were kept, as Ultralytics
+	// filters boxes in RandomPerspective, before CutMix.
+	Filter *Affine
 }
 
 // Mixer is a decoder whose output shows the images of several samples (its

@@ -56,7 +56,10 @@ def test_cutmix_pastes_a_partner_area_and_its_boxes(scene_file):  # noqa: F811
             iy = np.minimum(own_boxes[:, 3], y2) - np.maximum(own_boxes[:, 1], y1)
             assert not ((ix > 0) & (iy > 0)).any(), (own_boxes, (x1, y1, x2, y2))
             assert (boxes[:, :2] >= [x1, y1]).all() and (boxes[:, 2:] <= [x2, y2]).all(), (boxes, (x1, y1, x2, y2))
-            problems += _local_problems(_masked(cut, area), boxes, lb.data[i, na:nb].numpy())
+            # Rows are clipped to the area after the box filter, as Ultralytics
+            # clips them: slivers along its edge show no whole pixel to check.
+            wide = ((boxes[:, 2:] - boxes[:, :2]) >= 2).all(1)
+            problems += _local_problems(_masked(cut, area), boxes[wide], lb.data[i, na:nb].numpy()[wide])
             problems += _local_problems(_masked(cut, ~area), own_boxes, la.data[i, :na].numpy())
     assert not problems, "\n".join(problems[:10])
     assert 0 < applied and partner_rows > 0

@@ -12,7 +12,8 @@ import (
 
 // CutMix after a mosaic, per position: the same output and report twice
 // (its draws come from the sample's key alone); where it applies, the area
-// overlaps none of the boxes the sample's own tiles show, the partner's
+// overlaps none of the boxes the sample's own tiles show (those
+// Ultralytics' box_candidates keeps), the partner's
 // pieces show only rows whose boxes lie inside the area, and the pixels
 // inside the area are the partner's mosaic (run at PartnerPos), those
 // outside the sample's own.
@@ -102,8 +103,10 @@ func TestCutMixFollowsRun(t *testing.T) {
 				}
 				nOwn++
 				for _, pc := range pieces[:nOwn] {
-					b, _ := pc.Map.Box(boxOf(mosaicBox(int(pc.Sample))))
-					if b[2] > b[0] && b[3] > b[1] && min(a[2], b[2]) > max(a[0], b[0]) && min(a[3], b[3]) > max(a[1], b[1]) {
+					b, ref := pc.Map.Box(boxOf(mosaicBox(int(pc.Sample))))
+					w, h := b[2]-b[0], b[3]-b[1]
+					seen := w > 2 && h > 2 && w*h > 0.1*ref && max(w/h, h/w) < 100 // box_candidates
+					if seen && min(a[2], b[2]) > max(a[0], b[0]) && min(a[3], b[3]) > max(a[1], b[1]) {
 						t.Errorf("position %d: area %v overlaps own box %v of sample %d", pos, a, b, pc.Sample)
 					}
 				}

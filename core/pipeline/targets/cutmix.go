@@ -19,7 +19,8 @@ func init() {
 // before it (with its own draws, as MixUp's), and num_areas rectangles are
 // drawn: lam ~ Beta(beta, beta), sides ⌊W·√(1-lam)⌋ × ⌊H·√(1-lam)⌋ around a
 // uniform integer centre, clipped to the image. Those that overlap none of
-// the boxes the sample shows are candidates; one is picked at random. The
+// the boxes the sample shows (those box_candidates keeps, as Ultralytics'
+// RandomPerspective before it) are candidates; one is picked at random. The
 // partner's shown boxes covered by it for at least 0.1 of their area (0.01
 // for segments) join the sample's, clipped to the rectangle, whose pixels
 // become the partner's. Without a candidate, or without such a box,
@@ -28,8 +29,9 @@ type cutMix struct {
 	p       float64
 	beta    float64
 	areas   int
-	ioa     float64 // the partner's boxes' share inside the area to join
-	n       uint64  // samples to draw partners from
+	ioa     float64   // the partner's boxes' share inside the area to join
+	filter  BoxFilter // the boxes it sees
+	n       uint64    // samples to draw partners from
 	env     pipeline.Env
 	geo     *pipeline.Geometry // the image pipeline before the op
 	boxes   int
@@ -73,12 +75,14 @@ func newCutMix(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cut_mix: %w", err)
 	}
-	ioa := 0.1
+	// The boxes it sees are those Ultralytics' RandomPerspective, before
+	// it, keeps: box_candidates, area_thr 0.01 for segments.
+	ioa, filter := 0.1, BoxFilter{WHThr: 2, ARThr: 100, AreaThr: 0.1}
 	if a.Segments {
-		ioa = 0.01
+		ioa, filter.AreaThr = 0.01, 0.01
 	}
 	s := g.Out.Shape
-	return &cutMix{p: a.P, beta: a.Beta, areas: a.NumAreas, ioa: ioa, n: env.Reader.NumSamples(), env: env, geo: g,
+	return &cutMix{p: a.P, beta: a.Beta, areas: a.NumAreas, ioa: ioa, filter: filter, n: env.Reader.NumSamples(), env: env, geo: g,
 		boxes: *a.Boxes, h: s[0], w: s[1], c: s[2]}, nil
 }
 
@@ -126,7 +130,7 @@ type shownRow struct {
 // shown lists the rows the pieces show (those targets keep).
 func (o *cutMix) shown(c *pipeline.Ctx, pieces []pipeline.Piece) ([]shownRow, error) {
 	var out []shownRow
-	f := rowFilter{boxes: o.boxes, polygons: -1}
+	f := rowFilter{boxes: o.boxes, polygons: -1, filter: o.filter}
 	item, _ := o.env.Reader.Fields[o.boxes].ItemSize()
 	for k, pc := range pieces {
 		heap, err := readField(c, o.env, pc.Sample, o.boxes)
@@ -217,7 +221,8 @@ func (o *cutMix) Cut(c *pipeline.Ctx, key int, own, partner, dst []pipeline.Piec
 			}
 		}
 		if sel != nil {
-			dst = append(dst, pipeline.Piece{Sample: partner[k].Sample, Map: partner[k].Map.Then(crop).Then(back), Rows: sel})
+			m := partner[k].Map
+			dst = append(dst, pipeline.Piece{Sample: partner[k].Sample, Map: m.Then(crop).Then(back), Rows: sel, Filter: &m})
 		}
 	}
 	return dst, nil
