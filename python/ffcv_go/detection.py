@@ -321,7 +321,7 @@ def _link_pasters(outputs, plans, reader):
             if not of or of.get("op") != "cut_mix" or not isinstance(of.get("boxes"), str):
                 continue
             linked = cutmixes.get(spec.get("seed"))
-            if linked is None or any(linked.get(a) != of.get(a) for a in ("p", "beta", "num_areas", "segments")):
+            if linked is None or any(linked.get(a) != of.get(a) for a in ("p", "beta", "num_areas")):
                 raise ValueError(f'output "{name}": LabelCutMix(seed={spec.get("seed")}) reports a CutMix of an '
                                  f'image output with the same arguments and seed: this loader has none')
             plan.go_ops[k] = {**spec, "of": {a: v for a, v in linked.items() if a != "seed"}}

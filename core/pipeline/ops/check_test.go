@@ -39,7 +39,7 @@ var validArgs = map[string]map[string]any{
 	"mosaic":       {"imgsz": 8, "n": 4, "p": 0.5, "close_epoch": 3, "fill": []int{114, 114, 114}},
 	"label_mosaic": {"imgsz": 8, "n": 9, "seed": 1},
 	"yolo_mixup":   {"p": 0.5},
-	"cut_mix": {"p": 0.5, "beta": 1, "num_areas": 3, "segments": false, "boxes": 2,
+	"cut_mix": {"p": 0.5, "beta": 1, "num_areas": 3, "boxes": 2,
 		"geometry": map[string]any{"image": 0, "ops": []any{map[string]any{"op": "rgb_simple"}}}},
 	"translate":  {"padding": 4, "fill": []int{0, 0, 0}},
 	"cutout":     {"size": 4, "fill": []int{255, 0, 0}},

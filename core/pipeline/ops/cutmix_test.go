@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
@@ -28,7 +29,7 @@ func TestCutMixFollowsRun(t *testing.T) {
 		mixUp    bool // a MixUp before it, which its partner skips
 	}{
 		{"p=1, 3 areas", map[string]any{"p": 1, "beta": 1, "num_areas": 3}, 1, false},
-		{"p=1, 10 areas, segments", map[string]any{"p": 1, "beta": 0.5, "num_areas": 10, "segments": true}, 1, false},
+		{"p=1, 10 areas", map[string]any{"p": 1, "beta": 0.5, "num_areas": 10}, 1, false},
 		{"p=0", map[string]any{"p": 0, "beta": 1, "num_areas": 3}, 0, false},
 		{"after MixUp", map[string]any{"p": 1, "beta": 1, "num_areas": 10}, 1, true},
 	} {
@@ -163,4 +164,23 @@ func TestCutMixRefusals(t *testing.T) {
 		{Name: "cut_mix", Args: map[string]any{"p": 0.5, "beta": 1, "num_areas": 0, "boxes": 2, "geometry": geo}, Want: "num_areas must be"},
 		{Name: "cut_mix", Args: map[string]any{"p": 0.5, "beta": 1, "num_areas": 3}, Want: "needs the boxes field"},
 	})
+	r := mosaicReader(t)
+	env := pipeline.Env{Reader: r, Field: mImage, Desc: r.Fields[mImage]}
+	for _, tc := range []struct {
+		name string
+		args map[string]any
+		want string
+	}{
+		{"boxes not boxes", map[string]any{"boxes": mLabels}, "must be xyxy boxes"},
+		{"polygons not polygons", map[string]any{"boxes": mBoxes, "polygons": mBoxes}, "must be polygons"},
+	} {
+		args := map[string]any{"p": 0.5, "beta": 1, "num_areas": 3,
+			"geometry": map[string]any{"image": mImage, "ops": []any{map[string]any{"op": "rgb_simple"}}}}
+		for k, v := range tc.args {
+			args[k] = v
+		}
+		if _, err := pipeline.New(env, optest.Spec(t, "cut_mix", args)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error about %q", tc.name, err, tc.want)
+		}
+	}
 }

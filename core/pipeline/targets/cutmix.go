@@ -22,20 +22,21 @@ func init() {
 // the boxes the sample shows (those box_candidates keeps, as Ultralytics'
 // RandomPerspective before it) are candidates; one is picked at random. The
 // partner's shown boxes covered by it for at least 0.1 of their area (0.01
-// for segments) join the sample's, clipped to the rectangle, whose pixels
+// for segments: with a polygons field) join the sample's, clipped to the rectangle, whose pixels
 // become the partner's. Without a candidate, or without such a box,
 // nothing changes. Targets follow it as a pipeline.Cutter.
 type cutMix struct {
-	p       float64
-	beta    float64
-	areas   int
-	ioa     float64   // the partner's boxes' share inside the area to join
-	filter  BoxFilter // the boxes it sees
-	n       uint64    // samples to draw partners from
-	env     pipeline.Env
-	geo     *pipeline.Geometry // the image pipeline before the op
-	boxes   int
-	w, h, c int // the op's image
+	p        float64
+	beta     float64
+	areas    int
+	ioa      float64   // the partner's boxes' share inside the area to join
+	filter   BoxFilter // the boxes it sees
+	n        uint64    // samples to draw partners from
+	env      pipeline.Env
+	geo      *pipeline.Geometry // the image pipeline before the op
+	boxes    int
+	polygons int // the boxes' polygons field, -1 without segments
+	w, h, c  int // the op's image
 }
 
 func newCutMix(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
@@ -43,8 +44,8 @@ func newCutMix(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 		P        float64                `json:"p"`
 		Beta     float64                `json:"beta"`
 		NumAreas int                    `json:"num_areas"`
-		Segments bool                   `json:"segments"`
 		Boxes    *int                   `json:"boxes"`
+		Polygons *int                   `json:"polygons"`
 		Geometry *pipeline.GeometrySpec `json:"geometry"`
 	}
 	if err := pipeline.Parse(raw, &a); err != nil {
@@ -71,19 +72,23 @@ func newCutMix(env pipeline.Env, raw json.RawMessage) (pipeline.Op, error) {
 	if !isBoxes(env, *a.Boxes) {
 		return nil, fmt.Errorf("cut_mix: field %d must be xyxy boxes (a RaggedArrayField with coords 'xyxy')", *a.Boxes)
 	}
+	// The boxes it sees are those Ultralytics' RandomPerspective, before
+	// it, keeps: box_candidates, area_thr 0.01 for segments, whose boxes
+	// are their warped polygons' bounds.
+	ioa, filter, polygons := 0.1, BoxFilter{WHThr: 2, ARThr: 100, AreaThr: 0.1}, -1
+	if a.Polygons != nil {
+		if !isPolygons(env, *a.Polygons) {
+			return nil, fmt.Errorf("cut_mix: field %d must be polygons (a RaggedArrayField with coords 'polygon')", *a.Polygons)
+		}
+		ioa, filter.AreaThr, polygons = 0.01, 0.01, *a.Polygons
+	}
 	g, err := pipeline.NewGeometry(env, *a.Geometry)
 	if err != nil {
 		return nil, fmt.Errorf("cut_mix: %w", err)
 	}
-	// The boxes it sees are those Ultralytics' RandomPerspective, before
-	// it, keeps: box_candidates, area_thr 0.01 for segments.
-	ioa, filter := 0.1, BoxFilter{WHThr: 2, ARThr: 100, AreaThr: 0.1}
-	if a.Segments {
-		ioa, filter.AreaThr = 0.01, 0.01
-	}
 	s := g.Out.Shape
-	return &cutMix{p: a.P, beta: a.Beta, areas: a.NumAreas, ioa: ioa, filter: filter, n: env.Reader.NumSamples(), env: env, geo: g,
-		boxes: *a.Boxes, h: s[0], w: s[1], c: s[2]}, nil
+	return &cutMix{p: a.P, beta: a.Beta, areas: a.NumAreas, ioa: ioa, filter: filter, n: env.Reader.NumSamples(),
+		env: env, geo: g, boxes: *a.Boxes, polygons: polygons, h: s[0], w: s[1], c: s[2]}, nil
 }
 
 func (o *cutMix) Out(in pipeline.Spec) (pipeline.Spec, error) {
@@ -130,7 +135,7 @@ type shownRow struct {
 // shown lists the rows the pieces show (those targets keep).
 func (o *cutMix) shown(c *pipeline.Ctx, pieces []pipeline.Piece) ([]shownRow, error) {
 	var out []shownRow
-	f := rowFilter{boxes: o.boxes, polygons: -1, filter: o.filter}
+	f := rowFilter{boxes: o.boxes, polygons: o.polygons, filter: o.filter}
 	item, _ := o.env.Reader.Fields[o.boxes].ItemSize()
 	for k, pc := range pieces {
 		heap, err := readField(c, o.env, pc.Sample, o.boxes)

@@ -176,7 +176,8 @@ def yolo_image_ops(train, imgsz, hyp=None, mosaic=True):
     if mosaic and h("mixup", 0.0) > 0:
         ops.append(MixUp(p=h("mixup", 0.0)))
     if mosaic and h("cutmix", 0.0) > 0:
-        ops.append(CutMix(p=h("cutmix", 0.0), segments=getattr(hyp, "task", None) == "segment"))
+        segment = getattr(hyp, "task", None) == "segment"
+        ops.append(CutMix(p=h("cutmix", 0.0), polygons="polygons" if segment else None))
     ops.append(RandomHSV(h("hsv_h", 0.015), h("hsv_s", 0.7), h("hsv_v", 0.4)))
     if h("flipud", 0.0) > 0:
         ops.append(RandomVerticalFlip(h("flipud", 0.0)))
