@@ -220,6 +220,21 @@ def test_cutmix_follows_hyp(wide):
     assert seen == 8
 
 
+def test_cutmix_on_segments(made):
+    """For segments CutMix reads the polygons (hyp.task 'segment'): each
+    image's masks number no more instances than it has boxes."""
+    from types import SimpleNamespace
+    hyp = SimpleNamespace(cutmix=1.0, task="segment")
+    loader = UltralyticsLoader(made("segment")[0] / "train.beton", 4, task="segment", train=True, imgsz=32, hyp=hyp,
+                               num_workers=1)
+    ops = loader.image_ops(True, 32, hyp, True)
+    assert any(type(op).__name__ == "CutMix" and op.polygons == "polygons" for op in ops)
+    for b in loader:
+        assert len(b["cls"]) == len(b["bboxes"]) == len(b["batch_idx"])
+        for i in range(len(b["img"])):
+            assert int(b["masks"][i].max()) <= int((b["batch_idx"] == i).sum())
+
+
 def test_refuses_a_beton_without_its_fields(wide):
     with pytest.raises(ValueError, match=r"train.beton: a segment .beton needs the fields .*it has no polygons"):
         UltralyticsLoader(wide[0] / "train.beton", 4, task="segment")

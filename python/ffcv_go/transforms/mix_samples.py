@@ -67,7 +67,8 @@ class CutMix(_RandomImage):
             raise TypeError(f"CutMix: boxes and polygons name fields of the file, got {boxes!r}, {polygons!r}")
         self.boxes, self.polygons, self.seed = boxes, polygons, _seed_arg(seed)
         # The loader gives the fields' indices and the operations before it.
-        _check_spec(self, {**self._spec(), "boxes": 0, "geometry": {"image": 0, "ops": []}})
+        fields = {"boxes": 0} if polygons is None else {"boxes": 0, "polygons": 0}
+        _check_spec(self, {**self._spec(), **fields, "geometry": {"image": 0, "ops": []}})
 
     def _spec(self):
         spec = {"op": "cut_mix", "p": self.p, "beta": self.beta, "num_areas": self.num_areas, "boxes": self.boxes}
