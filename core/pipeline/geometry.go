@@ -400,6 +400,15 @@ func (a Affine) Point(x, y float64) (px, py float64, inside bool) {
 	return px, py, px >= v[0] && px < v[2] && py >= v[1] && py < v[3]
 }
 
+// withCentre is a with the centre window win of a CentreCropper added.
+func (a Affine) withCentre(win [4]float64) Affine {
+	before := a
+	before.Centres = nil
+	cs := a.Centres
+	a.Centres = append(cs[:len(cs):len(cs)], CentreWindow{before, win})
+	return a
+}
+
 // Piece is part of a sample's output that shows a stored image: the
 // targets of sample Sample land where Map puts them. An ordinary pipeline
 // has one piece, the sample's own; a Mixer (Mosaic) one per image it reads.
@@ -597,15 +606,20 @@ func (g *Geometry) piecesUpTo(c *Ctx, r interface {
 			}
 			for i := range own {
 				if has {
-					before := own[i].Map
-					before.Centres = nil
-					cs := own[i].Map.Centres
-					own[i].Map.Centres = append(cs[:len(cs):len(cs)], CentreWindow{before, win})
+					own[i].Map = own[i].Map.withCentre(win)
+					if f := own[i].Filter; f != nil {
+						nf := f.withCentre(win)
+						own[i].Filter = &nf
+					}
 				}
 			}
 		}
 		for i := range own {
 			own[i].Map = own[i].Map.Then(st)
+			if f := own[i].Filter; f != nil { // later steps move both maps
+				nf := f.Then(st)
+				own[i].Filter = &nf
+			}
 		}
 	}
 	return pieces, nil
