@@ -184,3 +184,38 @@ func TestCutMixRefusals(t *testing.T) {
 		}
 	}
 }
+
+// The map that keeps CutMix's partner rows moves with the steps after it,
+// as the rows' own map does: both end on the output's frame, scaled alike.
+func TestCutMixFilterFollowsLaterSteps(t *testing.T) {
+	r := mosaicReader(t)
+	env := pipeline.Env{Reader: r, Field: mImage, Desc: r.Fields[mImage]}
+	mosaic := optest.Spec(t, "mosaic", map[string]any{"imgsz": 12, "n": 4, "seed": 2})
+	cut := optest.Spec(t, "cut_mix", map[string]any{"p": 1, "beta": 0.5, "num_areas": 10, "boxes": mBoxes, "seed": 5,
+		"geometry": map[string]any{"image": mImage, "ops": []json.RawMessage{mosaic}}})
+	after := optest.Spec(t, "letterbox", map[string]any{"size": []int{48, 48}, "center": true, "fill": []int{114}})
+	g, err := pipeline.NewGeometry(env, pipeline.GeometrySpec{Image: mImage, Ops: []json.RawMessage{mosaic, cut, after}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cutPieces := 0
+	for pos := uint64(0); pos < 40; pos++ {
+		pieces, err := g.Pieces(mosaicCtx(r, mImage, pos, 0), r, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pc := range pieces {
+			if pc.Filter == nil {
+				continue
+			}
+			cutPieces++
+			f, m := pc.Filter, pc.Map
+			if f.W != m.W || f.H != m.H || f.SX != m.SX || f.SY != m.SY {
+				t.Fatalf("position %d: filter map %+v, rows' map %+v", pos, *f, m)
+			}
+		}
+	}
+	if cutPieces == 0 {
+		t.Fatal("no cut partner pieces")
+	}
+}
