@@ -90,8 +90,11 @@ func withPartner(c *Ctx, r *beton.Reader, f int, partner uint64, key int, fn fun
 	return fn()
 }
 
-// runPrefix runs the program's first n operations on the sample in c,
-// the last writing into out.
+// runPrefix runs the program's first n operations on the sample in c, a
+// blend's partner, the last writing into out. Blends among them pass
+// their input on: a partner goes through the operations before the blends
+// alone (Ultralytics' pre_transform: CutMix's partner is not itself mixed
+// up).
 func (p *Program) runPrefix(c *Ctx, s *Scratch, n int, out []byte) error {
 	var in []byte
 	for i, op := range p.ops[:n] {
@@ -104,6 +107,11 @@ func (p *Program) runPrefix(c *Ctx, s *Scratch, n int, out []byte) error {
 				s.b = Grow(s.b, p.specs[i].Bytes())
 				dst = s.b
 			}
+		}
+		if _, ok := op.(*blendStage); ok {
+			copy(dst, in)
+			in = dst
+			continue
 		}
 		if err := op.Run(c, p.keys[i], in, dst); err != nil {
 			return fmt.Errorf("%s: %w", p.labels[i], err)
@@ -120,10 +128,29 @@ func (p *Program) wrapBlender(r *beton.Reader, i int, b Blender, name string, ta
 		return nil, fmt.Errorf("%s blends with a partner run through the operations before it: "+
 			"it needs the image decoder and built-in operations before it, without a Python stage", name)
 	}
-	for k, op := range p.ops {
-		if _, ok := op.(*blendStage); ok {
-			return nil, fmt.Errorf("%s after %s: one blend of partners per pipeline", name, p.labels[k])
-		}
-	}
-	return &blendStage{b: b, p: p, i: i, r: r, buf: fmt.Sprintf("blend:%p", p)}, nil
+	// Each stage has its own buffers: a later blend (CutMix after MixUp)
+	// runs an earlier one inside its partner's run.
+	return &blendStage{b: b, p: p, i: i, r: r, buf: fmt.Sprintf("blend:%p:%d", p, i)}, nil
+}
+
+// Cutter is a Blender that shows only part of its partner (CutMix): the
+// partner's pieces, as the steps before it place them, become the pieces
+// Cut returns (some rows, clipped to the area it pastes).
+type Cutter interface {
+	Blender
+	Cut(c *Ctx, key int, own, partner, dst []Piece) ([]Piece, error)
+}
+
+// PartnerPieces appends to dst the pieces of the partner that the sample
+// in c blends with under key, through g's steps: what a Blender placed
+// after g's operations receives as its partner's output.
+func (g *Geometry) PartnerPieces(c *Ctx, r interface {
+	Column(uint64, int) ([]byte, error)
+}, partner uint64, key int, dst []Piece) ([]Piece, error) {
+	err := withPartner(c, nil, -1, partner, key, func() error {
+		var err error
+		dst, err = g.piecesUpTo(c, r, dst, len(g.steps), true)
+		return err
+	})
+	return dst, err
 }

@@ -400,6 +400,15 @@ func (a Affine) Point(x, y float64) (px, py float64, inside bool) {
 	return px, py, px >= v[0] && px < v[2] && py >= v[1] && py < v[3]
 }
 
+// withCentre is a with the centre window win of a CentreCropper added.
+func (a Affine) withCentre(win [4]float64) Affine {
+	before := a
+	before.Centres = nil
+	cs := a.Centres
+	a.Centres = append(cs[:len(cs):len(cs)], CentreWindow{before, win})
+	return a
+}
+
 // Piece is part of a sample's output that shows a stored image: the
 // targets of sample Sample land where Map puts them. An ordinary pipeline
 // has one piece, the sample's own; a Mixer (Mosaic) one per image it reads.
@@ -409,6 +418,11 @@ type Piece struct {
 	// Rows, when not nil, are the only rows of the sample the piece shows
 	// (a Paster's pasted instance); nil: every row.
 	Rows []int
+	// Filter, when not nil, is the map that decides which rows stay (a
+	// box filter's); Map then clips them further. CutMix clips its
+	// partner's rows to its area after they were kept, as Ultralytics
+	// filters boxes in RandomPerspective, before CutMix.
+	Filter *Affine
 }
 
 // Mixer is a decoder whose output shows the images of several samples (its
@@ -522,13 +536,14 @@ func (g *Geometry) Sample(c *Ctx, r interface {
 func (g *Geometry) Pieces(c *Ctx, r interface {
 	Column(uint64, int) ([]byte, error)
 }, dst []Piece) ([]Piece, error) {
-	return g.piecesUpTo(c, r, dst, len(g.steps))
+	return g.piecesUpTo(c, r, dst, len(g.steps), false)
 }
 
-// piecesUpTo is Pieces through the first n steps.
+// piecesUpTo is Pieces through the first n steps; a blend's partner
+// (partner true) skips the blends among them, as its run does.
 func (g *Geometry) piecesUpTo(c *Ctx, r interface {
 	Column(uint64, int) ([]byte, error)
-}, dst []Piece, n int) ([]Piece, error) {
+}, dst []Piece, n int, partner bool) ([]Piece, error) {
 	pieces := dst
 	if g.mixer != nil {
 		var err error
@@ -549,17 +564,27 @@ func (g *Geometry) piecesUpTo(c *Ctx, r interface {
 	for k, s := range g.steps[:n] {
 		own := pieces[len(dst):]
 		if s.blend != nil {
+			if partner {
+				continue
+			}
 			partner, ok := s.blend.Partner(c, s.key)
 			if !ok {
 				continue
 			}
+			start := len(pieces)
 			err := withPartner(c, nil, -1, partner, s.key, func() error {
 				var err error
-				pieces, err = g.piecesUpTo(c, r, pieces, k)
+				pieces, err = g.piecesUpTo(c, r, pieces, k, true)
 				return err
 			})
 			if err != nil {
 				return nil, fmt.Errorf("partner sample %d: %w", partner, err)
+			}
+			if cut, ok := s.blend.(Cutter); ok {
+				shown := append([]Piece(nil), pieces[start:]...)
+				if pieces, err = cut.Cut(c, s.key, pieces[len(dst):start], shown, pieces[:start]); err != nil {
+					return nil, err
+				}
 			}
 			continue
 		}
@@ -581,15 +606,20 @@ func (g *Geometry) piecesUpTo(c *Ctx, r interface {
 			}
 			for i := range own {
 				if has {
-					before := own[i].Map
-					before.Centres = nil
-					cs := own[i].Map.Centres
-					own[i].Map.Centres = append(cs[:len(cs):len(cs)], CentreWindow{before, win})
+					own[i].Map = own[i].Map.withCentre(win)
+					if f := own[i].Filter; f != nil {
+						nf := f.withCentre(win)
+						own[i].Filter = &nf
+					}
 				}
 			}
 		}
 		for i := range own {
 			own[i].Map = own[i].Map.Then(st)
+			if f := own[i].Filter; f != nil { // later steps move both maps
+				nf := f.Then(st)
+				own[i].Filter = &nf
+			}
 		}
 	}
 	return pieces, nil

@@ -291,22 +291,40 @@ def _link_targets(outputs, plans, reader):
 
 
 def _link_pasters(outputs, plans, reader):
-    """Gives each CopyPaste of an image pipeline its fields' indices and the
-    Go operations before it (which it replays to find the instances)."""
+    """Gives each CopyPaste and CutMix of an image pipeline its fields'
+    indices and the Go operations before it (which it replays to find the
+    instances)."""
     names = list(reader.field_names)
+    cutmixes = {}  # seed -> linked CutMix spec
     for (fidx, name, _, _), plan in zip(outputs, plans):
         for k, spec in enumerate(plan.go_ops or []):
-            if spec.get("op") != "copy_paste" or not isinstance(spec.get("boxes"), str):
+            op = {"copy_paste": "CopyPaste", "cut_mix": "CutMix"}.get(spec.get("op"))
+            if op is None or not isinstance(spec.get("boxes"), str):
                 continue
             spec = dict(spec)
             for key, coords in (("boxes", "xyxy"), ("polygons", "polygon")):
+                if key not in spec:
+                    continue
                 f = reader.handlers.get(spec[key]) if spec[key] in names else None
                 if not isinstance(f, RaggedArrayField) or f.coords != coords:
-                    raise ValueError(f'output "{name}": CopyPaste({key}="{spec[key]}"): not a field of this file '
+                    raise ValueError(f'output "{name}": {op}({key}="{spec[key]}"): not a field of this file '
                                      f'with coords="{coords}"')
                 spec[key] = names.index(spec[key])
             spec["geometry"] = {"image": fidx, "ops": plan.go_ops[:k]}
             plan.go_ops[k] = spec
+            if op == "CutMix" and "seed" in spec:
+                cutmixes[spec["seed"]] = spec
+    # A LabelCutMix reports the CutMix of an image output with its seed.
+    for (_, name, _, _), plan in zip(outputs, plans):
+        for k, spec in enumerate(plan.go_ops or []):
+            of = spec.get("of") if spec.get("op") == "label" else None
+            if not of or of.get("op") != "cut_mix" or not isinstance(of.get("boxes"), str):
+                continue
+            linked = cutmixes.get(spec.get("seed"))
+            if linked is None or any(linked.get(a) != of.get(a) for a in ("p", "beta", "num_areas")):
+                raise ValueError(f'output "{name}": LabelCutMix(seed={spec.get("seed")}) reports a CutMix of an '
+                                 f'image output with the same arguments and seed: this loader has none')
+            plan.go_ops[k] = {**spec, "of": {a: v for a, v in linked.items() if a != "seed"}}
 
 
 # ---- datasets ---------------------------------------------------------------

@@ -203,6 +203,38 @@ def test_close_mosaic_rebuilds_the_pipeline(wide):
     assert sum(len(b["img"]) for b in loader) == 8
 
 
+def test_cutmix_follows_hyp(wide):
+    """hyp.cutmix adds CutMix after MixUp, as Ultralytics orders them, off
+    with the mosaic; its batches load, boxes inside the image."""
+    from types import SimpleNamespace
+    from ffcv_go.transforms import CutMix, MixUp
+    hyp = SimpleNamespace(mixup=0.5, cutmix=1.0)
+    names = [type(op).__name__ for op in yolo_image_ops(True, 32, hyp, True)]
+    assert names[2:4] == ["MixUp", "CutMix"], names
+    assert not any(isinstance(op, (MixUp, CutMix)) for op in yolo_image_ops(True, 32, hyp, False))
+    loader = UltralyticsLoader(wide[0] / "train.beton", 4, train=True, imgsz=32, hyp=hyp, num_workers=1)
+    seen = 0
+    for b in loader:
+        seen += len(b["img"])
+        assert ((b["bboxes"] >= 0) & (b["bboxes"] <= 1)).all()
+    assert seen == 8
+
+
+def test_cutmix_on_segments(made):
+    """For segments CutMix reads the polygons (hyp.task 'segment'): each
+    image's masks number no more instances than it has boxes."""
+    from types import SimpleNamespace
+    hyp = SimpleNamespace(cutmix=1.0, task="segment")
+    loader = UltralyticsLoader(made("segment")[0] / "train.beton", 4, task="segment", train=True, imgsz=32, hyp=hyp,
+                               num_workers=1)
+    ops = loader.image_ops(True, 32, hyp, True)
+    assert any(type(op).__name__ == "CutMix" and op.polygons == "polygons" for op in ops)
+    for b in loader:
+        assert len(b["cls"]) == len(b["bboxes"]) == len(b["batch_idx"])
+        for i in range(len(b["img"])):
+            assert int(b["masks"][i].max()) <= int((b["batch_idx"] == i).sum())
+
+
 def test_refuses_a_beton_without_its_fields(wide):
     with pytest.raises(ValueError, match=r"train.beton: a segment .beton needs the fields .*it has no polygons"):
         UltralyticsLoader(wide[0] / "train.beton", 4, task="segment")

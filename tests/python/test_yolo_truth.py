@@ -1,7 +1,8 @@
-"""Our Mosaic, RandomPerspective and MixUp against Ultralytics' own
+"""Our Mosaic, RandomPerspective, MixUp and CutMix against Ultralytics' own
 transforms (run, never copied) on the same images: the draws LabelMosaic,
-LabelRandomPerspective and LabelMixUp report, replayed through Ultralytics'
-Mosaic, RandomPerspective and MixUp, give the same boxes and pixels; and
+LabelRandomPerspective, LabelMixUp and LabelCutMix report, replayed through
+Ultralytics' Mosaic, RandomPerspective, MixUp and CutMix, give the same
+boxes and pixels; and
 over several epochs our pipeline and Ultralytics' YOLODataset give the same
 distribution of boxes per image and of box sizes.
 
@@ -38,8 +39,8 @@ from ffcv_go.fields.decoders import (IntDecoder, LabelMosaic, MosaicRGBImageDeco
                                      SimpleRGBImageDecoder)
 from ffcv_go.loader import OrderOption  # noqa: E402
 from ffcv_go.pipeline import PipelineSpec  # noqa: E402
-from ffcv_go.transforms import (LabelMixUp, LabelRandomHSV, LabelRandomPerspective, LetterBox, MixUp,  # noqa: E402
-                                RandomHSV, RandomPerspective)
+from ffcv_go.transforms import (CutMix, LabelCutMix, LabelMixUp, LabelRandomHSV, LabelRandomPerspective,  # noqa: E402
+                                LetterBox, MixUp, RandomHSV, RandomPerspective)
 
 S = 64          # imgsz
 H, W = 48, 64   # the stored images: longer side S, so neither side resizes a mosaic tile
@@ -296,6 +297,39 @@ def test_mixup_replay(scene_file, source, monkeypatch):
                 mixed, alone = mixed + int(on), alone + int(not on)
     assert mixed and alone
     print(f"\nMixUp: {mixed} mixed, {alone} alone; values differing by 1: at most {worst:.4%} of an image")
+
+
+def test_cutmix_replay(scene_file, source, monkeypatch):
+    """CutMix replayed through Ultralytics' CutMix with the partner and area
+    LabelCutMix reports, on images no random operation changed before it:
+    the same pixels, byte for byte, and the sample's boxes, then the
+    partner's it adds, clipped to the area. Where ours left the sample
+    alone, so does theirs."""
+    samples = _Samples(source)
+    cut, alone = 0, 0
+    with Loader(str(scene_file), batch_size=8, num_workers=1, order=OrderOption.SEQUENTIAL, seed=3, pipelines={
+            "image": [SimpleRGBImageDecoder(), CutMix(p=0.8, num_areas=3, seed=5)],
+            "boxes": [RaggedDecoder(max_rows=16)], "labels": [RaggedDecoder(max_rows=16)],
+            "idx": [IntDecoder(), LabelCutMix(p=0.8, num_areas=3, seed=5)]}) as loader:
+        for img, boxes, labels, idx in loader:
+            for i in range(len(img)):
+                sample, on, partner, *area = (int(v) for v in idx[i].tolist())
+                mix = augment.CutMix(samples, p=0.8, num_areas=3)
+                mix.get_indexes = lambda: partner
+                mix._rand_bbox = lambda w, h: tuple(area)  # every candidate the reported area
+                monkeypatch.setattr(augment, "random", _Draws([0.0 if on else 1.0]))
+                t = mix(samples.get_image_and_label(sample))
+                monkeypatch.undo()
+                assert np.array_equal(img[i].numpy(), t["img"]), (sample, on, partner, area)
+                n = int(boxes.counts[i])
+                t["instances"].convert_bbox("xyxy")
+                np.testing.assert_allclose(boxes.data[i, :n].numpy(), t["instances"].bboxes, atol=1e-4)
+                np.testing.assert_array_equal(labels.data[i, :n].numpy(), t["cls"].reshape(-1).astype(np.int64))
+                if on:
+                    assert n > len(source[sample][1])
+                cut, alone = cut + on, alone + (not on)
+    assert cut and alone
+    print(f"\nCutMix: {cut} cut, {alone} alone")
 
 
 @pytest.mark.parametrize("side,scaleup", [(70, True), (50, False), (80, False), (80, True)])

@@ -160,6 +160,11 @@ func (d *raggedDecoder) Run(c *pipeline.Ctx, _ int, _, out []byte) error {
 			if keep, boxes, err = d.rows.keep(c, d.env, pc.Sample, pc.Map, heap, rows); err != nil {
 				return err
 			}
+			if pc.Filter != nil { // kept as the filter's map places them, clipped by Map
+				if keep, _, err = d.rows.keep(c, d.env, pc.Sample, *pc.Filter, heap, rows); err != nil {
+					return err
+				}
+			}
 		}
 		count := rows
 		if pc.Rows != nil {

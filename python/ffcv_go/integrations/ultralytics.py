@@ -153,7 +153,8 @@ def yolo_image_ops(train, imgsz, hyp=None, mosaic=True):
     letterboxed), for segments ``CopyPaste`` (``hyp.copy_paste``),
     ``RandomPerspective(degrees, translate, scale, shear, perspective)``
     cropping the mosaic's square back to imgsz, ``MixUp``
-    (``hyp.mixup``, off with the mosaic, as Ultralytics turns it off),
+    (``hyp.mixup``), ``CutMix`` (``hyp.cutmix``; both off with the mosaic,
+    as Ultralytics turns them off),
     ``RandomHSV(hsv_h, hsv_s, hsv_v)`` and the up-down and left-right flips
     (``flipud``, ``fliplr``). val: ``LetterBox`` to imgsz x imgsz without
     enlarging, centred, padded with 114. hyp: the trainer's arguments;
@@ -161,8 +162,8 @@ def yolo_image_ops(train, imgsz, hyp=None, mosaic=True):
     # YOLO's pipeline is defined here alone: beton_trainer, beton_validator,
     # UltralyticsLoader and bench/yolo.py all take their operations from it.
     from ..fields.decoders import MosaicRGBImageDecoder
-    from ..transforms import (CopyPaste, LetterBox, MixUp, RandomHorizontalFlip, RandomHSV, RandomPerspective,
-                              RandomVerticalFlip)
+    from ..transforms import (CopyPaste, CutMix, LetterBox, MixUp, RandomHorizontalFlip, RandomHSV,
+                              RandomPerspective, RandomVerticalFlip)
     imgsz = int(imgsz)
     if not train:
         return [LetterBox((imgsz, imgsz), scaleup=False)]
@@ -174,6 +175,9 @@ def yolo_image_ops(train, imgsz, hyp=None, mosaic=True):
         ops.insert(1, CopyPaste(p=h("copy_paste", 0.0)))  # between the mosaic and its perspective
     if mosaic and h("mixup", 0.0) > 0:
         ops.append(MixUp(p=h("mixup", 0.0)))
+    if mosaic and h("cutmix", 0.0) > 0:
+        segment = getattr(hyp, "task", None) == "segment"
+        ops.append(CutMix(p=h("cutmix", 0.0), polygons="polygons" if segment else None))
     ops.append(RandomHSV(h("hsv_h", 0.015), h("hsv_s", 0.7), h("hsv_v", 0.4)))
     if h("flipud", 0.0) > 0:
         ops.append(RandomVerticalFlip(h("flipud", 0.0)))
@@ -277,14 +281,14 @@ class UltralyticsLoader:
         from ..fields.decoders import MosaicRGBImageDecoder, PolygonMaskDecoder, RaggedDecoder
         from ..loader import Loader, OrderOption
         from ..pipeline import PipelineSpec
-        from ..transforms import MixUp
+        from ..transforms import CutMix, MixUp
         pipes = {name: None for name in self._fields}
         pipes["image"] = list(self.image_ops(self.train, self.imgsz, self.hyp, self.dataset.mosaic))
         segment = self.task == "segment"
-        # A mosaic shows 4 samples' rows, and MixUp adds another mosaic's.
+        # A mosaic shows 4 samples' rows; MixUp and CutMix add another mosaic's.
         ops = pipes["image"]
         shown = 4 if any(isinstance(op, MosaicRGBImageDecoder) for op in ops) else 1
-        shown *= 2 if any(isinstance(op, MixUp) for op in ops) else 1
+        shown *= 1 + sum(isinstance(op, (MixUp, CutMix)) for op in ops)  # each partner another mosaic
         rows = self._most_rows * shown
         # Segments: boxes from the warped polygons, as YOLO's segment2box.
         polygons = "polygons" if segment else None

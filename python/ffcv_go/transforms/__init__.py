@@ -12,7 +12,7 @@ from .perspective import RandomPerspective, LabelRandomPerspective
 from .auto_augment import RandAugment, TrivialAugmentWide, AutoAugment, AugMix, AugmentOp
 from .video import ToTorchVideo
 from .photometric import Photometric
-from .mix_samples import CopyPaste, MixUp, LabelMixUp
+from .mix_samples import CopyPaste, CutMix, LabelCutMix, MixUp, LabelMixUp
 from .audio import (MonoMix, Resample, Gain, SpeedPerturbation, AddNoise, MelSpectrogram, WhisperLogMel,
                     TimeMasking, FrequencyMasking)
 from .letterbox import LetterBox
@@ -29,7 +29,7 @@ __all__ = ["ToTensor", "ToDevice", "ToTorchImage", "Convert", "View", "Squeeze",
            "LabelColorJitter", "LabelGrayscale", "LabelSolarization", "LabelGaussianBlur", "LabelRotate",
            "LabelTranslate", "LabelRandomHorizontalFlip", "LabelRandomResizedCrop", "PadRGBImageDecoder",
            "RandAugment", "TrivialAugmentWide", "AutoAugment", "AugMix", "AugmentOp", "ToTorchVideo", "Photometric",
-           "MixUp", "LabelMixUp", "CopyPaste", "RandomPerspective", "LabelRandomPerspective",
+           "MixUp", "LabelMixUp", "CutMix", "LabelCutMix", "CopyPaste", "RandomPerspective", "LabelRandomPerspective",
            "MonoMix", "Resample", "Gain", "SpeedPerturbation", "AddNoise", "MelSpectrogram", "WhisperLogMel",
            "TimeMasking", "FrequencyMasking",
            "LetterBox", "LabelLetterBox", "RandomHSV", "LabelRandomHSV", "RandomFlip",
