@@ -40,11 +40,44 @@ func WarpAffineCV(dst []byte, dh, dw int, src []byte, sh, sw, ch int, m [6]float
 		x0 := cvRound(float64(float64(a12*float64(y))+b1)*abScale) + roundDelta
 		y0 := cvRound(float64(float64(a22*float64(y))+b2)*abScale) + roundDelta
 		row := dst[y*dw*ch : (y+1)*dw*ch]
+		if ch == 3 {
+			warpRow3(row, src, sh, sw, x0, y0, adelta, bdelta, fill)
+			continue
+		}
 		for x := 0; x < dw; x++ {
 			X := (x0 + adelta[x]) >> (cvABBits - cvInterBits)
 			Y := (y0 + bdelta[x]) >> (cvABBits - cvInterBits)
 			cvBilinear(row[x*ch:(x+1)*ch], src, sh, sw, ch, X, Y, fill)
 		}
+	}
+}
+
+// warpRow3 is one output row of WarpAffineCV for RGB images: cvBilinear's
+// arithmetic, inlined for pixels whose four neighbours are inside the
+// image (the weights sum to 2¹⁵, so no result needs clamping).
+func warpRow3(row, src []byte, sh, sw int, x0, y0 int32, adelta, bdelta []int32, fill []byte) {
+	const half = 1 << (cvCoefBits - 1)
+	stride := 3 * sw
+	for x := range adelta {
+		X := (x0 + adelta[x]) >> (cvABBits - cvInterBits)
+		Y := (y0 + bdelta[x]) >> (cvABBits - cvInterBits)
+		sx, sy := int(X>>cvInterBits), int(Y>>cvInterBits)
+		o := row[3*x : 3*x+3 : 3*x+3]
+		if uint(sx) >= uint(sw-1) || uint(sy) >= uint(sh-1) {
+			cvBilinear(o, src, sh, sw, 3, X, Y, fill)
+			continue
+		}
+		ax, ay := X&(cvTabSize-1), Y&(cvTabSize-1)
+		w0 := (cvTabSize - ay) * (cvTabSize - ax) * 32
+		w1 := (cvTabSize - ay) * ax * 32
+		w2 := ay * (cvTabSize - ax) * 32
+		w3 := ay * ax * 32
+		i := sy*stride + 3*sx
+		p := src[i : i+6 : i+6]
+		q := src[i+stride : i+stride+6 : i+stride+6]
+		o[0] = byte((int32(p[0])*w0 + int32(p[3])*w1 + int32(q[0])*w2 + int32(q[3])*w3 + half) >> cvCoefBits)
+		o[1] = byte((int32(p[1])*w0 + int32(p[4])*w1 + int32(q[1])*w2 + int32(q[4])*w3 + half) >> cvCoefBits)
+		o[2] = byte((int32(p[2])*w0 + int32(p[5])*w1 + int32(q[2])*w2 + int32(q[5])*w3 + half) >> cvCoefBits)
 	}
 }
 
