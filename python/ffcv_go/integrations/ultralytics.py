@@ -83,8 +83,9 @@ def to_ultralytics_batch(images, boxes, labels, masks=None, keypoints=None, *, i
         raise ValueError(f"to_ultralytics_batch: images must be a (B, H, W, 3) uint8 batch, "
                          f"got {tuple(img.shape)} {img.dtype}")
     if img.shape[-1] in (1, 3) and img.shape[1] not in (1, 3):
+        # A view in torch's channels_last layout, not a copy: the trainers'
+        # .float() / 255 keeps the layout, and convolutions take it.
         img = img.permute(0, 3, 1, 2)
-    img = img.contiguous()
     b, _, h, w = img.shape
     xyxy, counts = _rows(boxes)
     if len(counts) != b:
