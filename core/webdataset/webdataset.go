@@ -239,14 +239,15 @@ func (r *Reader) fail(err error, member string) error {
 // Split splits a member's name into its sample key and extension as the
 // webdataset package does (base_plus_ext): the key runs to the first dot
 // of the file name. ok is false for names webdataset skips: without such a
-// dot, or metadata names like __key__ or __meta__/x.
+// dot, or metadata names like __key__ or __meta__/x; and for a name ending
+// in that dot, whose member no field could take.
 func Split(name string) (key, ext string, ok bool) {
 	if first, _, _ := strings.Cut(name, "/"); len(first) >= 4 && strings.HasPrefix(first, "__") && strings.HasSuffix(first, "__") {
 		return "", "", false
 	}
 	dir, file := path.Split(name)
 	dot := strings.IndexByte(file, '.')
-	if dot <= 0 {
+	if dot <= 0 || dot == len(file)-1 {
 		return "", "", false
 	}
 	return dir + file[:dot], strings.ToLower(file[dot+1:]), true

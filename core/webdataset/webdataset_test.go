@@ -171,6 +171,8 @@ func TestSplit(t *testing.T) {
 		{"dir/sub.x/0001.json", "dir/sub.x/0001", "json"},
 		{"__a__b.txt", "__a__b", "txt"},
 		{"noext", "", ""},
+		{"000.", "", ""},
+		{"dir/a.", "", ""},
 		{".hidden", "", ""},
 		{"dir/.hidden", "", ""},
 		{"__key__", "", ""},
