@@ -172,7 +172,8 @@ static void linear_run(uint8_t *dst, int dw, int dh, const uint8_t *src, int sh,
 	long have[2] = {-1, -1};
 	for (int dy = 0; dy < dh; dy++) {
 		const int sy = yofs[dy];
-		const long y0 = sy < sh - 1 ? sy : sh - 1;
+		/* sy is -1 above the first row (INTER_LINEAR's top edge) */
+		const long y0 = sy < 0 ? 0 : (sy < sh - 1 ? sy : sh - 1);
 		const long y1 = sy + 1 < sh - 1 ? sy + 1 : sh - 1;
 		const int16_t b0 = ya[2 * dy], b1 = ya[2 * dy + 1];
 		uint8_t *out = dst + (long)dy * len;
