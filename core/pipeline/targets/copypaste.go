@@ -81,34 +81,10 @@ type pasted struct{ piece, row int }
 // choose is the op's choice for the sample in c, whose input shows own (a
 // w-wide image).
 func (o *copyPaste) choose(c *pipeline.Ctx, own []pipeline.Piece) ([]pasted, error) {
-	type inst struct {
-		pasted
-		box [4]float64
-	}
-	var all []inst
-	f := rowFilter{boxes: o.boxes, polygons: o.polygons}
-	bd := o.env.Reader.Fields[o.boxes]
-	item, _ := bd.ItemSize()
-	for k, pc := range own {
-		heap, err := readField(c, o.env, pc.Sample, o.boxes)
-		if err != nil {
-			return nil, fmt.Errorf("copy_paste: boxes: %w", err)
-		}
-		keep, boxes, err := f.keep(c, o.env, pc.Sample, pc.Map, nil, len(heap)/(4*item))
-		if err != nil {
-			return nil, fmt.Errorf("copy_paste: %w", err)
-		}
-		rows := pc.Rows
-		if rows == nil {
-			for i := range keep {
-				rows = append(rows, i)
-			}
-		}
-		for _, i := range rows {
-			if i >= 0 && i < len(keep) && keep[i] { // Ultralytics drops empty boxes first
-				all = append(all, inst{pasted{k, i}, boxes[i]})
-			}
-		}
+	// Ultralytics drops empty boxes first: the rows targets keep.
+	all, err := rowFilter{boxes: o.boxes, polygons: o.polygons}.shown(c, o.env, own)
+	if err != nil {
+		return nil, fmt.Errorf("copy_paste: %w", err)
 	}
 	if len(all) == 0 || o.p == 0 {
 		return nil, nil
@@ -127,7 +103,7 @@ func (o *copyPaste) choose(c *pipeline.Ctx, own []pipeline.Piece) ([]pasted, err
 			m = max(m, iw*ih/a)
 		}
 		if m < copyPasteIoA {
-			cands = append(cands, j.pasted)
+			cands = append(cands, pasted{j.piece, j.row})
 			worst = append(worst, m)
 		}
 	}

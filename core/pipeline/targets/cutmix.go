@@ -121,45 +121,15 @@ func (o *cutMix) draw(c *pipeline.Ctx, key int) (r *rand.Rand, partner uint64, a
 
 func clamp(v, hi int) int { return min(max(v, 0), hi) }
 
+// rows is the filter of the rows CutMix sees: those Ultralytics' box
+// candidates keep.
+func (o *cutMix) rows() rowFilter {
+	return rowFilter{boxes: o.boxes, polygons: o.polygons, filter: o.filter}
+}
+
 func (o *cutMix) Partner(c *pipeline.Ctx, key int) (uint64, bool) {
 	_, partner, _, ok := o.draw(c, key)
 	return partner, ok
-}
-
-// shownRow is a row a piece shows, and its box in the output.
-type shownRow struct {
-	piece, row int
-	box        [4]float64
-}
-
-// shown lists the rows the pieces show (those targets keep).
-func (o *cutMix) shown(c *pipeline.Ctx, pieces []pipeline.Piece) ([]shownRow, error) {
-	var out []shownRow
-	f := rowFilter{boxes: o.boxes, polygons: o.polygons, filter: o.filter}
-	item, _ := o.env.Reader.Fields[o.boxes].ItemSize()
-	for k, pc := range pieces {
-		heap, err := readField(c, o.env, pc.Sample, o.boxes)
-		if err != nil {
-			return nil, fmt.Errorf("cut_mix: boxes: %w", err)
-		}
-		keep, boxes, err := f.keep(c, o.env, pc.Sample, pc.Map, nil, len(heap)/(4*item))
-		if err != nil {
-			return nil, fmt.Errorf("cut_mix: %w", err)
-		}
-		rows := pc.Rows
-		if rows == nil {
-			rows = make([]int, len(keep))
-			for i := range rows {
-				rows[i] = i
-			}
-		}
-		for _, i := range rows {
-			if i >= 0 && i < len(keep) && keep[i] {
-				out = append(out, shownRow{k, i, boxes[i]})
-			}
-		}
-	}
-	return out, nil
 }
 
 // inter is the area of the intersection of a and b.
@@ -177,9 +147,9 @@ func (o *cutMix) choose(c *pipeline.Ctx, key int, own, partner []pipeline.Piece)
 	if !applies {
 		return area, nil, false, nil
 	}
-	mine, err := o.shown(c, own)
+	mine, err := o.rows().shown(c, o.env, own)
 	if err != nil {
-		return area, nil, false, err
+		return area, nil, false, fmt.Errorf("cut_mix: %w", err)
 	}
 	var cands []int
 	for i, a := range areas {
@@ -195,9 +165,9 @@ func (o *cutMix) choose(c *pipeline.Ctx, key int, own, partner []pipeline.Piece)
 		return area, nil, false, nil
 	}
 	area = areas[cands[r.IntN(len(cands))]]
-	theirs, err := o.shown(c, partner)
+	theirs, err := o.rows().shown(c, o.env, partner)
 	if err != nil {
-		return area, nil, false, fmt.Errorf("partner: %w", err)
+		return area, nil, false, fmt.Errorf("cut_mix: partner: %w", err)
 	}
 	for _, s := range theirs {
 		b := s.box

@@ -151,6 +151,43 @@ func readField(c *pipeline.Ctx, env pipeline.Env, sample uint64, f int) ([]byte,
 	return heap, nil
 }
 
+// shownRow is a row a piece shows, and its box in the output.
+type shownRow struct {
+	piece, row int
+	box        [4]float64
+}
+
+// shown lists the rows of the pieces that f keeps, with their boxes: the
+// instances an operation over what the image shows (CopyPaste, CutMix)
+// sees.
+func (f rowFilter) shown(c *pipeline.Ctx, env pipeline.Env, pieces []pipeline.Piece) ([]shownRow, error) {
+	var out []shownRow
+	item, _ := env.Reader.Fields[f.boxes].ItemSize()
+	for k, pc := range pieces {
+		heap, err := readField(c, env, pc.Sample, f.boxes)
+		if err != nil {
+			return nil, fmt.Errorf("boxes: %w", err)
+		}
+		keep, boxes, err := f.keep(c, env, pc.Sample, pc.Map, nil, len(heap)/(4*item))
+		if err != nil {
+			return nil, err
+		}
+		rows := pc.Rows
+		if rows == nil {
+			rows = make([]int, len(keep))
+			for i := range rows {
+				rows[i] = i
+			}
+		}
+		for _, i := range rows {
+			if i >= 0 && i < len(keep) && keep[i] {
+				out = append(out, shownRow{k, i, boxes[i]})
+			}
+		}
+	}
+	return out, nil
+}
+
 // newRowFilter checks that field f is a boxes field for the rows of env's
 // field (nil when f is nil: every row stays) and polygons, if not nil, a
 // polygon field.
