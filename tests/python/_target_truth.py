@@ -77,3 +77,16 @@ def check_loader(loader):
     return problems, seen
 
 
+def inside(xy, w, h):
+    """Pixels whose centres lie inside polygon xy (even-odd): the reference
+    rasterization of polygon targets."""
+    px, py = np.meshgrid(np.arange(w) + 0.5, np.arange(h) + 0.5)
+    out = np.zeros((h, w), bool)
+    x, y = np.asarray(xy, np.float64).T
+    for i in range(len(x)):
+        j = (i + 1) % len(x)
+        crosses = (y[i] <= py) != (y[j] <= py)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            xc = x[i] + (py - y[i]) * (x[j] - x[i]) / (y[j] - y[i])
+        out ^= crosses & (px < xc)
+    return out

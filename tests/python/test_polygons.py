@@ -6,7 +6,7 @@ the followed polygons rasterized."""
 import numpy as np
 import pytest
 
-from _target_truth import colour_label, scenes
+from _target_truth import colour_label, inside, scenes
 from ffcv_go import DatasetWriter, Loader
 from ffcv_go.detection import YoloDataset
 from ffcv_go.fields.decoders import (CenterCropRGBImageDecoder, MosaicRGBImageDecoder, PolygonMaskDecoder,
@@ -17,20 +17,6 @@ from ffcv_go.transforms import CopyPaste, RandomPerspective
 import make_dataset  # noqa: E402  (bench/, on the path through _target_truth)
 
 N, S, K, ROWS = 12, 96, 200, 40
-
-
-def inside(xy, w, h):
-    """Pixels whose centres lie inside polygon xy (even-odd)."""
-    px, py = np.meshgrid(np.arange(w) + 0.5, np.arange(h) + 0.5)
-    out = np.zeros((h, w), bool)
-    x, y = np.asarray(xy, np.float64).T
-    for i in range(len(x)):
-        j = (i + 1) % len(x)
-        crosses = (y[i] <= py) != (y[j] <= py)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            xc = x[i] + (py - y[i]) * (x[j] - x[i]) / (y[j] - y[i])
-        out ^= crosses & (px < xc)
-    return out
 
 
 def shape(rng, cx, cy, r):

@@ -13,6 +13,7 @@ from ffcv_go import DatasetWriter, Loader  # noqa: E402
 from ffcv_go.pipeline import PipelineSpec  # noqa: E402
 from ffcv_go.detection import YoloDataset  # noqa: E402
 from ffcv_go.reader import Reader  # noqa: E402
+from _target_truth import inside  # noqa: E402
 from ffcv_go.fields.decoders import PolygonMaskDecoder, RaggedDecoder, SimpleRGBImageDecoder  # noqa: E402
 
 W, H = 64, 32  # powers of two: pixel coordinates / size are exact in the label text
@@ -91,20 +92,6 @@ def test_detect(tmp_path, photos):
         np.testing.assert_array_equal(_rows(lab, i), [c for c, _ in objs])
 
 
-def _inside(xy, w, h):
-    """Pixels whose centres lie inside polygon xy (even-odd): the reference rasterization."""
-    px, py = np.meshgrid(np.arange(w) + 0.5, np.arange(h) + 0.5)
-    inside = np.zeros((h, w), bool)
-    x, y = np.asarray(xy, np.float64).T
-    for i in range(len(x)):
-        j = (i + 1) % len(x)
-        crosses = (y[i] <= py) != (y[j] <= py)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            xc = x[i] + (py - y[i]) * (x[j] - x[i]) / (y[j] - y[i])
-        inside ^= crosses & (px < xc)
-    return inside
-
-
 def test_segment(tmp_path, photos):
     polys = {"a": [(1, [(4, 2), (30, 6), (12, 28)]), (0, [(40, 4), (60, 4), (60, 20), (40, 20)])],
              "b": [(2, [(0, 0), (63.5, 0), (63.5, 31.5), (0, 31.5)]), (0, [(20, 8), (28, 8), (24, 16)])]}
@@ -124,7 +111,7 @@ def test_segment(tmp_path, photos):
             pts = _rows(got, i)[k]
             # Resampled in Go: every vertex kept, the outline unchanged.
             assert all(np.abs(pts - v).sum(1).min() < 1e-4 for v in np.asarray(p, np.float32))
-            want[_inside(p, W, H)] = k + 1  # later objects here are the smaller: on top
+            want[inside(p, W, H)] = k + 1  # later objects here are the smaller: on top
         np.testing.assert_array_equal(mask[i].numpy(), want)
         bounds = [(min(x for x, _ in p), min(y for _, y in p), max(x for x, _ in p), max(y for _, y in p))
                   for _, p in objs]
