@@ -188,7 +188,7 @@ func ffcv_ingest_arrow(specJSON *C.char, err **C.char) (ret C.int64_t) {
 	}
 	for _, d := range o.Fields {
 		switch d.Type {
-		case field.RGBImage, field.Text, field.Int, field.Float, field.JSON, field.Bytes:
+		case field.RGBImage, field.Audio, field.Text, field.Int, field.Float, field.JSON, field.Bytes:
 		default:
 			return fail(err, fmt.Errorf("%w: field %q: a %v cannot come from an Arrow column", errArgument, d.Name, d.Type))
 		}

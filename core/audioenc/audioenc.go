@@ -14,6 +14,7 @@ import (
 	"os"
 
 	"github.com/ffcv-go/ffcv-go/core/audio"
+	"github.com/ffcv-go/ffcv-go/core/audioproc"
 	"github.com/ffcv-go/ffcv-go/core/field"
 )
 
@@ -25,15 +26,12 @@ type Options struct {
 	// arrays) are stored at in FLAC, 16 (default) or 24. Integer sources
 	// keep their own width (8 to 24 bits).
 	Bits int `json:"bits"`
-	// Resample, when not 0, resamples every clip to this rate (Hz) at
-	// write time through Resampler.
+	// Resample, when not 0, resamples every clip of another rate to this
+	// one (Hz) at write time, as torchaudio.functional.resample does by
+	// default; the result is stored as floats (FLAC at Bits bits, or
+	// float WAV with storage "source").
 	Resample int `json:"resample"`
 }
-
-// Resampler converts a planar float32 clip (channels × frames) from one
-// rate to another. It is nil until a resampler registers itself (the audio
-// DSP operations); until then Options.Resample is refused.
-var Resampler func(x []float32, channels, from, to int) ([]float32, error)
 
 // Sample formats of an array value (field.Value.Width).
 const (
@@ -55,10 +53,8 @@ func (o *Options) Check() error {
 		return fmt.Errorf("storage %q (want flac or source)", o.Storage)
 	case o.Bits != 16 && o.Bits != 24:
 		return fmt.Errorf("bits %d (want 16 or 24)", o.Bits)
-	case o.Resample < 0:
-		return fmt.Errorf("resample %d must be a positive rate", o.Resample)
-	case o.Resample > 0 && Resampler == nil:
-		return fmt.Errorf("resample %d: write-time resampling is not available in this build", o.Resample)
+	case o.Resample < 0 || o.Resample > math.MaxInt32:
+		return fmt.Errorf("resample %d must be a positive rate (Hz)", o.Resample)
 	}
 	return nil
 }
@@ -145,7 +141,7 @@ func encode(v field.Value, data []byte, o Options) ([]byte, field.AudioMeta, err
 		return nil, field.AudioMeta{}, err
 	}
 	if o.Resample > 0 && o.Resample != pcm.SampleRate {
-		y, err := Resampler(pcm.Floats(), pcm.Channels, pcm.SampleRate, o.Resample)
+		y, err := resample(pcm.Floats(), pcm.Channels, pcm.SampleRate, o.Resample)
 		if err != nil {
 			return nil, field.AudioMeta{}, fmt.Errorf("resampling from %d Hz to %d Hz: %w", pcm.SampleRate, o.Resample, err)
 		}
@@ -189,6 +185,23 @@ func encode(v field.Value, data []byte, o Options) ([]byte, field.AudioMeta, err
 		return nil, field.AudioMeta{}, err
 	}
 	return heap, m, nil
+}
+
+// resample converts a planar clip (channels × frames) from one rate to
+// another with torchaudio's defaults (sinc_interp_hann, lowpass width 6,
+// rolloff 0.99), each channel on its own.
+func resample(x []float32, channels, from, to int) ([]float32, error) {
+	r, err := audioproc.NewResampler(from, to, 6, 0.99)
+	if err != nil {
+		return nil, err
+	}
+	frames := len(x) / channels
+	n := r.OutLen(frames)
+	y := make([]float32, n*channels)
+	for c := 0; c < channels; c++ {
+		r.Apply(x[c*frames:(c+1)*frames], y[c*n:(c+1)*n])
+	}
+	return y, nil
 }
 
 func dataErr(format string, args ...any) error {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ffcv-go/ffcv-go/core/audio"
+	"github.com/ffcv-go/ffcv-go/core/audioproc"
 	"github.com/ffcv-go/ffcv-go/core/field"
 )
 
@@ -93,6 +94,58 @@ func TestEncode(t *testing.T) {
 	}
 }
 
+// TestEncodeResamples: write-time resampling gives the resampler's samples
+// at the new rate (quantized to the stored bits), and leaves a clip already
+// at that rate as it is.
+func TestEncodeResamples(t *testing.T) {
+	src := make([]float32, 2*800) // two channels of 0.1 s at 8 kHz
+	for i := range 800 {
+		src[i] = float32(0.5 * math.Sin(2*math.Pi*440*float64(i)/8000))
+		src[800+i] = float32(0.25 * math.Cos(2*math.Pi*1000*float64(i)/8000))
+	}
+	arr := field.Value{Data: float32s(src...), Channels: 2, Int: 8000, Width: Float32}
+	r, err := audioproc.NewResampler(8000, 11025, 6, 0.99)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := r.OutLen(800)
+	want := make([]float32, 2*n)
+	r.Apply(src[:800], want[:n])
+	r.Apply(src[800:], want[n:])
+	for _, tc := range []struct {
+		name  string
+		o     Options
+		codec byte
+		bits  int
+		tol   float64
+	}{
+		{"to float wav", Options{Storage: "source", Resample: 11025}, field.AudioWAV, 32, 0},
+		{"to 24-bit flac", Options{Bits: 24, Resample: 11025}, field.AudioFLAC, 24, 1.0 / (1 << 23)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			heap, m, err := Encode(arr, tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.SampleRate != 11025 || m.Codec != tc.codec || m.Bits != tc.bits || int(m.Frames) != n || m.Channels != 2 {
+				t.Fatalf("meta %+v, want %d frames at 11025 Hz", m, n)
+			}
+			got := decode(t, heap, m)
+			for i := range got {
+				if math.Abs(float64(got[i]-want[i])) > tc.tol {
+					t.Fatalf("sample %d: %v, want %v", i, got[i], want[i])
+				}
+			}
+		})
+	}
+	// A clip at the target rate is not resampled: the source's bytes stay.
+	wav := audio.WAV([]int32{1, 2, 3}, nil, 1, 16, 8000)
+	heap, m, err := Encode(field.Value{Data: wav, Encoded: true}, Options{Storage: "source", Resample: 8000})
+	if err != nil || string(heap) != string(wav) || m.Bits != 16 {
+		t.Fatalf("same rate: %v, %+v", err, m)
+	}
+}
+
 func TestEncodeRefuses(t *testing.T) {
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty.flac")
@@ -111,7 +164,7 @@ func TestEncodeRefuses(t *testing.T) {
 		{"rate 0 array", field.Value{Data: int16s(1, 2), Channels: 1, Width: Int16}, Options{}, "sample rate 0"},
 		{"nan sample", field.Value{Data: float32s(0, float32(math.NaN())), Channels: 1, Int: 8000, Width: Float32}, Options{}, "sample 1 of channel 0 is NaN"},
 		{"no frames", field.Value{Data: nil, Channels: 1, Int: 8000, Width: Int16}, Options{}, "no samples"},
-		{"resampling without a resampler", field.Value{Path: empty}, Options{Resample: 16000}, "not available in this build"},
+		{"negative resampling rate", field.Value{Path: empty}, Options{Resample: -16000}, "resample -16000 must be a positive rate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := Encode(tc.v, tc.o)

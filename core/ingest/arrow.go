@@ -270,7 +270,7 @@ func (a *ArrowColumn) fill(d field.Desc, items []*Item, f int) error {
 			it.Values[f] = v
 		}
 		return nil
-	case field.RGBImage, field.JSON, field.Bytes:
+	case field.RGBImage, field.Audio, field.JSON, field.Bytes:
 		if !a.binary() || a.List != 0 {
 			return fmt.Errorf("a %v takes a binary or string column", d.Type)
 		}
@@ -284,7 +284,7 @@ func (a *ArrowColumn) fill(d field.Desc, items []*Item, f int) error {
 				continue
 			}
 			switch d.Type {
-			case field.RGBImage:
+			case field.RGBImage, field.Audio:
 				it.Values[f] = field.Value{Data: b, Encoded: true}
 			case field.JSON:
 				if !json.Valid(b) {

@@ -27,7 +27,8 @@ import (
 //   - FloatField: numbers (those, float16/32/64, str_float, str_decimal);
 //   - TextField: str, or json holding a string or a list of strings;
 //   - JSONField: json, or str holding JSON;
-//   - BytesField: any column, its bytes as stored.
+//   - BytesField: any column, its bytes as stored;
+//   - AudioField: bytes holding an audio file (WAV, FLAC, MP3, Ogg/Opus).
 //
 // An image file's bytes go to the image encoder as they are, so a JPEG
 // that needs no resize can be kept byte for byte (KeepSourceJPEG).
@@ -59,7 +60,7 @@ func (c *Columns) Check() error {
 	}
 	for i, d := range c.Fields {
 		switch d.Type {
-		case field.RGBImage, field.Int, field.Float, field.Text, field.JSON, field.Bytes:
+		case field.RGBImage, field.Audio, field.Int, field.Float, field.Text, field.JSON, field.Bytes:
 		default:
 			return fmt.Errorf("field %q: a %v cannot come from a column", d.Name, d.Type)
 		}
@@ -165,6 +166,8 @@ func canTake(t field.Type, enc string) bool {
 		return enc == "json" || enc == "str"
 	case field.Bytes:
 		return true
+	case field.Audio:
+		return enc == "bytes"
 	}
 	return false
 }
@@ -176,6 +179,8 @@ func fromColumn(d field.Desc, enc string, b []byte) (field.Value, error) {
 		if enc == "pil" {
 			return pilPixels(b)
 		}
+		return field.Value{Data: b, Encoded: true}, nil
+	case field.Audio:
 		return field.Value{Data: b, Encoded: true}, nil
 	case field.Int:
 		x, _, err := number(enc, b)

@@ -826,7 +826,9 @@ func (j *Job) nothingWritten() error {
 	if j.report.Samples > 0 || j.report.NumProbs == 0 {
 		return nil
 	}
-	return fmt.Errorf("no sample could be written: %d problems, the first: %v",
+	// The first problem is wrapped, so that its kind (a bad sample, a
+	// missing shard) decides the exception the caller sees.
+	return fmt.Errorf("no sample could be written: %d problems, the first: %w",
 		j.report.NumProbs, j.report.Problems[0])
 }
 

@@ -168,6 +168,8 @@ func TestTablesRefuse(t *testing.T) {
 			`field "label": no column "target" (columns: caption, image, label, png, raw, score)`, false},
 		{"a column of another kind", "litdata", []field.Desc{label}, []string{"caption"}, nil,
 			`field "label": column "caption" holds str, which an IntField cannot take`, false},
+		{"an audio field from a str column", "mds", []field.Desc{{Type: field.Audio, Name: "audio"}}, []string{"caption"}, nil,
+			`field "audio": column "caption" holds str, which an AudioField cannot take`, false},
 		{"no index", "mds", []field.Desc{image}, []string{"image"},
 			func(t *testing.T, d string) { os.Remove(filepath.Join(d, "index.json")) }, "an MDS dataset's index", true},
 		{"brotli", "mds", []field.Desc{image}, []string{"image"},
@@ -222,5 +224,36 @@ func TestTablesRefuse(t *testing.T) {
 				t.Fatalf("got %v, want %q (not exist: %v)", err, c.want, c.notExist)
 			}
 		})
+	}
+}
+
+// TestAudioValues: an audio field takes a file's bytes (a bytes column, a
+// webdataset member), handed to the audio encoder undecoded, and nothing
+// else.
+func TestAudioValues(t *testing.T) {
+	audio := field.Desc{Type: field.Audio, Name: "audio"}
+	wav := []byte("RIFF....WAVE")
+	for _, enc := range []string{"bytes", "str", "json", "int", "jpeg", "pil", "float32"} {
+		if got, want := canTake(field.Audio, enc), enc == "bytes"; got != want {
+			t.Errorf("canTake(Audio, %q) = %v, want %v", enc, got, want)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		make func() (field.Value, error)
+	}{
+		{"bytes column", func() (field.Value, error) { return fromColumn(audio, "bytes", wav) }},
+		{"webdataset member", func() (field.Value, error) { return fromMember(audio, wav) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := tc.make()
+			if err != nil || !v.Encoded || string(v.Data) != string(wav) {
+				t.Fatalf("got %+v, %v; want the bytes, encoded", v, err)
+			}
+		})
+	}
+	w := &WebDataset{Fields: []field.Desc{audio}, Take: []Take{{Exts: []string{"json"}, JSONKey: "sound"}}}
+	if err := w.Check(); err == nil || !strings.Contains(err.Error(), "comes from a file member, not a JSON key") {
+		t.Fatalf("an audio field from a JSON key: %v", err)
 	}
 }

@@ -32,7 +32,9 @@ type Take struct {
 //     of strings as one or several captions;
 //   - IntField, FloatField: a number in a text member (.cls) or in JSON;
 //   - JSONField: a JSON member, or the JSON value at a key;
-//   - BytesField: a member's bytes.
+//   - BytesField: a member's bytes;
+//   - AudioField: the audio file's bytes (WAV, FLAC, MP3, Ogg/Opus), for
+//     the audio encoder, which refuses a corrupt or truncated one.
 type WebDataset struct {
 	Fields []field.Desc
 	Take   []Take
@@ -56,9 +58,9 @@ func (w *WebDataset) Check() error {
 			return fmt.Errorf("field %q: a JSON key is read from one member, not %s", d.Name, strings.Join(t.Exts, ";"))
 		}
 		switch d.Type {
-		case field.RGBImage:
+		case field.RGBImage, field.Audio:
 			if t.JSONKey != "" {
-				return fmt.Errorf("field %q: an image comes from an image member, not a JSON key", d.Name)
+				return fmt.Errorf("field %q: a %v comes from a file member, not a JSON key", d.Name, d.Type)
 			}
 		case field.Text, field.Int, field.Float, field.JSON, field.Bytes:
 		default:
@@ -195,7 +197,7 @@ func (w *WebDataset) item(s *webdataset.Sample) *Item {
 // fromMember makes a field value from a member's bytes.
 func fromMember(d field.Desc, b []byte) (field.Value, error) {
 	switch d.Type {
-	case field.RGBImage:
+	case field.RGBImage, field.Audio:
 		return field.Value{Data: b, Encoded: true}, nil
 	case field.Text:
 		return field.Value{Texts: [][]byte{b}}, nil

@@ -13,8 +13,8 @@ import numpy as np
 from . import _lib
 
 _DEFAULT_EXTENSIONS = {"RGBImageField": "jpg;jpeg;png;webp", "TextField": "txt", "IntField": "cls",
-                       "JSONField": "json"}
-_WDS_KINDS = ("RGBImageField", "TextField", "IntField", "FloatField", "JSONField", "BytesField")
+                       "JSONField": "json", "AudioField": "flac;wav;mp3;opus;ogg"}
+_WDS_KINDS = ("RGBImageField", "AudioField", "TextField", "IntField", "FloatField", "JSONField", "BytesField")
 
 
 # ---- output names and sizes ---------------------------------------------------
@@ -270,7 +270,7 @@ def arrow_columns(writer, names):
     if unknown:
         raise ValueError(f"columns names {', '.join(sorted(unknown))}, not fields of this writer "
                          f"({', '.join(writer.fields)})")
-    kinds = ("RGBImageField", "TextField", "IntField", "FloatField", "JSONField", "BytesField")
+    kinds = _WDS_KINDS
     for name, f in writer.fields.items():
         if type(f).__name__ not in kinds:
             raise ValueError(f"field {name!r}: a {type(f).__name__} cannot come from an Arrow column "
@@ -349,8 +349,8 @@ class _Batch:
         import pyarrow as pa
         import pyarrow.compute as pc
         kind, t = type(f).__name__, arr.type
-        if kind == "RGBImageField" and pa.types.is_struct(t):
-            # Hugging Face's Image feature: {bytes, path}; images given by path only are read here.
+        if kind in ("RGBImageField", "AudioField") and pa.types.is_struct(t):
+            # Hugging Face's Image and Audio features: {bytes, path}; files given by path only are read here.
             names = [t.field(i).name for i in range(t.num_fields)]
             if "bytes" not in names:
                 raise TypeError(f"a struct column without a 'bytes' field ({', '.join(names)})")
@@ -389,7 +389,7 @@ class _Batch:
 
 
 def _read_paths(struct_arr, data):
-    """The bytes of a {bytes, path} column, image files read for rows with a path only."""
+    """The bytes of a {bytes, path} column, files read for rows with a path only."""
     import pyarrow as pa
     import pyarrow.compute as pc
     paths = pc.struct_field(struct_arr, "path").to_pylist()

@@ -199,9 +199,11 @@ class DatasetWriter:
 
         - extensions: {field: "jpg;png"} (the first present wins) or
           "json:key.path" (a value inside the JSON member); defaults by field
-          kind: RGBImageField "jpg;jpeg;png;webp", TextField "txt" (one
-          caption; a JSON list of strings gives several), IntField "cls",
-          JSONField "json";
+          kind: RGBImageField "jpg;jpeg;png;webp", AudioField
+          "flac;wav;mp3;opus;ogg" (the file's bytes go to the audio
+          encoder, which refuses a corrupt or truncated one), TextField
+          "txt" (one caption; a JSON list of strings gives several),
+          IntField "cls", JSONField "json";
         - ignore: extensions the shards hold that no field takes; any other
           such member is a problem;
         - errors: 'raise' (default) fails the write at the first problem (an
@@ -253,7 +255,8 @@ class DatasetWriter:
         uint64, str_int); a FloatField those and float16/32/64, str_float,
         str_decimal; a TextField str, or json holding a string or a list of
         strings; a JSONField json (or str holding JSON); a BytesField any
-        column's bytes. Columns no field takes are left out. errors,
+        column's bytes; an AudioField a bytes column holding audio files
+        (WAV, FLAC, MP3, Ogg/Opus). Columns no field takes are left out. errors,
         output_shards ('input': one .beton per MDS shard) and readers are
         as for from_webdataset. Returns a WriteReport."""
         return self._from_columns("mds", path, columns, errors, output_shards, readers)
@@ -272,7 +275,8 @@ class DatasetWriter:
         take litdata's serializers as from_streaming takes MDS encodings:
         jpeg, image, pil or bytes for an RGBImageField, int or bool for an
         IntField, those and float for a FloatField, str for a TextField or a
-        JSONField, anything for a BytesField. errors, output_shards
+        JSONField, bytes holding an audio file for an AudioField, anything
+        for a BytesField. errors, output_shards
         ('input': one .beton per chunk) and readers are as for
         from_webdataset. Returns a WriteReport."""
         return self._from_columns("litdata", path, columns, errors, output_shards, readers)
@@ -292,7 +296,9 @@ class DatasetWriter:
 
         columns maps field names to column names (default: the same name).
         An RGBImageField takes a binary column of image files (Hugging
-        Face's {"bytes", "path"} image structs included); a TextField a
+        Face's {"bytes", "path"} image structs included), an AudioField
+        one of audio files (WAV, FLAC, MP3, Ogg/Opus; Hugging Face's
+        {"bytes", "path"} Audio structs included); a TextField a
         string column, or a list of strings for several captions; IntField
         and FloatField numeric columns; JSONField a string column of JSON;
         BytesField a binary one. key names a column naming the rows in
@@ -320,8 +326,9 @@ class DatasetWriter:
     def from_huggingface(self, dataset, columns=None, *, key=None, batch_size=1024, errors="raise",
                          output_shards=None):
         """Writes the rows of a Hugging Face ``datasets.Dataset`` (one split),
-        in order, from its Arrow table: image columns (the Image feature's
-        {"bytes", "path"} structs), text, list-of-text and label columns go
+        in order, from its Arrow table: image and audio columns (the Image
+        and Audio features' {"bytes", "path"} structs: the files go to the
+        Go encoders undecoded), text, list-of-text and label columns go
         to the Go core as Arrow buffers, as in from_parquet (which see for
         columns, key, errors and output_shards)."""
         from . import _ingest

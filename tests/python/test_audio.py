@@ -7,6 +7,7 @@ Clips are a second or two of speech, written in well under a second."""
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -293,6 +294,35 @@ def test_decoder_arguments_and_mixed_rates(speech, sources, tmp_path):
     assert a.waveform.shape[:2] == (2, 1)
 
 
+def test_write_time_resampling_equals_torchaudio(speech, sources, tmp_path):
+    """AudioField(resample=16000): clips of mixed rates (22050, 48000 Hz,
+    an array at 8 kHz, one already at 16 kHz kept as it is) come out at
+    16 kHz, each equal to torchaudio.functional.resample of its source
+    (within the 24-bit storage), and the file then loads as one rate."""
+    torchaudio = pytest.importorskip("torchaudio")
+    t = np.arange(8000, dtype=np.float32) / 8000
+    tone = (0.3 * np.sin(2 * np.pi * 300 * t)).astype(np.float32)
+    at16k = np.round(0.25 * np.sin(2 * np.pi * 440 * np.arange(4000) / 16000) * 32767).astype(np.int16)
+    values = [str(speech[0]), str(sources["opus"]), (tone, 8000), (at16k, 16000)]
+    write(tmp_path / "a.beton", values, AudioField(bits=24, resample=16000))
+    meta = Reader(str(tmp_path / "a.beton")).metadata["f0"]
+    assert meta["sample_rate"].tolist() == [16000] * 4
+    a = only(tmp_path / "a.beton", AudioDecoder(mono=True))
+    refs = [reference(speech[0]), reference(sources["opus"]), tone[None], None]
+    rates = [22050, 48000, 8000, None]
+    for k, (ref, rate) in enumerate(zip(refs, rates)):
+        n = int(a.lengths[k])
+        got = a.waveform[k, 0, :n]
+        if ref is None:  # at the target rate: its int16 samples exactly
+            assert meta["bits"][k] == 16 and torch.equal(got, torch.from_numpy(at16k / np.float32(32768)))
+            continue
+        want = torchaudio.functional.resample(torch.from_numpy(ref), rate, 16000).mean(0)
+        assert n == want.shape[0], k
+        assert (got - want).abs().max() < 1e-5, k
+    with pytest.raises(ValueError, match="AudioField: resample 0 must be a positive integer rate"):
+        AudioField(resample=0)
+
+
 def test_damaged_clip_in_the_file_is_refused_when_read(speech, tmp_path):
     """A clip whose bytes were damaged after writing (the second half of its
     FLAC zeroed) fails its batch, naming the sample; never a short or
@@ -350,3 +380,98 @@ def test_bucketed_by_audio_duration(speech, tmp_path):
     with pytest.raises(ValueError, match=r"duration field \"audio\".*more than max_duration 1"):
         load(tmp_path / "a.beton", order=OrderOption.BUCKETED, order_kwargs={"duration_field": "audio",
                                                                             "max_duration": 1.0})
+
+
+# ---- one-pass conversions: webdataset, Parquet, Hugging Face, MDS/litdata -----
+
+def _stored(path):
+    """Every sample's (metadata column, stored bytes) of a file's AudioField."""
+    r = Reader(str(path))
+    return [(tuple(r.metadata["f0"][i][["frames", "sample_rate", "channels", "codec", "bits"]].tolist()),
+             bytes(r.read(i, "audio"))) for i in range(r.num_samples)]
+
+
+def _clips(sources):
+    """(key, extension, bytes, label) of a clip in every codec."""
+    out = []
+    for k, name in enumerate(["wav16", "flac24", "opus", "mp3", "float"]):
+        if name in sources:
+            ext = {"wav16": "wav", "float": "wav", "opus": "opus"}.get(name, name[:4] if name != "mp3" else "mp3")
+            out.append((f"c{k}", ext, sources[name].read_bytes(), k))
+    return out
+
+
+def test_webdataset_members_equal_the_indexed_writer(sources, tmp_path):
+    """Audio members (.wav .flac .mp3 .opus) go to the Go audio encoder
+    undecoded: the file equals one written from the same bytes by
+    from_indexed_dataset. A truncated member is refused naming the shard,
+    the sample's key and the field; errors='skip' leaves that sample out and reports it."""
+    import io
+    import tarfile
+    clips = _clips(sources)
+    cut = sources["flac16"].read_bytes()
+    shard = tmp_path / "shard-0.tar"
+    with tarfile.open(shard, "w") as tar:
+        for key, ext, data, label in clips[:2] + [("cut", "flac", cut[:len(cut) // 2], 9)] + clips[2:]:
+            for name, b in [(f"{key}.{ext}", data), (f"{key}.cls", str(label).encode())]:
+                info = tarfile.TarInfo(name)
+                info.size = len(b)
+                tar.addfile(info, io.BytesIO(b))
+    fields = {"audio": AudioField(), "label": IntField()}
+    with pytest.raises(ValueError, match=r"shard-0\.tar: sample \"cut\": field \"audio\": .*truncated FLAC"):
+        DatasetWriter(str(tmp_path / "w.beton"), fields, progress=False).from_webdataset(str(shard))
+    with pytest.warns(UserWarning, match="1 problem"):
+        rep = DatasetWriter(str(tmp_path / "w.beton"), fields, progress=False).from_webdataset(str(shard),
+                                                                                                errors="skip")
+    assert (rep.samples, rep.skipped) == (len(clips), 1) and rep.problems[0]["key"] == "cut"
+    write(tmp_path / "i.beton", [data for _, _, data, _ in clips])
+    assert _stored(tmp_path / "w.beton") == _stored(tmp_path / "i.beton")
+    assert Reader(str(tmp_path / "w.beton")).metadata["f1"].tolist() == [c[3] for c in clips]
+
+
+def test_parquet_and_huggingface_audio_columns(sources, speech, tmp_path):
+    """A binary column of audio files, and Hugging Face's Audio feature
+    ({bytes, path} structs, rows given by path only included), convert
+    to the same clips as from_indexed_dataset; a column that is not
+    audio is refused by row."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    clips = _clips(sources)
+    want = tmp_path / "i.beton"
+    write(want, [data for _, _, data, _ in clips])
+    fields = {"audio": AudioField(), "label": IntField()}
+    table = pa.table({"sound": pa.array([c[2] for c in clips], pa.binary()),
+                      "label": pa.array([c[3] for c in clips], pa.int64())})
+    pq.write_table(table, tmp_path / "a.parquet", row_group_size=2)
+    DatasetWriter(str(tmp_path / "p.beton"), fields, progress=False).from_parquet(
+        str(tmp_path / "a.parquet"), columns={"audio": "sound"}, batch_size=2)
+    assert _stored(tmp_path / "p.beton") == _stored(want)
+    datasets = pytest.importorskip("datasets")
+    paths = [str(p) for p in speech]
+    ds = datasets.Dataset.from_dict({"audio": paths, "label": list(range(len(paths)))}).cast_column(
+        "audio", datasets.Audio(decode=False))
+    assert ds.data.column("audio").type == pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    DatasetWriter(str(tmp_path / "hf.beton"), fields, progress=False).from_huggingface(ds, batch_size=3)
+    write(tmp_path / "hf-i.beton", paths)
+    assert _stored(tmp_path / "hf.beton") == _stored(tmp_path / "hf-i.beton")
+    bad = pa.table({"audio": pa.array([b"not a sound at all"], pa.binary()), "label": pa.array([0])})
+    pq.write_table(bad, tmp_path / "bad.parquet")
+    with pytest.raises(ValueError, match=r"bad\.parquet.*row 0.*unknown codec"):
+        DatasetWriter(str(tmp_path / "b.beton"), fields, progress=False).from_parquet(str(tmp_path / "bad.parquet"))
+
+
+def test_mds_and_litdata_bytes_columns_go_to_the_audio_encoder(tmp_path):
+    """An AudioField takes an MDS/litdata bytes column: bytes that are no
+    audio file (the fixtures' raw column) are refused by sample, as a
+    corrupt file would be, never stored; a column of another encoding is
+    refused up front."""
+    peers = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "peers"
+    for fmt, name in [("mds", "mds"), ("litdata", "litdata")]:
+        w = DatasetWriter(str(tmp_path / f"{name}.beton"), {"audio": AudioField()}, progress=False)
+        convert = w.from_streaming if fmt == "mds" else w.from_litdata
+        with pytest.raises(ValueError, match=r"sample \"sample 0\": field \"audio\": .*unknown codec"):
+            convert(str(peers / name), columns={"audio": "raw"})
+        with pytest.raises(ValueError, match=r"no sample could be written: 7 problems.*unknown codec"):
+            convert(str(peers / name), columns={"audio": "raw"}, errors="skip")
+        with pytest.raises(ValueError, match=r"field \"audio\": column \"caption\" holds str, which an AudioField"):
+            convert(str(peers / name), columns={"audio": "caption"})

@@ -49,6 +49,12 @@ class AudioField(Field):
       decode that checks them); arrays as WAV (int16, int32 or float32
       samples, exact).
     - ``sample_rate``: the rate of arrays given without one.
+    - ``resample``: a rate (Hz) every clip of another rate is resampled to
+      at write time, as ``torchaudio.functional.resample`` does by default
+      (sinc_interp_hann, lowpass_filter_width 6, rolloff 0.99); a
+      resampled clip is stored as floats (FLAC at ``bits`` bits, or float
+      WAV with ``storage='source'``). Clips already at that rate are
+      stored as they come.
 
     Every value is decoded whole once at write time: a file that is
     corrupt, truncated (its frames short of its header's count: FLAC's
@@ -60,7 +66,7 @@ class AudioField(Field):
     """
     TYPE_ID = 104
 
-    def __init__(self, storage="flac", bits=16, sample_rate=None):
+    def __init__(self, storage="flac", bits=16, sample_rate=None, resample=None):
         if storage not in _STORAGE:
             raise ValueError(f"AudioField: storage {storage!r} must be 'flac' or 'source'")
         if bits not in (16, 24):
@@ -68,9 +74,13 @@ class AudioField(Field):
         if sample_rate is not None and (isinstance(sample_rate, bool) or int(sample_rate) != sample_rate
                                         or int(sample_rate) <= 0):
             raise ValueError(f"AudioField: sample_rate {sample_rate!r} must be a positive integer (Hz)")
+        if resample is not None and (isinstance(resample, bool) or not isinstance(resample, (int, float))
+                                     or int(resample) != resample or not 0 < resample < 2**31):
+            raise ValueError(f"AudioField: resample {resample!r} must be a positive integer rate (Hz)")
         self.storage = storage
         self.bits = int(bits)
         self.sample_rate = None if sample_rate is None else int(sample_rate)
+        self.resample = None if resample is None else int(resample)
 
     @property
     def metadata_type(self):
@@ -101,7 +111,7 @@ class AudioField(Field):
         return {"audio": self._options()}
 
     def _options(self):
-        return {"storage": self.storage, "bits": self.bits}
+        return {"storage": self.storage, "bits": self.bits, "resample": self.resample or 0}
 
     # Encoding runs where the value is fetched when it can (the writer's
     # fetch threads: the Go call releases the GIL), else in _value; either
