@@ -65,7 +65,8 @@ type loaderSpec struct {
 // fileLoader is a loader with the reader it holds a reference to.
 type fileLoader struct {
 	*loader.Loader
-	r *beton.Reader
+	r       *beton.Reader
+	sources []pipeline.Source // a mixture's, for the tail programs' operations
 }
 
 func (l fileLoader) Close() error {
@@ -95,6 +96,7 @@ func ffcv_loader_create(specJSON *C.char, indices *C.uint64_t, nIndices C.uint64
 	}
 	var r *beton.Reader
 	var parts []order.Part
+	var sources []pipeline.Source
 	var e error
 	if spec.Reader != 0 {
 		// The file the caller has open: opened and mapped once.
@@ -103,7 +105,7 @@ func ffcv_loader_create(specJSON *C.char, indices *C.uint64_t, nIndices C.uint64
 		if e != nil {
 			return fail(err, e)
 		}
-		r, parts = h.Reader, h.parts
+		r, parts, sources = h.Reader, h.parts, h.sources
 	} else {
 		custom := map[string]field.Column{}
 		for k, v := range spec.Custom {
@@ -114,19 +116,19 @@ func ffcv_loader_create(specJSON *C.char, indices *C.uint64_t, nIndices C.uint64
 		}
 	}
 	retainReader(r)
-	l, e := buildLoader(r, parts, &spec, indices, nIndices)
+	l, e := buildLoader(r, parts, sources, &spec, indices, nIndices)
 	if e != nil {
 		releaseReader(r)
 		return fail(err, e)
 	}
-	return C.int64_t(handles.add(fileLoader{l, r}))
+	return C.int64_t(handles.add(fileLoader{l, r, sources}))
 }
 
-func buildLoader(r *beton.Reader, parts []order.Part, spec *loaderSpec, indices *C.uint64_t, n C.uint64_t) (*loader.Loader, error) {
+func buildLoader(r *beton.Reader, parts []order.Part, sources []pipeline.Source, spec *loaderSpec, indices *C.uint64_t, n C.uint64_t) (*loader.Loader, error) {
 	progs := make([]*pipeline.Program, len(spec.Outputs))
 	var bySource [][]*pipeline.Program
 	for k, o := range spec.Outputs {
-		p, err := pipeline.Build(r, o.Field, o.Ops)
+		p, err := pipeline.Build(r, o.Field, o.Ops, sources...)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", errArgument, o.label(k), err)
 		}
@@ -144,7 +146,7 @@ func buildLoader(r *beton.Reader, parts []order.Part, spec *loaderSpec, indices 
 			if bySource[k] == nil {
 				bySource[k] = make([]*pipeline.Program, len(o.Sources))
 			}
-			if bySource[k][s], err = pipeline.Build(r, o.Field, ops); err != nil {
+			if bySource[k][s], err = pipeline.Build(r, o.Field, ops, sources...); err != nil {
 				return nil, fmt.Errorf("%w: %s, source %d: %v", errArgument, o.label(k), s, err)
 			}
 		}
@@ -425,7 +427,7 @@ func ffcv_loader_tail(h C.int64_t, specJSON *C.char, out **C.char, err **C.char)
 	if _, _, _, e := dlType(spec.In.DType); e != nil {
 		return fail(err, fmt.Errorf("%w: tail input: %v", errArgument, e))
 	}
-	p, e := pipeline.BuildTail(l.r, spec.Field, spec.In, spec.Ops)
+	p, e := pipeline.BuildTail(l.r, spec.Field, spec.In, spec.Ops, l.sources...)
 	if e != nil {
 		return fail(err, fmt.Errorf("%w: %v", errArgument, e))
 	}

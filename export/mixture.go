@@ -9,8 +9,10 @@ import "C"
 import (
 	"encoding/json"
 
+	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/dataset"
 	"github.com/ffcv-go/ffcv-go/core/mixture"
+	"github.com/ffcv-go/ffcv-go/core/pipeline"
 )
 
 // sourceInfo is what ffcv_mixture_open says of a source.
@@ -40,7 +42,8 @@ func ffcv_mixture_open(specJSON *C.char, out **C.char, err **C.char) (ret C.int6
 	info := struct {
 		Name    string       `json:"name"` // how the reader's errors call the mixture
 		Sources []sourceInfo `json:"sources"`
-	}{Name: r.Path}
+		Side    []sideInfo   `json:"side"`
+	}{Name: r.Path, Side: []sideInfo{}}
 	file := 0
 	for _, p := range m.Parts {
 		s := sourceInfo{Name: p.Name, Files: p.Files, Start: p.Start, Size: p.Size, Take: p.Take}
@@ -50,11 +53,43 @@ func ffcv_mixture_open(specJSON *C.char, out **C.char, err **C.char) (ret C.int6
 		s.FirstPage, s.EndPage = start/r.PageSize(), (end+r.PageSize()-1)/r.PageSize()
 		info.Sources = append(info.Sources, s)
 	}
+	for _, sd := range m.Side {
+		info.Side = append(info.Side, sideInfo{Name: sd.Name, Files: sd.Files, Index: sd.Index,
+			Size: sd.Reader.NumSamples()})
+	}
 	b, _ := json.Marshal(info)
 	if e := putString(out, string(b)); e != nil {
 		m.Close()
 		return fail(err, e)
 	}
-	retainReader(r)
-	return C.int64_t(handles.add(readerHandle{Reader: r, parts: m.OrderParts()}))
+	retainReader(r, sideReaders(m)...)
+	return C.int64_t(handles.add(readerHandle{Reader: r, parts: m.OrderParts(), sources: opSources(m)}))
+}
+
+// sideInfo is what ffcv_mixture_open says of a side source (weight 0).
+type sideInfo struct {
+	Name  string   `json:"name"`
+	Files []string `json:"files"`
+	Index int      `json:"index"`   // its place among the Mixture's sources
+	Size  uint64   `json:"samples"` // its samples
+}
+
+func sideReaders(m *mixture.Mixture) []*beton.Reader {
+	var out []*beton.Reader
+	for _, s := range m.Side {
+		out = append(out, s.Reader)
+	}
+	return out
+}
+
+// opSources are m's sources, in the user's order, as operations see them.
+func opSources(m *mixture.Mixture) []pipeline.Source {
+	out := make([]pipeline.Source, len(m.Parts)+len(m.Side))
+	for k, p := range m.Parts {
+		out[m.Index[k]] = pipeline.Source{Name: p.Name, Reader: m.Reader, Start: p.Start, Size: p.Size}
+	}
+	for _, s := range m.Side {
+		out[s.Index] = pipeline.Source{Name: s.Name, Reader: s.Reader, Size: s.Reader.NumSamples()}
+	}
+	return out
 }

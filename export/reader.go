@@ -9,6 +9,7 @@ import "C"
 import (
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"unsafe"
@@ -16,6 +17,7 @@ import (
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
 	"github.com/ffcv-go/ffcv-go/core/order"
+	"github.com/ffcv-go/ffcv-go/core/pipeline"
 )
 
 // parseCustom reads {"name": [size, align]} into column layouts.
@@ -37,14 +39,22 @@ func parseCustom(s *C.char) (map[string]field.Column, error) {
 // readerRefs counts the users of each open reader: its handle and the
 // loaders built on it. The file is unmapped when the last one lets go, so a
 // loader outlives the Python Reader it was made from.
+// A mixture's reader also owns the readers of its side sources (side),
+// closed with it.
 var readerRefs = struct {
 	sync.Mutex
-	n map[*beton.Reader]int
-}{n: map[*beton.Reader]int{}}
+	n    map[*beton.Reader]int
+	side map[*beton.Reader][]*beton.Reader
+}{n: map[*beton.Reader]int{}, side: map[*beton.Reader][]*beton.Reader{}}
 
-func retainReader(r *beton.Reader) {
+// retainReader counts a user of r; side, given once (by the mixture's
+// handle), are the readers r owns.
+func retainReader(r *beton.Reader, side ...*beton.Reader) {
 	readerRefs.Lock()
 	readerRefs.n[r]++
+	if side != nil {
+		readerRefs.side[r] = side
+	}
 	readerRefs.Unlock()
 }
 
@@ -52,22 +62,29 @@ func releaseReader(r *beton.Reader) error {
 	readerRefs.Lock()
 	readerRefs.n[r]--
 	last := readerRefs.n[r] <= 0
+	side := readerRefs.side[r]
 	if last {
 		delete(readerRefs.n, r)
+		delete(readerRefs.side, r)
 	}
 	readerRefs.Unlock()
 	if last {
-		return r.Close()
+		errs := []error{r.Close()}
+		for _, s := range side {
+			errs = append(errs, s.Close())
+		}
+		return errors.Join(errs...)
 	}
 	return nil
 }
 
 // readerHandle is what a reader handle holds: closing it releases one
 // reference. A mixture's reader also holds the sources' parts, which its
-// loaders read by.
+// loaders read by, and every source as operations see them.
 type readerHandle struct {
 	*beton.Reader
-	parts []order.Part
+	parts   []order.Part
+	sources []pipeline.Source // every source, side ones too, for operations (AddNoise(source=))
 }
 
 func (h readerHandle) Close() error { return releaseReader(h.Reader) }

@@ -9,6 +9,12 @@
 // proportion of the epoch, or an absolute repeat (a multiple of its size)
 // or choose (a number of samples), or none (taken once). litdata's
 // CombinedStreamingDataset weights are Spec.Weights: relative, normalized.
+//
+// A source of weight 0 (proportion, repeat, choose or weight 0) gives no
+// epoch a sample: it is a side source, read by operations only (a noise
+// corpus for AddNoise). It is not joined into the mixture's Reader, so
+// sample ids and epochs are those of the other sources, and its fields need
+// not agree with theirs.
 package mixture
 
 import (
@@ -56,6 +62,16 @@ type Spec struct {
 	Weights     []float64 `json:"weights"`
 	EpochSize   int64     `json:"epoch_size"`
 	SourceField string    `json:"source_field"`
+
+	at []int // in the Spec Takes makes of the sources that are not side: their places in the user's
+}
+
+// nameOf is how errors call source k: by its place in the user's spec.
+func (spec *Spec) nameOf(k int) string {
+	if spec.at != nil {
+		return spec.Sources[k].name(spec.at[k])
+	}
+	return spec.Sources[k].name(k)
 }
 
 // Part is an open source: its name and files, and its part of the joined
@@ -66,11 +82,24 @@ type Part struct {
 	order.Part
 }
 
-// Mixture is an open mixture: the sources joined into one Reader (sample
-// ids follow source order, then file order) and each source's part.
+// Side is an open side source (of weight 0): its files joined into a
+// Reader of their own, with its renames and drops.
+type Side struct {
+	Name   string
+	Files  []string
+	Index  int // its place among the Spec's sources
+	Reader *beton.Reader
+}
+
+// Mixture is an open mixture: the sources an epoch takes samples of joined
+// into one Reader (sample ids follow source order, then file order), each
+// one's part, and the side sources.
 type Mixture struct {
 	Reader *beton.Reader
-	Parts  []Part
+	Parts  []Part // in source order, side sources left out
+	Side   []Side // in source order
+	// Index[k] is the place among the Spec's sources of Parts[k].
+	Index []int
 }
 
 // OrderParts are the order.Parts of m's sources.
@@ -87,8 +116,31 @@ func (m *Mixture) SourceOf(id uint64) int {
 	return sort.Search(len(m.Parts), func(k int) bool { return m.Parts[k].Start+m.Parts[k].Size > id })
 }
 
-// Close closes the reader (and so every file).
-func (m *Mixture) Close() error { return m.Reader.Close() }
+// Close closes the readers (and so every file).
+func (m *Mixture) Close() error {
+	errs := []error{m.Reader.Close()}
+	for _, s := range m.Side {
+		errs = append(errs, s.Reader.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Side reports whether source k of spec has weight 0 (see the package
+// comment).
+func (spec *Spec) Side(k int) bool {
+	s := &spec.Sources[k]
+	return (s.Proportion != nil && *s.Proportion == 0) || (s.Repeat != nil && *s.Repeat == 0) ||
+		(s.Choose != nil && *s.Choose == 0) || (spec.Weights != nil && k < len(spec.Weights) && spec.Weights[k] == 0)
+}
+
+// label is how the mixture's readers call source k in errors about its
+// samples: "source 1 (web)" (else the file's path, which follows, says it).
+func (s *Source) label(k int) string {
+	if s.Name != "" {
+		return fmt.Sprintf("source %d (%s)", k, s.Name)
+	}
+	return fmt.Sprintf("source %d", k)
+}
 
 // name is how errors call source k.
 func (s *Source) name(k int) string {
@@ -107,14 +159,16 @@ func Open(spec Spec, opts dataset.Options) (*Mixture, error) {
 	if err := checkWeights(spec); err != nil {
 		return nil, err
 	}
-	var files []*beton.Reader
+	opened := make([][]*beton.Reader, len(spec.Sources))
 	closeAll := func() {
-		for _, r := range files {
-			r.Close()
+		for _, rs := range opened {
+			for _, r := range rs {
+				r.Close()
+			}
 		}
 	}
-	parts := make([]Part, len(spec.Sources))
-	first := make([]int, len(spec.Sources)+1) // source k's files are files[first[k]:first[k+1]]
+	all := make([]Part, len(spec.Sources))
+	sizes := make([]uint64, len(spec.Sources))
 	for k := range spec.Sources {
 		s := &spec.Sources[k]
 		paths, err := dataset.Expand(s.Paths, opts)
@@ -122,9 +176,9 @@ func Open(spec Spec, opts dataset.Options) (*Mixture, error) {
 			closeAll()
 			return nil, fmt.Errorf("%s: %w", s.name(k), err)
 		}
-		parts[k] = Part{Name: s.Name, Files: paths}
-		if parts[k].Name == "" {
-			parts[k].Name = strings.Join(s.Paths, ", ")
+		all[k] = Part{Name: s.Name, Files: paths}
+		if all[k].Name == "" {
+			all[k].Name = strings.Join(s.Paths, ", ")
 		}
 		for _, p := range paths {
 			r, err := dataset.OpenFile(p, opts)
@@ -132,64 +186,122 @@ func Open(spec Spec, opts dataset.Options) (*Mixture, error) {
 				closeAll()
 				return nil, fmt.Errorf("%s: %w", s.name(k), err)
 			}
-			files = append(files, r)
-			parts[k].Size += r.NumSamples()
+			opened[k] = append(opened[k], r)
+			sizes[k] += r.NumSamples()
 		}
-		first[k+1] = len(files)
-		if parts[k].Size == 0 {
+		if sizes[k] == 0 {
 			closeAll()
 			return nil, fmt.Errorf("%w: %s has no samples", ErrMixture, s.name(k))
 		}
-	}
-	pick, names, err := fitFields(spec, files, first)
-	if err != nil {
-		closeAll()
-		return nil, err
-	}
-	sizes := make([]uint64, len(parts))
-	for k := range parts {
-		sizes[k] = parts[k].Size
 	}
 	takes, err := Takes(spec, sizes)
 	if err != nil {
 		closeAll()
 		return nil, err
 	}
+	m := &Mixture{}
+	var files []*beton.Reader
+	var first []int // joined source j's files are files[first[j]:first[j+1]]
+	var tags []int64
+	var labels []string
 	var start uint64
-	tags := make([]int64, len(files))
-	labels := make([]string, len(files))
-	for k := range parts {
-		parts[k].Start, parts[k].Take = start, takes[k]
-		start += parts[k].Size
-		for f := first[k]; f < first[k+1]; f++ {
-			tags[f], labels[f] = int64(k), fmt.Sprintf("source %d", k)
-			if n := spec.Sources[k].Name; n != "" { // else the file's path, which follows, says it
-				labels[f] += fmt.Sprintf(" (%s)", n)
-			}
+	for k := range spec.Sources {
+		if spec.Side(k) {
+			continue
+		}
+		p := all[k]
+		p.Start, p.Size, p.Take = start, sizes[k], takes[k]
+		start += p.Size
+		m.Parts, m.Index = append(m.Parts, p), append(m.Index, k)
+		first = append(first, len(files))
+		for _, r := range opened[k] {
+			files = append(files, r)
+			tags, labels = append(tags, int64(k)), append(labels, spec.Sources[k].label(k))
 		}
 	}
-	name := fmt.Sprintf("mixture of %d sources", len(parts))
+	if len(m.Parts) == 0 {
+		closeAll()
+		return nil, fmt.Errorf("%w: every source has weight 0: an epoch takes samples of none", ErrMixture)
+	}
+	first = append(first, len(files))
+	pick, names, err := fitFields(spec, m.Index, files, first)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	name := fmt.Sprintf("mixture of %d sources", len(spec.Sources))
 	r, err := beton.JoinWith(name, files, beton.JoinOptions{Fields: pick, Names: names, Tag: spec.SourceField,
 		Tags: tags, MixedPageSizes: true, Labels: labels})
 	if err != nil {
 		closeAll()
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return &Mixture{Reader: r, Parts: parts}, nil
+	m.Reader = r
+	for _, k := range m.Index {
+		opened[k] = nil // r owns them
+	}
+	for k := range spec.Sources {
+		if !spec.Side(k) {
+			continue
+		}
+		sr, err := openSide(spec, k, opened[k])
+		if err != nil {
+			for _, rs := range opened[k:] {
+				for _, r := range rs {
+					r.Close()
+				}
+			}
+			m.Close()
+			return nil, err
+		}
+		opened[k] = nil // sr owns them
+		m.Side = append(m.Side, Side{Name: all[k].Name, Files: all[k].Files, Index: k, Reader: sr})
+	}
+	return m, nil
 }
 
-// fitFields checks that the files of each source have one set of fields,
-// applies each source's renames and drops, and checks that every source
-// then has the first one's fields, of the same kinds. It returns, per file,
-// the index of each mixture field, and the mixture's field names (the first
-// source's order).
-func fitFields(spec Spec, files []*beton.Reader, first []int) ([][]int, []string, error) {
-	views := make([]map[string]int, len(spec.Sources)) // mixture name -> field index, per source
+// openSide joins the files of side source k into a reader of its own, with
+// its renames and drops; no other source's fields constrain it.
+func openSide(spec Spec, k int, files []*beton.Reader) (*beton.Reader, error) {
+	s := &spec.Sources[k]
+	for _, other := range files[1:] {
+		if err := sameFields(files[0], other); err != nil {
+			return nil, fmt.Errorf("%w: %s: its files differ: %v", ErrMixture, s.name(k), err)
+		}
+	}
+	view, names, err := project(s, k, files[0])
+	if err != nil {
+		return nil, err
+	}
+	idx := make([]int, len(names))
+	for j, n := range names {
+		idx[j] = view[n]
+	}
+	pick, labels := make([][]int, len(files)), make([]string, len(files))
+	for f := range files {
+		pick[f], labels[f] = idx, s.label(k)
+	}
+	r, err := beton.JoinWith(s.name(k), files, beton.JoinOptions{Fields: pick, Names: names, MixedPageSizes: true,
+		Labels: labels})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.name(k), err)
+	}
+	return r, nil
+}
+
+// fitFields checks that the files of each joined source (idx: their
+// places among spec's sources) have one set of fields, applies each
+// source's renames and drops, and checks that every source then has the
+// first one's fields, of the same kinds. It returns, per file, the index of
+// each mixture field, and the mixture's field names (the first source's
+// order).
+func fitFields(spec Spec, idx []int, files []*beton.Reader, first []int) ([][]int, []string, error) {
+	views := make([]map[string]int, len(idx)) // mixture name -> field index, per joined source
 	var names []string
-	for k := range spec.Sources {
+	for j, k := range idx {
 		s := &spec.Sources[k]
-		r := files[first[k]]
-		for _, other := range files[first[k]+1 : first[k+1]] {
+		r := files[first[j]]
+		for _, other := range files[first[j]+1 : first[j+1]] {
 			if err := sameFields(r, other); err != nil {
 				return nil, nil, fmt.Errorf("%w: %s: its files differ: %v", ErrMixture, s.name(k), err)
 			}
@@ -198,45 +310,46 @@ func fitFields(spec Spec, files []*beton.Reader, first []int) ([][]int, []string
 		if err != nil {
 			return nil, nil, err
 		}
-		views[k] = view
-		if k == 0 {
+		views[j] = view
+		if j == 0 {
 			names = order
 		}
 	}
 	if slices.Contains(names, spec.SourceField) {
 		return nil, nil, fmt.Errorf("%w: source_field %q is also a field of the sources: name it otherwise", ErrMixture, spec.SourceField)
 	}
-	ref := files[0]
-	for k := 1; k < len(spec.Sources); k++ {
-		s, r := &spec.Sources[k], files[first[k]]
+	ref, r0 := &spec.Sources[idx[0]], files[0]
+	for j := 1; j < len(idx); j++ {
+		k := idx[j]
+		s, r := &spec.Sources[k], files[first[j]]
 		for _, n := range names {
-			f, ok := views[k][n]
+			f, ok := views[j][n]
 			if !ok {
 				return nil, nil, fmt.Errorf("%w: %s has no field %q (its fields: %s), which %s has: rename one of its fields to %q or drop %q from the other sources",
-					ErrMixture, s.name(k), n, fieldList(views[k]), spec.Sources[0].name(0), n, n)
+					ErrMixture, s.name(k), n, fieldList(views[j]), ref.name(idx[0]), n, n)
 			}
-			x, y := ref.Fields[views[0][n]], r.Fields[f]
+			x, y := r0.Fields[views[0][n]], r.Fields[f]
 			if !beton.SameKind(&x, &y) {
 				x.Name, y.Name = n, n
 				return nil, nil, fmt.Errorf("%w: field %q is %s in %s, %s in %s", ErrMixture, n,
-					kindOf(&y, r.Fields[f].Name), s.name(k), kindOf(&x, ref.Fields[views[0][n]].Name), spec.Sources[0].name(0))
+					kindOf(&y, r.Fields[f].Name), s.name(k), kindOf(&x, r0.Fields[views[0][n]].Name), ref.name(idx[0]))
 			}
 		}
-		for n := range views[k] {
+		for n := range views[j] {
 			if !slices.Contains(names, n) {
 				return nil, nil, fmt.Errorf("%w: %s has a field %q, which %s does not have (its fields: %s): drop it or rename it",
-					ErrMixture, s.name(k), n, spec.Sources[0].name(0), strings.Join(names, ", "))
+					ErrMixture, s.name(k), n, ref.name(idx[0]), strings.Join(names, ", "))
 			}
 		}
 	}
 	pick := make([][]int, len(files))
-	for k := range spec.Sources {
-		idx := make([]int, len(names))
-		for j, n := range names {
-			idx[j] = views[k][n]
+	for j := range idx {
+		at := make([]int, len(names))
+		for i, n := range names {
+			at[i] = views[j][n]
 		}
-		for f := first[k]; f < first[k+1]; f++ {
-			pick[f] = idx
+		for f := first[j]; f < first[j+1]; f++ {
+			pick[f] = at
 		}
 	}
 	return pick, names, nil
@@ -346,14 +459,14 @@ func checkWeights(spec Spec) error {
 		if n > 0 && spec.Weights != nil {
 			return fmt.Errorf("%w: %s has a weight of its own and the mixture has weights: give one or the other", ErrMixture, s.name(k))
 		}
-		if p := s.Proportion; p != nil && !positive(*p) {
-			return fmt.Errorf("%w: %s: proportion %v must be a positive number", ErrMixture, s.name(k), *p)
+		if p := s.Proportion; p != nil && !positive(*p) && *p != 0 {
+			return fmt.Errorf("%w: %s: proportion %v must be a positive number (or 0: read by operations only)", ErrMixture, s.name(k), *p)
 		}
-		if r := s.Repeat; r != nil && !positive(*r) {
-			return fmt.Errorf("%w: %s: repeat %v must be a positive number", ErrMixture, s.name(k), *r)
+		if r := s.Repeat; r != nil && !positive(*r) && *r != 0 {
+			return fmt.Errorf("%w: %s: repeat %v must be a positive number (or 0: read by operations only)", ErrMixture, s.name(k), *r)
 		}
-		if c := s.Choose; c != nil && *c < 1 {
-			return fmt.Errorf("%w: %s: choose %d must be a positive number of samples", ErrMixture, s.name(k), *c)
+		if c := s.Choose; c != nil && *c < 0 {
+			return fmt.Errorf("%w: %s: choose %d must be a positive number of samples (or 0: read by operations only)", ErrMixture, s.name(k), *c)
 		}
 	}
 	if spec.Weights != nil {
@@ -361,8 +474,8 @@ func checkWeights(spec Spec) error {
 			return fmt.Errorf("%w: %d weights for %d sources", ErrMixture, len(spec.Weights), len(spec.Sources))
 		}
 		for k, w := range spec.Weights {
-			if !positive(w) {
-				return fmt.Errorf("%w: weight %v of %s must be a positive number", ErrMixture, w, spec.Sources[k].name(k))
+			if !positive(w) && w != 0 {
+				return fmt.Errorf("%w: weight %v of %s must be a positive number (or 0: read by operations only)", ErrMixture, w, spec.Sources[k].name(k))
 			}
 		}
 	}
@@ -394,7 +507,8 @@ const proportionTolerance = 1e-6
 //
 // Relative shares are rounded by largest remainder (ties to the lower
 // source index), so the takes sum exactly to the epoch size. A source
-// whose share rounds to no sample is an error.
+// whose share rounds to no sample is an error. A side source (weight 0)
+// takes 0, the others as if it were not there.
 func Takes(spec Spec, sizes []uint64) ([]uint64, error) {
 	if err := checkWeights(spec); err != nil {
 		return nil, err
@@ -402,11 +516,43 @@ func Takes(spec Spec, sizes []uint64) ([]uint64, error) {
 	if len(sizes) != len(spec.Sources) {
 		return nil, fmt.Errorf("%w: %d sizes for %d sources", ErrMixture, len(sizes), len(spec.Sources))
 	}
+	var idx []int
+	for k := range spec.Sources {
+		if !spec.Side(k) {
+			idx = append(idx, k)
+		}
+	}
+	if len(idx) == 0 {
+		return nil, fmt.Errorf("%w: every source has weight 0: an epoch takes samples of none", ErrMixture)
+	}
+	if len(idx) == len(spec.Sources) {
+		return takes(spec, sizes)
+	}
+	sub := Spec{EpochSize: spec.EpochSize, SourceField: spec.SourceField, at: idx}
+	subSizes := make([]uint64, len(idx))
+	for j, k := range idx {
+		sub.Sources, subSizes[j] = append(sub.Sources, spec.Sources[k]), sizes[k]
+		if spec.Weights != nil {
+			sub.Weights = append(sub.Weights, spec.Weights[k])
+		}
+	}
+	got, err := takes(sub, subSizes)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]uint64, len(spec.Sources))
+	for j, k := range idx {
+		out[k] = got[j]
+	}
+	return out, nil
+}
+
+func takes(spec Spec, sizes []uint64) ([]uint64, error) {
 	n := len(sizes)
 	var sum uint64
 	for k, s := range sizes {
 		if s == 0 {
-			return nil, fmt.Errorf("%w: %s has no samples", ErrMixture, spec.Sources[k].name(k))
+			return nil, fmt.Errorf("%w: %s has no samples", ErrMixture, spec.nameOf(k))
 		}
 		sum += s
 	}
@@ -438,15 +584,15 @@ func Takes(spec Spec, sizes []uint64) ([]uint64, error) {
 			case s.Repeat != nil:
 				t := math.Floor(*s.Repeat * float64(sizes[k]))
 				if t < 1 {
-					return 0, fmt.Errorf("%w: %s: repeat %v of %d samples is less than one sample", ErrMixture, s.name(k), *s.Repeat, sizes[k])
+					return 0, fmt.Errorf("%w: %s: repeat %v of %d samples is less than one sample", ErrMixture, spec.nameOf(k), *s.Repeat, sizes[k])
 				}
 				if t > 1<<40 {
-					return 0, fmt.Errorf("%w: %s: repeat %v of %d samples is more than 2^40 samples", ErrMixture, s.name(k), *s.Repeat, sizes[k])
+					return 0, fmt.Errorf("%w: %s: repeat %v of %d samples is more than 2^40 samples", ErrMixture, spec.nameOf(k), *s.Repeat, sizes[k])
 				}
 				takes[k] = uint64(t)
 			case s.Choose != nil:
 				if *s.Choose > 1<<40 {
-					return 0, fmt.Errorf("%w: %s: choose %d is more than 2^40 samples", ErrMixture, s.name(k), *s.Choose)
+					return 0, fmt.Errorf("%w: %s: choose %d is more than 2^40 samples", ErrMixture, spec.nameOf(k), *s.Choose)
 				}
 				takes[k] = uint64(*s.Choose)
 			default:
@@ -537,9 +683,8 @@ func split(spec Spec, size uint64, shares []float64, takes []uint64) ([]uint64, 
 	}
 	for _, r := range rems {
 		if takes[r.k] == 0 {
-			s := &spec.Sources[r.k]
 			return nil, fmt.Errorf("%w: %s: its share %.3g of an epoch of %d samples is less than one sample", ErrMixture,
-				s.name(r.k), shares[r.k]/total, size)
+				spec.nameOf(r.k), shares[r.k]/total, size)
 		}
 	}
 	return takes, nil

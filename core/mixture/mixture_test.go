@@ -126,6 +126,53 @@ func TestOpen(t *testing.T) {
 	}
 }
 
+// TestOpenSide: a source of weight 0 between two others is a side source:
+// left out of the joined reader (sample ids, fields and epochs are the
+// others'), its fields its own (renamed and dropped, not fitted to the
+// others'), its files joined into a reader of its own; the source field
+// keeps every source's place in the spec.
+func TestOpenSide(t *testing.T) {
+	dir := t.TempDir()
+	a := write(t, filepath.Join(dir, "a.beton"), std, 0, 5, 300, beton.MinPageSize)
+	write(t, filepath.Join(dir, "n-0.beton"), []string{"clip", "n", "arr", "extra"}, 100, 3, 300, beton.MinPageSize)
+	write(t, filepath.Join(dir, "n-1.beton"), []string{"clip", "n", "arr", "extra"}, 103, 2, 300, 2*beton.MinPageSize)
+	c := write(t, filepath.Join(dir, "c.beton"), std, 5, 4, 300, beton.MinPageSize)
+	for _, zero := range []Source{{Proportion: f(0)}, {Repeat: f(0)}, {Choose: i(0)}} {
+		noise := zero
+		noise.Name, noise.Paths = "noise", []string{filepath.Join(dir, "n-*.beton")}
+		noise.Rename, noise.Drop = map[string]string{"clip": "noise"}, []string{"extra"}
+		spec := Spec{Sources: []Source{{Name: "a", Paths: []string{a}}, noise, {Name: "c", Paths: []string{c}}},
+			SourceField: "source"}
+		m, err := Open(spec, dataset.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		if r := m.Reader; r.NumSamples() != 9 || len(r.Fields) != 4 {
+			t.Fatalf("joined: %d samples, %d fields", r.NumSamples(), len(r.Fields))
+		}
+		if len(m.Parts) != 2 || m.Parts[1].Name != "c" || m.Parts[1].Start != 5 || m.Parts[1].Take != 4 ||
+			fmt.Sprint(m.Index) != "[0 2]" {
+			t.Fatalf("parts %+v, index %v", m.Parts, m.Index)
+		}
+		if len(m.Side) != 1 || m.Side[0].Name != "noise" || m.Side[0].Index != 1 || len(m.Side[0].Files) != 2 {
+			t.Fatalf("side %+v", m.Side)
+		}
+		sr := m.Side[0].Reader
+		if sr.NumSamples() != 5 || sr.FieldIndex("noise") != 0 || sr.FieldIndex("extra") >= 0 || len(sr.Fields) != 3 {
+			t.Fatalf("side reader: %d samples, fields %v", sr.NumSamples(), sr.Fields)
+		}
+		for g := range 5 {
+			if _, heap, err := sr.Read(uint64(g), 0); err != nil || !bytes.Equal(heap, blob(100+g, 300)) {
+				t.Fatalf("side sample %d: %v", g, err)
+			}
+		}
+		if src, _, _ := m.Reader.Read(6, 3); binary.LittleEndian.Uint64(src) != 2 {
+			t.Fatalf("sample 6's source field %d, want 2 (its place in the spec)", binary.LittleEndian.Uint64(src))
+		}
+	}
+}
+
 // TestOpenRefuses: sources that cannot be fitted together fail with an
 // error naming the source and the field or file; nothing stays open.
 func TestOpenRefuses(t *testing.T) {
@@ -173,6 +220,12 @@ func TestOpenRefuses(t *testing.T) {
 		{"files of a source differ", Spec{Sources: []Source{src("a", a), src("m", filepath.Join(dir, "mixed"))}},
 			`source 1 (m): its files differ: ` + filepath.Join(dir, "mixed", "1.beton") + `: field 1 is "target"`, false},
 		{"no samples", Spec{Sources: []Source{src("a", a), src("e", empty)}}, `source 1 (e) has no samples`, false},
+		{"side source with no samples", Spec{Sources: []Source{src("a", a), {Name: "e", Paths: []string{empty}, Proportion: f(0)}}}, `source 1 (e) has no samples`, false},
+		{"side source's files differ", Spec{Sources: []Source{src("a", a), {Name: "m", Paths: []string{filepath.Join(dir, "mixed")}, Choose: i(0)}}},
+			`source 1 (m): its files differ`, false},
+		{"side source's drop", Spec{Sources: []Source{src("a", a), {Name: "n", Paths: []string{a}, Choose: i(0), Drop: []string{"x"}}}},
+			`source 1 (n): drop names "x"`, false},
+		{"only side sources", Spec{Sources: []Source{{Name: "n", Paths: []string{a}, Choose: i(0)}}}, `every source has weight 0`, false},
 		{"missing shard", Spec{Sources: []Source{src("a", a), src("gone", filepath.Join(dir, "gone.beton"))}},
 			`source 1 (gone): open ` + filepath.Join(dir, "gone.beton"), true},
 		{"glob matching nothing", Spec{Sources: []Source{src("a", a), {Paths: []string{filepath.Join(dir, "web-*.beton")}}}},

@@ -42,6 +42,12 @@ func TestTakes(t *testing.T) {
 			[]uint64{30, 1000}, []uint64{60, 140}},
 		{"proportions beside an unweighted source", Spec{Sources: sources(Source{}, Source{Proportion: f(0.25)}, Source{Proportion: f(0.25)})},
 			[]uint64{50, 3, 3}, []uint64{50, 25, 25}},
+		{"side source (proportion 0): takes 0, the others as without it", Spec{Sources: sources(Source{Proportion: f(0.7)}, Source{Proportion: f(0)}, Source{Proportion: f(0.3)})},
+			[]uint64{100, 50, 100}, []uint64{140, 0, 60}},
+		{"side source (weight 0)", Spec{Sources: sources(Source{}, Source{}, Source{}), Weights: []float64{1, 0, 1}},
+			[]uint64{10, 5, 10}, []uint64{10, 0, 10}},
+		{"side sources (repeat 0, choose 0) beside an unweighted one", Spec{Sources: sources(Source{Repeat: f(0)}, Source{}, Source{Choose: i(0)})},
+			[]uint64{10, 7, 3}, []uint64{0, 7, 0}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -86,10 +92,13 @@ func TestTakesRefuses(t *testing.T) {
 		want  string
 	}{
 		{"negative proportion", Spec{Sources: sources(Source{Proportion: f(-0.5)}, Source{Proportion: f(1.5)})}, []uint64{1, 1}, "source 0 (): proportion -0.5 must be a positive number"},
-		{"zero weight", Spec{Sources: sources(Source{Name: "a"}, Source{Name: "b"}), Weights: []float64{1, 0}}, []uint64{1, 1}, "weight 0 of source 1 (b)"},
+		{"negative weight", Spec{Sources: sources(Source{Name: "a"}, Source{Name: "b"}), Weights: []float64{1, -1}}, []uint64{1, 1}, "weight -1 of source 1 (b) must be a positive number (or 0: read by operations only)"},
+		{"every source of weight 0", Spec{Sources: sources(Source{Name: "a", Proportion: f(0)}, Source{Name: "b", Choose: i(0)})}, []uint64{1, 1}, "every source has weight 0"},
+		{"after a side source, named by its place", Spec{Sources: sources(Source{Name: "noise"}, Source{Name: "tiny"}, Source{}), Weights: []float64{0, 1e-6, 1}},
+			[]uint64{10, 10, 10}, "source 1 (tiny): its share 1e-06 of an epoch of 20 samples is less than one sample"},
 		{"NaN weight", Spec{Sources: sources(Source{Name: "a"}), Weights: []float64{math.NaN()}}, []uint64{1}, "weight NaN of source 0 (a)"},
 		{"infinite repeat", Spec{Sources: sources(Source{Name: "a", Repeat: f(math.Inf(1))})}, []uint64{1}, "repeat +Inf must be a positive number"},
-		{"zero choose", Spec{Sources: sources(Source{Name: "a", Choose: i(0)})}, []uint64{1}, "choose 0 must be"},
+		{"negative choose", Spec{Sources: sources(Source{Name: "a", Choose: i(-1)})}, []uint64{1}, "choose -1 must be"},
 		{"two weights on a source", Spec{Sources: sources(Source{Name: "a", Repeat: f(1), Choose: i(3)})}, []uint64{1}, "at most one of proportion, repeat and choose"},
 		{"weights and proportions", Spec{Sources: sources(Source{Name: "a", Proportion: f(1)}), Weights: []float64{1}}, []uint64{1}, "give one or the other"},
 		{"weights count", Spec{Sources: sources(Source{}, Source{}), Weights: []float64{1}}, []uint64{1, 1}, "1 weights for 2 sources"},

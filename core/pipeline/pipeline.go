@@ -207,6 +207,18 @@ type Env struct {
 	Reader *beton.Reader
 	Field  int
 	Desc   field.Desc
+	// Sources are a mixture's sources in the user's order (nil when the
+	// reader is one dataset), for operations that read one by name.
+	Sources []Source
+}
+
+// Source is a source of a mixture as operations see it: samples [Start,
+// Start+Size) of Reader, which is the mixture's for a source its epochs
+// take, its own for a side source (of weight 0).
+type Source struct {
+	Name        string
+	Reader      *beton.Reader
+	Start, Size uint64
 }
 
 // Program is a field's compiled pipeline: per-sample operations, then
@@ -266,25 +278,26 @@ func (p *Program) specOfBatchInput(k int) Spec {
 }
 
 // Build compiles ops (each {"op": name, "key"?: k, ...args}) for field f
-// of r: a decoder, then transforms.
-func Build(r *beton.Reader, f int, ops []json.RawMessage) (*Program, error) {
-	return build(r, f, Spec{}, ops)
+// of r: a decoder, then transforms; for a mixture, sources are its
+// sources (see Env).
+func Build(r *beton.Reader, f int, ops []json.RawMessage, sources ...Source) (*Program, error) {
+	return build(r, f, Spec{}, ops, sources)
 }
 
 // BuildTail compiles transforms (no decoder) that run on batches of in
 // produced elsewhere: the built-in operations that follow a Python stage.
-func BuildTail(r *beton.Reader, f int, in Spec, ops []json.RawMessage) (*Program, error) {
+func BuildTail(r *beton.Reader, f int, in Spec, ops []json.RawMessage, sources ...Source) (*Program, error) {
 	if in.DType == "" || len(in.DType) < 3 {
 		return nil, fmt.Errorf("tail program needs an input dtype")
 	}
-	return build(r, f, in, ops)
+	return build(r, f, in, ops, sources)
 }
 
-func build(r *beton.Reader, f int, in Spec, ops []json.RawMessage) (*Program, error) {
+func build(r *beton.Reader, f int, in Spec, ops []json.RawMessage, sources []Source) (*Program, error) {
 	if f < 0 || f >= len(r.Fields) {
 		return nil, fmt.Errorf("field index %d out of range", f)
 	}
-	env := Env{Reader: r, Field: f, Desc: r.Fields[f]}
+	env := Env{Reader: r, Field: f, Desc: r.Fields[f], Sources: sources}
 	p := &Program{Field: f, In: in}
 	tail := in.DType != ""
 	for i, raw := range ops {

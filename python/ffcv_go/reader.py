@@ -50,7 +50,7 @@ class Reader:
         # Directories and globs are expanded once, by the Go core; every error
         # of the open names the file already.
         self.file_names = _lib.call_json("ffcv_dataset_paths", json.dumps(specs).encode())
-        self.sources = None
+        self.sources = self.side = None
         self._setup(_lib.call("ffcv_dataset_open", json.dumps(self.file_names).encode(), self._custom_layouts()),
                     custom_field_mapper)
 
@@ -64,6 +64,7 @@ class Reader:
         handle, info = _lib.mixture_open(mixture._spec())  # its errors name the source
         self.file_name = info["name"]  # as the Go reader's errors call it: "mixture of 3 sources"
         self.sources = info["sources"]
+        self.side = info["side"]  # the sources of weight 0: not among the samples, read by operations
         self.file_names = [f for s in self.sources for f in s["files"]]
         self._setup(handle)
         return self

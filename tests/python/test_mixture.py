@@ -403,11 +403,11 @@ def test_pipeline_of_one_source_rule(sources, ops, words):
     (lambda s: Source(s["a"], repeat=-1, name="curated"), ValueError, "^Source 'curated': repeat -1 must be"),
     (lambda s: Mixture([s["a"], Source(s["b"], name="web")], weights=[1, -2]), ValueError,
      "^Source 'web': weight -2 must be"),
-    (lambda s: Source(s["a"], repeat=0), ValueError, "repeat 0 must be a positive number"),
+    (lambda s: Source(s["a"], choose=-1), ValueError, r"choose -1 must be a positive number of samples \(or 0"),
     (lambda s: Source(s["a"], proportion=float("nan")), ValueError, "proportion nan"),
     (lambda s: Source(s["a"], choose=2.5), ValueError, "choose 2.5"),
     (lambda s: Source(s["a"], repeat=2, choose=3), ValueError, "at most one of proportion, repeat and choose"),
-    (lambda s: Mixture([s["a"], s["b"]], weights=[1, 0]), ValueError, "weight 0 must be a positive number"),
+    (lambda s: Mixture([s["a"], s["b"]], weights=[1, float("inf")]), ValueError, "weight inf must be a positive number"),
     (lambda s: Mixture([s["a"], s["b"]], weights=[1]), ValueError, "1 weights for 2 sources"),
     (lambda s: Mixture([]), ValueError, "no sources"),
 ])

@@ -65,6 +65,7 @@ BAD = [
     (T.MelSpectrogram, dict(hop_length=0), "hop_length"),
     (T.WhisperLogMel, dict(n_mels=64), "n_mels"),
     (T.AddNoise, dict(snr_db=(20, 10), noise="noise"), "snr_db"),
+    (T.AddNoise, dict(snr_db=(0, 10), noise="noise", source=-1), "source"),
     (T.TimeMasking, dict(time_mask_param=-1), "time_mask_param"),
     (T.TimeMasking, dict(time_mask_param=10, p=2), "p"),
     (T.FrequencyMasking, dict(freq_mask_param=-3), "freq_mask_param"),

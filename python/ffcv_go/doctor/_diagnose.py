@@ -354,7 +354,7 @@ def _scan_mixture(report, mixture, infos, usable):
     measure, not the decoders'. The Mixture itself when all its sources are
     local, or all remote."""
     from ..loader.mixture import Mixture, Source
-    local = [(s, i) for s, i in zip(mixture.sources, infos) if not i["remote"]]
+    local = [(s, i) for s, i in zip(mixture._taken(), infos) if not i["remote"]]
     scanned = [i for _, i in local] or infos
     warmed = measure.warm_files([f for _, i in local for f in i["file_names"]], measure.warm_target(usable))
     local_bytes = sum(i["bytes"] for _, i in local)
@@ -363,8 +363,10 @@ def _scan_mixture(report, mixture, infos, usable):
                          in_memory_share=min(1.0, warmed / local_bytes) if local_bytes else None)
     if not local or len(local) == len(infos):
         return mixture
+    side = [Source(s.paths, choose=0, rename=s.rename, drop=s.drop, name=s.name)
+            for s in mixture.sources if s not in mixture._taken()]  # for the operations that read them
     return Mixture([Source(s.paths, choose=i["per_epoch"], rename=s.rename, drop=s.drop, pipelines=s.pipelines,
-                           name=s.name) for s, i in local], source_field=mixture.source_field)
+                           name=s.name) for s, i in local] + side, source_field=mixture.source_field)
 
 
 def _cold_runs(report, data, make, ds, usable, batch_size, order, os_cache, current, evict_files, kwargs,

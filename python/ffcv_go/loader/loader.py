@@ -219,13 +219,17 @@ class Loader:
         ``name``, ``files``, ``first_sample`` (sample ids number the sources one
         after the other), ``samples``, ``per_epoch`` (the exact number every
         epoch takes, over all ranks), ``repeat`` (per_epoch / samples) and
-        ``proportion`` (its share of the epoch)."""
+        ``proportion`` (its share of the epoch); then the side sources
+        (weight 0, read by operations only), with ``first_sample`` None
+        (they are not among the mixture's samples) and ``per_epoch`` 0."""
         if self.mixture is None:
             return None
         total = sum(s["take"] for s in self.reader.sources)
         return [{"name": s["name"], "files": list(s["files"]), "first_sample": s["start"], "samples": s["samples"],
                  "per_epoch": s["take"], "repeat": s["take"] / s["samples"], "proportion": s["take"] / total}
-                for s in self.reader.sources]
+                for s in self.reader.sources] + \
+            [{"name": s["name"], "files": list(s["files"]), "first_sample": None, "samples": s["samples"],
+              "per_epoch": 0, "repeat": 0.0, "proportion": 0.0} for s in self.reader.side]
 
     @property
     def indices(self):
@@ -302,7 +306,8 @@ class Loader:
         if self.mixture is None or not any(s.pipelines for s in self.mixture.sources):
             return {}
         out = {}
-        for k, src in enumerate(self.mixture.sources):
+        taken = self.mixture._taken()  # the loader's sources, side sources left out
+        for k, src in enumerate(taken):
             for name, ops in src.pipelines.items():
                 if name not in self.reader.field_names:
                     raise ValueError(f"Source {src.name!r}: pipelines names {name!r}, which is not a field of the "
@@ -315,7 +320,7 @@ class Loader:
                 if len(readers) > 1:
                     raise ValueError(f"Source {src.name!r}: a pipeline of {name!r}, which other outputs (views) "
                                      f"read too: a field with views has one pipeline for every source")
-                out.setdefault(own[0], [None] * len(self.mixture.sources))[k] = list(ops)
+                out.setdefault(own[0], [None] * len(taken))[k] = list(ops)
         targets = [n for i, n, _, _ in self._outputs
                    if type(self.reader.handlers[self.reader.field_names[i]]).__name__ in ("RaggedArrayField", "MaskField")]
         if out and targets:
@@ -335,7 +340,7 @@ class Loader:
                 raise ValueError(f"output {name!r}: pipelines by source need a built-in decoder")
             tail = [type(getattr(st, "op", st)) for st in main.steps]
             main.source_ops = []
-            for src, ops in zip(self.mixture.sources, per_source):
+            for src, ops in zip(self.mixture._taken(), per_source):
                 if ops is None:
                     main.source_ops.append(None)
                     continue

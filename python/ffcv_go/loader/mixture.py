@@ -26,7 +26,11 @@ class Source:
             it twice, 0.5 half of it; ``repeat × samples`` rounded down).
         choose: how many of its samples every epoch takes (absolute).
             At most one of ``proportion``, ``repeat`` and ``choose``; none reads
-            the source once per epoch.
+            the source once per epoch. A weight of 0 (``proportion=0``) makes a
+            side source: no epoch takes its samples, operations read it by
+            name (``AddNoise(noise=..., source=name)``, a noise corpus). It
+            is not part of the mixture's samples (sample ids, epochs, resume
+            are the other sources'), so its fields need not agree with theirs.
         rename: ``{stored name: name in the mixture}``, to fit this source's
             fields to the others'.
         drop: stored field names this source leaves out.
@@ -57,10 +61,11 @@ class Source:
         if len(given) > 1:
             raise ValueError(f"Source {self.name!r}: give at most one of proportion, repeat and choose "
                              f"(got {' and '.join(given)})")
-        self.proportion = _positive(proportion, "proportion", self.name)
-        self.repeat = _positive(repeat, "repeat", self.name)
-        if choose is not None and (isinstance(choose, bool) or not isinstance(choose, numbers.Integral) or choose < 1):
-            raise ValueError(f"Source {self.name!r}: choose {choose!r} must be a positive number of samples")
+        self.proportion = _positive(proportion, "proportion", self.name, zero=True)
+        self.repeat = _positive(repeat, "repeat", self.name, zero=True)
+        if choose is not None and (isinstance(choose, bool) or not isinstance(choose, numbers.Integral) or choose < 0):
+            raise ValueError(f"Source {self.name!r}: choose {choose!r} must be a positive number of samples "
+                             f"(or 0: read by operations only)")
         self.choose = None if choose is None else int(choose)
         self.rename = dict(rename or {})
         for k, v in self.rename.items():
@@ -76,6 +81,9 @@ class Source:
             if not isinstance(k, str) or not isinstance(v, (list, tuple)) or not v:
                 raise TypeError(f"Source {self.name!r}: pipelines maps field names to lists of operations, "
                                 f"got {k!r}: {v!r}")
+        if self.pipelines and 0 in (self.proportion, self.repeat, self.choose):
+            raise ValueError(f"Source {self.name!r}: pipelines of a source of weight 0, which gives no epoch a "
+                             f"sample: operations only read it (AddNoise(source=))")
 
     def _spec(self):
         return {"name": self.name, "paths": self.paths, "proportion": self.proportion, "repeat": self.repeat,
@@ -94,7 +102,8 @@ class Mixture:
     Args:
         sources: the :class:`Source` objects (a path stands for ``Source(path)``).
         weights: litdata's ``CombinedStreamingDataset(weights=)``: relative
-            weights, one per source, normalized (not with per-source weights).
+            weights, one per source, normalized (not with per-source weights);
+            0 makes a side source (see ``Source``).
         epoch_size: samples per epoch over all ranks when the weights are
             relative (default: the sources' samples in all); without weights,
             the sources share it in proportion to their sizes.
@@ -108,6 +117,8 @@ class Mixture:
     so no sample repeats before the source is exhausted. The sources' fields
     must agree in name and kind (``Source(rename=, drop=)`` fits them);
     sample ids number the sources' samples one source after the other.
+    Side sources (weight 0) are left out of both: operations read them by
+    name, e.g. ``AddNoise((0, 15), noise="audio", source="musan")``.
     """
 
     def __init__(self, sources, *, weights=None, epoch_size=None, source_field=None):
@@ -117,7 +128,7 @@ class Mixture:
         if not self.sources:
             raise ValueError("Mixture: no sources")
         if weights is not None:
-            weights = [_positive(w, "weight", s.name) for w, s in zip(weights, self.sources)] \
+            weights = [_positive(w, "weight", s.name, zero=True) for w, s in zip(weights, self.sources)] \
                 if len(weights) == len(self.sources) else list(weights)
             if len(weights) != len(self.sources):
                 raise ValueError(f"Mixture: {len(weights)} weights for {len(self.sources)} sources")
@@ -126,6 +137,11 @@ class Mixture:
                 raise ValueError(f"Mixture: weights= and the sources' own weights ({', '.join(weighted)}) "
                                  f"both given: use one or the other")
         self.weights = weights
+        if weights is not None:
+            for w, src in zip(weights, self.sources):
+                if w == 0 and src.pipelines:
+                    raise ValueError(f"Source {src.name!r}: pipelines of a source of weight 0, which gives no "
+                                     f"epoch a sample: operations only read it (AddNoise(source=))")
         if epoch_size is not None and (isinstance(epoch_size, bool) or not isinstance(epoch_size, numbers.Integral)
                                        or epoch_size < 1):
             raise ValueError(f"Mixture: epoch_size {epoch_size!r} must be a positive number of samples")
@@ -133,6 +149,15 @@ class Mixture:
         if source_field is not None and (not isinstance(source_field, str) or not source_field):
             raise ValueError(f"Mixture: source_field {source_field!r} must be a field name")
         self.source_field = source_field
+
+    def _taken(self):
+        """The sources an epoch takes samples of (not the side sources of
+        weight 0), in order."""
+        return [s for k, s in enumerate(self.sources) if not self._is_side(k)]
+
+    def _is_side(self, k):
+        s = self.sources[k]
+        return 0 in (s.proportion, s.repeat, s.choose) or (self.weights is not None and self.weights[k] == 0)
 
     def _spec(self):
         return {"sources": [s._spec() for s in self.sources], "weights": self.weights,
@@ -148,9 +173,10 @@ class Mixture:
         return f"Mixture([{', '.join(map(repr, self.sources))}])"
 
 
-def _positive(x, what, where):
+def _positive(x, what, where, zero=False):
     if x is None:
         return None
-    if isinstance(x, bool) or not isinstance(x, numbers.Real) or not math.isfinite(x) or x <= 0:
-        raise ValueError(f"Source {where!r}: {what} {x!r} must be a positive number")
+    if isinstance(x, bool) or not isinstance(x, numbers.Real) or not math.isfinite(x) or x < 0 or (x == 0 and not zero):
+        raise ValueError(f"Source {where!r}: {what} {x!r} must be a positive number"
+                         + (" (or 0: read by operations only)" if zero else ""))
     return float(x)

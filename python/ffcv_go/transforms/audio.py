@@ -14,6 +14,8 @@ plain float32 array (an NDArrayField's (N,) or (C, N) waveforms, (F, T) or
 (C, F, T) spectrograms) is taken as all valid. The classes describe the
 operations and ask the Go core for their arguments' checks and their
 output shapes."""
+import numbers
+
 import numpy as np
 import torch
 
@@ -136,26 +138,45 @@ class AddNoise(_Audio):
     """Adds noise at a signal-to-noise ratio drawn uniformly in ``snr_db``
     = (low, high) decibels, by torchaudio.functional.add_noise's rule on
     each channel's valid samples (the padding stays zero). The noise is a
-    clip of ``noise``, another AudioField of the same file (at the clips'
-    sample rate: put AddNoise before a Resample), drawn per sample with a
-    window of it as long as the clip (a shorter noise clip repeats), keyed
-    like every random transform. A noise of the clip's channel count is
-    added channel to channel, another one mixed down to mono first."""
+    clip of ``noise``, an AudioField at the clips' sample rate (put AddNoise
+    before a Resample), drawn per sample with a window of it as long as the
+    clip (a shorter noise clip repeats), keyed like every random transform
+    (the same for any number of workers, and on resume). A noise of the
+    clip's channel count is added channel to channel, another one mixed down
+    to mono first.
 
-    def __init__(self, snr_db=(0.0, 20.0), noise=None, seed=None):
+    Without ``source``, ``noise`` is another field of the dataset being read
+    (of a :class:`~ffcv_go.loader.Mixture`, any of the samples its epochs
+    take). With ``source`` (a name, ``Source(name=)``, or an index in the
+    Mixture's list), the noise clips are drawn from that source of the
+    Mixture alone, ``noise`` being one of its fields; a noise corpus is best
+    a side source, which no epoch takes samples of and whose fields need
+    not match the others': ``Source("musan.beton", proportion=0,
+    name="musan")`` with ``AddNoise((0, 15), noise="audio",
+    source="musan")``."""
+
+    def __init__(self, snr_db=(0.0, 20.0), noise=None, source=None, seed=None):
         super().__init__()
         try:
             self.snr_db = tuple(float(v) for v in snr_db)
         except (TypeError, ValueError):
             raise _ArgumentError(type(self).__name__, f"snr_db {snr_db!r}: give (low, high) in dB") from None
         if not isinstance(noise, str):
-            raise _ArgumentError(type(self).__name__, f"noise {noise!r}: name the AudioField of the file the "
-                                 f"noise clips are drawn from")
+            raise _ArgumentError(type(self).__name__, f"noise {noise!r}: name the AudioField the noise clips are "
+                                 f"drawn from")
+        if source is not None and (isinstance(source, bool) or not isinstance(source, (str, numbers.Integral))
+                                   or (not isinstance(source, str) and source < 0)):
+            raise _ArgumentError(type(self).__name__, f"source {source!r}: give a source of the Mixture by its "
+                                 f"name or index")
         self.noise, self.seed = noise, _seed_arg(seed)
+        self.source = source if source is None or isinstance(source, str) else int(source)
         self._check()
 
     def _spec(self):
-        return _seeded({"op": "audio_add_noise", "snr_db": list(self.snr_db), "noise": self.noise}, self.seed)
+        spec = {"op": "audio_add_noise", "snr_db": list(self.snr_db), "noise": self.noise}
+        if self.source is not None:
+            spec["source"] = self.source
+        return _seeded(spec, self.seed)
 
 
 class MelSpectrogram(_Audio):
