@@ -10,13 +10,16 @@ import "math"
 const hsvShift = 12
 
 // hsvSdiv[v] is round(255·2¹²/v), hsvHdiv[d] round(180·2¹²/(6d)).
-var hsvSdiv, hsvHdiv [256]int32
+// Package variables set by functions (not init), so that the C kernel's
+// copy of them (simd_cgo.go) is made after them.
+var hsvSdiv, hsvHdiv = hsvReciprocals()
 
-func init() {
+func hsvReciprocals() (sdiv, hdiv [256]int32) {
 	for i := 1; i < 256; i++ {
-		hsvSdiv[i] = int32(math.RoundToEven(float64(255<<hsvShift) / float64(i)))
-		hsvHdiv[i] = int32(math.RoundToEven(float64(180<<hsvShift) / (6 * float64(i))))
+		sdiv[i] = int32(math.RoundToEven(float64(255<<hsvShift) / float64(i)))
+		hdiv[i] = int32(math.RoundToEven(float64(180<<hsvShift) / (6 * float64(i))))
 	}
+	return sdiv, hdiv
 }
 
 // RGBToHSV is OpenCV's 8-bit RGB2HSV of one pixel.
@@ -45,7 +48,12 @@ func RGBToHSV(r, g, b byte) (h, s, v byte) {
 var hsvSectors = [6][3]uint8{{1, 3, 0}, {1, 0, 2}, {3, 0, 1}, {0, 2, 1}, {0, 1, 3}, {2, 1, 0}}
 
 // hsvUnit[x] is x/255 as OpenCV computes it, x·(1/255) in float32.
-var hsvUnit [256]float32
+var hsvUnit = func() (u [256]float32) {
+	for i := range u {
+		u[i] = float32(i) * float32(1.0/255)
+	}
+	return u
+}()
 
 // hueSector is a hue's sector and the fraction within it (and 1 minus it),
 // as OpenCV's HSV2RGB computes them in float32.
@@ -55,13 +63,10 @@ type hueSector struct {
 }
 
 // hsvHues holds hueSector of every hue a table may give (0..180).
-var hsvHues [181]hueSector
+var hsvHues = hsvHueSectors()
 
-func init() {
-	for i := range hsvUnit {
-		hsvUnit[i] = float32(i) * float32(1.0/255)
-	}
-	for h := range hsvHues {
+func hsvHueSectors() (hues [181]hueSector) {
+	for h := range hues {
 		// Rounded here, so that it is never fused with the subtraction below.
 		hf := float32(float32(h) * float32(6.0/180))
 		// h = 180: OpenCV's fmod(h, 6).
@@ -70,8 +75,9 @@ func init() {
 		}
 		sector := int(hf)
 		hf -= float32(sector)
-		hsvHues[h] = hueSector{sector, hf, 1 - hf}
+		hues[h] = hueSector{sector, hf, 1 - hf}
 	}
+	return hues
 }
 
 // hsvScaled is OpenCV's 8-bit HSV2RGB of one pixel (h <= 180) before its
@@ -147,6 +153,20 @@ const HSVBlock = 32
 // lutV, and back to RGB, as cv2.cvtColor does it row by row (Ultralytics'
 // RandomHSV). lutH must map into [0, 180).
 func HSVLUT(img []byte, w int, lutH, lutS, lutV *[256]byte) {
+	if haveSIMD && w > 0 {
+		for _, h := range lutH[:180] { // the hues RGB2HSV gives
+			if h > 180 {
+				panic("imgproc: HSVLUT's hue table maps a hue outside [0, 180]")
+			}
+		}
+		hsvLUTC(img, w, lutH, lutS, lutV) // the same bytes, about 4× faster
+		return
+	}
+	hsvLUTGo(img, w, lutH, lutS, lutV)
+}
+
+// hsvLUTGo is HSVLUT in Go: the reference the C kernel follows.
+func hsvLUTGo(img []byte, w int, lutH, lutS, lutV *[256]byte) {
 	simd := w / HSVBlock * HSVBlock
 	for row := 0; row+3*w <= len(img); row += 3 * w {
 		for x := 0; x < w; x++ {

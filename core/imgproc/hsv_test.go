@@ -67,6 +67,47 @@ func TestHSVLUTRows(t *testing.T) {
 	}
 }
 
+// TestHSVLUTKernels: the C kernel gives the Go code's bytes for every
+// 24-bit colour (every 7th with -short), in rows whose width leaves both a
+// truncating block and a rounding tail, through identity and shifted
+// tables, hues wrapping through 0 and 180.
+func TestHSVLUTKernels(t *testing.T) {
+	if !haveSIMD {
+		t.Skip("no C kernels in this build")
+	}
+	step := 1
+	if testing.Short() {
+		step = 7
+	}
+	const w = 45
+	n := (1<<24/step + w - 1) / w * w
+	src := make([]byte, 3*n)
+	for i := 0; i < n; i++ {
+		c := i * step % (1 << 24)
+		src[3*i], src[3*i+1], src[3*i+2] = byte(c>>16), byte(c>>8), byte(c)
+	}
+	var id, lh, ls, lv [256]byte
+	for i := range id {
+		id[i] = byte(i)
+		lh[i] = byte((i + 170) % 180)
+		if i >= 180 {
+			lh[i] = 180 // the table's top, as Ultralytics' modulo never gives but OpenCV takes
+		}
+		ls[i], lv[i] = byte(min(255, i*7/5)), byte(i*3/5)
+	}
+	for _, tabs := range [][3]*[256]byte{{&id, &id, &id}, {&lh, &ls, &lv}} {
+		goImg, cImg := append([]byte(nil), src...), append([]byte(nil), src...)
+		hsvLUTGo(goImg, w, tabs[0], tabs[1], tabs[2])
+		hsvLUTC(cImg, w, tabs[0], tabs[1], tabs[2])
+		for i := range goImg {
+			if goImg[i] != cImg[i] {
+				p := i / 3 * 3
+				t.Fatalf("pixel %d %v: C %v, Go %v", i/3, src[p:p+3], cImg[p:p+3], goImg[p:p+3])
+			}
+		}
+	}
+}
+
 func BenchmarkHSVLUT(b *testing.B) {
 	const w, h = 640, 640
 	img := make([]byte, w*h*3)

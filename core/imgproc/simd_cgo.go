@@ -5,6 +5,7 @@ package imgproc
 /*
 #cgo CFLAGS: -O3
 #include "resize.h"
+#include "hsv.h"
 */
 import "C"
 
@@ -50,4 +51,33 @@ func (r *Resizer) linearRunSIMD(dst []byte, dw, dh int, src []byte, sh, srcStrid
 		(*C.int32_t)(&r.sx.ofs[0]), (*C.int16_t)(unsafe.Pointer(&r.sx.a[0])),
 		(*C.int32_t)(&r.ly.ofs[0]), (*C.int16_t)(unsafe.Pointer(&r.sy.a[0])),
 		C.long(len(src)), (*C.int32_t)(&r.ibuf[0]), (*C.int32_t)(&r.ibuf2[0]))
+}
+
+// hsvBase holds the fixed tables of hsv.go as the C kernel takes them.
+var hsvBase = func() (t C.ffhsv_tables) {
+	for i := range 256 {
+		t.sdiv[i], t.hdiv[i], t.unit[i] = C.int32_t(hsvSdiv[i]), C.int32_t(hsvHdiv[i]), C.float(hsvUnit[i])
+	}
+	for h, hu := range hsvHues {
+		t.frac[h], t.omf[h], t.sector[h] = C.float(hu.frac), C.float(hu.omf), C.uint8_t(hu.sector)
+	}
+	for k, sec := range hsvSectors {
+		for j, x := range sec {
+			t.sectors[k][j] = C.uint8_t(x)
+		}
+	}
+	return t
+}()
+
+// hsvLUTC is HSVLUT in C, on whole rows of img.
+func hsvLUTC(img []byte, w int, lutH, lutS, lutV *[256]byte) {
+	rows := len(img) / (3 * w)
+	if rows == 0 {
+		return
+	}
+	t := hsvBase
+	for i := range 256 {
+		t.lut_h[i], t.lut_s[i], t.lut_v[i] = C.uint8_t(lutH[i]), C.uint8_t(lutS[i]), C.uint8_t(lutV[i])
+	}
+	C.ffhsv_lut((*C.uint8_t)(&img[0]), C.long(rows), C.int(w), C.int(w/HSVBlock*HSVBlock), &t)
 }

@@ -15,3 +15,7 @@ func (r *Resizer) areaRunSIMD(dst []byte, dw, dh int, src []byte, srcStride int)
 func (r *Resizer) linearRunSIMD(dst []byte, dw, dh int, src []byte, sh, srcStride int) {
 	panic("imgproc: no SIMD kernels in this build")
 }
+
+func hsvLUTC(img []byte, w int, lutH, lutS, lutV *[256]byte) {
+	panic("imgproc: no C kernels in this build")
+}
