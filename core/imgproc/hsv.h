@@ -19,7 +19,8 @@ typedef struct {
 } ffhsv_tables;
 
 // ffhsv_lut converts rows rows of w pixels in place; the first block
-// pixels of each row truncate (OpenCV's SIMD blocks), the rest round.
-void ffhsv_lut(uint8_t *img, long rows, int w, int block, const ffhsv_tables *t);
+// pixels of each row truncate (OpenCV's SIMD blocks), the rest round. With
+// avx2 (x86-64 only) eight pixels go at a time, with the same bytes.
+void ffhsv_lut(int avx2, uint8_t *img, long rows, int w, int block, const ffhsv_tables *t);
 
 #endif

@@ -3,7 +3,10 @@ package imgproc
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"math/rand/v2"
 	"testing"
+
+	"golang.org/x/sys/cpu"
 )
 
 // TestHSVMatchesOpenCV holds RGBToHSV and HSVToRGB to cv2.cvtColor's bytes
@@ -95,32 +98,49 @@ func TestHSVLUTKernels(t *testing.T) {
 		}
 		ls[i], lv[i] = byte(min(255, i*7/5)), byte(i*3/5)
 	}
+	defer func(v bool) { useAVX2 = v }(useAVX2)
 	for _, tabs := range [][3]*[256]byte{{&id, &id, &id}, {&lh, &ls, &lv}} {
-		goImg, cImg := append([]byte(nil), src...), append([]byte(nil), src...)
+		goImg := append([]byte(nil), src...)
 		hsvLUTGo(goImg, w, tabs[0], tabs[1], tabs[2])
-		hsvLUTC(cImg, w, tabs[0], tabs[1], tabs[2])
-		for i := range goImg {
-			if goImg[i] != cImg[i] {
-				p := i / 3 * 3
-				t.Fatalf("pixel %d %v: C %v, Go %v", i/3, src[p:p+3], cImg[p:p+3], goImg[p:p+3])
+		for _, avx := range []bool{false, cpu.X86.HasAVX2} { // arm64: the scalar C twice
+			useAVX2 = avx
+			cImg := append([]byte(nil), src...)
+			hsvLUTC(cImg, w, tabs[0], tabs[1], tabs[2])
+			for i := range goImg {
+				if goImg[i] != cImg[i] {
+					p := i / 3 * 3
+					t.Fatalf("AVX2 %v, pixel %d %v: C %v, Go %v", avx, i/3, src[p:p+3], cImg[p:p+3], goImg[p:p+3])
+				}
 			}
 		}
 	}
 }
 
+// BenchmarkHSVLUT: a 640×640 image of a repeating pattern, and of random
+// pixels (whose branches no predictor learns, as in photos).
 func BenchmarkHSVLUT(b *testing.B) {
 	const w, h = 640, 640
-	img := make([]byte, w*h*3)
-	for i := range img {
-		img[i] = byte(i * 37)
-	}
 	var lh, ls, lv [256]byte
 	for i := range lh {
 		lh[i], ls[i], lv[i] = byte((i+3)%180), byte(min(255, i*6/5)), byte(i*4/5)
 	}
-	b.SetBytes(int64(len(img)))
-	for i := 0; i < b.N; i++ {
-		HSVLUT(img, w, &lh, &ls, &lv)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, name := range []string{"pattern", "random"} {
+		img := make([]byte, w*h*3)
+		for i := range img {
+			img[i] = byte(i * 37)
+			if name == "random" {
+				img[i] = byte(rng.Uint32())
+			}
+		}
+		work := make([]byte, len(img))
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(img)))
+			for i := 0; i < b.N; i++ {
+				copy(work, img) // the same pixels each time, not their fixed point
+				HSVLUT(work, w, &lh, &ls, &lv)
+			}
+		})
 	}
 }
 

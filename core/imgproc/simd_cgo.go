@@ -79,5 +79,5 @@ func hsvLUTC(img []byte, w int, lutH, lutS, lutV *[256]byte) {
 	for i := range 256 {
 		t.lut_h[i], t.lut_s[i], t.lut_v[i] = C.uint8_t(lutH[i]), C.uint8_t(lutS[i]), C.uint8_t(lutV[i])
 	}
-	C.ffhsv_lut((*C.uint8_t)(&img[0]), C.long(rows), C.int(w), C.int(w/HSVBlock*HSVBlock), &t)
+	C.ffhsv_lut(cbool(useAVX2), (*C.uint8_t)(&img[0]), C.long(rows), C.int(w), C.int(w/HSVBlock*HSVBlock), &t)
 }
