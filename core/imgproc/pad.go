@@ -18,3 +18,16 @@ func PadTopLeft(dst []byte, dstW, dstH int, src []byte, srcStride, srcW, srcH, c
 	}
 	clear(dst[srcH*dstRow : dstH*dstRow])
 }
+
+// FillRGB sets every pixel of the RGB image img to fill: one pixel, then
+// copies doubling what is done, so that memmove does the work in a few
+// calls rather than a call per pixel.
+func FillRGB(img []byte, fill [3]byte) {
+	if len(img) < 3 {
+		return
+	}
+	copy(img, fill[:])
+	for n := 3; n < len(img); n *= 2 {
+		copy(img[n:], img[:n])
+	}
+}

@@ -31,3 +31,15 @@ func TestPadTopLeft(t *testing.T) {
 	}()
 	PadTopLeft(make([]byte, 4), 2, 2, src, 3, 3, 2, 1)
 }
+
+func TestFillRGB(t *testing.T) {
+	for _, n := range []int{0, 1, 3, 6, 9, 30, 3 * 1000} {
+		img := make([]byte, n)
+		FillRGB(img, [3]byte{114, 1, 255})
+		for i, v := range img[:n/3*3] {
+			if want := [3]byte{114, 1, 255}[i%3]; v != want {
+				t.Fatalf("%d bytes: byte %d = %d, want %d", n, i, v, want)
+			}
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/imgproc"
 	"github.com/ffcv-go/ffcv-go/core/order"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 )
@@ -229,16 +230,13 @@ func (l *letterbox) run(c *pipeline.Ctx, src []byte, w, h, stride int, out []byt
 		row := out[y*ostride : (y+1)*ostride]
 		sy := y - g.top
 		inside := sy >= 0 && sy < g.nh
-		for x := 0; x < l.ow; x++ {
-			if inside && x == g.left {
-				x += g.nw - 1 // the image's span, copied below
-				continue
-			}
-			copy(row[3*x:3*x+3], l.fill[:])
+		if !inside {
+			imgproc.FillRGB(row[:3*l.ow], l.fill)
+			continue
 		}
-		if inside {
-			copy(row[3*g.left:3*(g.left+g.nw)], res[sy*rstride:sy*rstride+g.nw*3])
-		}
+		imgproc.FillRGB(row[:3*g.left], l.fill)
+		imgproc.FillRGB(row[3*(g.left+g.nw):3*l.ow], l.fill)
+		copy(row[3*g.left:3*(g.left+g.nw)], res[sy*rstride:sy*rstride+g.nw*3])
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/imgproc"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 )
 
@@ -240,9 +241,7 @@ func (m *mosaic) Run(c *pipeline.Ctx, key int, _, out []byte) error {
 	}
 	buf.tiles = ts
 	side := 2 * m.s
-	for i := 0; i < len(out); i += 3 {
-		copy(out[i:i+3], m.fill[:])
-	}
+	imgproc.FillRGB(out, m.fill)
 	for _, t := range ts {
 		col, heap := c.Col, c.Heap
 		if t.sample != c.Sample {

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/ffcv-go/ffcv-go/core/field"
+	"github.com/ffcv-go/ffcv-go/core/imgproc"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
 )
 
@@ -98,9 +99,7 @@ func (d *resizePad) Run(c *pipeline.Ctx, op int, _, out []byte) error {
 			copy(row, buf.b[y*nw*3:(y+1)*nw*3])
 			x0 = nw
 		}
-		for x := x0; x < d.ow; x++ {
-			copy(row[3*x:3*x+3], d.fill[:])
-		}
+		imgproc.FillRGB(row[3*x0:], d.fill)
 	}
 	return nil
 }

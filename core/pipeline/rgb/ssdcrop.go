@@ -417,9 +417,7 @@ func (z *zoomOut) Run(c *pipeline.Ctx, key int, in, out []byte) error {
 		buf := c.State("zoom_out", func() any { return &zoomBuf{} }).(*zoomBuf)
 		buf.b = pipeline.Grow(buf.b, cw*ch*3)
 		canvas = buf.b
-		for i := 0; i < cw*ch; i++ {
-			copy(canvas[3*i:3*i+3], z.fill[:])
-		}
+		imgproc.FillRGB(canvas[:cw*ch*3], z.fill)
 		for y := 0; y < h; y++ {
 			copy(canvas[((t+y)*cw+l)*3:], in[y*w*3:(y+1)*w*3])
 		}
