@@ -40,6 +40,10 @@ func WarpAffineCV(dst []byte, dh, dw int, src []byte, sh, sw, ch int, m [6]float
 		x0 := cvRound(float64(float64(a12*float64(y))+b1)*abScale) + roundDelta
 		y0 := cvRound(float64(float64(a22*float64(y))+b2)*abScale) + roundDelta
 		row := dst[y*dw*ch : (y+1)*dw*ch]
+		if ch == 3 && haveWarpC && len(src) >= sh*sw*3 {
+			warpRow3C(row, src, sh, sw, x0, y0, adelta, bdelta, fill)
+			continue
+		}
 		if ch == 3 {
 			warpRow3(row, src, sh, sw, x0, y0, adelta, bdelta, fill)
 			continue
