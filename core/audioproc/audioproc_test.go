@@ -57,6 +57,20 @@ func TestFFTMatchesDFT(t *testing.T) {
 				t.Fatalf("real n %d: X[%d] = %v, want %v", n, k, out[k], x[k])
 			}
 		}
+		// Power is |X|² of the same sequence, packed in pairs.
+		if z := rf.Half(); z != nil {
+			for k := range z {
+				z[k] = complex(re[2*k], re[2*k+1])
+			}
+			pw := make([]float64, n/2+1)
+			rf.Power(z, pw)
+			for k, p := range pw {
+				want := real(x[k])*real(x[k]) + imag(x[k])*imag(x[k])
+				if math.Abs(p-want) > 1e-9*float64(n) {
+					t.Fatalf("power n %d: |X[%d]|² = %v, want %v", n, k, p, want)
+				}
+			}
+		}
 	}
 	if _, err := NewFFT(0); err == nil {
 		t.Fatal("length 0 planned")
@@ -211,37 +225,45 @@ func TestResampleMatchesTorchaudio(t *testing.T) {
 }
 
 // A centred spectrogram frame equals the DFT of the reflect-padded,
-// Hann-windowed samples, and the frame count is torch.stft's.
+// Hann-windowed samples, and the frame count is torch.stft's: an even
+// n_fft (the half-length transform and its split) and an odd one (a
+// whole-length transform), frames at both edges and inside.
 func TestSpectrogramFrame(t *testing.T) {
 	x := testSignal(50)
-	s, err := NewSpectrogram(16, 12, 4, true, Reflect, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Frames(50) != 13 {
-		t.Fatalf("%d frames", s.Frames(50))
-	}
-	for _, fr := range []int{0, 5, 12} {
-		got := s.Frame(x, fr)
-		for k := 0; k <= 8; k++ {
-			var acc complex128
-			for i := 0; i < 16; i++ {
-				j := fr*4 - 8 + i
-				if j < 0 {
-					j = -j
-				}
-				if j >= 50 {
-					j = 98 - j
-				}
-				w := 0.0
-				if i >= 2 && i < 14 {
-					w = 0.5 - 0.5*math.Cos(2*math.Pi*float64(i-2)/12)
-				}
-				acc += complex(float64(x[j])*w, 0) * cmplx.Exp(complex(0, -2*math.Pi*float64(i*k)/16))
+	for _, nFFT := range []int{16, 15} {
+		s, err := NewSpectrogram(nFFT, 12, 4, true, Reflect, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Frames(50) != 13 {
+			t.Fatalf("%d frames", s.Frames(50))
+		}
+		left := (nFFT - 12) / 2
+		for _, fr := range []int{0, 5, 12} {
+			got := s.Frame(x, fr)
+			if len(got) != nFFT/2+1 {
+				t.Fatalf("n_fft %d: %d bins", nFFT, len(got))
 			}
-			want := real(acc)*real(acc) + imag(acc)*imag(acc)
-			if math.Abs(got[k]-want) > 1e-9 {
-				t.Fatalf("frame %d bin %d: %v, want %v", fr, k, got[k], want)
+			for k := 0; k <= nFFT/2; k++ {
+				var acc complex128
+				for i := 0; i < nFFT; i++ {
+					j := fr*4 - nFFT/2 + i
+					if j < 0 {
+						j = -j
+					}
+					if j >= 50 {
+						j = 98 - j
+					}
+					w := 0.0
+					if i >= left && i < left+12 {
+						w = 0.5 - 0.5*math.Cos(2*math.Pi*float64(i-left)/12)
+					}
+					acc += complex(float64(x[j])*w, 0) * cmplx.Exp(complex(0, -2*math.Pi*float64(i*k)/float64(nFFT)))
+				}
+				want := real(acc)*real(acc) + imag(acc)*imag(acc)
+				if math.Abs(got[k]-want) > 1e-9 {
+					t.Fatalf("n_fft %d frame %d bin %d: %v, want %v", nFFT, fr, k, got[k], want)
+				}
 			}
 		}
 	}

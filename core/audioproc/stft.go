@@ -121,33 +121,49 @@ func (s *Spectrogram) sample(x []float32, j int) float64 {
 }
 
 // Frame writes frame t's |X|^power (len NFreqs) of the signal x, and
-// returns it; the slice is reused by the next call.
+// returns it; the slice is reused by the next call. For an even n_fft
+// the windowed samples go straight into the half-length complex
+// transform and the split gives |X|² (RFFT.Power), with no complex
+// spectrum between.
 func (s *Spectrogram) Frame(x []float32, t int) []float64 {
 	start := t * s.Hop
 	if s.Center {
 		start -= s.NFFT / 2
 	}
-	f := s.frame
-	if start >= 0 && start+s.NFFT <= len(x) {
-		for i, v := range x[start : start+s.NFFT] {
-			f[i] = float64(v) * s.window[i]
+	inside := start >= 0 && start+s.NFFT <= len(x)
+	if z := s.rfft.Half(); z != nil {
+		w := s.window[:2*len(z)]
+		if inside {
+			seg := x[start : start+2*len(z)]
+			for k := range z {
+				z[k] = complex(float64(seg[2*k])*w[2*k], float64(seg[2*k+1])*w[2*k+1])
+			}
+		} else {
+			for k := range z {
+				z[k] = complex(s.sample(x, start+2*k)*w[2*k], s.sample(x, start+2*k+1)*w[2*k+1])
+			}
 		}
+		s.rfft.Power(z, s.power)
 	} else {
+		f := s.frame
 		for i := range f {
 			f[i] = s.sample(x, start+i) * s.window[i]
 		}
-	}
-	s.rfft.Forward(f, s.bins)
-	for k, c := range s.bins {
-		p := real(c)*real(c) + imag(c)*imag(c)
-		switch s.Power {
-		case 2:
-		case 1:
-			p = math.Sqrt(p)
-		default:
-			p = math.Pow(p, s.Power/2)
+		s.rfft.Forward(f, s.bins)
+		for k, c := range s.bins {
+			s.power[k] = real(c)*real(c) + imag(c)*imag(c)
 		}
-		s.power[k] = p
+	}
+	switch s.Power {
+	case 2:
+	case 1:
+		for k, p := range s.power {
+			s.power[k] = math.Sqrt(p)
+		}
+	default:
+		for k, p := range s.power {
+			s.power[k] = math.Pow(p, s.Power/2)
+		}
 	}
 	return s.power
 }
