@@ -307,8 +307,8 @@ func TestLog10(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for i := 0; i < 200000; i++ {
 		x := math.Pow(10, -10+30*r.Float64())
-		if i < 3 {
-			x = []float64{1e-10, 1, math.Sqrt2}[i]
+		if edges := []float64{1e-10, 1, math.Sqrt2, 1 - 1e-12, 1 + 1e-12, 0.999, 1.001, 2, 0.5, 1.99999, 1e10}; i < len(edges) {
+			x = edges[i]
 		}
 		got, want := log10(x), math.Log10(x)
 		if math.Abs(got-want) > 4e-16*max(1, math.Abs(want)) {
