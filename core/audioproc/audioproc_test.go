@@ -316,3 +316,42 @@ func TestLog10(t *testing.T) {
 		}
 	}
 }
+
+// Frames at once (powerv.c, where cgo builds it) equal Frame's one at a
+// time to float64 rounding: every radix it serves, groups short of its
+// lanes, the reflected edges, power 1 and 2.
+func TestFrameGroupEqualsFrame(t *testing.T) {
+	x := testSignal(3000)
+	for _, tc := range []struct {
+		nFFT, hop int
+		power     float64
+		plan      bool
+	}{
+		{400, 160, 2, true}, // 8·5·5
+		{512, 128, 2, true}, // 8·8·4
+		{256, 100, 1, true}, // 8·8·2
+		{48, 10, 2, true},   // 8·3
+		{98, 20, 2, false},  // 7·7: Frame alone
+	} {
+		s, err := NewSpectrogram(tc.nFFT, tc.nFFT, tc.hop, true, Reflect, tc.power)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{true: lanes, false: 1}[tc.plan]; s.Group() != want {
+			t.Fatalf("n_fft %d: groups of %d, want %d", tc.nFFT, s.Group(), want)
+		}
+		frames, nf := s.Frames(len(x)), s.NFreqs()
+		for t0 := 0; t0 < frames; t0 += 3 {
+			g := min(s.Group(), frames-t0, 1+t0%s.Group())
+			got := append([]float64(nil), s.FrameGroup(x, t0, g)...)
+			for l := 0; l < g; l++ {
+				want := s.Frame(x, t0+l)
+				for k, w := range want {
+					if d := math.Abs(got[l*nf+k] - w); d > 1e-12*(1+w) {
+						t.Fatalf("n_fft %d frame %d bin %d: %v, want %v", tc.nFFT, t0+l, k, got[l*nf+k], w)
+					}
+				}
+			}
+		}
+	}
+}

@@ -8,12 +8,19 @@ import "math"
 // through a tile of tileFrames at a time, so that each band's row is
 // written a cache line at a time rather than one value per line.
 func MelFrames(s *Spectrogram, b *MelBank, x []float32, frames int, out []float64, stride int) {
-	nm := len(b.Filters)
-	tile := make([]float64, tileFrames*nm)
+	nm, nf := len(b.Filters), s.NFreqs()
+	if len(s.tile) < tileFrames*nm {
+		s.tile = make([]float64, tileFrames*nm)
+	}
+	tile := s.tile
 	for t0 := 0; t0 < frames; t0 += tileFrames {
 		n := min(tileFrames, frames-t0)
-		for k := 0; k < n; k++ {
-			b.Apply(s.Frame(x, t0+k), tile[k*nm:(k+1)*nm])
+		for k := 0; k < n; k += s.Group() {
+			g := min(s.Group(), n-k)
+			p := s.FrameGroup(x, t0+k, g)
+			for l := 0; l < g; l++ {
+				b.Apply(p[l*nf:(l+1)*nf], tile[(k+l)*nm:(k+l+1)*nm])
+			}
 		}
 		for m := 0; m < nm; m++ {
 			row := out[m*stride+t0 : m*stride+t0+n]

@@ -43,6 +43,11 @@ type Spectrogram struct {
 	frame     []float64
 	bins      []complex128
 	power     []float64
+	// Several frames at a time (FrameGroup), where powerv.c serves the
+	// plan.
+	pv                 *planV
+	zr, zi, tr, ti, pw []float64
+	tile               []float64 // MelFrames' bands of tileFrames frames
 }
 
 // NewSpectrogram plans spectrograms of the given geometry; power > 0.
@@ -64,6 +69,11 @@ func NewSpectrogram(nFFT, winLength, hop int, center bool, pad PadMode, power fl
 	s := &Spectrogram{NFFT: nFFT, Hop: hop, Center: center, Pad: pad, Power: power, rfft: rf,
 		window: make([]float64, nFFT), frame: make([]float64, nFFT),
 		bins: make([]complex128, nFFT/2+1), power: make([]float64, nFFT/2+1)}
+	if s.pv = newPlanV(rf); s.pv != nil {
+		n := lanes * nFFT / 2
+		s.zr, s.zi, s.tr, s.ti = make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+		s.pw = make([]float64, n+lanes)
+	}
 	left := (nFFT - winLength) / 2
 	for i := 0; i < winLength; i++ {
 		s.window[left+i] = HannPeriodic(winLength, i)
@@ -154,16 +164,71 @@ func (s *Spectrogram) Frame(x []float32, t int) []float64 {
 			s.power[k] = real(c)*real(c) + imag(c)*imag(c)
 		}
 	}
+	s.scale(s.power)
+	return s.power
+}
+
+// scale raises |X|² to the power/2.
+func (s *Spectrogram) scale(p []float64) {
 	switch s.Power {
 	case 2:
 	case 1:
-		for k, p := range s.power {
-			s.power[k] = math.Sqrt(p)
+		for k, v := range p {
+			p[k] = math.Sqrt(v)
 		}
 	default:
-		for k, p := range s.power {
-			s.power[k] = math.Pow(p, s.Power/2)
+		for k, v := range p {
+			p[k] = math.Pow(v, s.Power/2)
 		}
 	}
-	return s.power
+}
+
+// Group is the frames FrameGroup computes at once: 1 where it cannot
+// (built without cgo, an odd n_fft, a radix past 5).
+func (s *Spectrogram) Group() int {
+	if s.pv == nil {
+		return 1
+	}
+	return lanes
+}
+
+// FrameGroup is Frame for the g ≤ Group() frames from t on, at once
+// through powerv.c: frame t+l's |X|^power at [l·NFreqs, (l+1)·NFreqs) of
+// the returned slice, which the next call reuses. With a Group of 1 it
+// is Frame.
+func (s *Spectrogram) FrameGroup(x []float32, t, g int) []float64 {
+	if s.pv == nil {
+		return s.Frame(x, t)
+	}
+	const L = lanes
+	h := s.NFFT / 2
+	zr, zi, w := s.zr[:L*h], s.zi[:L*h], s.window[:2*h]
+	for l := 0; l < L; l++ {
+		if l >= g {
+			for k := l; k < L*h; k += L {
+				zr[k], zi[k] = 0, 0
+			}
+			continue
+		}
+		start := (t + l) * s.Hop
+		if s.Center {
+			start -= s.NFFT / 2
+		}
+		if start >= 0 && start+2*h <= len(x) {
+			seg := x[start : start+2*h]
+			for k := 0; k < h; k++ {
+				zr[L*k+l] = float64(seg[2*k]) * w[2*k]
+				zi[L*k+l] = float64(seg[2*k+1]) * w[2*k+1]
+			}
+		} else {
+			for k := 0; k < h; k++ {
+				zr[L*k+l] = s.sample(x, start+2*k) * w[2*k]
+				zi[L*k+l] = s.sample(x, start+2*k+1) * w[2*k+1]
+			}
+		}
+	}
+	s.pv.power(zr, zi, s.tr, s.ti, s.pw)
+	p := s.pw[:g*(h+1)]
+	s.scale(p)
+	return p
 }

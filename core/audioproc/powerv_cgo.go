@@ -1,0 +1,53 @@
+//go:build cgo
+
+package audioproc
+
+// #cgo CFLAGS: -O2
+// #include "powerv.h"
+import "C"
+
+// lanes is the frames powerv.c transforms at once.
+const lanes = C.FFA_LANES
+
+// planV is an RFFT's plan for powerv.c: several frames' power spectra
+// at once, in SIMD vectors (SSE2 on x86-64, NEON on arm64).
+type planV struct {
+	c      C.ffa_plan
+	tw, wk []float64
+}
+
+// newPlanV is r's plan for powerv.c, or nil where it has none: an odd
+// length, or a radix other than 8, 4, 2, 3 and 5.
+func newPlanV(r *RFFT) *planV {
+	if r.half == nil || len(r.half.stages) > C.FFA_MAX_STAGES {
+		return nil
+	}
+	p := &planV{}
+	p.c.h, p.c.stages = C.int(r.n/2), C.int(len(r.half.stages))
+	for i, st := range r.half.stages {
+		switch st.r {
+		case 8, 4, 2, 3, 5:
+		default:
+			return nil
+		}
+		p.c.radix[i], p.c.m[i], p.c.tw_at[i] = C.int(st.r), C.int(st.m), C.int(len(p.tw))
+		for _, w := range st.tw {
+			p.tw = append(p.tw, real(w), imag(w))
+		}
+	}
+	p.tw = append(p.tw, 0, 0) // never empty
+	for _, w := range r.w {
+		p.wk = append(p.wk, real(w), imag(w))
+	}
+	return p
+}
+
+// power transforms the frames packed in zr and zi (lanes·h each, lane l
+// of vector k at lanes·k + l), using tr and ti as scratch, and writes
+// frame l's |X[k]|² to out[l·(h+1) + k].
+func (p *planV) power(zr, zi, tr, ti, out []float64) {
+	n := lanes * int(p.c.h)
+	_, _, _, _, _ = zr[n-1], zi[n-1], tr[n-1], ti[n-1], out[n+lanes-1]
+	C.ffa_power_lanes(&p.c, (*C.double)(&p.tw[0]), (*C.double)(&p.wk[0]), (*C.double)(&zr[0]),
+		(*C.double)(&zi[0]), (*C.double)(&tr[0]), (*C.double)(&ti[0]), (*C.double)(&out[0]))
+}

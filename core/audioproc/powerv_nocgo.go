@@ -1,0 +1,12 @@
+//go:build !cgo
+
+package audioproc
+
+// Without cgo every frame goes through the Go transform.
+const lanes = 1
+
+type planV struct{}
+
+func newPlanV(*RFFT) *planV { return nil }
+
+func (*planV) power(_, _, _, _, _ []float64) { panic("audioproc: powerv.c without cgo") }
