@@ -341,7 +341,7 @@ func TestFrameGroupEqualsFrame(t *testing.T) {
 			t.Fatalf("n_fft %d: groups of %d, want %d", tc.nFFT, s.Group(), want)
 		}
 		frames, nf := s.Frames(len(x)), s.NFreqs()
-		for t0 := 0; t0 < frames; t0 += 3 {
+		for t0 := 0; t0 < frames; t0++ {
 			g := min(s.Group(), frames-t0, 1+t0%s.Group())
 			got := append([]float64(nil), s.FrameGroup(x, t0, g)...)
 			for l := 0; l < g; l++ {

@@ -140,8 +140,18 @@ static void stage(int r, int m, int s, const double *tw, const vd *xr, const vd 
 	}
 }
 
-void ffa_power_lanes(const ffa_plan *pl, const double *tw, const double *wk, double *zr, double *zi, double *tr, double *ti, double *out) {
+void ffa_power_lanes(const ffa_plan *pl, const double *tw, const double *wk, const float *x, const long *start,
+                     const double *win, double *zr, double *zi, double *tr, double *ti, double *out) {
 	int h = pl->h, s = 1;
+	// The windowed samples of the lanes whose frame lies inside x.
+	for (int l = 0; l < FFA_LANES; l++) {
+		if (start[l] < 0) continue;
+		const float *f = x + start[l];
+		for (int k = 0; k < h; k++) {
+			zr[FFA_LANES * k + l] = (double)f[2 * k] * win[2 * k];
+			zi[FFA_LANES * k + l] = (double)f[2 * k + 1] * win[2 * k + 1];
+		}
+	}
 	vd *ar = (vd *)zr, *ai = (vd *)zi, *br = (vd *)tr, *bi = (vd *)ti;
 	for (int k = 0; k < pl->stages; k++) {
 		int r = pl->radix[k];

@@ -12,11 +12,13 @@ typedef struct {
 	int radix[FFA_MAX_STAGES], m[FFA_MAX_STAGES], tw_at[FFA_MAX_STAGES];
 } ffa_plan;
 
-// Transforms the FFA_LANES frames packed in (zr, zi) (h vectors of
-// FFA_LANES lanes each: lane l is frame l, its even samples in zr and odd
-// ones in zi), with (tr, ti) as scratch, and writes frame l's |X[k]|², k
-// in [0, h], to out[l·(h+1) + k]. tw holds the stages' twiddles, wk the split's
-// W^k (k in [0, h]), both complex values interleaved.
-void ffa_power_lanes(const ffa_plan *pl, const double *tw, const double *wk, double *zr, double *zi, double *tr,
-                      double *ti, double *out);
+// Transforms FFA_LANES frames at once: lane l's frame is the windowed
+// samples x[start[l] ...] (n_fft = 2h of them, times win), or where
+// start[l] < 0 what the caller packed in (zr, zi) (h vectors of
+// FFA_LANES lanes each: lane l is frame l, its even samples in zr and
+// odd ones in zi); (tr, ti) are scratch. Writes frame l's |X[k]|², k in
+// [0, h], to out[l·(h+1) + k]. tw holds the stages' twiddles, wk the
+// split's W^k (k in [0, h]), both complex values interleaved.
+void ffa_power_lanes(const ffa_plan *pl, const double *tw, const double *wk, const float *x, const long *start,
+                     const double *win, double *zr, double *zi, double *tr, double *ti, double *out);
 #endif

@@ -42,12 +42,23 @@ func newPlanV(r *RFFT) *planV {
 	return p
 }
 
-// power transforms the frames packed in zr and zi (lanes·h each, lane l
-// of vector k at lanes·k + l), using tr and ti as scratch, and writes
+// power transforms lanes frames: lane l's is x[start[l]:], windowed by
+// win, or for start[l] < 0 what zr and zi hold for it (lanes·h each,
+// lane l of vector k at lanes·k + l); tr and ti are scratch. It writes
 // frame l's |X[k]|² to out[l·(h+1) + k].
-func (p *planV) power(zr, zi, tr, ti, out []float64) {
-	n := lanes * int(p.c.h)
-	_, _, _, _, _ = zr[n-1], zi[n-1], tr[n-1], ti[n-1], out[n+lanes-1]
-	C.ffa_power_lanes(&p.c, (*C.double)(&p.tw[0]), (*C.double)(&p.wk[0]), (*C.double)(&zr[0]),
-		(*C.double)(&zi[0]), (*C.double)(&tr[0]), (*C.double)(&ti[0]), (*C.double)(&out[0]))
+func (p *planV) power(x []float32, start *[lanes]int, win, zr, zi, tr, ti, out []float64) {
+	h := int(p.c.h)
+	n := lanes * h
+	_, _, _, _, _, _ = zr[n-1], zi[n-1], tr[n-1], ti[n-1], out[n+lanes-1], win[2*h-1]
+	var st [lanes]C.long
+	var xp *C.float
+	for l, at := range start {
+		st[l] = -1
+		if at >= 0 {
+			_ = x[at+2*h-1]
+			st[l], xp = C.long(at), (*C.float)(&x[0])
+		}
+	}
+	C.ffa_power_lanes(&p.c, (*C.double)(&p.tw[0]), (*C.double)(&p.wk[0]), xp, &st[0], (*C.double)(&win[0]),
+		(*C.double)(&zr[0]), (*C.double)(&zi[0]), (*C.double)(&tr[0]), (*C.double)(&ti[0]), (*C.double)(&out[0]))
 }

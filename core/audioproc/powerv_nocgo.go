@@ -9,4 +9,6 @@ type planV struct{}
 
 func newPlanV(*RFFT) *planV { return nil }
 
-func (*planV) power(_, _, _, _, _ []float64) { panic("audioproc: powerv.c without cgo") }
+func (*planV) power(_ []float32, _ *[lanes]int, _, _, _, _, _, _ []float64) {
+	panic("audioproc: powerv.c without cgo")
+}

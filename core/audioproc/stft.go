@@ -203,31 +203,28 @@ func (s *Spectrogram) FrameGroup(x []float32, t, g int) []float64 {
 	const L = lanes
 	h := s.NFFT / 2
 	zr, zi, w := s.zr[:L*h], s.zi[:L*h], s.window[:2*h]
+	var starts [L]int // the frames inside x, which powerv.c reads itself
 	for l := 0; l < L; l++ {
-		if l >= g {
-			for k := l; k < L*h; k += L {
-				zr[k], zi[k] = 0, 0
-			}
-			continue
-		}
 		start := (t + l) * s.Hop
 		if s.Center {
 			start -= s.NFFT / 2
 		}
-		if start >= 0 && start+2*h <= len(x) {
-			seg := x[start : start+2*h]
-			for k := 0; k < h; k++ {
-				zr[L*k+l] = float64(seg[2*k]) * w[2*k]
-				zi[L*k+l] = float64(seg[2*k+1]) * w[2*k+1]
+		starts[l] = -1
+		switch {
+		case l >= g:
+			for k := l; k < L*h; k += L {
+				zr[k], zi[k] = 0, 0
 			}
-		} else {
+		case start >= 0 && start+2*h <= len(x):
+			starts[l] = start
+		default:
 			for k := 0; k < h; k++ {
 				zr[L*k+l] = s.sample(x, start+2*k) * w[2*k]
 				zi[L*k+l] = s.sample(x, start+2*k+1) * w[2*k+1]
 			}
 		}
 	}
-	s.pv.power(zr, zi, s.tr, s.ti, s.pw)
+	s.pv.power(x, &starts, w, zr, zi, s.tr, s.ti, s.pw)
 	p := s.pw[:g*(h+1)]
 	s.scale(p)
 	return p
