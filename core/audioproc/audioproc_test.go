@@ -318,7 +318,8 @@ func TestLog10(t *testing.T) {
 }
 
 // Frames at once (powerv.c, where cgo builds it) equal Frame's one at a
-// time to float64 rounding: every radix it serves, groups short of its
+// time to float64 rounding, and their mel bands (for power 2) Frame's
+// through MelBank.Apply: every radix it serves, groups short of its
 // lanes, the reflected edges, power 1 and 2.
 func TestFrameGroupEqualsFrame(t *testing.T) {
 	x := testSignal(3000)
@@ -341,14 +342,30 @@ func TestFrameGroupEqualsFrame(t *testing.T) {
 			t.Fatalf("n_fft %d: groups of %d, want %d", tc.nFFT, s.Group(), want)
 		}
 		frames, nf := s.Frames(len(x)), s.NFreqs()
+		bank, err := NewMelBank(BinFreqs(nf, 8000), 0, 8000, 20, true, Slaney)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for t0 := 0; t0 < frames; t0++ {
 			g := min(s.Group(), frames-t0, 1+t0%s.Group())
 			got := append([]float64(nil), s.FrameGroup(x, t0, g)...)
+			mel, melOK := s.MelGroup(x, t0, g, bank)
+			if melOK != (tc.plan && lanes > 1 && tc.power == 2) {
+				t.Fatalf("n_fft %d: MelGroup served: %v", tc.nFFT, melOK)
+			}
+			mel = append([]float64(nil), mel...)
 			for l := 0; l < g; l++ {
 				want := s.Frame(x, t0+l)
 				for k, w := range want {
 					if d := math.Abs(got[l*nf+k] - w); d > 1e-12*(1+w) {
 						t.Fatalf("n_fft %d frame %d bin %d: %v, want %v", tc.nFFT, t0+l, k, got[l*nf+k], w)
+					}
+				}
+				wantMel := make([]float64, len(bank.Filters))
+				bank.Apply(want, wantMel)
+				for m, w := range wantMel {
+					if melOK && math.Abs(mel[l*len(wantMel)+m]-w) > 1e-12*(1+w) {
+						t.Fatalf("n_fft %d frame %d band %d: %v, want %v", tc.nFFT, t0+l, m, mel[l*len(wantMel)+m], w)
 					}
 				}
 			}

@@ -17,6 +17,10 @@ func MelFrames(s *Spectrogram, b *MelBank, x []float32, frames int, out []float6
 		n := min(tileFrames, frames-t0)
 		for k := 0; k < n; k += s.Group() {
 			g := min(s.Group(), n-k)
+			if mel, ok := s.MelGroup(x, t0+k, g, b); ok {
+				copy(tile[k*nm:(k+g)*nm], mel)
+				continue
+			}
 			p := s.FrameGroup(x, t0+k, g)
 			for l := 0; l < g; l++ {
 				b.Apply(p[l*nf:(l+1)*nf], tile[(k+l)*nm:(k+l+1)*nm])

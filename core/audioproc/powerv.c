@@ -140,8 +140,11 @@ static void stage(int r, int m, int s, const double *tw, const vd *xr, const vd 
 	}
 }
 
-void ffa_power_lanes(const ffa_plan *pl, const double *tw, const double *wk, const float *x, const long *start,
-                     const double *win, double *zr, double *zi, double *tr, double *ti, double *out) {
+// The power spectra of the lanes' frames, |X[k]|² for k in [0, h] as
+// h + 1 vectors, in whichever of the buffer pairs does not hold the
+// transform (each h + 1 vectors long).
+static vd *power_vec(const ffa_plan *pl, const double *tw, const double *wk, const float *x, const long *start,
+                     const double *win, double *zr, double *zi, double *tr, double *ti) {
 	int h = pl->h, s = 1;
 	// The windowed samples of the lanes whose frame lies inside x.
 	for (int l = 0; l < FFA_LANES; l++) {
@@ -162,17 +165,38 @@ void ffa_power_lanes(const ffa_plan *pl, const double *tw, const double *wk, con
 		s *= r;
 	}
 	// RFFT.Power's split: E and O doubled, |X|² a quarter of |E ± W·O|².
-	int n1 = h + 1;
+	vd *P = br;
 	vd p0 = ar[0] + ai[0], ph = ar[0] - ai[0];
-	p0 *= p0, ph *= ph;
-	for (int l = 0; l < FFA_LANES; l++) out[l * n1] = p0[l], out[l * n1 + h] = ph[l];
+	P[0] = p0 * p0, P[h] = ph * ph;
 	for (int k = 1; k <= h / 2; k++) {
 		vd er = ar[k] + ar[h - k], ei = ai[k] - ai[h - k];
 		vd or = ai[k] + ai[h - k], oi = ar[h - k] - ar[k];
 		double wr = wk[2 * k], wi = wk[2 * k + 1];
 		vd tr_ = wr * or - wi * oi, ti_ = wr * oi + wi * or;
 		vd pr = er + tr_, pi = ei + ti_, mr = er - tr_, mi = ei - ti_;
-		vd pk = (pr * pr + pi * pi) * 0.25, pm = (mr * mr + mi * mi) * 0.25;
-		for (int l = 0; l < FFA_LANES; l++) out[l * n1 + k] = pk[l], out[l * n1 + h - k] = pm[l];
+		P[k] = (pr * pr + pi * pi) * 0.25, P[h - k] = (mr * mr + mi * mi) * 0.25;
+	}
+	return P;
+}
+
+void ffa_power_lanes(const ffa_plan *pl, const double *tw, const double *wk, const float *x, const long *start,
+                     const double *win, double *zr, double *zi, double *tr, double *ti, double *out) {
+	int h = pl->h;
+	vd *P = power_vec(pl, tw, wk, x, start, win, zr, zi, tr, ti);
+	for (int k = 0; k <= h; k++)
+		for (int l = 0; l < FFA_LANES; l++) out[l * (h + 1) + k] = P[k][l];
+}
+
+void ffa_mel_lanes(const ffa_plan *pl, const double *tw, const double *wk, const float *x, const long *start,
+                   const double *win, double *zr, double *zi, double *tr, double *ti, int bands, const int *lo,
+                   const int *len, const double *w, double *out) {
+	vd *P = power_vec(pl, tw, wk, x, start, win, zr, zi, tr, ti);
+	// MelBank.Apply's sums, in its order.
+	for (int m = 0; m < bands; m++) {
+		vd acc = {0};
+		const vd *p = P + lo[m];
+		for (int j = 0; j < len[m]; j++) acc += w[j] * p[j];
+		w += len[m];
+		for (int l = 0; l < FFA_LANES; l++) out[l * bands + m] = acc[l];
 	}
 }

@@ -12,3 +12,7 @@ func newPlanV(*RFFT) *planV { return nil }
 func (*planV) power(_ []float32, _ *[lanes]int, _, _, _, _, _, _ []float64) {
 	panic("audioproc: powerv.c without cgo")
 }
+
+func (*planV) mel(_ []float32, _ *[lanes]int, _, _, _, _, _ []float64, _ *MelBank, _ []float64) {
+	panic("audioproc: powerv.c without cgo")
+}

@@ -45,9 +45,9 @@ type Spectrogram struct {
 	power     []float64
 	// Several frames at a time (FrameGroup), where powerv.c serves the
 	// plan.
-	pv                 *planV
-	zr, zi, tr, ti, pw []float64
-	tile               []float64 // MelFrames' bands of tileFrames frames
+	pv                      *planV
+	zr, zi, tr, ti, pw, mel []float64
+	tile                    []float64 // MelFrames' bands of tileFrames frames
 }
 
 // NewSpectrogram plans spectrograms of the given geometry; power > 0.
@@ -70,9 +70,9 @@ func NewSpectrogram(nFFT, winLength, hop int, center bool, pad PadMode, power fl
 		window: make([]float64, nFFT), frame: make([]float64, nFFT),
 		bins: make([]complex128, nFFT/2+1), power: make([]float64, nFFT/2+1)}
 	if s.pv = newPlanV(rf); s.pv != nil {
-		n := lanes * nFFT / 2
+		n := lanes * (nFFT/2 + 1)
 		s.zr, s.zi, s.tr, s.ti = make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
-		s.pw = make([]float64, n+lanes)
+		s.pw = make([]float64, n)
 	}
 	left := (nFFT - winLength) / 2
 	for i := 0; i < winLength; i++ {
@@ -200,10 +200,37 @@ func (s *Spectrogram) FrameGroup(x []float32, t, g int) []float64 {
 	if s.pv == nil {
 		return s.Frame(x, t)
 	}
+	h := s.NFFT / 2
+	starts := s.pack(x, t, g)
+	s.pv.power(x, &starts, s.window, s.zr, s.zi, s.tr, s.ti, s.pw)
+	p := s.pw[:g*(h+1)]
+	s.scale(p)
+	return p
+}
+
+// MelGroup is b's bands of FrameGroup's frames, frame t+l's at [l·n_mels,
+// (l+1)·n_mels) of the returned slice, which the next call reuses; ok is
+// false where powerv.c cannot (a Group of 1, a power other than 2, a
+// bank not made by NewMelBank): FrameGroup and MelBank.Apply then.
+func (s *Spectrogram) MelGroup(x []float32, t, g int, b *MelBank) (mel []float64, ok bool) {
+	if s.pv == nil || s.Power != 2 || len(b.flat.lo) != len(b.Filters) || b.NFreqs != s.NFreqs() {
+		return nil, false
+	}
+	if n := lanes * len(b.Filters); len(s.mel) < n {
+		s.mel = make([]float64, n)
+	}
+	starts := s.pack(x, t, g)
+	s.pv.mel(x, &starts, s.window, s.zr, s.zi, s.tr, s.ti, b, s.mel)
+	return s.mel[:g*len(b.Filters)], true
+}
+
+// pack lays out the g frames from t for powerv.c: the reflected edges'
+// windowed samples in zr and zi, lanes past g zero there, and the starts
+// of the frames inside x, which it reads itself (−1 for the others).
+func (s *Spectrogram) pack(x []float32, t, g int) (starts [lanes]int) {
 	const L = lanes
 	h := s.NFFT / 2
 	zr, zi, w := s.zr[:L*h], s.zi[:L*h], s.window[:2*h]
-	var starts [L]int // the frames inside x, which powerv.c reads itself
 	for l := 0; l < L; l++ {
 		start := (t + l) * s.Hop
 		if s.Center {
@@ -224,8 +251,5 @@ func (s *Spectrogram) FrameGroup(x []float32, t, g int) []float64 {
 			}
 		}
 	}
-	s.pv.power(x, &starts, w, zr, zi, s.tr, s.ti, s.pw)
-	p := s.pw[:g*(h+1)]
-	s.scale(p)
-	return p
+	return starts
 }
