@@ -322,6 +322,21 @@ func TestLog10(t *testing.T) {
 // through MelBank.Apply: every radix it serves, groups short of its
 // lanes, the reflected edges, power 1 and 2.
 func TestFrameGroupEqualsFrame(t *testing.T) {
+	// Both widths where the CPU takes four lanes (AVX2), so that the
+	// two-lane code runs here too.
+	widths := []int{lanes}
+	if lanes == 4 {
+		widths = append(widths, 2)
+	}
+	defer func(l int) { lanes = l }(lanes)
+	for _, width := range widths {
+		lanes = width
+		t.Logf("%d lanes", lanes)
+		frameGroups(t)
+	}
+}
+
+func frameGroups(t *testing.T) {
 	x := testSignal(3000)
 	for _, tc := range []struct {
 		nFFT, hop int
@@ -339,7 +354,7 @@ func TestFrameGroupEqualsFrame(t *testing.T) {
 			t.Fatal(err)
 		}
 		if want := map[bool]int{true: lanes, false: 1}[tc.plan]; s.Group() != want {
-			t.Fatalf("n_fft %d: groups of %d, want %d", tc.nFFT, s.Group(), want)
+			t.Fatalf("n_fft %d, %d lanes: groups of %d, want %d", tc.nFFT, lanes, s.Group(), want)
 		}
 		frames, nf := s.Frames(len(x)), s.NFreqs()
 		bank, err := NewMelBank(BinFreqs(nf, 8000), 0, 8000, 20, true, Slaney)
@@ -358,14 +373,14 @@ func TestFrameGroupEqualsFrame(t *testing.T) {
 				want := s.Frame(x, t0+l)
 				for k, w := range want {
 					if d := math.Abs(got[l*nf+k] - w); d > 1e-12*(1+w) {
-						t.Fatalf("n_fft %d frame %d bin %d: %v, want %v", tc.nFFT, t0+l, k, got[l*nf+k], w)
+						t.Fatalf("n_fft %d, %d lanes, frame %d bin %d: %v, want %v", tc.nFFT, lanes, t0+l, k, got[l*nf+k], w)
 					}
 				}
 				wantMel := make([]float64, len(bank.Filters))
 				bank.Apply(want, wantMel)
 				for m, w := range wantMel {
 					if melOK && math.Abs(mel[l*len(wantMel)+m]-w) > 1e-12*(1+w) {
-						t.Fatalf("n_fft %d frame %d band %d: %v, want %v", tc.nFFT, t0+l, m, mel[l*len(wantMel)+m], w)
+						t.Fatalf("n_fft %d, %d lanes, frame %d band %d: %v, want %v", tc.nFFT, lanes, t0+l, m, mel[l*len(wantMel)+m], w)
 					}
 				}
 			}

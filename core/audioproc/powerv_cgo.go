@@ -6,8 +6,22 @@ package audioproc
 // #include "powerv.h"
 import "C"
 
-// lanes is the frames powerv.c transforms at once.
-const lanes = C.FFA_LANES
+import (
+	"runtime"
+
+	"golang.org/x/sys/cpu"
+)
+
+// maxLanes bounds lanes, the frames powerv.c transforms at once on
+// this CPU: 4 with AVX2 and FMA, else 2.
+const maxLanes = C.FFA_MAX_LANES
+
+var lanes = func() int {
+	if runtime.GOARCH == "amd64" && cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		return 4
+	}
+	return 2
+}()
 
 // planV is an RFFT's plan for powerv.c: several frames' power spectra
 // at once, in SIMD vectors (SSE2 on x86-64, NEON on arm64).
@@ -46,32 +60,32 @@ func newPlanV(r *RFFT) *planV {
 // win, or for start[l] < 0 what zr and zi hold for it (lane l of vector
 // k at lanes·k + l); tr and ti are scratch, all four lanes·(h+1) long.
 // It writes frame l's |X[k]|² to out[l·(h+1) + k].
-func (p *planV) power(x []float32, start *[lanes]int, win, zr, zi, tr, ti, out []float64) {
+func (p *planV) power(x []float32, start *[maxLanes]int, win, zr, zi, tr, ti, out []float64) {
 	xp, st := p.check(x, start, win, zr, zi, tr, ti)
 	_ = out[lanes*(int(p.c.h)+1)-1]
-	C.ffa_power_lanes(&p.c, (*C.double)(&p.tw[0]), (*C.double)(&p.wk[0]), xp, &st[0], (*C.double)(&win[0]),
+	C.ffa_power_lanes(C.int(lanes), &p.c, (*C.double)(&p.tw[0]), (*C.double)(&p.wk[0]), xp, &st[0], (*C.double)(&win[0]),
 		(*C.double)(&zr[0]), (*C.double)(&zi[0]), (*C.double)(&tr[0]), (*C.double)(&ti[0]), (*C.double)(&out[0]))
 }
 
 // mel is power through the bank b, frame l's band m to out[l·bands + m].
-func (p *planV) mel(x []float32, start *[lanes]int, win, zr, zi, tr, ti []float64, b *MelBank, out []float64) {
+func (p *planV) mel(x []float32, start *[maxLanes]int, win, zr, zi, tr, ti []float64, b *MelBank, out []float64) {
 	xp, st := p.check(x, start, win, zr, zi, tr, ti)
 	nm := len(b.Filters)
 	_ = out[lanes*nm-1]
-	C.ffa_mel_lanes(&p.c, (*C.double)(&p.tw[0]), (*C.double)(&p.wk[0]), xp, &st[0], (*C.double)(&win[0]),
+	C.ffa_mel_lanes(C.int(lanes), &p.c, (*C.double)(&p.tw[0]), (*C.double)(&p.wk[0]), xp, &st[0], (*C.double)(&win[0]),
 		(*C.double)(&zr[0]), (*C.double)(&zi[0]), (*C.double)(&tr[0]), (*C.double)(&ti[0]), C.int(nm),
 		(*C.int)(&b.flat.lo[0]), (*C.int)(&b.flat.n[0]), (*C.double)(&b.flat.w[0]), (*C.double)(&out[0]))
 }
 
 // check bounds what the C side reads and writes, and gives it x and the
 // starts.
-func (p *planV) check(x []float32, start *[lanes]int, win, zr, zi, tr, ti []float64) (*C.float, [lanes]C.long) {
+func (p *planV) check(x []float32, start *[maxLanes]int, win, zr, zi, tr, ti []float64) (*C.float, [maxLanes]C.long) {
 	h := int(p.c.h)
 	n := lanes * (h + 1)
 	_, _, _, _, _ = zr[n-1], zi[n-1], tr[n-1], ti[n-1], win[2*h-1]
-	var st [lanes]C.long
+	var st [maxLanes]C.long
 	var xp *C.float
-	for l, at := range start {
+	for l, at := range start[:lanes] {
 		st[l] = -1
 		if at >= 0 {
 			_ = x[at+2*h-1]

@@ -70,7 +70,7 @@ func NewSpectrogram(nFFT, winLength, hop int, center bool, pad PadMode, power fl
 		window: make([]float64, nFFT), frame: make([]float64, nFFT),
 		bins: make([]complex128, nFFT/2+1), power: make([]float64, nFFT/2+1)}
 	if s.pv = newPlanV(rf); s.pv != nil {
-		n := lanes * (nFFT/2 + 1)
+		n := maxLanes * (nFFT/2 + 1)
 		s.zr, s.zi, s.tr, s.ti = make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
 		s.pw = make([]float64, n)
 	}
@@ -216,7 +216,7 @@ func (s *Spectrogram) MelGroup(x []float32, t, g int, b *MelBank) (mel []float64
 	if s.pv == nil || s.Power != 2 || len(b.flat.lo) != len(b.Filters) || b.NFreqs != s.NFreqs() {
 		return nil, false
 	}
-	if n := lanes * len(b.Filters); len(s.mel) < n {
+	if n := maxLanes * len(b.Filters); len(s.mel) < n {
 		s.mel = make([]float64, n)
 	}
 	starts := s.pack(x, t, g)
@@ -227,8 +227,8 @@ func (s *Spectrogram) MelGroup(x []float32, t, g int, b *MelBank) (mel []float64
 // pack lays out the g frames from t for powerv.c: the reflected edges'
 // windowed samples in zr and zi, lanes past g zero there, and the starts
 // of the frames inside x, which it reads itself (−1 for the others).
-func (s *Spectrogram) pack(x []float32, t, g int) (starts [lanes]int) {
-	const L = lanes
+func (s *Spectrogram) pack(x []float32, t, g int) (starts [maxLanes]int) {
+	L := lanes
 	h := s.NFFT / 2
 	zr, zi, w := s.zr[:L*h], s.zi[:L*h], s.window[:2*h]
 	for l := 0; l < L; l++ {
