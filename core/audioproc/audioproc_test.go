@@ -322,11 +322,14 @@ func TestLog10(t *testing.T) {
 // through MelBank.Apply: every radix it serves, groups short of its
 // lanes, the reflected edges, power 1 and 2.
 func TestFrameGroupEqualsFrame(t *testing.T) {
-	// Both widths where the CPU takes four lanes (AVX2), so that the
-	// two-lane code runs here too.
+	// Every width this build and CPU have: four lanes (AVX2), two, and
+	// one (FFCV_GO_SIMD=off: the Go transform).
 	widths := []int{lanes}
 	if lanes == 4 {
 		widths = append(widths, 2)
+	}
+	if lanes > 1 {
+		widths = append(widths, 1)
 	}
 	defer func(l int) { lanes = l }(lanes)
 	for _, width := range widths {

@@ -7,17 +7,24 @@ package audioproc
 import "C"
 
 import (
+	"os"
 	"runtime"
 
 	"golang.org/x/sys/cpu"
 )
 
 // maxLanes bounds lanes, the frames powerv.c transforms at once on
-// this CPU: 4 with AVX2 and FMA, else 2.
+// this CPU: 4 on x86-64 with AVX2 and FMA, else 2; 1 (the Go transform,
+// frame by frame) with FFCV_GO_SIMD=off, and 2 on x86-64 with
+// FFCV_GO_SIMD=sse2, as core/imgproc's kernels take that switch. A
+// variable, so that the tests run every width.
 const maxLanes = C.FFA_MAX_LANES
 
 var lanes = func() int {
-	if runtime.GOARCH == "amd64" && cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+	switch mode := os.Getenv("FFCV_GO_SIMD"); {
+	case mode == "off":
+		return 1
+	case runtime.GOARCH == "amd64" && cpu.X86.HasAVX2 && cpu.X86.HasFMA && mode != "sse2":
 		return 4
 	}
 	return 2

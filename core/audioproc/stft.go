@@ -184,9 +184,9 @@ func (s *Spectrogram) scale(p []float64) {
 }
 
 // Group is the frames FrameGroup computes at once: 1 where it cannot
-// (built without cgo, an odd n_fft, a radix past 5).
+// (built without cgo, FFCV_GO_SIMD=off, an odd n_fft, a radix past 5).
 func (s *Spectrogram) Group() int {
-	if s.pv == nil {
+	if s.pv == nil || lanes < 2 {
 		return 1
 	}
 	return lanes
@@ -197,7 +197,7 @@ func (s *Spectrogram) Group() int {
 // the returned slice, which the next call reuses. With a Group of 1 it
 // is Frame.
 func (s *Spectrogram) FrameGroup(x []float32, t, g int) []float64 {
-	if s.pv == nil {
+	if s.Group() == 1 {
 		return s.Frame(x, t)
 	}
 	h := s.NFFT / 2
@@ -213,7 +213,7 @@ func (s *Spectrogram) FrameGroup(x []float32, t, g int) []float64 {
 // false where powerv.c cannot (a Group of 1, a power other than 2, a
 // bank not made by NewMelBank): FrameGroup and MelBank.Apply then.
 func (s *Spectrogram) MelGroup(x []float32, t, g int, b *MelBank) (mel []float64, ok bool) {
-	if s.pv == nil || s.Power != 2 || len(b.flat.lo) != len(b.Filters) || b.NFreqs != s.NFreqs() {
+	if s.Group() == 1 || s.Power != 2 || len(b.flat.lo) != len(b.Filters) || b.NFreqs != s.NFreqs() {
 		return nil, false
 	}
 	if n := maxLanes * len(b.Filters); len(s.mel) < n {
