@@ -57,6 +57,20 @@ func TestFFTMatchesDFT(t *testing.T) {
 				t.Fatalf("real n %d: X[%d] = %v, want %v", n, k, out[k], x[k])
 			}
 		}
+		// Power is |X|² of the same sequence, packed in pairs.
+		if z := rf.Half(); z != nil {
+			for k := range z {
+				z[k] = complex(re[2*k], re[2*k+1])
+			}
+			pw := make([]float64, n/2+1)
+			rf.Power(z, pw)
+			for k, p := range pw {
+				want := real(x[k])*real(x[k]) + imag(x[k])*imag(x[k])
+				if math.Abs(p-want) > 1e-9*float64(n) {
+					t.Fatalf("power n %d: |X[%d]|² = %v, want %v", n, k, p, want)
+				}
+			}
+		}
 	}
 	if _, err := NewFFT(0); err == nil {
 		t.Fatal("length 0 planned")
@@ -211,37 +225,45 @@ func TestResampleMatchesTorchaudio(t *testing.T) {
 }
 
 // A centred spectrogram frame equals the DFT of the reflect-padded,
-// Hann-windowed samples, and the frame count is torch.stft's.
+// Hann-windowed samples, and the frame count is torch.stft's: an even
+// n_fft (the half-length transform and its split) and an odd one (a
+// whole-length transform), frames at both edges and inside.
 func TestSpectrogramFrame(t *testing.T) {
 	x := testSignal(50)
-	s, err := NewSpectrogram(16, 12, 4, true, Reflect, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Frames(50) != 13 {
-		t.Fatalf("%d frames", s.Frames(50))
-	}
-	for _, fr := range []int{0, 5, 12} {
-		got := s.Frame(x, fr)
-		for k := 0; k <= 8; k++ {
-			var acc complex128
-			for i := 0; i < 16; i++ {
-				j := fr*4 - 8 + i
-				if j < 0 {
-					j = -j
-				}
-				if j >= 50 {
-					j = 98 - j
-				}
-				w := 0.0
-				if i >= 2 && i < 14 {
-					w = 0.5 - 0.5*math.Cos(2*math.Pi*float64(i-2)/12)
-				}
-				acc += complex(float64(x[j])*w, 0) * cmplx.Exp(complex(0, -2*math.Pi*float64(i*k)/16))
+	for _, nFFT := range []int{16, 15} {
+		s, err := NewSpectrogram(nFFT, 12, 4, true, Reflect, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Frames(50) != 13 {
+			t.Fatalf("%d frames", s.Frames(50))
+		}
+		left := (nFFT - 12) / 2
+		for _, fr := range []int{0, 5, 12} {
+			got := s.Frame(x, fr)
+			if len(got) != nFFT/2+1 {
+				t.Fatalf("n_fft %d: %d bins", nFFT, len(got))
 			}
-			want := real(acc)*real(acc) + imag(acc)*imag(acc)
-			if math.Abs(got[k]-want) > 1e-9 {
-				t.Fatalf("frame %d bin %d: %v, want %v", fr, k, got[k], want)
+			for k := 0; k <= nFFT/2; k++ {
+				var acc complex128
+				for i := 0; i < nFFT; i++ {
+					j := fr*4 - nFFT/2 + i
+					if j < 0 {
+						j = -j
+					}
+					if j >= 50 {
+						j = 98 - j
+					}
+					w := 0.0
+					if i >= left && i < left+12 {
+						w = 0.5 - 0.5*math.Cos(2*math.Pi*float64(i-left)/12)
+					}
+					acc += complex(float64(x[j])*w, 0) * cmplx.Exp(complex(0, -2*math.Pi*float64(i*k)/float64(nFFT)))
+				}
+				want := real(acc)*real(acc) + imag(acc)*imag(acc)
+				if math.Abs(got[k]-want) > 1e-9 {
+					t.Fatalf("n_fft %d frame %d bin %d: %v, want %v", nFFT, fr, k, got[k], want)
+				}
 			}
 		}
 	}
@@ -285,12 +307,86 @@ func TestLog10(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for i := 0; i < 200000; i++ {
 		x := math.Pow(10, -10+30*r.Float64())
-		if i < 3 {
-			x = []float64{1e-10, 1, math.Sqrt2}[i]
+		if edges := []float64{1e-10, 1, math.Sqrt2, 1 - 1e-12, 1 + 1e-12, 0.999, 1.001, 2, 0.5, 1.99999, 1e10}; i < len(edges) {
+			x = edges[i]
 		}
 		got, want := log10(x), math.Log10(x)
 		if math.Abs(got-want) > 4e-16*max(1, math.Abs(want)) {
 			t.Fatalf("log10(%v) = %v, want %v", x, got, want)
+		}
+	}
+}
+
+// Frames at once (powerv.c, where cgo builds it) equal Frame's one at a
+// time to float64 rounding, and their mel bands (for power 2) Frame's
+// through MelBank.Apply: every radix it serves, groups short of its
+// lanes, the reflected edges, power 1 and 2.
+func TestFrameGroupEqualsFrame(t *testing.T) {
+	// Every width this build and CPU have: four lanes (AVX2), two, and
+	// one (FFCV_GO_SIMD=off: the Go transform).
+	widths := []int{lanes}
+	if lanes == 4 {
+		widths = append(widths, 2)
+	}
+	if lanes > 1 {
+		widths = append(widths, 1)
+	}
+	defer func(l int) { lanes = l }(lanes)
+	for _, width := range widths {
+		lanes = width
+		t.Logf("%d lanes", lanes)
+		frameGroups(t)
+	}
+}
+
+func frameGroups(t *testing.T) {
+	x := testSignal(3000)
+	for _, tc := range []struct {
+		nFFT, hop int
+		power     float64
+		plan      bool
+	}{
+		{400, 160, 2, true}, // 8·5·5
+		{512, 128, 2, true}, // 8·8·4
+		{256, 100, 1, true}, // 8·8·2
+		{48, 10, 2, true},   // 8·3
+		{98, 20, 2, false},  // 7·7: Frame alone
+	} {
+		s, err := NewSpectrogram(tc.nFFT, tc.nFFT, tc.hop, true, Reflect, tc.power)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{true: lanes, false: 1}[tc.plan]; s.Group() != want {
+			t.Fatalf("n_fft %d, %d lanes: groups of %d, want %d", tc.nFFT, lanes, s.Group(), want)
+		}
+		frames, nf := s.Frames(len(x)), s.NFreqs()
+		bank, err := NewMelBank(BinFreqs(nf, 8000), 0, 8000, 20, true, Slaney)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for t0 := 0; t0 < frames; t0++ {
+			g := min(s.Group(), frames-t0, 1+t0%s.Group())
+			got := append([]float64(nil), s.FrameGroup(x, t0, g)...)
+			mel, melOK := s.MelGroup(x, t0, g, bank)
+			if melOK != (tc.plan && lanes > 1 && tc.power == 2) {
+				t.Fatalf("n_fft %d: MelGroup served: %v", tc.nFFT, melOK)
+			}
+			mel = append([]float64(nil), mel...)
+			for l := 0; l < g; l++ {
+				want := s.Frame(x, t0+l)
+				for k, w := range want {
+					if d := math.Abs(got[l*nf+k] - w); d > 1e-12*(1+w) {
+						t.Fatalf("n_fft %d, %d lanes, frame %d bin %d: %v, want %v", tc.nFFT, lanes, t0+l, k, got[l*nf+k], w)
+					}
+				}
+				wantMel := make([]float64, len(bank.Filters))
+				bank.Apply(want, wantMel)
+				for m, w := range wantMel {
+					if melOK && math.Abs(mel[l*len(wantMel)+m]-w) > 1e-12*(1+w) {
+						t.Fatalf("n_fft %d, %d lanes, frame %d band %d: %v, want %v", tc.nFFT, lanes, t0+l, m, mel[l*len(wantMel)+m], w)
+					}
+				}
+			}
 		}
 	}
 }

@@ -1,12 +1,15 @@
 package audioproc
 
 import (
+	"fmt"
 	"math"
 	"testing"
 )
 
 // BenchmarkWhisperLogMel is Whisper's 80-band log-mel of 30 s of 16 kHz
-// audio (3000 frames); ns/op ÷ 30 is the cost per second of audio.
+// audio (3000 frames) at every lane width this build and CPU have (1:
+// the Go transform, as FFCV_GO_SIMD=off); µs/audio-s is the cost per
+// second of audio.
 func BenchmarkWhisperLogMel(b *testing.B) {
 	x := make([]float32, WhisperSamples)
 	for i := range x {
@@ -16,12 +19,21 @@ func BenchmarkWhisperLogMel(b *testing.B) {
 	bank, _ := NewWhisperBank(80)
 	frames := WhisperSamples / WhisperHop
 	out := make([]float64, 80*frames)
-	b.SetBytes(4 * WhisperSamples)
-	for b.Loop() {
-		MelFrames(s, bank, x, frames, out, frames)
-		LogMel(out)
+	defer func(l int) { lanes = l }(lanes)
+	for _, width := range []int{4, 2, 1} {
+		if width > lanes {
+			continue
+		}
+		lanes = width
+		b.Run(fmt.Sprintf("lanes=%d", width), func(b *testing.B) {
+			b.SetBytes(4 * WhisperSamples)
+			for b.Loop() {
+				MelFrames(s, bank, x, frames, out, frames)
+				LogMel(out)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/30/1e3, "µs/audio-s")
+		})
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/30/1e3, "µs/audio-s")
 }
 
 // BenchmarkResample is 30 s of 22.05 kHz audio resampled to 16 kHz.

@@ -7,10 +7,10 @@ import (
 
 // FFT is a plan for complex discrete Fourier transforms of one length:
 // a self-sorting (Stockham) mixed-radix transform over the length's
-// factors, radix 4, 2, 3 and 5 with their own butterflies and any other
+// factors, radix 8, 4, 2, 3 and 5 with their own butterflies and any other
 // prime with a generic one (O(n·p) for a prime p, so lengths with a large
 // prime factor are slow but exact). Spectrogram lengths (400, 512, 1024)
-// factor into 2, 4 and 5. A plan holds its twiddles and scratch: it is
+// factor into 8, 4, 2 and 5: 200 = 8·5·5, three passes. A plan holds its twiddles and scratch: it is
 // not safe for concurrent use.
 type FFT struct {
 	n      int
@@ -59,10 +59,15 @@ func unit(num, den float64) complex128 {
 	return complex(c, s)
 }
 
-// factor splits n into radices: fours first, then a two, threes, fives,
-// and the remaining primes.
+// factor splits n into radices: eights first (the fewest passes and
+// multiplies), then a four or a two, threes, fives, and the remaining
+// primes.
 func factor(n int) []int {
 	var out []int
+	for n%8 == 0 {
+		out = append(out, 8)
+		n /= 8
+	}
 	for n%4 == 0 {
 		out = append(out, 4)
 		n /= 4
@@ -111,6 +116,37 @@ func (st *stage) run(x, y []complex128, s int) {
 	r, m := st.r, st.m
 	ms := m * s
 	switch r {
+	case 8:
+		for p := 0; p < m; p++ {
+			tw := st.tw[7*p : 7*p+7]
+			for q := 0; q < s; q++ {
+				i := q + s*p
+				// Radix 2 then radix 4: the even outputs are the 4-point
+				// DFT of b_j = a_j + a_{j+4}, the odd ones that of
+				// c_j·W8^j, c_j = a_j − a_{j+4}.
+				a := x[i : i+7*ms+1]
+				a0, a1, a2, a3 := a[0], a[ms], a[2*ms], a[3*ms]
+				a4, a5, a6, a7 := a[4*ms], a[5*ms], a[6*ms], a[7*ms]
+				b0, b1, b2, b3 := a0+a4, a1+a5, a2+a6, a3+a7
+				c0, c1, c2, c3 := a0-a4, a1-a5, a2-a6, a3-a7
+				c1 = complex((real(c1)+imag(c1))*sqrtHalf, (imag(c1)-real(c1))*sqrtHalf)  // ·(1−i)/√2
+				c2 = complex(imag(c2), -real(c2))                                         // ·(−i)
+				c3 = complex((imag(c3)-real(c3))*sqrtHalf, -(real(c3)+imag(c3))*sqrtHalf) // ·(−1−i)/√2
+				t0, t1, t2, t3 := b0+b2, b0-b2, b1+b3, b1-b3
+				t3 = complex(imag(t3), -real(t3))
+				u0, u1, u2, u3 := c0+c2, c0-c2, c1+c3, c1-c3
+				u3 = complex(imag(u3), -real(u3))
+				y0, y2, y4, y6 := t0+t2, t1+t3, t0-t2, t1-t3
+				y1, y3, y5, y7 := u0+u2, u1+u3, u0-u2, u1-u3
+				if p > 0 {
+					y1, y2, y3, y4 = y1*tw[0], y2*tw[1], y3*tw[2], y4*tw[3]
+					y5, y6, y7 = y5*tw[4], y6*tw[5], y7*tw[6]
+				}
+				o := y[q+s*8*p : q+s*8*p+7*s+1]
+				o[0], o[s], o[2*s], o[3*s] = y0, y1, y2, y3
+				o[4*s], o[5*s], o[6*s], o[7*s] = y4, y5, y6, y7
+			}
+		}
 	case 2:
 		for p := 0; p < m; p++ {
 			w := st.tw[p]
@@ -200,14 +236,16 @@ func (st *stage) run(x, y []complex128, s int) {
 	}
 }
 
-// The radix-3 and radix-5 butterflies' constants: W_3 = −½ + i·sin3,
-// W_5^k = cos5k + i·sin5k.
-var (
-	sin3  = -math.Sqrt(3) / 2
-	cos51 = math.Cos(2 * math.Pi / 5)
-	cos52 = math.Cos(4 * math.Pi / 5)
-	sin51 = -math.Sin(2 * math.Pi / 5)
-	sin52 = -math.Sin(4 * math.Pi / 5)
+// The butterflies' constants, as literals so that they compile into the
+// arithmetic: W_8 = (1 − i)·sqrtHalf, W_3 = −½ + i·sin3, W_5^k = cos5k +
+// i·sin5k (cos 2π/5 = (√5 − 1)/4, cos 4π/5 = −(√5 + 1)/4).
+const (
+	sqrtHalf = 0.7071067811865476
+	sin3     = -0.8660254037844386
+	cos51    = 0.30901699437494745
+	cos52    = -0.8090169943749475
+	sin51    = -0.9510565162951535
+	sin52    = -0.5877852522924731
 )
 
 // RFFT is a plan for the transform of real sequences of one length: for
@@ -276,4 +314,40 @@ func (r *RFFT) Forward(x []float64, out []complex128) {
 		wr, wi := real(w[k]), imag(w[k])
 		out[k] = complex(er+wr*or-wi*oi, ei+wr*oi+wi*or)
 	}
+}
+
+// Power writes |X[k]|² for k in [0, n/2] (out's length) of the real
+// sequence whose even samples are the real parts, and odd samples the
+// imaginary parts, of z (len n/2, for an even n), transformed in place:
+// Forward's split without the complex output, each pair (k, h−k) from
+// one pass, X[h−k] = conj(E[k] − W^k·O[k]). An odd n panics: Forward
+// handles it.
+func (r *RFFT) Power(z []complex128, out []float64) {
+	h := r.n / 2
+	z, out = z[:h], out[:h+1]
+	r.half.Forward(z)
+	z0 := z[0]
+	out[0] = (real(z0) + imag(z0)) * (real(z0) + imag(z0))
+	out[h] = (real(z0) - imag(z0)) * (real(z0) - imag(z0))
+	w := r.w[:h]
+	// With E and O doubled (no halving), |X|² is a quarter of |E ± W·O|².
+	for k := 1; k <= h/2; k++ {
+		a, b := z[k], z[h-k]
+		er, ei := real(a)+real(b), imag(a)-imag(b)
+		or, oi := imag(a)+imag(b), real(b)-real(a)
+		wr, wi := real(w[k]), imag(w[k])
+		tr, ti := wr*or-wi*oi, wr*oi+wi*or
+		pr, pi := er+tr, ei+ti
+		mr, mi := er-tr, ei-ti
+		out[k] = (pr*pr + pi*pi) * 0.25
+		out[h-k] = (mr*mr + mi*mi) * 0.25
+	}
+}
+
+// Half is the buffer Power transforms (len n/2), nil for an odd n.
+func (r *RFFT) Half() []complex128 {
+	if r.half == nil {
+		return nil
+	}
+	return r.buf
 }

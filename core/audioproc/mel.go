@@ -58,6 +58,13 @@ type Filter struct {
 type MelBank struct {
 	NFreqs  int
 	Filters []Filter
+	// flat is Filters for powerv.c: each band's first bin and width, and
+	// the weights one band after the other; empty for a bank not made by
+	// NewMelBank (Apply in Go then).
+	flat struct {
+		lo, n []int32
+		w     []float64
+	}
 }
 
 // NewMelBank builds the filters of torchaudio's melscale_fbanks and
@@ -100,7 +107,10 @@ func NewMelBank(freqs []float64, fMin, fMax float64, nMels int, slaneyNorm bool,
 			f.W = append(f.W, w*norm)
 		}
 		b.Filters[m] = f
+		b.flat.lo, b.flat.n = append(b.flat.lo, int32(f.Lo)), append(b.flat.n, int32(len(f.W)))
+		b.flat.w = append(b.flat.w, f.W...)
 	}
+	b.flat.w = append(b.flat.w, 0) // never empty
 	return b, nil
 }
 

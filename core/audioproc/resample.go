@@ -18,11 +18,15 @@ type Resampler struct {
 	Orig, New int // the reduced rates
 	width     int
 	taps      int
-	kernel    []float32 // New rows of taps
 	// span[j] is the run of row j's taps above 1e-10: the window clamps
 	// most of a row to about 1e-15 or less when orig is large, and the
 	// sums skip those taps, which move no float32 result.
 	span [][2]int
+	// packed holds the spans' taps alone, row after row (row j's from
+	// at[j]): what Apply reads, a few KB where the kernel can be
+	// hundreds, so that it stays in cache.
+	packed []float32
+	at     []int
 }
 
 // MaxReducedRate bounds the gcd-reduced rates: the kernel has about
@@ -54,7 +58,7 @@ func NewResampler(origFreq, newFreq, lowpassWidth int, rolloff float64) (*Resamp
 	lw := float64(lowpassWidth)
 	r.width = int(math.Ceil(lw * float64(orig) / base))
 	r.taps = 2*r.width + orig
-	r.kernel = make([]float32, nw*r.taps)
+	row := make([]float32, r.taps) // one row of the kernel (New rows of taps) at a time
 	// torch, in float32: idx = arange(-width, width+orig)/orig;
 	// t = (arange(0, -new, -1)/new + idx)·base, clamped to ±lw;
 	// window = cos(t·π/lw/2)²; t *= π; k = sin(t)/t (1 at 0) · (window·scale).
@@ -63,7 +67,6 @@ func NewResampler(origFreq, newFreq, lowpassWidth int, rolloff float64) (*Resamp
 	scale := float32(base / float64(orig))
 	for j := 0; j < nw; j++ {
 		shift := float32(-j) / fn
-		row := r.kernel[j*r.taps : (j+1)*r.taps]
 		for i := range row {
 			idx := float32(i-r.width) / fo
 			t := float32(shift+idx) * fbase
@@ -85,6 +88,8 @@ func NewResampler(origFreq, newFreq, lowpassWidth int, rolloff float64) (*Resamp
 			hi--
 		}
 		r.span = append(r.span, [2]int{lo, hi})
+		r.at = append(r.at, len(r.packed))
+		r.packed = append(r.packed, row[lo:hi]...)
 	}
 	return r, nil
 }
@@ -116,21 +121,39 @@ func (r *Resampler) Apply(x, out []float32) {
 		copy(out[:n], x)
 		return
 	}
+	blk, ph := 0, 0 // o = blk·new + ph
 	for o := 0; o < n; o++ {
-		blk, ph := o/r.New, o%r.New
 		// taps i read padded index blk·orig + i, i.e. x[blk·orig + i − width]
 		start := blk*r.Orig - r.width
-		k := r.kernel[ph*r.taps : (ph+1)*r.taps]
 		sp := r.span[ph]
 		lo, hi := max(sp[0], -start), min(sp[1], len(x)-start)
 		var acc float64
 		if lo < hi {
-			xs := x[start+lo : start+hi]
-			ks := k[lo:hi]
-			for i, v := range xs {
-				acc += float64(v) * float64(ks[i])
-			}
+			k := r.packed[r.at[ph]-sp[0]+lo : r.at[ph]-sp[0]+hi]
+			acc = dot(x[start+lo:start+hi], k)
 		}
 		out[o] = float32(acc)
+		if ph++; ph == r.New {
+			blk, ph = blk+1, 0
+		}
 	}
+}
+
+// dot is Σ x[i]·k[i] in float64 (each product exact: float32 by float32),
+// over four running sums, so that the additions' latency overlaps rather
+// than chains; a sum's order moves it by float64 rounding alone.
+func dot(x, k []float32) float64 {
+	k = k[:len(x)]
+	var a0, a1, a2, a3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		a0 += float64(x[i]) * float64(k[i])
+		a1 += float64(x[i+1]) * float64(k[i+1])
+		a2 += float64(x[i+2]) * float64(k[i+2])
+		a3 += float64(x[i+3]) * float64(k[i+3])
+	}
+	for ; i < len(x); i++ {
+		a0 += float64(x[i]) * float64(k[i])
+	}
+	return (a0 + a1) + (a2 + a3)
 }

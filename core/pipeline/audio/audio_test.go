@@ -405,3 +405,41 @@ func TestGainAndSpeed(t *testing.T) {
 		t.Fatalf("%d of 3 factors drawn in 30 samples", len(drawn))
 	}
 }
+
+// Padded to 30 s, Whisper's log-mel skips the frames that see only the
+// padding's zeros: the features equal audioproc's over the whole padded
+// signal, exactly, for clips short of 30 s by more than half a window
+// (frames skipped), by less (none skipped, the end's reflection sees
+// samples), and longer (trimmed).
+func TestWhisperPaddingEqualsWhole(t *testing.T) {
+	if optest.RaceEnabled {
+		t.Skip("12,000 frames: seconds under the race detector")
+	}
+	const n = audioproc.WhisperSamples
+	bank, err := audioproc.NewWhisperBank(80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := audioproc.NewSpectrogram(audioproc.WhisperNFFT, audioproc.WhisperNFFT, audioproc.WhisperHop, true, audioproc.Reflect, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, length := range []int{16000, n - 201, n - 199, n + 500} {
+		x := chirp(1, length)
+		got, shape, valid := run(t, "whisper_log_mel", nil, wav(length), x, 0, -1)
+		padded := make([]float32, n)
+		copy(padded, x)
+		const T = n / audioproc.WhisperHop
+		want := make([]float64, 80*T)
+		audioproc.MelFrames(s, bank, padded, T, want, T)
+		audioproc.LogMel(want)
+		if valid != T || !slices.Equal(shape, []int{80, T}) {
+			t.Fatalf("%d samples: shape %v, valid %d", length, shape, valid)
+		}
+		for i, w := range want {
+			if got[i] != float32(w) {
+				t.Fatalf("%d samples: band %d frame %d = %v, want %v", length, i/T, i%T, got[i], float32(w))
+			}
+		}
+	}
+}

@@ -3,6 +3,8 @@ package audio
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"slices"
 
 	"github.com/ffcv-go/ffcv-go/core/audioproc"
 	"github.com/ffcv-go/ffcv-go/core/pipeline"
@@ -242,33 +244,39 @@ func (o *whisper) Run(c *pipeline.Ctx, _ int, in, out []byte) error {
 	frames := n / audioproc.WhisperHop
 	T, per := o.frames, o.nMels*o.frames
 	sc.buf = growF64(sc.buf, o.w.rows*per)
+	// Padded to 30 s, the frames that see only the zeros after the valid
+	// samples (their reflection at the end too, when the zeros are longer
+	// than half a window) have zero power: they are not computed, and
+	// the padded signal is built only as far as the computed ones read.
+	computed, padded := frames, n
+	if vn := min(valid, n); o.pad && vn+audioproc.WhisperNFFT/2 < n {
+		computed = min(frames, (vn+audioproc.WhisperNFFT/2+audioproc.WhisperHop-1)/audioproc.WhisperHop)
+		padded = min(n, vn+audioproc.WhisperNFFT)
+	}
 	for row := 0; row < o.w.rows; row++ {
 		src := o.w.row(in, row)[:valid]
 		if o.pad {
-			sc.wave = append(sc.wave[:0], src[:min(valid, n)]...)
-			for len(sc.wave) < n {
-				sc.wave = append(sc.wave, 0)
-			}
+			sc.wave = append(sc.wave[:0], src[:min(valid, padded)]...)
+			sc.wave = slices.Grow(sc.wave, padded-len(sc.wave))[:padded]
+			clear(sc.wave[min(valid, padded):])
 			src = sc.wave
 		}
-		audioproc.MelFrames(sc.s, o.bank, src, frames, sc.buf[row*per:], T)
+		audioproc.MelFrames(sc.s, o.bank, src, computed, sc.buf[row*per:], T)
+		for m := 0; m < o.nMels; m++ {
+			clear(sc.buf[row*per+m*T+computed : row*per+m*T+frames])
+		}
 	}
 	// The maximum is the whole sample's, as Whisper takes it over its
 	// input; frames past the valid ones are not the sample's.
-	vals := sc.buf[:0]
-	for row := 0; row < o.w.rows; row++ {
-		for m := 0; m < o.nMels; m++ {
-			vals = append(vals, sc.buf[row*per+m*T:row*per+m*T+frames]...)
-		}
+	mx := math.Inf(-1)
+	for r := 0; r < o.w.rows*o.nMels; r++ {
+		mx = audioproc.Log10Max(sc.buf[r*T:r*T+frames], mx)
 	}
-	audioproc.LogMel(vals)
-	k := 0
 	dst := rows{o.w.rows * o.nMels, T}
 	for r := 0; r < dst.n; r++ {
-		d := dst.row(out, r)
-		for t := 0; t < frames; t++ {
-			d[t] = float32(vals[k])
-			k++
+		d := dst.row(out, r)[:frames]
+		for t, v := range sc.buf[r*T : r*T+frames] {
+			d[t] = float32(audioproc.WhisperScale(v, mx))
 		}
 	}
 	dst.finish(out, frames)
