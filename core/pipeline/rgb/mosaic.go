@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image"
 	"math"
+	"slices"
 
 	"github.com/ffcv-go/ffcv-go/core/beton"
 	"github.com/ffcv-go/ffcv-go/core/field"
@@ -241,7 +242,7 @@ func (m *mosaic) Run(c *pipeline.Ctx, key int, _, out []byte) error {
 	}
 	buf.tiles = ts
 	side := 2 * m.s
-	imgproc.FillRGB(out, m.fill)
+	fillUncovered(out, side, ts, m.fill)
 	for _, t := range ts {
 		col, heap := c.Col, c.Heap
 		if t.sample != c.Sample {
@@ -260,6 +261,30 @@ func (m *mosaic) Run(c *pipeline.Ctx, key int, _, out []byte) error {
 		}
 	}
 	return nil
+}
+
+// fillUncovered fills the pixels of the side×side canvas that no tile
+// covers (the tiles are copied over the rest).
+func fillUncovered(out []byte, side int, ts []tile, fill [3]byte) {
+	var spans [9][2]int
+	for y := 0; y < side; y++ {
+		n := 0
+		for _, t := range ts {
+			if y >= t.y && y < t.y+t.h && t.x < side && t.x+t.w > 0 {
+				spans[n] = [2]int{max(t.x, 0), min(t.x+t.w, side)}
+				n++
+			}
+		}
+		slices.SortFunc(spans[:n], func(a, b [2]int) int { return a[0] - b[0] })
+		row, x := out[y*side*3:(y+1)*side*3], 0
+		for _, sp := range spans[:n] {
+			if sp[0] > x {
+				imgproc.FillRGB(row[3*x:3*sp[0]], fill)
+			}
+			x = max(x, sp[1])
+		}
+		imgproc.FillRGB(row[3*x:], fill)
+	}
 }
 
 // resizeWhole decodes image im (its heap bytes) resized to w×h into dst.
