@@ -105,8 +105,20 @@ static void ffhsv_lut_avx2(uint8_t *img, long rows, int w, int block, const ffhs
 		uint8_t *row = img + y * 3 * (long)w;
 		int x = 0;
 		for (; x + 8 <= w && row + 3 * x + 28 <= end; x += 8) {
+			uint8_t *p = row + 3 * x;
+			// Eight pixels of one colour (a fill, a flat or clipped area;
+			// the comparison also takes in the next pixel): one conversion.
+			__m128i a = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)p), _mm_loadu_si128((const __m128i *)(p + 3)));
+			__m128i b = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + 8)), _mm_loadu_si128((const __m128i *)(p + 11)));
+			if (_mm_movemask_epi8(_mm_and_si128(a, b)) == 0xffff) {
+				ffhsv_run(p, 0, 1, x < block ? 1 : 0, t);
+				for (int i = 1; i < 8; i++) {
+					p[3 * i] = p[0], p[3 * i + 1] = p[1], p[3 * i + 2] = p[2];
+				}
+				continue;
+			}
 			__m256 c[3];
-			ffhsv_pixels8(row + 3 * x, t->sdiv, t->hdiv, &wide, c);
+			ffhsv_pixels8(p, t->sdiv, t->hdiv, &wide, c);
 			int32_t q[3][8];
 			for (int k = 0; k < 3; k++) {
 				// Toward zero in the blocks, half to even after (the mode's rounding).
@@ -114,7 +126,6 @@ static void ffhsv_lut_avx2(uint8_t *img, long rows, int w, int block, const ffhs
 				n = _mm256_min_epi32(_mm256_max_epi32(n, _mm256_setzero_si256()), _mm256_set1_epi32(255));
 				_mm256_storeu_si256((__m256i *)q[k], n);
 			}
-			uint8_t *p = row + 3 * x;
 			for (int i = 0; i < 8; i++) {
 				p[3 * i] = (uint8_t)q[0][i], p[3 * i + 1] = (uint8_t)q[1][i], p[3 * i + 2] = (uint8_t)q[2][i];
 			}

@@ -71,9 +71,10 @@ func TestHSVLUTRows(t *testing.T) {
 }
 
 // TestHSVLUTKernels: the C kernel gives the Go code's bytes for every
-// 24-bit colour (every 7th with -short), in rows whose width leaves both a
-// truncating block and a rounding tail, through identity and shifted
-// tables, hues wrapping through 0 and 180.
+// 24-bit colour (every 7th with -short), one by one and in runs of one
+// colour, in rows whose width leaves both a truncating block and a rounding
+// tail, through identity and shifted tables, hues wrapping through 0 and
+// 180.
 func TestHSVLUTKernels(t *testing.T) {
 	if !haveSIMD {
 		t.Skip("no C kernels in this build")
@@ -84,10 +85,15 @@ func TestHSVLUTKernels(t *testing.T) {
 	}
 	const w = 45
 	n := (1<<24/step + w - 1) / w * w
-	src := make([]byte, 3*n)
+	src := make([]byte, 6*n)
 	for i := 0; i < n; i++ {
 		c := i * step % (1 << 24)
 		src[3*i], src[3*i+1], src[3*i+2] = byte(c>>16), byte(c>>8), byte(c)
+		// Then the colours again in runs of 11 pixels (the kernel's one-colour
+		// groups), from 11 places apart in the sequence.
+		c = i / 11 * 11 * step % (1 << 24)
+		j := 3 * (n + i)
+		src[j], src[j+1], src[j+2] = byte(c>>16), byte(c>>8), byte(c)
 	}
 	var id, lh, ls, lv [256]byte
 	for i := range id {
