@@ -18,7 +18,7 @@ func warpRow3C(row, src []byte, sh, sw int, x0, y0 int32, adelta, bdelta []int32
 	}
 	_ = row[3*len(adelta)-1]
 	_ = fill[2]
-	C.ffwarp_row3((*C.uint8_t)(&row[0]), (*C.uint8_t)(&src[0]), C.long(len(src)), C.int(sh), C.int(sw),
+	C.ffwarp_row3(cbool(useAVX2), (*C.uint8_t)(&row[0]), (*C.uint8_t)(&src[0]), C.long(len(src)), C.int(sh), C.int(sw),
 		C.int32_t(x0), C.int32_t(y0), (*C.int32_t)(&adelta[0]), (*C.int32_t)(&bdelta[0]), C.int(len(adelta)),
 		(*C.uint8_t)(&fill[0]))
 }

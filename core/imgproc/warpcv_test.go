@@ -3,6 +3,8 @@ package imgproc
 import (
 	"bytes"
 	"testing"
+
+	"golang.org/x/sys/cpu"
 )
 
 // OpenCV's bilinear warps on small cases whose answers are known: the
@@ -51,11 +53,20 @@ func TestWarpAffineRGBRows(t *testing.T) {
 		src[i] = byte(i*7 + i/3*13)
 	}
 	fill := []byte{114, 115, 116}
+	defer func(v bool) { useAVX2 = v }(useAVX2)
+	for _, avx := range []bool{false, cpu.X86.HasAVX2} { // the C rows' two builds on x86-64
+		useAVX2 = avx
+		testWarpAffineRGBRows(t, src, sh, sw, fill)
+	}
+}
+
+func testWarpAffineRGBRows(t *testing.T, src []byte, sh, sw int, fill []byte) {
 	for _, m := range [][6]float64{
 		{1, 0, 0, 0, 1, 0},
 		{0.8, -0.3, 5.25, 0.35, 0.9, -3.7},
 		{1.7, 0.2, -20, -0.1, 1.4, 2.5},
 		{-1, 0, 52.5, 0, -1, 36.25},
+		{2, 0.01, 2.3, -0.02, 2, 3.1}, // enlarged: groups of eight wholly inside
 	} {
 		const dh, dw = 41, 47
 		got := make([]byte, dh*dw*3)
@@ -70,7 +81,7 @@ func TestWarpAffineRGBRows(t *testing.T) {
 			WarpAffineCV(want, dh, dw, plane, sh, sw, 1, m, fill[c:c+1])
 			for i, v := range want {
 				if got[3*i+c] != v {
-					t.Fatalf("m %v: pixel %d channel %d = %d, want %d", m, i, c, got[3*i+c], v)
+					t.Fatalf("AVX2 %v, m %v: pixel %d channel %d = %d, want %d", useAVX2, m, i, c, got[3*i+c], v)
 				}
 			}
 		}
