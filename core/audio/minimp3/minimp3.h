@@ -1716,6 +1716,9 @@ int mp3dec_decode_frame(mp3dec_t *dec, const uint8_t *mp3, int mp3_bytes, mp3d_s
     const uint8_t *hdr;
     bs_t bs_frame[1];
     mp3dec_scratch_t scratch;
+    /* ffcv-go: a corrupt frame can read scratch before writing it; zeroed,
+       its samples are the same on every decode. */
+    memset(&scratch, 0, sizeof(scratch));
 
     if (mp3_bytes > 4 && dec->header[0] == 0xff && hdr_compare(dec->header, mp3))
     {
