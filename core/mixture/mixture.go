@@ -63,7 +63,10 @@ type Spec struct {
 	EpochSize   int64     `json:"epoch_size"`
 	SourceField string    `json:"source_field"`
 
-	at []int // in the Spec Takes makes of the sources that are not side: their places in the user's
+	// at is set in the Spec that Takes makes of the sources that are not
+	// side sources: at[k] is source k's place in the caller's Spec, for
+	// errors.
+	at []int
 }
 
 // nameOf is how errors call source k: by its place in the user's spec.
