@@ -2,7 +2,10 @@
 
 // MP3 through minimp3 (CC0, vendored in minimp3/): sample-exact seeking
 // from an index of frame headers, gapless (the LAME/Xing tag's delay and
-// padding trimmed as FFmpeg trims them).
+// padding trimmed as FFmpeg trims them). Our one change to minimp3.h zeroes
+// a frame's scratch before it is decoded (marked "ffcv-go"). Go's build
+// cache does not see headers outside the package's folder: a change to
+// minimp3/ needs a change here (or go clean -cache) to be compiled.
 #include <stdio.h>
 #include <stdlib.h>
 #define MINIMP3_IMPLEMENTATION
