@@ -3,7 +3,7 @@
 // The power spectra of several real frames at once: fft.go's Stockham
 // transform and RFFT.Power's split, the same operations in the same
 // order, on vectors of doubles whose lanes are the frames; then, for
-// ffa_mel_lanes, MelBank.Apply's sums. GCC's and Clang's vector
+// ffstft_mel_lanes, MelBank.Apply's sums. GCC's and Clang's vector
 // extensions lower them with no intrinsics. powerv_kernel.h is compiled
 // here for two lanes (an SSE2 register on x86-64, the wheels' baseline,
 // and a NEON one on arm64) and on x86-64 again for four, in AVX2 with
@@ -60,7 +60,7 @@ static const double sqrt_half = 0.7071067811865476, sin3 = -0.8660254037844386, 
 #include "powerv_kernel.h"
 #endif
 
-void ffa_power_lanes(int lanes, const ffa_plan *pl, const double *tw, const double *wk, const float *x,
+void ffstft_power_lanes(int lanes, const ffstft_plan *pl, const double *tw, const double *wk, const float *x,
                      const long *start, const double *win, double *zr, double *zi, double *tr, double *ti,
                      double *out) {
 #if defined(__x86_64__)
@@ -72,7 +72,7 @@ void ffa_power_lanes(int lanes, const ffa_plan *pl, const double *tw, const doub
 	power_out2(pl, tw, wk, x, start, win, zr, zi, tr, ti, out);
 }
 
-void ffa_mel_lanes(int lanes, const ffa_plan *pl, const double *tw, const double *wk, const float *x,
+void ffstft_mel_lanes(int lanes, const ffstft_plan *pl, const double *tw, const double *wk, const float *x,
                    const long *start, const double *win, double *zr, double *zi, double *tr, double *ti,
                    int bands, const int *lo, const int *len, const double *w, double *out) {
 #if defined(__x86_64__)

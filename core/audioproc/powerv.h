@@ -11,7 +11,7 @@ enum { FFA_MAX_STAGES = 32, FFA_MAX_LANES = 4 };
 typedef struct {
 	int h, stages;
 	int radix[FFA_MAX_STAGES], m[FFA_MAX_STAGES], tw_at[FFA_MAX_STAGES];
-} ffa_plan;
+} ffstft_plan;
 
 // Transforms lanes frames at once (4 on x86-64 with AVX2 and FMA, else
 // 2): lane l's frame is the
@@ -22,14 +22,14 @@ typedef struct {
 // frame l's |X[k]|², k in [0, h], to out[l·(h+1) + k]. tw holds the
 // stages' twiddles, wk the split's W^k (k in [0, h]), both complex
 // values interleaved.
-void ffa_power_lanes(int lanes, const ffa_plan *pl, const double *tw, const double *wk, const float *x,
+void ffstft_power_lanes(int lanes, const ffstft_plan *pl, const double *tw, const double *wk, const float *x,
                      const long *start, const double *win, double *zr, double *zi, double *tr, double *ti,
                      double *out);
 
-// ffa_power_lanes' frames through a mel bank, frame l's band m to
+// ffstft_power_lanes' frames through a mel bank, frame l's band m to
 // out[l·bands + m]: band m weighs len[m] bins from lo[m] on, its weights
 // next in w (after the bands before it).
-void ffa_mel_lanes(int lanes, const ffa_plan *pl, const double *tw, const double *wk, const float *x,
+void ffstft_mel_lanes(int lanes, const ffstft_plan *pl, const double *tw, const double *wk, const float *x,
                    const long *start, const double *win, double *zr, double *zi, double *tr, double *ti,
                    int bands, const int *lo, const int *len, const double *w, double *out);
 #endif

@@ -2,7 +2,7 @@
 
 package audioproc
 
-// #cgo CFLAGS: -O2
+// #cgo CFLAGS: -O2 -fvisibility=hidden
 // #include "powerv.h"
 import "C"
 
@@ -33,7 +33,7 @@ var lanes = func() int {
 // planV is an RFFT's plan for powerv.c: several frames' power spectra
 // at once, in SIMD vectors (SSE2 on x86-64, NEON on arm64).
 type planV struct {
-	c      C.ffa_plan
+	c      C.ffstft_plan
 	tw, wk []float64
 }
 
@@ -70,7 +70,7 @@ func newPlanV(r *RFFT) *planV {
 func (p *planV) power(x []float32, start *[maxLanes]int, win, zr, zi, tr, ti, out []float64) {
 	xp, st := p.check(x, start, win, zr, zi, tr, ti)
 	_ = out[lanes*(int(p.c.h)+1)-1]
-	C.ffa_power_lanes(C.int(lanes), &p.c, (*C.double)(&p.tw[0]), (*C.double)(&p.wk[0]), xp, &st[0], (*C.double)(&win[0]),
+	C.ffstft_power_lanes(C.int(lanes), &p.c, (*C.double)(&p.tw[0]), (*C.double)(&p.wk[0]), xp, &st[0], (*C.double)(&win[0]),
 		(*C.double)(&zr[0]), (*C.double)(&zi[0]), (*C.double)(&tr[0]), (*C.double)(&ti[0]), (*C.double)(&out[0]))
 }
 
@@ -79,7 +79,7 @@ func (p *planV) mel(x []float32, start *[maxLanes]int, win, zr, zi, tr, ti []flo
 	xp, st := p.check(x, start, win, zr, zi, tr, ti)
 	nm := len(b.Filters)
 	_ = out[lanes*nm-1]
-	C.ffa_mel_lanes(C.int(lanes), &p.c, (*C.double)(&p.tw[0]), (*C.double)(&p.wk[0]), xp, &st[0], (*C.double)(&win[0]),
+	C.ffstft_mel_lanes(C.int(lanes), &p.c, (*C.double)(&p.tw[0]), (*C.double)(&p.wk[0]), xp, &st[0], (*C.double)(&win[0]),
 		(*C.double)(&zr[0]), (*C.double)(&zi[0]), (*C.double)(&tr[0]), (*C.double)(&ti[0]), C.int(nm),
 		(*C.int)(&b.flat.lo[0]), (*C.int)(&b.flat.n[0]), (*C.double)(&b.flat.w[0]), (*C.double)(&out[0]))
 }

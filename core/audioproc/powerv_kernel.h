@@ -123,7 +123,7 @@ static TARGET void stage(int r, int m, int s, const double *tw, const vd *xr, co
 // The power spectra of the lanes' frames, |X[k]|² for k in [0, h] as
 // h + 1 vectors, in whichever of the buffer pairs does not hold the
 // transform (each h + 1 vectors long).
-static TARGET vd *power_vec(const ffa_plan *pl, const double *tw, const double *wk, const float *x, const long *start,
+static TARGET vd *power_vec(const ffstft_plan *pl, const double *tw, const double *wk, const float *x, const long *start,
                      const double *win, double *zr, double *zi, double *tr, double *ti) {
 	int h = pl->h, s = 1;
 	// The windowed samples of the lanes whose frame lies inside x.
@@ -159,7 +159,7 @@ static TARGET vd *power_vec(const ffa_plan *pl, const double *tw, const double *
 	return P;
 }
 
-static TARGET void power_out(const ffa_plan *pl, const double *tw, const double *wk, const float *x, const long *start,
+static TARGET void power_out(const ffstft_plan *pl, const double *tw, const double *wk, const float *x, const long *start,
                      const double *win, double *zr, double *zi, double *tr, double *ti, double *out) {
 	int h = pl->h;
 	vd *P = power_vec(pl, tw, wk, x, start, win, zr, zi, tr, ti);
@@ -167,7 +167,7 @@ static TARGET void power_out(const ffa_plan *pl, const double *tw, const double 
 		for (int l = 0; l < VL; l++) out[l * (h + 1) + k] = P[k][l];
 }
 
-static TARGET void mel_out(const ffa_plan *pl, const double *tw, const double *wk, const float *x, const long *start,
+static TARGET void mel_out(const ffstft_plan *pl, const double *tw, const double *wk, const float *x, const long *start,
                    const double *win, double *zr, double *zi, double *tr, double *ti, int bands, const int *lo,
                    const int *len, const double *w, double *out) {
 	vd *P = power_vec(pl, tw, wk, x, start, win, zr, zi, tr, ti);

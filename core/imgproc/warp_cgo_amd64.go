@@ -3,7 +3,7 @@
 package imgproc
 
 /*
-#cgo CFLAGS: -O3
+#cgo CFLAGS: -O3 -fvisibility=hidden
 #include "warp.h"
 */
 import "C"
