@@ -167,7 +167,7 @@ test-go: deps
 # a failing input, which Go writes to testdata/fuzz/<target>; a bare "context
 # deadline exceeded" without one is Go 1.26's coordinator race at the end of
 # -fuzztime (golang/go#75804, fixed in 1.27), which a loaded machine hits.
-FUZZTIME ?= 6s
+FUZZTIME ?= 4s
 fuzz: deps
 	@for pkg in $$(go list ./core/...); do \
 	  dir=$$(go list -f '{{.Dir}}' $$pkg); \
