@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"sync"
+	"sync/atomic"
 
 	"github.com/ffcv-go/ffcv-go/core/audio"
 	"github.com/ffcv-go/ffcv-go/core/audioproc"
@@ -187,13 +189,32 @@ func encode(v field.Value, data []byte, o Options) ([]byte, field.AudioMeta, err
 	return heap, m, nil
 }
 
+// resamplers holds a Resampler per (from, to) rates, the first
+// maxResamplers pairs met: a kernel costs about as much to build as a clip
+// does to resample, and a dataset's clips share a few rates. Resamplers are
+// safe for concurrent use.
+var (
+	resamplers  sync.Map // [2]int -> *audioproc.Resampler
+	nResamplers atomic.Int32
+)
+
+const maxResamplers = 16
+
 // resample converts a planar clip (channels × frames) from one rate to
 // another with torchaudio's defaults (sinc_interp_hann, lowpass width 6,
 // rolloff 0.99), each channel on its own.
 func resample(x []float32, channels, from, to int) ([]float32, error) {
-	r, err := audioproc.NewResampler(from, to, 6, 0.99)
-	if err != nil {
-		return nil, err
+	var r *audioproc.Resampler
+	if v, ok := resamplers.Load([2]int{from, to}); ok {
+		r = v.(*audioproc.Resampler)
+	} else {
+		var err error
+		if r, err = audioproc.NewResampler(from, to, 6, 0.99); err != nil {
+			return nil, err
+		}
+		if nResamplers.Add(1) <= maxResamplers {
+			resamplers.Store([2]int{from, to}, r)
+		}
 	}
 	frames := len(x) / channels
 	n := r.OutLen(frames)
