@@ -4,13 +4,9 @@
 #include <immintrin.h>
 
 #include "hsv_kern.h"
+#include "avx2.h"
 
-#ifdef __clang__
-#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2")
-#endif
+FF_AVX2_BEGIN
 
 // The caller's lookup tables folded into the fixed ones, as 32-bit
 // entries: v and s to x/255, each hue to its fractions and
@@ -134,11 +130,7 @@ static void ffhsv_lut_avx2(uint8_t *img, long rows, int w, int block, const ffhs
 	}
 }
 
-#ifdef __clang__
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+FF_AVX2_END
 
 void ffhsv_lut(int avx2, uint8_t *img, long rows, int w, int block, const ffhsv_tables *t) {
 	if (avx2) {

@@ -4,20 +4,14 @@
 #include <string.h>
 #include <immintrin.h>
 
+#include "avx2.h"
 #include "resize.h"
 
 #define KSUF _sse2
 #include "resize_kern.h"
 #undef KSUF
 
-// GCC and clang (the wheels are built with Zig's) each have their own way to
-// compile a stretch of functions for another instruction set.
-#ifdef __clang__
-#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2")
-#endif
+FF_AVX2_BEGIN
 
 // tap_shuffle[k] moves bytes 3k, 3k+1 and 3k+2 of each 128-bit lane into the
 // low bytes of its first three 32-bit elements and zeroes the rest.
@@ -50,11 +44,7 @@ static const union {
 #include "resize_kern.h"
 #undef KAVX2
 #undef KSUF
-#ifdef __clang__
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+FF_AVX2_END
 
 void ffresize_area_run(int avx2, uint8_t *dst, int dw, int dh, const uint8_t *src, long stride,
                        const int32_t *xfirst, const float *xw, int xn,

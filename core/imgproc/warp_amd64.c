@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "warp.h"
+#include "avx2.h"
 
 enum { FFW_INTER = 5, FFW_TAB = 1 << FFW_INTER, FFW_AB = 10 };
 
@@ -66,12 +67,7 @@ static void ffwarp_row3_sse2(uint8_t *row, const uint8_t *src, long src_len, int
 	}
 }
 
-#ifdef __clang__
-#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2")
-#endif
+FF_AVX2_BEGIN
 
 // Eight pixels at a time: their coordinates, weights and offsets in AVX2
 // lanes; where all eight have their neighbours inside the image, each is
@@ -128,11 +124,7 @@ static void ffwarp_row3_avx2(uint8_t *row, const uint8_t *src, long src_len, int
 	}
 }
 
-#ifdef __clang__
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+FF_AVX2_END
 
 void ffwarp_row3(int avx2, uint8_t *row, const uint8_t *src, long src_len, int sh, int sw, int32_t x0, int32_t y0,
                  const int32_t *adelta, const int32_t *bdelta, int dw, const uint8_t *fill) {
