@@ -105,6 +105,11 @@ def decide(report):
 
     if tg is not None:
         waited = tg["wait_share"] >= LOADER_BOUND_WAIT_SHARE
+        if _gpu_timed(tg):
+            # On a GPU the loop also waits in next() while the GPU computes: the
+            # next batch's copy needs a slot the GPU may still be reading. The
+            # GPU's own busy share says whether data kept it waiting.
+            waited = waited and tg["device_busy_share"] < 1 - LOADER_BOUND_WAIT_SHARE
         storage_short = limit == "storage" and loader_rate < STORAGE_BOUND_SHARE * tg["img_s"]
         verdict = limit if waited or storage_short else "model"
     elif (failed or not model) and fits and not ds["remote"] and epoch_s < TRIVIAL_EPOCH_S:
@@ -204,8 +209,18 @@ def _overrun(report):
     return "; ".join(parts) if parts else None
 
 
+def _gpu_timed(tg):
+    return tg.get("device_busy_from") == "CUDA events"
+
+
 def _model_summary(tg):
     dev = "the GPU" if tg["device"].startswith("cuda") else "the training thread"
+    if _gpu_timed(tg) and tg["wait_share"] >= LOADER_BOUND_WAIT_SHARE:
+        return (f"with the loader feeding the model, {dev} was busy {pct(tg['device_busy_share'])} of the time "
+                f"(CUDA events): training waits for the model, not for data ({rate(tg['img_s'])} img/s). The "
+                f"training loop's {pct(tg['wait_share'])} in next() ({tg['wait_s']:.2f} s of {tg['seconds']:.2f} s) "
+                "is the GPU's own time: the next batch's copy waits for a batch slot the GPU is still reading. "
+                "Nothing to change in the loader.")
     return (f"with the loader feeding the model, the training loop waited in next() {pct(tg['wait_share'])} of "
             f"the time ({tg['wait_s']:.2f} s of {tg['seconds']:.2f} s, under {pct(LOADER_BOUND_WAIT_SHARE)}) "
             f"and {dev} was busy {pct(tg['device_busy_share'])}: training waits for the model, not for data "
@@ -616,8 +631,8 @@ def _cpu_recs(report, recs, notes):
             + (f"; the workers' operations take {ops:.2f} ms per image" if ops else "")
             + ": after ToDevice it runs on the GPU"))
     if not recs:
-        notes.append(f"every usable core is busy decoding ({cur['cores_busy']:.1f} of {cores}) and no setting "
-                     f"measured here does better: this is the machine's rate for this pipeline")
+        notes.append(f"no setting measured here decodes faster ({cur['cores_busy']:.1f} of {cores} usable cores "
+                     f"busy with num_workers={cur['workers']}): this is the machine's rate for this pipeline")
 
 
 def _at(ld, n):
