@@ -10,7 +10,8 @@
 # 2. without CUDA: prints why and exits 0;
 # 3. runs pytest on tests/gpu (pytest from the bundle's wheels when the
 #    machine has none), with the bundle's photo .beton;
-# 4. with --bench, then bench/gpu_train.py on the same .beton.
+# 4. with --bench, then bench/gpu_train.py on the same .beton, and
+#    bench/loader_rate.py (the loader alone on every core).
 #
 # PYTHON picks the interpreter (default: the first of python3, python that
 # imports torch); GPU_TRAIN_ARGS adds arguments to gpu_train.py;
@@ -89,6 +90,8 @@ if [ "$BENCH" = 1 ]; then
   # shellcheck disable=SC2086  # GPU_TRAIN_ARGS: more arguments, split on spaces
   "$PY" "$HERE/bench/gpu_train.py" --data "$FFCV_GO_GPU_BETON" --out "$RESULTS/gpu_train" ${GPU_TRAIN_ARGS:-}
   brc=$?
+  "$PY" "$HERE/bench/loader_rate.py" --data "$FFCV_GO_GPU_BETON" --dir "$WORK" | tee "$RESULTS/loader_rate.txt"
+  if [ "$brc" = 0 ]; then brc=${PIPESTATUS[0]}; fi
   if [ "$rc" = 0 ]; then rc=$brc; fi
 fi
 echo "run.sh: results in $RESULTS"
