@@ -365,6 +365,7 @@ func build(r *beton.Reader, f int, in Spec, ops []json.RawMessage, sources []Sou
 	if len(p.specs) > 0 {
 		p.SampleOut = p.specs[len(p.specs)-1]
 		fuse(p.ops, p.keys)
+		linkRegions(p.ops, p.keys)
 		p.planDirect()
 	}
 	return p, nil

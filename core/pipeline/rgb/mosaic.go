@@ -32,6 +32,10 @@ type mosaic struct {
 	fill  [3]byte
 	r     *beton.Reader
 	f     int
+	// next, when set, reads only part of the canvas (a RandomPerspective
+	// that crops it back to imgsz): Run decodes and writes only that part.
+	next    pipeline.RegionReader
+	nextKey int
 }
 
 type mosaicArgs struct {
@@ -234,6 +238,9 @@ type mosaicBuf struct {
 	img   []byte
 }
 
+// ReadBy links the mosaic to the operation after it (pipeline.RegionWriter).
+func (m *mosaic) ReadBy(next pipeline.RegionReader, key int) { m.next, m.nextKey = next, key }
+
 func (m *mosaic) Run(c *pipeline.Ctx, key int, _, out []byte) error {
 	buf := c.State("mosaic", func() any { return &mosaicBuf{} }).(*mosaicBuf)
 	ts, err := m.layout(m.draw(c, key), buf.tiles)
@@ -242,48 +249,82 @@ func (m *mosaic) Run(c *pipeline.Ctx, key int, _, out []byte) error {
 	}
 	buf.tiles = ts
 	side := 2 * m.s
-	fillUncovered(out, side, ts, m.fill)
+	need := image.Rect(0, 0, side, side)
+	if m.next != nil {
+		need = need.Intersect(m.next.Reads(c, m.nextKey, side, side))
+	}
+	fillUncovered(out, side, need, ts, m.fill)
 	for _, t := range ts {
+		// vis is the part of the tile that is read, in tile pixels.
+		vis := image.Rect(t.x, t.y, t.x+t.w, t.y+t.h).Intersect(need).Sub(image.Pt(t.x, t.y))
+		if vis.Empty() {
+			continue
+		}
 		col, heap := c.Col, c.Heap
 		if t.sample != c.Sample {
 			if col, heap, err = m.r.Read(t.sample, m.f); err != nil {
 				return fmt.Errorf("partner sample %d: %w", t.sample, err)
 			}
 		}
-		buf.img = pipeline.Grow(buf.img, t.w*t.h*3)
-		if err := resizeWhole(c, imageOf(col), heap, t.w, t.h, buf.img); err != nil {
+		img, stride, err := m.decodeTile(c, buf, imageOf(col), heap, t, vis)
+		if err != nil {
 			return fmt.Errorf("sample %d: %w", t.sample, err)
 		}
-		x0, x1 := max(t.x, 0), min(t.x+t.w, side)
-		for y := max(t.y, 0); y < min(t.y+t.h, side); y++ {
-			src := buf.img[((y-t.y)*t.w+x0-t.x)*3:]
-			copy(out[(y*side+x0)*3:(y*side+x1)*3], src[:(x1-x0)*3])
+		n := vis.Dx() * 3
+		for y := vis.Min.Y; y < vis.Max.Y; y++ {
+			at := ((t.y+y)*side + t.x + vis.Min.X) * 3
+			copy(out[at:at+n], img[(y-vis.Min.Y)*stride:])
 		}
 	}
 	return nil
 }
 
-// fillUncovered fills the pixels of the side×side canvas that no tile
-// covers (the tiles are copied over the rest).
-func fillUncovered(out []byte, side int, ts []tile, fill [3]byte) {
+// decodeTile decodes the part vis of tile t: its pixels (vis.Dx() per row,
+// stride bytes apart) start at img[0]. A JPEG at the tile's own size is
+// decoded from vis only, which gives the same pixels (no resize, and the
+// decoder decodes past a crop's edges what upsampling needs); any other is
+// decoded and resized whole, as resizing a part could round differently.
+func (m *mosaic) decodeTile(c *pipeline.Ctx, buf *mosaicBuf, im imageRef, heap []byte, t tile,
+	vis image.Rectangle) (img []byte, stride int, err error) {
+	if im.mode == field.ModeJPEG && t.w == t.w0 && t.h == t.h0 && vis != image.Rect(0, 0, t.w, t.h) {
+		buf.img = pipeline.Grow(buf.img, vis.Dx()*vis.Dy()*3)
+		dec := soloDecoder(c)
+		if err := dec.DecodeCropResizeFlip(heap, vis, vis.Dx(), vis.Dy(), buf.img, false); err != nil {
+			return nil, 0, fmt.Errorf("%w: %v", field.ErrData, err)
+		}
+		timed(c, dec)
+		return buf.img, vis.Dx() * 3, nil
+	}
+	buf.img = pipeline.Grow(buf.img, t.w*t.h*3)
+	if err := resizeWhole(c, im, heap, t.w, t.h, buf.img); err != nil {
+		return nil, 0, err
+	}
+	return buf.img[(vis.Min.Y*t.w+vis.Min.X)*3:], t.w * 3, nil
+}
+
+// fillUncovered fills the pixels of need, in the side×side canvas, that no
+// tile covers (the tiles are copied over the rest).
+func fillUncovered(out []byte, side int, need image.Rectangle, ts []tile, fill [3]byte) {
 	var spans [9][2]int
-	for y := 0; y < side; y++ {
+	for y := need.Min.Y; y < need.Max.Y; y++ {
 		n := 0
 		for _, t := range ts {
-			if y >= t.y && y < t.y+t.h && t.x < side && t.x+t.w > 0 {
-				spans[n] = [2]int{max(t.x, 0), min(t.x+t.w, side)}
+			if y >= t.y && y < t.y+t.h && t.x < need.Max.X && t.x+t.w > need.Min.X {
+				spans[n] = [2]int{max(t.x, need.Min.X), min(t.x+t.w, need.Max.X)}
 				n++
 			}
 		}
 		slices.SortFunc(spans[:n], func(a, b [2]int) int { return a[0] - b[0] })
-		row, x := out[y*side*3:(y+1)*side*3], 0
+		row, x := out[y*side*3:(y*side+need.Max.X)*3], need.Min.X
 		for _, sp := range spans[:n] {
 			if sp[0] > x {
 				imgproc.FillRGB(row[3*x:3*sp[0]], fill)
 			}
 			x = max(x, sp[1])
 		}
-		imgproc.FillRGB(row[3*x:], fill)
+		if x < need.Max.X {
+			imgproc.FillRGB(row[3*x:], fill)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package transform
 import (
 	"encoding/json"
 	"fmt"
+	"image"
 	"math"
 
 	"github.com/ffcv-go/ffcv-go/core/imgproc"
@@ -156,6 +157,51 @@ func (t *perspective) Place(c *pipeline.Ctx, key, w, h int) (pipeline.Step, erro
 	}
 	m = pipeline.AxisMatrix(1, 0.5, 1, 0.5).Mul(m).Mul(pipeline.AxisMatrix(1, -0.5, 1, -0.5))
 	return pipeline.WarpStep(m, s*s, t.out.Shape[1], t.out.Shape[0]), nil
+}
+
+// Reads is the part of the input the warp samples (pipeline.RegionReader):
+// the output's corner pixels mapped back through M, widened by two pixels
+// for the bilinear neighbours and OpenCV's fixed-point coordinates. The
+// input's image of the output rectangle is convex, so its corners bound
+// it, unless the projection puts some of them behind the horizon: then
+// everything is read.
+func (t *perspective) Reads(c *pipeline.Ctx, key, w, h int) image.Rectangle {
+	all := image.Rect(0, 0, w, h)
+	m32, _ := t.matrix(c, key)
+	if t.border == [2]int{} && m32 == [9]float32{1, 0, 0, 0, 1, 0, 0, 0, 1} {
+		return all // copied whole
+	}
+	var m pipeline.Matrix
+	for i, v := range m32 {
+		m[i] = float64(v)
+	}
+	inv, ok := m.Inverse()
+	if !ok {
+		return all
+	}
+	ow, oh := float64(t.out.Shape[1]-1), float64(t.out.Shape[0]-1)
+	x0, y0, x1, y1 := math.Inf(1), math.Inf(1), math.Inf(-1), math.Inf(-1)
+	sign := 0.0
+	for _, p := range [4][2]float64{{0, 0}, {ow, 0}, {0, oh}, {ow, oh}} {
+		z := inv[6]*p[0] + inv[7]*p[1] + inv[8]
+		if z == 0 || sign*z < 0 {
+			return all
+		}
+		sign = math.Copysign(1, z)
+		x := (inv[0]*p[0] + inv[1]*p[1] + inv[2]) / z
+		y := (inv[3]*p[0] + inv[4]*p[1] + inv[5]) / z
+		x0, y0, x1, y1 = min(x0, x), min(y0, y), max(x1, x), max(y1, y)
+	}
+	if math.IsNaN(x0 + y0 + x1 + y1) {
+		return all
+	}
+	const margin = 2
+	// Clamped to just outside the input before converting, so that a
+	// corner mapped far away cannot overflow an int.
+	cx := func(v float64) int { return int(math.Floor(min(max(v, -8), float64(w)+8))) }
+	cy := func(v float64) int { return int(math.Floor(min(max(v, -8), float64(h)+8))) }
+	r := image.Rect(cx(x0)-margin, cy(y0)-margin, cx(x1)+1+margin, cy(y1)+1+margin)
+	return r.Intersect(all)
 }
 
 func (t *perspective) Run(c *pipeline.Ctx, key int, in, out []byte) error {
