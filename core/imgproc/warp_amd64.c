@@ -69,6 +69,54 @@ static void ffwarp_row3_sse2(uint8_t *row, const uint8_t *src, long src_len, int
 
 FF_AVX2_BEGIN
 
+// Two pixels, k (low 128-bit half) and k+1 (high half): their neighbours
+// in rows sy (at src+o[k]) and sy+1 as 16-bit lanes with each channel
+// paired with the next pixel's (c, c+3), mixed by their own weights
+// (w01, w23 permuted to each half by idx). The channels, as 32-bit lanes
+// 0-2 of each half.
+static inline __m256i ffwarp_mix2(const uint8_t *src, long stride, const int32_t *o, int k, __m256i w01,
+                                  __m256i w23, __m256i idx) {
+	const __m256i pair = _mm256_setr_epi8(0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, 11, 12, 13, 14, 15,
+	                                      0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, 11, 12, 13, 14, 15);
+	const uint8_t *p = src + o[k], *q = src + o[k + 1];
+	__m256i top = _mm256_cvtepu8_epi16(_mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)p),
+	                                                      _mm_loadl_epi64((const __m128i *)q)));
+	__m256i bot = _mm256_cvtepu8_epi16(_mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(p + stride)),
+	                                                      _mm_loadl_epi64((const __m128i *)(q + stride))));
+	top = _mm256_shuffle_epi8(top, pair);
+	bot = _mm256_shuffle_epi8(bot, pair);
+	__m256i sum = _mm256_add_epi32(_mm256_madd_epi16(top, _mm256_permutevar8x32_epi32(w01, idx)),
+	                               _mm256_madd_epi16(bot, _mm256_permutevar8x32_epi32(w23, idx)));
+	return _mm256_srai_epi32(_mm256_add_epi32(sum, _mm256_set1_epi32(1 << 9)), 10);
+}
+
+// Eight pixels whose neighbours are all inside: each pixel's channels in
+// the low three bytes of 32-bit lane k.
+static inline __m256i ffwarp_mix8(const uint8_t *src, long stride, const int32_t *o, __m256i w01, __m256i w23) {
+	__m256i s01 = ffwarp_mix2(src, stride, o, 0, w01, w23, _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+	__m256i s23 = ffwarp_mix2(src, stride, o, 2, w01, w23, _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3));
+	__m256i s45 = ffwarp_mix2(src, stride, o, 4, w01, w23, _mm256_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5));
+	__m256i s67 = ffwarp_mix2(src, stride, o, 6, w01, w23, _mm256_setr_epi32(6, 6, 6, 6, 7, 7, 7, 7));
+	// Halves: low p0 p2 p4 p6, high p1 p3 p5 p7 (4 bytes each); then in order.
+	__m256i b = _mm256_packus_epi16(_mm256_packs_epi32(s01, s23), _mm256_packs_epi32(s45, s67));
+	return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// The 24 bytes of eight pixels from the low three bytes of each 32-bit
+// lane: the low half's 12 bytes, then the high half's over the low
+// store's 4 spare bytes; nothing past the 24 bytes is written.
+static inline void ffwarp_store8(uint8_t *d, __m256i px) {
+	const __m256i squeeze = _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1,
+	                                         0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+	px = _mm256_shuffle_epi8(px, squeeze);
+	__m128i hi = _mm256_extracti128_si256(px, 1);
+	_mm_storeu_si128((__m128i *)d, _mm256_castsi256_si128(px));
+	_mm_storel_epi64((__m128i *)(d + 12), hi);
+	int32_t last = _mm_extract_epi32(hi, 2);
+	memcpy(d + 20, &last, 4);
+}
+
+
 // Eight pixels at a time: their coordinates, weights and offsets in AVX2
 // lanes; where all eight have their neighbours inside the image, each is
 // mixed by ffwarp_mix, else they go one by one.
@@ -104,19 +152,9 @@ static void ffwarp_row3_avx2(uint8_t *row, const uint8_t *src, long src_len, int
 			__m256i nax = _mm256_sub_epi32(tab, ax), nay = _mm256_sub_epi32(tab, ay);
 			__m256i w01 = _mm256_or_si256(_mm256_mullo_epi32(nay, nax), _mm256_slli_epi32(_mm256_mullo_epi32(nay, ax), 16));
 			__m256i w23 = _mm256_or_si256(_mm256_mullo_epi32(ay, nax), _mm256_slli_epi32(_mm256_mullo_epi32(ay, ax), 16));
-			int32_t o[8], a[8], b[8];
+			int32_t o[8];
 			_mm256_storeu_si256((__m256i *)o, off);
-			_mm256_storeu_si256((__m256i *)a, w01);
-			_mm256_storeu_si256((__m256i *)b, w23);
-			uint8_t *d = row + 3 * x;
-			for (int k = 0; k < 8; k++) {
-				uint32_t v = ffwarp_mix(src + o[k], src + o[k] + stride, _mm_set1_epi32(a[k]), _mm_set1_epi32(b[k]));
-				if (k < 7) {
-					memcpy(d + 3 * k, &v, 4); // its fourth byte is the next pixel's, written next
-				} else {
-					d[21] = (uint8_t)v, d[22] = (uint8_t)(v >> 8), d[23] = (uint8_t)(v >> 16);
-				}
-			}
+			ffwarp_store8(row + 3 * x, ffwarp_mix8(src, stride, o, w01, w23));
 		}
 	}
 	for (; x < dw; x++) {
