@@ -56,6 +56,37 @@ func (d *Decoder) DecodeCropResizeFlip(data []byte, crop image.Rectangle, outW, 
 	return nil
 }
 
+// DecodeCropInto decodes the rectangle crop of the full-resolution image in
+// data at its own size into dst, its rows stride bytes apart: the pixels
+// DecodeCropResize gives for an output of the crop's size, written where
+// the caller keeps them (a row range of a larger canvas) with no copy in
+// between.
+func (d *Decoder) DecodeCropInto(data []byte, crop image.Rectangle, dst []byte, stride int) error {
+	w, h := crop.Dx(), crop.Dy()
+	if crop.Empty() || crop.Min.X < 0 || crop.Min.Y < 0 || crop.Max.X > maxDimension || crop.Max.Y > maxDimension ||
+		w > maxOutput || h > maxOutput {
+		return fmt.Errorf("jpeg: bad crop %v", crop)
+	}
+	if stride < 3*w {
+		return fmt.Errorf("jpeg: stride %d under a row of %d pixels", stride, w)
+	}
+	if need := (h-1)*stride + 3*w; len(dst) < need {
+		return fmt.Errorf("%w: have %d bytes, need %d for %dx%d pixels %d bytes apart", ErrShortBuffer, len(dst), need,
+			w, h, stride)
+	}
+	buf, err := d.decodeRegion(data, crop, w, h) // at 8/8: a crop is never twice its own size
+	if err != nil {
+		return err
+	}
+	g := &d.g
+	bstride := int(g.buf_w) * 3
+	src := buf[(crop.Min.Y-int(g.buf_y))*bstride+(crop.Min.X-int(g.buf_x))*3:]
+	for y := 0; y < h; y++ {
+		copy(dst[y*stride:y*stride+3*w], src[y*bstride:])
+	}
+	return nil
+}
+
 // decodeRegion decodes the part of data that crop needs, at the DCT scale
 // chooseScale picks for an outW×outH output, into d.scratch; d.g says where
 // the decoded pixels lie.

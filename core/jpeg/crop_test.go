@@ -1,6 +1,7 @@
 package jpeg
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"image"
@@ -317,6 +318,60 @@ func TestDecodeCropResizeFlip(t *testing.T) {
 					t.Fatalf("%v: pixel (%d,%d) %v, mirrored %v", c, x, y, p, q)
 				}
 			}
+		}
+	}
+}
+
+// DecodeCropInto writes a crop at its own size into a larger buffer, rows a
+// stride apart, with the full decode's pixels, and touches nothing around it.
+func TestDecodeCropInto(t *testing.T) {
+	p := loadPhoto(t)
+	d := NewDecoder()
+	defer d.Close()
+	const pad = 5 // pixels left of and after each row in the destination
+	for _, r := range []image.Rectangle{
+		image.Rect(0, 0, 400, 300),     // whole
+		image.Rect(200, 150, 400, 300), // bottom-right corner
+		image.Rect(97, 33, 204, 171),   // odd edges, inside
+		image.Rect(96, 96, 304, 208),   // iMCU-aligned
+		image.Rect(399, 0, 400, 300),   // last column
+		image.Rect(0, 299, 400, 300),   // last row
+	} {
+		w, h := r.Dx(), r.Dy()
+		stride := (w + 2*pad) * 3
+		dst := make([]byte, h*stride)
+		for i := range dst {
+			dst[i] = 0xA5
+		}
+		if err := d.DecodeCropInto(p.jpeg, r, dst[pad*3:], stride); err != nil {
+			t.Fatalf("%v: %v", r, err)
+		}
+		want := reference(p.pix, p.w, r, w, h)
+		for y := 0; y < h; y++ {
+			row := dst[y*stride : (y+1)*stride]
+			if got := row[pad*3 : (pad+w)*3]; !bytes.Equal(got, want[y*w*3:(y+1)*w*3]) {
+				t.Fatalf("%v: row %d differs from the full decode", r, y)
+			}
+			for i, b := range append(row[:pad*3:pad*3], row[(pad+w)*3:]...) {
+				if b != 0xA5 {
+					t.Fatalf("%v: row %d: byte %d beside the crop written", r, y, i)
+				}
+			}
+		}
+	}
+	for _, c := range []struct {
+		r      image.Rectangle
+		n, str int
+		want   string
+	}{
+		{image.Rect(0, 0, 10, 10), 10 * 10 * 3, 29, "stride"},
+		{image.Rect(0, 0, 10, 10), 9*40 + 29, 40, "need"},
+		{image.Rect(0, 0, 0, 10), 100, 30, "bad crop"},
+		{image.Rect(-1, 0, 10, 10), 1000, 33, "bad crop"},
+	} {
+		err := d.DecodeCropInto(p.jpeg, c.r, make([]byte, c.n), c.str)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v, %d bytes, stride %d: error %v, want one saying %q", c.r, c.n, c.str, err, c.want)
 		}
 	}
 }

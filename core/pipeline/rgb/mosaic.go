@@ -266,40 +266,40 @@ func (m *mosaic) Run(c *pipeline.Ctx, key int, _, out []byte) error {
 				return fmt.Errorf("partner sample %d: %w", t.sample, err)
 			}
 		}
-		img, stride, err := m.decodeTile(c, buf, imageOf(col), heap, t, vis)
-		if err != nil {
+		if err := m.paintTile(c, buf, imageOf(col), heap, t, vis, out); err != nil {
 			return fmt.Errorf("sample %d: %w", t.sample, err)
-		}
-		n := vis.Dx() * 3
-		for y := vis.Min.Y; y < vis.Max.Y; y++ {
-			at := ((t.y+y)*side + t.x + vis.Min.X) * 3
-			copy(out[at:at+n], img[(y-vis.Min.Y)*stride:])
 		}
 	}
 	return nil
 }
 
-// decodeTile decodes the part vis of tile t: its pixels (vis.Dx() per row,
-// stride bytes apart) start at img[0]. A JPEG at the tile's own size is
-// decoded from vis only, which gives the same pixels (no resize, and the
-// decoder decodes past a crop's edges what upsampling needs); any other is
-// decoded and resized whole, as resizing a part could round differently.
-func (m *mosaic) decodeTile(c *pipeline.Ctx, buf *mosaicBuf, im imageRef, heap []byte, t tile,
-	vis image.Rectangle) (img []byte, stride int, err error) {
-	if im.mode == field.ModeJPEG && t.w == t.w0 && t.h == t.h0 && vis != image.Rect(0, 0, t.w, t.h) {
-		buf.img = pipeline.Grow(buf.img, vis.Dx()*vis.Dy()*3)
+// paintTile decodes the part vis of tile t (in tile pixels) into its place
+// on the canvas out. A JPEG at the tile's own size is decoded from vis
+// only, straight into the canvas, which gives the same pixels (no resize,
+// and the decoder decodes past a crop's edges what upsampling needs); any
+// other is decoded and resized whole, as resizing a part could round
+// differently, then copied.
+func (m *mosaic) paintTile(c *pipeline.Ctx, buf *mosaicBuf, im imageRef, heap []byte, t tile, vis image.Rectangle,
+	out []byte) error {
+	side := 2 * m.s
+	at := ((t.y+vis.Min.Y)*side + t.x + vis.Min.X) * 3
+	if im.mode == field.ModeJPEG && t.w == t.w0 && t.h == t.h0 {
 		dec := soloDecoder(c)
-		if err := dec.DecodeCropResizeFlip(heap, vis, vis.Dx(), vis.Dy(), buf.img, false); err != nil {
-			return nil, 0, fmt.Errorf("%w: %v", field.ErrData, err)
+		if err := dec.DecodeCropInto(heap, vis, out[at:], side*3); err != nil {
+			return fmt.Errorf("%w: %v", field.ErrData, err)
 		}
 		timed(c, dec)
-		return buf.img, vis.Dx() * 3, nil
+		return nil
 	}
 	buf.img = pipeline.Grow(buf.img, t.w*t.h*3)
 	if err := resizeWhole(c, im, heap, t.w, t.h, buf.img); err != nil {
-		return nil, 0, err
+		return err
 	}
-	return buf.img[(vis.Min.Y*t.w+vis.Min.X)*3:], t.w * 3, nil
+	n := vis.Dx() * 3
+	for y := vis.Min.Y; y < vis.Max.Y; y++ {
+		copy(out[at+(y-vis.Min.Y)*side*3:][:n], buf.img[(y*t.w+vis.Min.X)*3:])
+	}
+	return nil
 }
 
 // fillUncovered fills the pixels of need, in the side×side canvas, that no
