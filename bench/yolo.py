@@ -15,10 +15,12 @@ YOLO dataset, --height x --width JPEGs) converted with YoloDataset.
                    place where the YOLO pipeline is defined; num_workers Go
                    threads
 
-Each runs in a fresh process; reported: images/s (mean over the epochs
+Each runs in a fresh process, --rounds times, the order alternating
+between rounds; reported, as medians over the rounds: images/s (mean over the epochs
 after the first; Ultralytics' first epoch starts its workers), CPU ms per
 image of the process tree, and the tree's peak RSS (DataLoader workers
-included; for cache="ram" the cache filled when the dataset is made).
+included; for cache="ram" the cache filled when the dataset is made),
+and ours ÷ each peer's images/s within each round (min, median, max).
 Needs Ultralytics: run it with build/ultralytics-venv/bin/python.
 
     PYTHONPATH=python build/ultralytics-venv/bin/python bench/yolo.py --images 512
@@ -26,6 +28,7 @@ Needs Ultralytics: run it with build/ultralytics-venv/bin/python.
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -120,6 +123,7 @@ def main(argv=None):
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--rounds", type=int, default=3, help="runs of every loader, in alternating order")
     p.add_argument("--data", default=os.path.join(HERE, "data", "yolo"))
     p.add_argument("--loaders", default=",".join(LOADERS))
     p.add_argument("--run", choices=LOADERS, help=argparse.SUPPRESS)
@@ -127,23 +131,35 @@ def main(argv=None):
     if args.run:
         return run_one(args.run, args)
     make_data(args)
-    results = {}
-    for name in args.loaders.split(","):
-        cmd = [sys.executable, os.path.abspath(__file__), "--run", name, "--data", args.data]
-        for k in ("images", "width", "height", "imgsz", "batch", "workers", "epochs"):
-            cmd += [f"--{k}", str(getattr(args, k))]
-        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-        results[name] = json.loads(out.strip().splitlines()[-1])
-        print(json.dumps(results[name]), flush=True)
-    ours = results.get("ffcv_go")
+    names = args.loaders.split(",")
+    rounds = []  # per round: loader -> its figures
+    for k in range(args.rounds):
+        # Rounds alternate the order, so that a drift of the machine's speed
+        # favours no loader.
+        order = names if k % 2 == 0 else names[::-1]
+        results = {}
+        for name in order:
+            cmd = [sys.executable, os.path.abspath(__file__), "--run", name, "--data", args.data]
+            for key in ("images", "width", "height", "imgsz", "batch", "workers", "epochs"):
+                cmd += [f"--{key}", str(getattr(args, key))]
+            out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+            results[name] = json.loads(out.strip().splitlines()[-1])
+            print(json.dumps(dict(results[name], round=k)), flush=True)
+        rounds.append(results)
     print(f"\nimgsz {args.imgsz}, batch {args.batch}, {args.workers} workers, {args.images} images "
-          f"{args.width}x{args.height}")
-    print(f"{'loader':<16} {'images/s':>9} {'CPU ms/img':>11} {'peak RSS MiB':>13} {'ours ×':>7}")
-    for name, r in results.items():
-        ratio = "" if ours is None else f"{ours['images_per_s'] / r['images_per_s']:.2f}"
-        cpu = "" if r["cpu_ms_per_image"] is None else f"{r['cpu_ms_per_image']:.1f}"
-        print(f"{name:<16} {r['images_per_s']:>9.1f} {cpu:>11} {r['peak_rss_mib']:>13.0f} {ratio:>7}")
-
+          f"{args.width}x{args.height}; medians of {args.rounds} round(s), ours × per round (min, median, max)")
+    print(f"{'loader':<16} {'images/s':>9} {'CPU ms/img':>11} {'peak RSS MiB':>13}  ours ×")
+    for name in names:
+        rs = [r[name] for r in rounds]
+        ips = statistics.median(r["images_per_s"] for r in rs)
+        cpus = [r["cpu_ms_per_image"] for r in rs if r["cpu_ms_per_image"] is not None]
+        cpu = f"{statistics.median(cpus):.1f}" if cpus else ""
+        rss = max(r["peak_rss_mib"] for r in rs)
+        ratio = ""
+        if "ffcv_go" in names and name != "ffcv_go":
+            x = sorted(r["ffcv_go"]["images_per_s"] / r[name]["images_per_s"] for r in rounds)
+            ratio = f"{x[0]:.2f}, {statistics.median(x):.2f}, {x[-1]:.2f}"
+        print(f"{name:<16} {ips:>9.1f} {cpu:>11} {rss:>13.0f}  {ratio}")
 
 if __name__ == "__main__":
     main()
