@@ -755,3 +755,33 @@ func TestAugmentOps(t *testing.T) {
 		t.Fatalf("names %v", names)
 	}
 }
+
+// The writer spec's JPEG flags map onto the encoder's options: restart
+// markers are spliced into kept sources only when both keep_coefficients
+// and restart_markers ask for it.
+func TestImageOptionsFromSpec(t *testing.T) {
+	for _, tc := range []struct {
+		name                              string
+		spec                              string
+		keep, splice, keepScans, reencode bool
+	}{
+		{"defaults", `{"restart_markers": true, "jpeg_transcode": true}`, false, false, false, false},
+		{"keep_source_jpeg", `{"keep_source_jpeg": true, "restart_markers": true, "jpeg_transcode": true}`,
+			true, false, false, false},
+		{"keep_coefficients", `{"keep_coefficients": true, "restart_markers": true, "jpeg_transcode": true}`,
+			true, true, false, false},
+		{"keep_coefficients without markers", `{"keep_coefficients": true, "jpeg_transcode": true}`,
+			true, false, true, false},
+		{"pixels", `{"restart_markers": false, "jpeg_transcode": false}`, false, false, true, true},
+	} {
+		var s fieldSpec
+		if err := json.Unmarshal([]byte(tc.spec), &s); err != nil {
+			t.Fatal(err)
+		}
+		o := s.imageOptions(0)
+		if o.KeepSourceJPEG != tc.keep || o.SpliceKept != tc.splice || o.KeepScans != tc.keepScans ||
+			o.ReencodePixels != tc.reencode {
+			t.Errorf("%s: %+v", tc.name, o)
+		}
+	}
+}

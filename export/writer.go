@@ -30,6 +30,7 @@ type fieldSpec struct {
 	JPEGQuality         int      `json:"jpeg_quality"`
 	CompressProbability float64  `json:"compress_probability"`
 	KeepSourceJPEG      bool     `json:"keep_source_jpeg"`
+	KeepCoefficients    bool     `json:"keep_coefficients"`
 	JPEGTranscode       bool     `json:"jpeg_transcode"`
 	RestartMarkers      bool     `json:"restart_markers"`
 	// Custom (type 255) fields: their argument bytes and metadata column
@@ -54,7 +55,8 @@ func (s fieldSpec) imageOptions(seed uint64) field.ImageOptions {
 	return field.ImageOptions{
 		WriteMode: s.WriteMode, MaxResolution: s.MaxResolution, SmartThreshold: s.SmartThreshold,
 		JPEGQuality: s.JPEGQuality, CompressProbability: s.CompressProbability, Seed: seed,
-		KeepSourceJPEG: s.KeepSourceJPEG, ReencodePixels: !s.JPEGTranscode, KeepScans: !s.RestartMarkers,
+		KeepSourceJPEG: s.KeepSourceJPEG || s.KeepCoefficients, SpliceKept: s.KeepCoefficients && s.RestartMarkers,
+		ReencodePixels: !s.JPEGTranscode, KeepScans: !s.RestartMarkers,
 	}
 }
 

@@ -19,6 +19,12 @@ type ImageOptions struct {
 	// needs no resize, is to be stored as JPEG and decodes cleanly, instead
 	// of re-encoding it (FFCV always re-encodes).
 	KeepSourceJPEG bool
+	// SpliceKept stores a kept 4:2:0 YCbCr source (KeepSourceJPEG) as its
+	// own coefficients and tables in one scan with restart markers
+	// (jpeg.Decoder.Transcode at quality 100, which changes no step); any
+	// other keeps its bytes. The same pixels, and a crop entropy-decodes
+	// only the intervals under it.
+	SpliceKept bool
 	// ReencodePixels re-encodes a JPEG source that needs no resize from its
 	// decoded pixels, as FFCV does. By default such a source (4:2:0 YCbCr)
 	// is transcoded instead: requantized to JPEGQuality's tables in the DCT

@@ -141,8 +141,9 @@ func (e *encoder) source(wk *worker, v field.Value, sample uint64) (rgbImage, er
 }
 
 // decodeFile decodes an image file to the stored size. A JPEG that needs
-// no resize and is to be stored as JPEG is kept (KeepSourceJPEG) or
-// transcoded instead when it can be; then pix is nil.
+// no resize and is to be stored as JPEG is kept (KeepSourceJPEG: its bytes,
+// or with SpliceKept its coefficients with restart markers where it can be)
+// or transcoded instead when it can be; then pix is nil.
 func (e *encoder) decodeFile(wk *worker, data []byte, sample uint64) (rgbImage, error) {
 	if len(data) < 2 || data[0] != 0xff || data[1] != 0xd8 {
 		pix, w, h, err := decodeOther(data)
@@ -161,6 +162,19 @@ func (e *encoder) decodeFile(wk *worker, data []byte, sample uint64) (rgbImage, 
 		case e.opts.KeepSourceJPEG:
 			if err := wk.dec.Verify(data); err != nil {
 				return rgbImage{}, err
+			}
+			if e.opts.SpliceKept {
+				// Quality 100 changes no quantization step: the source's own
+				// coefficients and tables in one scan with restart markers. The
+				// same pixels; a crop then entropy-decodes only the intervals
+				// under it.
+				b, err := wk.dec.Transcode(data, 100, false)
+				if err == nil {
+					return rgbImage{w: w, h: h, jpeg: b, srcW: w, srcH: h}, nil
+				}
+				if !errors.Is(err, jpeg.ErrNotTranscodable) {
+					return rgbImage{}, err
+				}
 			}
 			return rgbImage{w: w, h: h, jpeg: data, srcW: w, srcH: h}, nil
 		case !e.opts.ReencodePixels:

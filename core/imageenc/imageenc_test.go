@@ -127,6 +127,64 @@ func TestKeepSourceJPEG(t *testing.T) {
 	}
 }
 
+// With SpliceKept a kept source without restart markers gets them spliced
+// in, its coefficients unchanged, so that crops decode less; without it
+// the bytes are kept, and a source the splice cannot take (grayscale here)
+// is kept byte for byte. Each decodes to the source's pixels.
+func TestKeepSourceJPEGMarkers(t *testing.T) {
+	_, pix, w, h := photo(t)
+	rgba := image.NewRGBA(image.Rect(0, 0, w, h))
+	gray := image.NewGray(image.Rect(0, 0, w, h))
+	for i := 0; i < w*h; i++ {
+		copy(rgba.Pix[4*i:], pix[3*i:3*i+3])
+		rgba.Pix[4*i+3] = 255
+		gray.Pix[i] = pix[3*i+1]
+	}
+	var std, stdGray bytes.Buffer
+	if err := stdjpeg.Encode(&std, rgba, &stdjpeg.Options{Quality: 93}); err != nil {
+		t.Fatal(err)
+	}
+	if err := stdjpeg.Encode(&stdGray, gray, &stdjpeg.Options{Quality: 93}); err != nil {
+		t.Fatal(err)
+	}
+	dri := []byte{0xFF, 0xDD}
+	d := jpeg.NewDecoder()
+	defer d.Close()
+	decode := func(b []byte) []byte {
+		out := make([]byte, w*h*3)
+		if _, _, err := d.Decode(b, out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name    string
+		src     []byte
+		splice  bool
+		kept    bool // byte for byte
+		markers bool
+	}{
+		{"spliced", std.Bytes(), true, false, true},
+		{"bytes", std.Bytes(), false, true, false},
+		{"grayscale", stdGray.Bytes(), true, true, false},
+	} {
+		enc, err := encodeOne(t, field.ImageOptions{WriteMode: "jpg", KeepSourceJPEG: true, SpliceKept: tt.splice},
+			field.Value{Data: tt.src, Encoded: true})
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if kept := bytes.Equal(enc.Heap, tt.src); kept != tt.kept {
+			t.Errorf("%s: bytes kept = %v, want %v", tt.name, kept, tt.kept)
+		}
+		if m := bytes.Contains(enc.Heap, dri); m != tt.markers {
+			t.Errorf("%s: restart markers = %v, want %v", tt.name, m, tt.markers)
+		}
+		if !bytes.Equal(decode(enc.Heap), decode(tt.src)) {
+			t.Errorf("%s: the stored JPEG decodes to other pixels than the source", tt.name)
+		}
+	}
+}
+
 // Paths are read by the encoder; errors name the file.
 func TestPathSource(t *testing.T) {
 	data, pix, w, h := photo(t)

@@ -597,9 +597,13 @@ class YoloDataset:
         self.missing_labels = sum(1 for it in good if it.get("missing"))
         self.backgrounds = sum(1 for it in good if not it["classes"])
 
-    def fields(self, max_resolution=None, write_mode="jpg", jpeg_quality=90, keep_source_jpeg=True):
+    def fields(self, max_resolution=None, write_mode="jpg", jpeg_quality=90, keep_source_jpeg="coefficients"):
         """The writer's fields for this dataset, in item order. A JPEG that
-        needs no resize is stored byte for byte (keep_source_jpeg)."""
+        needs no resize is kept (keep_source_jpeg): by default its
+        coefficients, with restart markers spliced in, which decode to
+        exactly the pixels Ultralytics reads from the file and let a mosaic
+        tile decode only its visible part; keep_source_jpeg=True keeps the
+        bytes."""
         from .fields import RGBImageField
         f = {"image": RGBImageField(write_mode=write_mode, max_resolution=max_resolution, jpeg_quality=jpeg_quality,
                                     keep_source_jpeg=keep_source_jpeg),

@@ -33,6 +33,13 @@ def _photo(src, dst):
         im.convert("RGB").resize((W, H)).save(dst, quality=90)
 
 
+def _pixels(jpeg):
+    import io
+    from PIL import Image
+    with Image.open(io.BytesIO(jpeg)) as im:
+        return np.asarray(im.convert("RGB"))
+
+
 def _box_line(cls, box):
     x0, y0, x1, y1 = box
     return f"{cls} {(x0 + x1) / 2 / W!r} {(y0 + y1) / 2 / H!r} {(x1 - x0) / W!r} {(y1 - y0) / H!r}"
@@ -83,13 +90,38 @@ def test_detect(tmp_path, photos):
                             labels=[RaggedDecoder()])
     assert tuple(img.shape[1:3]) == (H, W)
     r = Reader(str(out))
-    for i, it in enumerate(ds.items):  # JPEGs kept byte for byte
-        assert bytes(r.read(i, "image")) == Path(it["image"]).read_bytes()
+    for i, it in enumerate(ds.items):  # the JPEGs' coefficients kept: their pixels, restart markers spliced in
+        stored, source = bytes(r.read(i, "image")), Path(it["image"]).read_bytes()
+        assert stored != source and b"\xff\xdd" in stored and b"\xff\xdd" not in source
+        np.testing.assert_array_equal(_pixels(stored), _pixels(source))
     for i, name in enumerate("abcd"):
         objs = truth.get(name, [])
         want = np.asarray([b for _, b in objs], np.float32).reshape(-1, 4)
         np.testing.assert_array_equal(_rows(boxes, i), want)
         np.testing.assert_array_equal(_rows(lab, i), [c for c, _ in objs])
+
+
+def test_kept_sources(tmp_path, photos):
+    """keep_source_jpeg=True keeps the files byte for byte; the default
+    ("coefficients") codes a 4:2:0 JPEG, baseline or progressive, again as
+    one scan with restart markers, and keeps a 4:4:4 one, which it cannot
+    take, byte for byte. Every one decodes to the file's pixels."""
+    ds = YoloDataset(_dataset(tmp_path, photos, {"a": "0 0.5 0.5 0.2 0.2\n", "b": "", "c": ""}), split="train")
+    from PIL import Image
+    with Image.open(ds.items[1]["image"]) as im:
+        im.save(ds.items[1]["image"], quality=90, progressive=True)
+    with Image.open(ds.items[2]["image"]) as im:
+        im.save(ds.items[2]["image"], quality=90, subsampling=0)
+    for keep, spliced in ((True, [False, False, False]), ("coefficients", [True, True, False])):
+        out = tmp_path / f"{keep}.beton"
+        DatasetWriter(str(out), ds.fields(keep_source_jpeg=keep), num_workers=1, progress=False).from_indexed_dataset(ds)
+        r = Reader(str(out))
+        for i, it in enumerate(ds.items):
+            stored, source = bytes(r.read(i, "image")), Path(it["image"]).read_bytes()
+            assert (stored != source) == spliced[i], (keep, i)
+            np.testing.assert_array_equal(_pixels(stored), _pixels(source))
+    with pytest.raises(ValueError, match="keep_source_jpeg 'pixels' must be False, True or 'coefficients'"):
+        ds.fields(keep_source_jpeg="pixels")
 
 
 def test_segment(tmp_path, photos):

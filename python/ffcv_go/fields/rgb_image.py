@@ -52,6 +52,13 @@ class RGBImageField(Field):
     bytes or by path that needs no resize and is to be stored as JPEG is
     stored byte for byte after checking that it decodes cleanly, instead of
     being decoded and re-encoded. Writing then costs one decode per image.
+    keep_source_jpeg="coefficients" keeps what decides its pixels: with
+    restart_markers, a 4:2:0 YCbCr JPEG (baseline or progressive) is stored
+    as its own coefficients and quantization tables in one scan with
+    restart markers (a baseline scan's Huffman coding is kept, markers
+    spliced in), its metadata segments (EXIF, ICC, comments) dropped: the
+    same pixels as the file, and crops decode faster. Any other JPEG, or
+    any with restart_markers=False, is kept byte for byte.
 
     jpeg_transcode (not in FFCV, on by default): such a JPEG file that is not
     kept is re-encoded at jpeg_quality in the DCT domain (its coefficients
@@ -94,7 +101,10 @@ class RGBImageField(Field):
         self.smart_threshold = smart_threshold
         self.jpeg_quality = int(jpeg_quality)
         self.proportion = None if compress_probability is None else float(compress_probability)
-        self.keep_source_jpeg = bool(keep_source_jpeg)
+        if keep_source_jpeg not in (False, True, "coefficients"):
+            raise ValueError(f"RGBImageField: keep_source_jpeg {keep_source_jpeg!r} must be False, True or "
+                             "'coefficients'")
+        self.keep_source_jpeg = keep_source_jpeg if keep_source_jpeg == "coefficients" else bool(keep_source_jpeg)
         self.jpeg_transcode = bool(jpeg_transcode)
         self.restart_markers = bool(restart_markers)
 
@@ -119,8 +129,8 @@ class RGBImageField(Field):
     def _spec(self):
         return {"write_mode": self.write_mode, "max_resolution": int(self.max_resolution or 0),
                 "smart_threshold": int(self.smart_threshold or 0), "jpeg_quality": self.jpeg_quality,
-                "compress_probability": self.proportion or 0.0, "keep_source_jpeg": self.keep_source_jpeg,
-                "jpeg_transcode": self.jpeg_transcode, "restart_markers": self.restart_markers}
+                "compress_probability": self.proportion or 0.0, "keep_source_jpeg": self.keep_source_jpeg is True,
+                "keep_coefficients": self.keep_source_jpeg == "coefficients", "jpeg_transcode": self.jpeg_transcode, "restart_markers": self.restart_markers}
 
     def _portable(self, value):
         pix = _pil_pixels(value)
