@@ -2,12 +2,13 @@
 // version that converts eight pixels at a time with the same arithmetic
 // (1 - s·h in double, as the scalar code does it).
 #include <immintrin.h>
-#include <string.h>
 
 #include "hsv_kern.h"
 #include "avx2.h"
 
 FF_AVX2_BEGIN
+
+#include "store24.h"
 
 // The caller's lookup tables folded into the fixed ones, as 32-bit
 // entries grouped by what indexes them, so that one load per lane fetches
@@ -165,18 +166,12 @@ static void ffhsv_lut_avx2(uint8_t *img, long rows, int w, int block, const ffhs
 				n[k] = x < block ? _mm256_cvttps_epi32(c[k]) : _mm256_cvtps_epi32(c[k]);
 			}
 			// Per 128-bit half: r0..3 g0..3 b0..3 as bytes, interleaved to
-			// r0 g0 b0 r1 ... b3; the low half's 12 bytes, then the high
-			// half's over the low store's 4 spare bytes.
+			// r0 g0 b0 r1 ... b3.
 			__m256i bytes = _mm256_packus_epi16(_mm256_packus_epi32(n[0], n[1]),
 			                                   _mm256_packus_epi32(n[2], _mm256_setzero_si256()));
 			const __m256i weave = _mm256_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1,
 			                                       0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1);
-			bytes = _mm256_shuffle_epi8(bytes, weave);
-			__m128i hi = _mm256_extracti128_si256(bytes, 1);
-			_mm_storeu_si128((__m128i *)p, _mm256_castsi256_si128(bytes));
-			_mm_storel_epi64((__m128i *)(p + 12), hi);
-			int32_t last = _mm_extract_epi32(hi, 2);
-			memcpy(p + 20, &last, 4);
+			ff_store24(p, _mm256_shuffle_epi8(bytes, weave));
 		}
 		ffhsv_run(row, x, w, block, t);
 	}

@@ -4,7 +4,6 @@
 // a 16-bit lane): (32·S + 2^14) >> 15 equals (S + 2^9) >> 10.
 #include <immintrin.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "warp.h"
 #include "avx2.h"
@@ -69,6 +68,8 @@ static void ffwarp_row3_sse2(uint8_t *row, const uint8_t *src, long src_len, int
 
 FF_AVX2_BEGIN
 
+#include "store24.h"
+
 // Two pixels, k (low 128-bit half) and k+1 (high half): their neighbours
 // in rows sy (at src+o[k]) and sy+1 as 16-bit lanes with each channel
 // paired with the next pixel's (c, c+3), mixed by their own weights
@@ -102,18 +103,11 @@ static inline __m256i ffwarp_mix8(const uint8_t *src, long stride, const int32_t
 	return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-// The 24 bytes of eight pixels from the low three bytes of each 32-bit
-// lane: the low half's 12 bytes, then the high half's over the low
-// store's 4 spare bytes; nothing past the 24 bytes is written.
+// The 24 bytes of eight pixels from the low three bytes of each 32-bit lane.
 static inline void ffwarp_store8(uint8_t *d, __m256i px) {
 	const __m256i squeeze = _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1,
 	                                         0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
-	px = _mm256_shuffle_epi8(px, squeeze);
-	__m128i hi = _mm256_extracti128_si256(px, 1);
-	_mm_storeu_si128((__m128i *)d, _mm256_castsi256_si128(px));
-	_mm_storel_epi64((__m128i *)(d + 12), hi);
-	int32_t last = _mm_extract_epi32(hi, 2);
-	memcpy(d + 20, &last, 4);
+	ff_store24(d, _mm256_shuffle_epi8(px, squeeze));
 }
 
 
