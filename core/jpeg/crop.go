@@ -45,8 +45,8 @@ func (d *Decoder) DecodeCropResizeFlip(data []byte, crop image.Rectangle, outW, 
 	if need := outW * outH * 3; len(dst) < need {
 		return fmt.Errorf("%w: have %d bytes, need %d for %dx%d pixels", ErrShortBuffer, len(dst), need, outW, outH)
 	}
-	if crop.Empty() || crop.Min.X < 0 || crop.Min.Y < 0 || crop.Max.X > maxDimension || crop.Max.Y > maxDimension {
-		return fmt.Errorf("jpeg: bad crop %v", crop)
+	if err := checkCrop(crop); err != nil {
+		return err
 	}
 	buf, err := d.decodeRegion(data, crop, outW, outH)
 	if err != nil {
@@ -63,8 +63,10 @@ func (d *Decoder) DecodeCropResizeFlip(data []byte, crop image.Rectangle, outW, 
 // between.
 func (d *Decoder) DecodeCropInto(data []byte, crop image.Rectangle, dst []byte, stride int) error {
 	w, h := crop.Dx(), crop.Dy()
-	if crop.Empty() || crop.Min.X < 0 || crop.Min.Y < 0 || crop.Max.X > maxDimension || crop.Max.Y > maxDimension ||
-		w > maxOutput || h > maxOutput {
+	if err := checkCrop(crop); err != nil {
+		return err
+	}
+	if w > maxOutput || h > maxOutput {
 		return fmt.Errorf("jpeg: bad crop %v", crop)
 	}
 	if stride < 3*w {
@@ -83,6 +85,15 @@ func (d *Decoder) DecodeCropInto(data []byte, crop image.Rectangle, dst []byte, 
 	src := buf[(crop.Min.Y-int(g.buf_y))*bstride+(crop.Min.X-int(g.buf_x))*3:]
 	for y := 0; y < h; y++ {
 		copy(dst[y*stride:y*stride+3*w], src[y*bstride:])
+	}
+	return nil
+}
+
+// checkCrop refuses a crop that is empty or outside the image coordinates
+// a JPEG can have.
+func checkCrop(crop image.Rectangle) error {
+	if crop.Empty() || crop.Min.X < 0 || crop.Min.Y < 0 || crop.Max.X > maxDimension || crop.Max.Y > maxDimension {
+		return fmt.Errorf("jpeg: bad crop %v", crop)
 	}
 	return nil
 }
